@@ -1,0 +1,66 @@
+//! The symbolic engine: a hash-consed expression graph with constant folding and algebraic
+//! simplification, symbolic differentiation, an interpreter, and scheduling of many outputs into
+//! one straight-line [`Program`] with common-subexpression elimination.
+//!
+//! Independent of `syn`/`quote`: it is unit-tested on its own, and the macro front end
+//! (`crate::lower`, `crate::expand`) only talks to it through this API.
+//!
+//! API CONTRACT (the front end codes against exactly these names):
+//! - `Graph::new()`, constructors `constant(f64)`, `var(Var)`, `add/sub/mul/div(a, b)`, `neg(a)`,
+//!   `powi(a, i32)`, `powf(a, b)`, `unary(Unary, a)`, `atan2(y, x)`; every constructor simplifies
+//!   and hash-conses (building the same expression twice yields the same `NodeId`).
+//! - `as_const(n) -> Option<f64>`, `depends_on(n, |v| bool) -> bool`, `depends_on_q(n) -> bool`.
+//! - `derivative(n, Var) -> NodeId` (memoized), `gradient(f, n_q) -> Vec<NodeId>`,
+//!   `hessian(&grad) -> Vec<Vec<NodeId>>` (upper triangle computed, mirrored),
+//!   `third_contraction(&grad) -> Vec<NodeId>` (directional, in terms of `Var::Dir(j)`).
+//! - `eval(n, &dyn Fn(Var) -> f64) -> f64` interpreter; `eval_many`.
+//! - `schedule(&graph, &outputs) -> Program` with CSE across all outputs.
+
+mod diff;
+mod graph;
+mod interp;
+mod schedule;
+mod simplify;
+
+pub use graph::{Graph, Node, NodeId};
+pub use schedule::{schedule, Instr, Operand, Program};
+
+/// A leaf variable of an expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Var {
+    /// Coordinate `q[i]`.
+    Q(u32),
+    /// Direction component `a[j]` of the third contraction `T(q; a)`.
+    Dir(u32),
+    /// A parameter of the system (`self.field`), numbered by the front end.
+    Param(u32),
+    /// The penalty frequency `ω` of `V + ½ω²|g|²`.
+    Omega,
+}
+
+/// Unary functions supported by the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Unary {
+    Neg,
+    Sqrt,
+    Exp,
+    Ln,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Acos,
+    Asin,
+    Atan,
+}
+
+/// Binary functions supported by the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Binary {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Powf,
+    Atan2,
+}

@@ -1,0 +1,49 @@
+//! # zs-runtime
+//!
+//! Runtime of **zs**: the traits that `#[mechanical_system]` implements ([`Potential`],
+//! [`MechanicalSystem`]), the integrators that consume them (Zhang–Skeel, its simplified
+//! variant, velocity Verlet), a driver with observers, and CSV output.
+//!
+//! Users depend on this crate alone; it re-exports the macro.
+//!
+//! ```
+//! use zs_runtime::{mechanical_system, MechanicalSystem, Potential, State, ZhangSkeel};
+//!
+//! pub struct DoublePendulum { pub l1: f64, pub l2: f64, pub gravity: f64 }
+//!
+//! #[mechanical_system]
+//! impl DoublePendulum {
+//!     fn masses(&self) -> [f64; 4] { [1.0, 1.0, 1.0, 1.0] }
+//!     fn potential(&self, q: &[f64; 4]) -> f64 { -self.gravity * (q[1] + q[3]) }
+//!     fn constraints(&self, q: &[f64; 4]) -> [f64; 2] {
+//!         let (x1, y1, x2, y2) = (q[0], q[1], q[2], q[3]);
+//!         [x1 * x1 + y1 * y1 - self.l1 * self.l1,
+//!          (x2 - x1).powi(2) + (y2 - y1).powi(2) - self.l2 * self.l2]
+//!     }
+//! }
+//!
+//! let sys = DoublePendulum { l1: 1.0, l2: 2f64.sqrt(), gravity: -1.0 };
+//! let mut state = State::new([0.0, -1.0, 1.0, -2.0], [0.0; 4]);
+//! let mut zs = ZhangSkeel::new(0.4, 0.1);
+//! for _ in 0..100 {
+//!     zs.step(&sys.penalized(20.0), &mut state).unwrap();
+//! }
+//! assert!(sys.constraints(&state.q).iter().all(|g| g.abs() < 0.05));
+//! ```
+
+// The macro expands to paths under `::zs_runtime`; this lets the crate's own tests use it.
+extern crate self as zs_runtime;
+
+pub mod error;
+pub mod integrators;
+pub mod linalg;
+pub mod state;
+pub mod stepper;
+pub mod system;
+
+pub use error::StepError;
+pub use integrators::{VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified};
+pub use state::State;
+pub use stepper::Stepper;
+pub use system::{MechanicalSystem, Penalized, Potential};
+pub use zs_macros::mechanical_system;

@@ -1,0 +1,21 @@
+//! The common shape of every integrator.
+
+use crate::{State, StepError};
+
+/// One step of an integrator on a target `P` (a [`crate::Potential`] for unconstrained and
+/// penalized methods, a [`crate::MechanicalSystem`] for SHAKE/RATTLE).
+///
+/// A step either advances `state` by `h` (including `state.t`) and returns `Ok(())`, or returns
+/// a [`StepError`] and leaves `state` exactly as it was.
+pub trait Stepper<P: ?Sized, const N: usize> {
+    /// Advance `state` by one step of size [`Stepper::h`].
+    fn step(&mut self, target: &P, state: &mut State<N>) -> Result<(), StepError>;
+    /// Step size `h` (may be negative: integrate backwards).
+    fn h(&self) -> f64;
+    /// Change the step size (invalidates any cached evaluation).
+    fn set_h(&mut self, h: f64);
+    /// Number of steps completed.
+    fn steps_taken(&self) -> u64;
+    /// Short name, e.g. `"zhang-skeel"`.
+    fn name(&self) -> &'static str;
+}
