@@ -1,0 +1,57 @@
+//! The integrators, one file per method (notation: `shared/spec/INTEGRATORS.md`).
+//!
+//! | type | method | cost per step |
+//! |---|---|---|
+//! | [`VelocityVerlet`] | Störmer–Verlet (§1) | one `∇V` |
+//! | [`ZhangSkeel`] | Z&S, Tao & Owhadi Integrator 1, eq. 3 (§2) | one `(∇V, H, T)` and one `n×n` solve |
+//! | [`ZhangSkeelSimplified`] | Z&Ss, Integrator 4, eq. 18 (§3) | one `(∇V, H)` and one `n×n` solve |
+//!
+//! Every step either advances the state by `h` (time included) or returns a
+//! [`StepError`](crate::StepError) carrying the failing step's index and leaves the state
+//! untouched. Steps allocate nothing.
+//!
+//! Each integrator caches the force-like quantity at the current position (`a(x)` for Verlet,
+//! `f(x)` for Z&S), keyed by the bit pattern of `q` (and of `h²` for Z&S), because the next step
+//! starts from the position the previous one ended at. The key guarantees that a state whose
+//! positions were changed is re-evaluated; it cannot see a *different potential* with the same
+//! positions: call `reset()` when switching potentials on the same integrator.
+
+pub mod verlet;
+pub mod zhang_skeel;
+
+pub use verlet::VelocityVerlet;
+pub use zhang_skeel::{ZhangSkeel, ZhangSkeelSimplified, ZsStats};
+
+use crate::StepError;
+
+/// `Err(InvalidStepSize)` unless `h` is finite and nonzero.
+#[inline]
+pub(crate) fn check_h(h: f64, step: u64, t: f64) -> Result<(), StepError> {
+    if h.is_finite() && h != 0.0 {
+        Ok(())
+    } else {
+        Err(StepError::InvalidStepSize { step, t, h })
+    }
+}
+
+/// `Err(NonFinite { what })` unless every entry of `x` is finite.
+#[inline]
+pub(crate) fn check_finite<const N: usize>(
+    x: &[f64; N],
+    what: &'static str,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    if x.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(StepError::NonFinite { step, t, what })
+    }
+}
+
+/// True when `a` and `b` are the same bit patterns (so `-0.0 ≠ 0.0` and `NaN == NaN` of equal bits):
+/// the cache key comparison.
+#[inline]
+pub(crate) fn same_bits<const N: usize>(a: &[f64; N], b: &[f64; N]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
