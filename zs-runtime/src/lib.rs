@@ -34,15 +34,22 @@
 // The macro expands to paths under `::zs_runtime`; this lets the crate's own tests use it.
 extern crate self as zs_runtime;
 
+pub mod driver;
 pub mod error;
 pub mod integrators;
 pub mod linalg;
+pub mod observers;
+pub mod output;
 pub mod state;
 pub mod stepper;
 pub mod system;
 
+pub use driver::{run, run_steps, RunSummary};
 pub use error::StepError;
-pub use integrators::{VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified};
+pub use integrators::{VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified, ZsStats};
+pub use linalg::Factorization;
+pub use observers::{ConstraintObserver, EnergyObserver, MomentumObserver, Observer};
+pub use output::CsvRecorder;
 pub use state::State;
 pub use stepper::Stepper;
 pub use system::{MechanicalSystem, Penalized, Potential};
