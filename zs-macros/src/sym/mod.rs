@@ -16,13 +16,30 @@
 //! - `eval(n, &dyn Fn(Var) -> f64) -> f64` interpreter; `eval_many`.
 //! - `schedule(&graph, &outputs) -> Program` with CSE across all outputs.
 
+//!
+//! Additions beyond the contract: `Graph::{nodes, is_empty, sum, depends_on_var, vars_of,
+//! directional, eval_generic}`, the convenience constructors `sqrt/exp/ln/sin/cos/tan/tanh/
+//! acos/asin/atan`, [`Scalar`] (number types the interpreter runs on), [`ConstBits`],
+//! `Program::{uses, vars, eval_generic, is_empty}`, `Instr::{dst, operands}`.
+//!
+//! Pipeline: the front end builds expressions with the constructors (which fold constants and
+//! apply identities, `simplify.rs`, then hash-cons, `graph.rs`), asks for derivatives
+//! (`diff.rs`), and hands all the nodes one generated function needs to [`schedule`]
+//! (`schedule.rs`), which emits each distinct node once.
+
+// The engine's API is wider than what one front end uses (interpreter, queries for tests).
+#![allow(dead_code, unused_imports)]
+
 mod diff;
 mod graph;
 mod interp;
 mod schedule;
 mod simplify;
+#[cfg(test)]
+mod tests;
 
-pub use graph::{Graph, Node, NodeId};
+pub use graph::{ConstBits, Graph, Node, NodeId};
+pub use interp::Scalar;
 pub use schedule::{schedule, Instr, Operand, Program};
 
 /// A leaf variable of an expression.

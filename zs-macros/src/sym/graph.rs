@@ -1,0 +1,391 @@
+//! The hash-consed expression DAG.
+//!
+//! Every node lives once in [`Graph::nodes`]; a `HashMap<Node, NodeId>` maps a node to its id,
+//! so building the same expression twice returns the same [`NodeId`] ("hash-consing"). Together
+//! with the canonical operand order of commutative operations imposed by `simplify.rs`, this
+//! gives common-subexpression elimination for free: the scheduler only has to compute each
+//! reachable node once.
+//!
+//! Invariant: the operands of a node always have smaller ids than the node itself (a node is
+//! interned only after its operands exist), so increasing id order is a topological order.
+//!
+//! Each node also records the set of leaf variables it depends on, as a bitset over the graph's
+//! dense variable numbering (shared via `Rc` between a node and its operand when they are equal),
+//! so `depends_on` and the "derivative of a constant is zero" short-cut in `diff.rs` are cheap
+//! even for large graphs.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::{Binary, Unary, Var};
+
+/// Index of a node in a [`Graph`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    /// The id as a `usize` index into the graph's node list.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The bits of an `f64` constant, so that constants can be hashed and compared exactly.
+///
+/// `-0.0` is canonicalised to `0.0` and every NaN to one quiet NaN, so equal-valued constants are
+/// one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConstBits(u64);
+
+impl ConstBits {
+    /// Canonical bits of `x`.
+    pub fn new(x: f64) -> Self {
+        let x = if x == 0.0 {
+            0.0
+        } else if x.is_nan() {
+            f64::NAN
+        } else {
+            x
+        };
+        ConstBits(x.to_bits())
+    }
+
+    /// The value.
+    #[inline]
+    pub fn value(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+}
+
+/// One node of the expression DAG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Node {
+    /// A constant.
+    Const(ConstBits),
+    /// A leaf variable.
+    Var(Var),
+    /// A unary function (including negation) of one node.
+    Unary(Unary, NodeId),
+    /// A binary operation; for `Atan2` the operands are `(y, x)`, for `Powf` `(base, exponent)`.
+    Binary(Binary, NodeId, NodeId),
+    /// Integer power `a.powi(n)`.
+    Powi(NodeId, i32),
+}
+
+impl Node {
+    /// The operands of this node (zero, one or two).
+    pub fn operands(&self) -> impl Iterator<Item = NodeId> {
+        let (a, b) = match *self {
+            Node::Const(_) | Node::Var(_) => (None, None),
+            Node::Unary(_, a) | Node::Powi(a, _) => (Some(a), None),
+            Node::Binary(_, a, b) => (Some(a), Some(b)),
+        };
+        a.into_iter().chain(b)
+    }
+}
+
+/// A hash-consed expression DAG whose constructors simplify (see `simplify.rs`).
+#[derive(Debug, Clone)]
+pub struct Graph {
+    nodes: Vec<Node>,
+    index: HashMap<Node, NodeId>,
+    /// Per node: bitset of the dense indices (into `vars`) of the variables it depends on.
+    deps: Vec<Rc<[u64]>>,
+    /// Per node: whether it depends on some `Var::Q(_)`.
+    dep_q: Vec<bool>,
+    /// Dense numbering of the variables seen so far.
+    vars: Vec<Var>,
+    var_index: HashMap<Var, u32>,
+    /// The empty bitset, shared by all constants.
+    no_deps: Rc<[u64]>,
+    /// Memo of `derivative` (see `diff.rs`).
+    pub(super) deriv_memo: HashMap<(NodeId, super::diff::Wrt), NodeId>,
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Graph {
+            nodes: Vec::new(),
+            index: HashMap::new(),
+            deps: Vec::new(),
+            dep_q: Vec::new(),
+            vars: Vec::new(),
+            var_index: HashMap::new(),
+            no_deps: Rc::from(Vec::new()),
+            deriv_memo: HashMap::new(),
+        }
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the graph has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node with id `id`.
+    ///
+    /// # Panics
+    /// If `id` does not belong to this graph.
+    #[inline]
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    /// All nodes, in id (= topological) order.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Intern `node` without simplification: return the existing id or append it.
+    pub(super) fn intern(&mut self, node: Node) -> NodeId {
+        if let Some(&id) = self.index.get(&node) {
+            return id;
+        }
+        let deps = self.deps_of(&node);
+        let dep_q = match node {
+            Node::Const(_) => false,
+            Node::Var(v) => matches!(v, Var::Q(_)),
+            _ => node.operands().any(|o| self.dep_q[o.index()]),
+        };
+        self.dep_q.push(dep_q);
+        let id = NodeId(u32::try_from(self.nodes.len()).expect("more than 2^32 graph nodes"));
+        self.nodes.push(node);
+        self.deps.push(deps);
+        self.index.insert(node, id);
+        id
+    }
+
+    fn deps_of(&mut self, node: &Node) -> Rc<[u64]> {
+        match *node {
+            Node::Const(_) => self.no_deps.clone(),
+            Node::Var(v) => {
+                let k = self.var_slot(v) as usize;
+                let mut bits = vec![0u64; k / 64 + 1];
+                bits[k / 64] |= 1 << (k % 64);
+                bits.into()
+            }
+            Node::Unary(_, a) | Node::Powi(a, _) => self.deps[a.index()].clone(),
+            Node::Binary(_, a, b) => {
+                let (da, db) = (&self.deps[a.index()], &self.deps[b.index()]);
+                if is_subset(db, da) {
+                    da.clone()
+                } else if is_subset(da, db) {
+                    db.clone()
+                } else {
+                    let n = da.len().max(db.len());
+                    let get = |d: &[u64], i: usize| d.get(i).copied().unwrap_or(0);
+                    (0..n).map(|i| get(da, i) | get(db, i)).collect()
+                }
+            }
+        }
+    }
+
+    fn var_slot(&mut self, v: Var) -> u32 {
+        if let Some(&k) = self.var_index.get(&v) {
+            return k;
+        }
+        let k = self.vars.len() as u32;
+        self.vars.push(v);
+        self.var_index.insert(v, k);
+        k
+    }
+
+    // ----- constructors (all simplify and hash-cons) -----
+
+    /// The constant `x`.
+    pub fn constant(&mut self, x: f64) -> NodeId {
+        self.intern(Node::Const(ConstBits::new(x)))
+    }
+
+    /// The leaf variable `v`.
+    pub fn var(&mut self, v: Var) -> NodeId {
+        self.intern(Node::Var(v))
+    }
+
+    /// `op(a)`, simplified.
+    pub fn unary(&mut self, op: Unary, a: NodeId) -> NodeId {
+        match self.simplify_unary(op, a) {
+            Some(id) => id,
+            None => self.intern(Node::Unary(op, a)),
+        }
+    }
+
+    /// `op(a, b)`, simplified (operands of `Add`/`Mul` put in canonical order).
+    pub fn binary(&mut self, op: Binary, a: NodeId, b: NodeId) -> NodeId {
+        match self.simplify_binary(op, a, b) {
+            Some(id) => id,
+            None => {
+                let (a, b) = if matches!(op, Binary::Add | Binary::Mul) {
+                    self.canonical_pair(a, b)
+                } else {
+                    (a, b)
+                };
+                self.intern(Node::Binary(op, a, b))
+            }
+        }
+    }
+
+    /// `a.powi(n)`, simplified.
+    pub fn powi(&mut self, a: NodeId, n: i32) -> NodeId {
+        match self.simplify_powi(a, n) {
+            Some(id) => id,
+            None => self.intern(Node::Powi(a, n)),
+        }
+    }
+
+    /// `a + b`.
+    pub fn add(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        self.binary(Binary::Add, a, b)
+    }
+    /// `a - b`.
+    pub fn sub(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        self.binary(Binary::Sub, a, b)
+    }
+    /// `a * b`.
+    pub fn mul(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        self.binary(Binary::Mul, a, b)
+    }
+    /// `a / b`.
+    pub fn div(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        self.binary(Binary::Div, a, b)
+    }
+    /// `a.powf(b)`.
+    pub fn powf(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        self.binary(Binary::Powf, a, b)
+    }
+    /// `y.atan2(x)` (the angle of the point `(x, y)`).
+    pub fn atan2(&mut self, y: NodeId, x: NodeId) -> NodeId {
+        self.binary(Binary::Atan2, y, x)
+    }
+    /// `-a`.
+    pub fn neg(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Neg, a)
+    }
+    /// `a.sqrt()`.
+    pub fn sqrt(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Sqrt, a)
+    }
+    /// `a.exp()`.
+    pub fn exp(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Exp, a)
+    }
+    /// `a.ln()`.
+    pub fn ln(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Ln, a)
+    }
+    /// `a.sin()`.
+    pub fn sin(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Sin, a)
+    }
+    /// `a.cos()`.
+    pub fn cos(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Cos, a)
+    }
+    /// `a.tan()`.
+    pub fn tan(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Tan, a)
+    }
+    /// `a.tanh()`.
+    pub fn tanh(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Tanh, a)
+    }
+    /// `a.acos()`.
+    pub fn acos(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Acos, a)
+    }
+    /// `a.asin()`.
+    pub fn asin(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Asin, a)
+    }
+    /// `a.atan()`.
+    pub fn atan(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Atan, a)
+    }
+
+    /// Sum of `terms` (the constant 0 when empty).
+    pub fn sum(&mut self, terms: impl IntoIterator<Item = NodeId>) -> NodeId {
+        let mut it = terms.into_iter();
+        let Some(mut acc) = it.next() else {
+            return self.constant(0.0);
+        };
+        for t in it {
+            acc = self.add(acc, t);
+        }
+        acc
+    }
+
+    // ----- queries -----
+
+    /// The value of `n` if it is a constant.
+    pub fn as_const(&self, n: NodeId) -> Option<f64> {
+        match self.nodes[n.index()] {
+            Node::Const(c) => Some(c.value()),
+            _ => None,
+        }
+    }
+
+    /// Whether `n` is the constant `x` (exactly).
+    pub(super) fn is_const(&self, n: NodeId, x: f64) -> bool {
+        self.as_const(n) == Some(x)
+    }
+
+    /// Whether `n` depends on some variable `v` with `pred(v)`.
+    pub fn depends_on(&self, n: NodeId, pred: impl Fn(Var) -> bool) -> bool {
+        self.vars_of(n).any(pred)
+    }
+
+    /// Whether `n` depends on some coordinate `Var::Q(_)` (O(1)).
+    pub fn depends_on_q(&self, n: NodeId) -> bool {
+        self.dep_q[n.index()]
+    }
+
+    /// Whether `n` depends on the variable `v` (O(1)).
+    pub fn depends_on_var(&self, n: NodeId, v: Var) -> bool {
+        let Some(&k) = self.var_index.get(&v) else {
+            return false;
+        };
+        let k = k as usize;
+        self.deps[n.index()]
+            .get(k / 64)
+            .is_some_and(|w| w & (1 << (k % 64)) != 0)
+    }
+
+    /// The variables `n` depends on, in the graph's (creation) order.
+    pub fn vars_of(&self, n: NodeId) -> impl Iterator<Item = Var> + '_ {
+        let bits = &self.deps[n.index()];
+        bits.iter().enumerate().flat_map(move |(w, &word)| {
+            (0..64)
+                .filter(move |b| word & (1u64 << b) != 0)
+                .map(move |b| self.vars[w * 64 + b])
+        })
+    }
+
+    /// Canonical operand order for commutative operations: constants first, then by id.
+    fn canonical_pair(&self, a: NodeId, b: NodeId) -> (NodeId, NodeId) {
+        let key = |n: NodeId| (self.as_const(n).is_none(), n);
+        if key(b) < key(a) {
+            (b, a)
+        } else {
+            (a, b)
+        }
+    }
+}
+
+impl Default for Graph {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn is_subset(small: &[u64], big: &[u64]) -> bool {
+    small
+        .iter()
+        .enumerate()
+        .all(|(i, &w)| w & !big.get(i).copied().unwrap_or(0) == 0)
+}

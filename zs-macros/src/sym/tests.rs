@@ -1,0 +1,1 @@
+//! Cross-stage tests of the symbolic engine.
