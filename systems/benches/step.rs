@@ -1,0 +1,2 @@
+//! Criterion benchmark of one penalized double-pendulum Zhang–Skeel step (placeholder).
+fn main() {}

@@ -1,0 +1,2 @@
+//! Placeholder for the `zs` command-line program (written elsewhere).
+fn main() {}

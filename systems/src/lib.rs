@@ -1,0 +1,23 @@
+//! # zs-systems
+//!
+//! The mechanical systems of the source papers, each defined with `#[mechanical_system]`
+//! exactly as a user would, with a hand-written `reference` implementation of the same traits
+//! (closed-form derivatives written independently of the macro) beside it:
+//!
+//! - [`double_pendulum`]: the planar double pendulum of Z&S §4.1 (4 DOF, 2 constraints),
+//!   with a num-dual baseline ([`double_pendulum::dual`]) and the generalized-coordinate
+//!   reference solution ([`double_pendulum::generalized`]);
+//! - [`triatomic`]: a flexible water-like triatomic molecule in 3D (9 DOF, Morse bonds and a
+//!   harmonic bond angle);
+//! - [`rigid_body`]: the penalized magnetized rigid body of Z&S §4.5 (9 DOF, `R ∈ R^{3×3}`).
+//!
+//! [`testing`] has the error measures and finite differences the derivative tests use.
+
+pub mod double_pendulum;
+pub mod rigid_body;
+pub mod testing;
+pub mod triatomic;
+
+pub use double_pendulum::DoublePendulum;
+pub use rigid_body::MagnetizedRigidBody;
+pub use triatomic::Triatomic;
