@@ -7,7 +7,7 @@
 //! | [`ZhangSkeelSimplified`] | Z&Ss, Integrator 4, eq. 18 (§3) | one `(∇V, H)` and one `n×n` solve |
 //!
 //! Every step either advances the state by `h` (time included) or returns a
-//! [`StepError`](crate::StepError) carrying the failing step's index and leaves the state
+//! [`StepError`] carrying the failing step's index and leaves the state
 //! untouched. Steps allocate nothing.
 //!
 //! Each integrator caches the force-like quantity at the current position (`a(x)` for Verlet,
