@@ -1,13 +1,76 @@
 //! `#[mechanical_system]`: derive, symbolically and at compile time, the gradient, Hessian,
 //! third-derivative contraction, constraint Jacobian and penalty terms of a potential written
 //! as plain Rust. See `docs/ARCHITECTURE.md`.
+//!
+//! The front end follows thiserror's `impl/src` layout, one file per stage:
+//! [`ast`] (typed view of the `impl` block) → [`valid`] (signatures, `N`, `M`) → [`lower`]
+//! (bodies → expression graph) → [`expand`] (derivatives, scheduling, tokens), with every error
+//! collected in a [`ctxt::Ctxt`] as in serde_derive. The symbolic engine is [`sym`].
 
+mod ast;
+mod ctxt;
+mod expand;
+mod lower;
 pub(crate) mod sym;
+mod valid;
 
 use proc_macro::TokenStream;
 
 /// Derive `Potential<N>` and `MechanicalSystem<N, M>` for the annotated `impl` block.
+///
+/// ```ignore
+/// #[mechanical_system]
+/// impl DoublePendulum {
+///     fn masses(&self) -> [f64; 4] { [1.0, 1.0, 1.0, 1.0] }
+///     fn potential(&self, q: &[f64; 4]) -> f64 { -self.gravity * (q[1] + q[3]) }
+///     fn constraints(&self, q: &[f64; 4]) -> [f64; 2] {
+///         let (x1, y1, x2, y2) = (q[0], q[1], q[2], q[3]);
+///         [x1 * x1 + y1 * y1 - self.l1 * self.l1,
+///          (x2 - x1).powi(2) + (y2 - y1).powi(2) - self.l2 * self.l2]
+///     }
+/// }
+/// ```
+///
+/// # The block
+/// - `fn potential(&self, q: &[f64; N]) -> f64` (required; `N` an integer literal);
+/// - `fn constraints(&self, q: &[f64; N]) -> [f64; M]` (optional, `M = 0` without it; every
+///   component must depend on `q`);
+/// - `fn masses(&self) -> [f64; N]` (optional, all ones without it), called as written;
+/// - any other methods: they stay in the block; those called from `potential`/`constraints`
+///   (`self.helper(x)` or `Self::helper(x)`) are inlined.
+///
+/// The block is kept as written (with `#[allow(dead_code)]`), so its methods stay callable.
+///
+/// # What the bodies may contain
+/// The bodies are evaluated at expansion time, with `f64` values kept symbolic:
+/// - `f64` literals, `std`/`core` `f64::consts` (`PI`, `E`, ...), `f64::EPSILON`, `const`
+///   items in the body or the impl (`Self::K`), `self.field` (and `self.a.b`, `self.arr[2]`),
+///   read at run time as parameters, as are other upper-case constants (`MY_CONST`);
+/// - `q[i]` with `i` a constant at expansion time: literals, loop variables, integer
+///   arithmetic on them (`q[3 * i + 1]`), `i as f64`;
+/// - `let` (names, tuples, arrays, type ascriptions, `let mut` with `=`, `+=`, `-=`, `*=`,
+///   `/=`), local arrays (`[a, b]`, `[0.0; 3]`, nested) with element assignment;
+/// - `+ - * /`, unary minus, parentheses, blocks, `return`;
+/// - `powi` (constant exponent), `powf`, `sqrt`, `exp`, `ln`, `sin`, `cos`, `tan`, `atan2`,
+///   `tanh`, `acos`, `asin`, `atan`, and via identities `recip`, `log`, `log10`, `log2`,
+///   `exp2`, `exp_m1`, `ln_1p`, `sinh`, `cosh`, `asinh`, `acosh`, `atanh`, `hypot`, `mul_add`,
+///   `sin_cos`, `to_radians`, `to_degrees`; method (`x.sin()`) or path (`f64::sin(x)`) form;
+/// - `for` loops over constant ranges (`0..K`, `0..=K`, `.rev()`, `.step_by(k)`,
+///   `.enumerate()`, `.zip(..)`) or arrays, unrolled (at most 100 000 iterations in all),
+///   with `break`/`continue`;
+/// - `if`/`else` and `match` whose conditions are constants at expansion time.
+///
+/// Anything else is a compile error at the offending tokens: non-smooth functions (`abs`,
+/// `min`, `max`, `floor`, ...), branching on coordinates, non-constant indices or loop bounds,
+/// integer arithmetic mixed with `f64`s, recursion between helpers, macros, closures, ...
+/// After an error the block and dummy trait impls are still emitted, so no cascade follows.
+///
+/// # Generated code
+/// `impl Potential<N>` (`masses`, `potential`, `gradient`, `hessian`, `third_contraction`,
+/// `gradient_hessian`) and `impl MechanicalSystem<N, M>` (`constraints`,
+/// `constraint_jacobian`, `penalized_*` for `V + ½ω² Σ g_c²`): straight-line, allocation-free
+/// code with common subexpressions shared within each function.
 #[proc_macro_attribute]
-pub fn mechanical_system(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn mechanical_system(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::expand(attr.into(), item.into()).into()
 }

@@ -1,0 +1,621 @@
+//! Expansion: parse → validate → lower → differentiate → schedule → tokens.
+//!
+//! [`expand`] is the whole macro on `proc_macro2` token streams (unit-testable without the
+//! compiler). On success it emits the user's block (with `#[allow(dead_code)]`) and the
+//! `Potential<N>` / `MechanicalSystem<N, M>` impls as straight-line code, one `let tK: f64`
+//! per scheduled instruction. On error it emits the user's block, every error, and dummy
+//! impls (when `N` is known) so that no cascade of "trait not implemented" errors follows.
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::ItemImpl;
+
+use crate::ast::Input;
+use crate::ctxt::Ctxt;
+use crate::lower::{self, Lowered};
+use crate::sym::{schedule, Binary, Graph, Instr, NodeId, Operand, Unary, Var};
+use crate::valid::{self, Shape};
+
+/// The whole macro: `#[mechanical_system(attr)] item`.
+pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item_impl: ItemImpl = match syn::parse2(item.clone()) {
+        Ok(i) => i,
+        Err(_) => {
+            let err = syn::Error::new(
+                Span::call_site(),
+                "#[mechanical_system] goes on an inherent impl block: \
+                 `impl MySystem { fn potential(&self, q: &[f64; N]) -> f64 { ... } }`",
+            )
+            .to_compile_error();
+            return quote!(#item #err);
+        }
+    };
+    let cx = Ctxt::new();
+    if !attr.is_empty() {
+        cx.error_spanned_by(&attr, "#[mechanical_system] takes no arguments");
+    }
+    let input = Input::from_syn(&item_impl);
+    let shape = valid::check_signatures(&cx, &input);
+    let lowered = lower::lower(&cx, &input, &shape);
+    match cx.check() {
+        Ok(()) => generate(&input, &shape, lowered),
+        Err(err) => fallback(&input, &shape, &err),
+    }
+}
+
+/// The user's block, unchanged but for `#[allow(dead_code)]` (helpers and the role methods may
+/// be unused once the trait impls exist).
+fn user_impl(item: &ItemImpl) -> TokenStream {
+    let mut item = item.clone();
+    item.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+    item.into_token_stream()
+}
+
+/// Lints silenced in generated code, so that users' `clippy -D warnings` stays clean.
+fn allow_lints() -> TokenStream {
+    quote! {
+        #[allow(
+            unused,
+            non_snake_case,
+            clippy::all,
+            clippy::pedantic,
+            clippy::nursery,
+        )]
+    }
+}
+
+fn usize_lit(n: usize) -> Literal {
+    Literal::usize_unsuffixed(n)
+}
+
+/// The `impl<...> Trait for Ty where ...` header pieces.
+fn header(input: &Input<'_>) -> (TokenStream, TokenStream, TokenStream) {
+    let (impl_generics, _, where_clause) = input.original.generics.split_for_impl();
+    (
+        impl_generics.into_token_stream(),
+        input.original.self_ty.to_token_stream(),
+        where_clause.into_token_stream(),
+    )
+}
+
+fn masses_body(input: &Input<'_>, shape: &Shape, n: usize) -> TokenStream {
+    let self_ty = &input.original.self_ty;
+    let n = usize_lit(n);
+    match shape.masses_self {
+        Some(true) => quote!(<#self_ty>::masses(self)),
+        Some(false) => quote!(<#self_ty>::masses()),
+        None => quote!([1.0; #n]),
+    }
+}
+
+/// Emits straight-line function bodies from graph outputs.
+struct Emitter<'l> {
+    lowered: &'l Lowered,
+}
+
+impl Emitter<'_> {
+    /// A body computing `outputs` (scheduled together, so they share common subexpressions),
+    /// assembled into the return value by `assemble` from one token stream per output.
+    fn body(
+        &self,
+        graph: &Graph,
+        outputs: &[NodeId],
+        assemble: impl FnOnce(&[TokenStream]) -> TokenStream,
+    ) -> TokenStream {
+        let prog = schedule(graph, outputs);
+        let mut lets = Vec::new();
+        let vars = prog.vars();
+        if vars.iter().any(|v| matches!(v, Var::Param(_))) {
+            for u in &self.lowered.uses {
+                lets.push(u.to_token_stream());
+            }
+        }
+        for v in vars {
+            match v {
+                Var::Q(i) => {
+                    let name = var_ident(v);
+                    let i = usize_lit(i as usize);
+                    lets.push(quote!(let #name: f64 = q[#i];));
+                }
+                Var::Dir(j) => {
+                    let name = var_ident(v);
+                    let j = usize_lit(j as usize);
+                    lets.push(quote!(let #name: f64 = a[#j];));
+                }
+                Var::Param(k) => {
+                    let name = var_ident(v);
+                    let expr = &self.lowered.params[k as usize].tokens;
+                    // The user's span: a wrong field name or type is reported at their tokens.
+                    let span = first_span(expr);
+                    lets.push(quote_spanned!(span=> let #name: f64 = #expr;));
+                }
+                Var::Omega => {}
+            }
+        }
+        for ins in &prog.instrs {
+            let dst = format_ident!("t{}", ins.dst());
+            let rhs = match *ins {
+                Instr::Unary { op, a, .. } => {
+                    let a = operand(a);
+                    match op {
+                        Unary::Neg => quote!(-#a),
+                        Unary::Sqrt => quote!(f64::sqrt(#a)),
+                        Unary::Exp => quote!(f64::exp(#a)),
+                        Unary::Ln => quote!(f64::ln(#a)),
+                        Unary::Sin => quote!(f64::sin(#a)),
+                        Unary::Cos => quote!(f64::cos(#a)),
+                        Unary::Tan => quote!(f64::tan(#a)),
+                        Unary::Tanh => quote!(f64::tanh(#a)),
+                        Unary::Acos => quote!(f64::acos(#a)),
+                        Unary::Asin => quote!(f64::asin(#a)),
+                        Unary::Atan => quote!(f64::atan(#a)),
+                    }
+                }
+                Instr::Binary { op, a, b, .. } => {
+                    let (a, b) = (operand(a), operand(b));
+                    match op {
+                        Binary::Add => quote!(#a + #b),
+                        Binary::Sub => quote!(#a - #b),
+                        Binary::Mul => quote!(#a * #b),
+                        Binary::Div => quote!(#a / #b),
+                        Binary::Powf => quote!(f64::powf(#a, #b)),
+                        Binary::Atan2 => quote!(f64::atan2(#a, #b)),
+                    }
+                }
+                Instr::Powi { a, n, .. } => {
+                    let a = operand(a);
+                    let k = Literal::i32_unsuffixed(n.unsigned_abs() as i32);
+                    if n < 0 {
+                        quote!(f64::powi(#a, -#k))
+                    } else {
+                        quote!(f64::powi(#a, #k))
+                    }
+                }
+            };
+            lets.push(quote!(let #dst: f64 = #rhs;));
+        }
+        let outs: Vec<TokenStream> = prog.outputs.iter().map(|&o| operand(o)).collect();
+        let result = assemble(&outs);
+        quote! {
+            #(#lets)*
+            #result
+        }
+    }
+}
+
+fn first_span(ts: &TokenStream) -> Span {
+    ts.clone()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |t| t.span())
+}
+
+fn var_ident(v: Var) -> Ident {
+    match v {
+        Var::Q(i) => format_ident!("q{}", i),
+        Var::Dir(j) => format_ident!("a{}", j),
+        Var::Param(k) => format_ident!("p{}", k),
+        Var::Omega => format_ident!("omega"),
+    }
+}
+
+fn operand(o: Operand) -> TokenStream {
+    match o {
+        Operand::Const(c) => f64_tokens(c),
+        Operand::Var(v) => var_ident(v).into_token_stream(),
+        Operand::Temp(k) => format_ident!("t{}", k).into_token_stream(),
+    }
+}
+
+/// An `f64` constant as tokens (parenthesized when negative, named when not finite).
+pub fn f64_tokens(c: f64) -> TokenStream {
+    if c.is_nan() {
+        quote!(f64::NAN)
+    } else if c == f64::INFINITY {
+        quote!(f64::INFINITY)
+    } else if c == f64::NEG_INFINITY {
+        quote!(f64::NEG_INFINITY)
+    } else if c.is_sign_negative() {
+        let lit = Literal::f64_unsuffixed(-c);
+        quote!((-#lit))
+    } else {
+        Literal::f64_unsuffixed(c).into_token_stream()
+    }
+}
+
+fn vector(outs: &[TokenStream]) -> TokenStream {
+    quote!([#(#outs),*])
+}
+
+fn matrix(outs: &[TokenStream], cols: usize) -> TokenStream {
+    let rows = outs.chunks(cols.max(1)).map(vector);
+    if cols == 0 {
+        return quote!([]);
+    }
+    quote!([#(#rows),*])
+}
+
+/// Graph outputs of one differentiated scalar function.
+struct Derived {
+    value: NodeId,
+    gradient: Vec<NodeId>,
+    hessian: Vec<Vec<NodeId>>,
+    third: Vec<NodeId>,
+}
+
+impl Derived {
+    fn new(graph: &mut Graph, f: NodeId, n: usize) -> Self {
+        let gradient = graph.gradient(f, n);
+        let hessian = graph.hessian(&gradient);
+        let third = graph.third_contraction(&gradient);
+        Derived {
+            value: f,
+            gradient,
+            hessian,
+            third,
+        }
+    }
+
+    fn hessian_flat(&self) -> Vec<NodeId> {
+        self.hessian.iter().flatten().copied().collect()
+    }
+
+    /// `(value, gradient, hessian, third contraction, gradient + hessian)` bodies.
+    fn bodies(&self, em: &Emitter<'_>, graph: &Graph, n: usize) -> [TokenStream; 5] {
+        let value = em.body(graph, &[self.value], |o| o[0].clone());
+        let gradient = em.body(graph, &self.gradient, vector);
+        let hessian = em.body(graph, &self.hessian_flat(), |o| matrix(o, n));
+        let third = em.body(graph, &self.third, vector);
+        let mut both = self.gradient.clone();
+        both.extend(self.hessian_flat());
+        let gradient_hessian = em.body(graph, &both, |o| {
+            let g = vector(&o[..n]);
+            let h = matrix(&o[n..], n);
+            quote!((#g, #h))
+        });
+        [value, gradient, hessian, third, gradient_hessian]
+    }
+}
+
+/// The successful expansion.
+fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStream {
+    let user = user_impl(input.original);
+    let (Some(n), Some(m), Some(f)) = (shape.n, shape.m, lowered.potential) else {
+        // Unreachable in practice: validation reported an error otherwise.
+        return user;
+    };
+    let constraints = lowered.constraints.clone().unwrap_or_default();
+    debug_assert_eq!(constraints.len(), m);
+
+    let mut graph = std::mem::take(&mut lowered.graph);
+    let plain = Derived::new(&mut graph, f, n);
+    let jacobian: Vec<Vec<NodeId>> = constraints.iter().map(|&c| graph.gradient(c, n)).collect();
+    let penalized = (m > 0).then(|| {
+        // V_ω = V + ½ω² Σ_c g_c² (Tao & Owhadi eq. 7).
+        let squares: Vec<NodeId> = constraints.iter().map(|&c| graph.mul(c, c)).collect();
+        let sum = graph.sum(squares);
+        let omega = graph.var(Var::Omega);
+        let w2 = graph.mul(omega, omega);
+        let half = graph.constant(0.5);
+        let k = graph.mul(half, w2);
+        let pen = graph.mul(k, sum);
+        let fp = graph.add(f, pen);
+        Derived::new(&mut graph, fp, n)
+    });
+
+    let em = Emitter { lowered: &lowered };
+    let (impl_generics, self_ty, where_clause) = header(input);
+    let allow = allow_lints();
+    let n_lit = usize_lit(n);
+    let m_lit = usize_lit(m);
+    let masses = masses_body(input, shape, n);
+    let [value, gradient, hessian, third, gradient_hessian] = plain.bodies(&em, &graph, n);
+
+    let g_body = em.body(&graph, &constraints, vector);
+    let jac_flat: Vec<NodeId> = jacobian.iter().flatten().copied().collect();
+    let jac_body = em.body(&graph, &jac_flat, |o| matrix(o, n));
+
+    let pot = quote!(::zs_runtime::Potential<#n_lit>);
+    let [p_value, p_gradient, p_hessian, p_third, p_gradient_hessian] = match &penalized {
+        Some(d) => d.bodies(&em, &graph, n),
+        // M = 0: V_ω = V.
+        None => [
+            quote!(<Self as #pot>::potential(self, q)),
+            quote!(<Self as #pot>::gradient(self, q)),
+            quote!(<Self as #pot>::hessian(self, q)),
+            quote!(<Self as #pot>::third_contraction(self, q, a)),
+            quote!(<Self as #pot>::gradient_hessian(self, q)),
+        ],
+    };
+
+    quote! {
+        #user
+
+        #allow
+        impl #impl_generics ::zs_runtime::Potential<#n_lit> for #self_ty #where_clause {
+            #[inline]
+            fn masses(&self) -> [f64; #n_lit] {
+                #masses
+            }
+            #[inline]
+            fn potential(&self, q: &[f64; #n_lit]) -> f64 {
+                #value
+            }
+            #[inline]
+            fn gradient(&self, q: &[f64; #n_lit]) -> [f64; #n_lit] {
+                #gradient
+            }
+            #[inline]
+            fn hessian(&self, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #n_lit] {
+                #hessian
+            }
+            #[inline]
+            fn third_contraction(&self, q: &[f64; #n_lit], a: &[f64; #n_lit]) -> [f64; #n_lit] {
+                #third
+            }
+            #[inline]
+            fn gradient_hessian(&self, q: &[f64; #n_lit]) -> ([f64; #n_lit], [[f64; #n_lit]; #n_lit]) {
+                #gradient_hessian
+            }
+        }
+
+        #allow
+        impl #impl_generics ::zs_runtime::MechanicalSystem<#n_lit, #m_lit> for #self_ty #where_clause {
+            #[inline]
+            fn constraints(&self, q: &[f64; #n_lit]) -> [f64; #m_lit] {
+                #g_body
+            }
+            #[inline]
+            fn constraint_jacobian(&self, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #m_lit] {
+                #jac_body
+            }
+            #[inline]
+            fn penalized_potential(&self, omega: f64, q: &[f64; #n_lit]) -> f64 {
+                #p_value
+            }
+            #[inline]
+            fn penalized_gradient(&self, omega: f64, q: &[f64; #n_lit]) -> [f64; #n_lit] {
+                #p_gradient
+            }
+            #[inline]
+            fn penalized_hessian(&self, omega: f64, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #n_lit] {
+                #p_hessian
+            }
+            #[inline]
+            fn penalized_third_contraction(
+                &self,
+                omega: f64,
+                q: &[f64; #n_lit],
+                a: &[f64; #n_lit],
+            ) -> [f64; #n_lit] {
+                #p_third
+            }
+            #[inline]
+            fn penalized_gradient_hessian(
+                &self,
+                omega: f64,
+                q: &[f64; #n_lit],
+            ) -> ([f64; #n_lit], [[f64; #n_lit]; #n_lit]) {
+                #p_gradient_hessian
+            }
+        }
+    }
+}
+
+/// The expansion after errors: the user's block, the errors, and (when `N` is known) dummy
+/// impls returning zeros, so that uses of the traits elsewhere do not add errors.
+fn fallback(input: &Input<'_>, shape: &Shape, err: &syn::Error) -> TokenStream {
+    let user = user_impl(input.original);
+    let errors = err.to_compile_error();
+    let Some(n) = shape.n else {
+        return quote!(#user #errors);
+    };
+    let (impl_generics, self_ty, where_clause) = header(input);
+    let allow = allow_lints();
+    let n_lit = usize_lit(n);
+    let potential = quote! {
+        #allow
+        impl #impl_generics ::zs_runtime::Potential<#n_lit> for #self_ty #where_clause {
+            fn masses(&self) -> [f64; #n_lit] { [1.0; #n_lit] }
+            fn potential(&self, q: &[f64; #n_lit]) -> f64 { 0.0 }
+            fn gradient(&self, q: &[f64; #n_lit]) -> [f64; #n_lit] { [0.0; #n_lit] }
+            fn hessian(&self, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #n_lit] {
+                [[0.0; #n_lit]; #n_lit]
+            }
+            fn third_contraction(&self, q: &[f64; #n_lit], a: &[f64; #n_lit]) -> [f64; #n_lit] {
+                [0.0; #n_lit]
+            }
+        }
+    };
+    let system = shape.m.map(|m| {
+        let m_lit = usize_lit(m);
+        quote! {
+            #allow
+            impl #impl_generics ::zs_runtime::MechanicalSystem<#n_lit, #m_lit> for #self_ty #where_clause {
+                fn constraints(&self, q: &[f64; #n_lit]) -> [f64; #m_lit] { [0.0; #m_lit] }
+                fn constraint_jacobian(&self, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #m_lit] {
+                    [[0.0; #n_lit]; #m_lit]
+                }
+                fn penalized_potential(&self, omega: f64, q: &[f64; #n_lit]) -> f64 { 0.0 }
+                fn penalized_gradient(&self, omega: f64, q: &[f64; #n_lit]) -> [f64; #n_lit] {
+                    [0.0; #n_lit]
+                }
+                fn penalized_hessian(&self, omega: f64, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #n_lit] {
+                    [[0.0; #n_lit]; #n_lit]
+                }
+                fn penalized_third_contraction(
+                    &self,
+                    omega: f64,
+                    q: &[f64; #n_lit],
+                    a: &[f64; #n_lit],
+                ) -> [f64; #n_lit] {
+                    [0.0; #n_lit]
+                }
+            }
+        }
+    });
+    quote! {
+        #user
+        #errors
+        #potential
+        #system
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn double_pendulum() -> TokenStream {
+        quote! {
+            impl DoublePendulum {
+                fn masses(&self) -> [f64; 4] { [1.0, 1.0, 1.0, 1.0] }
+                fn potential(&self, q: &[f64; 4]) -> f64 { -self.gravity * (q[1] + q[3]) }
+                fn constraints(&self, q: &[f64; 4]) -> [f64; 2] {
+                    let (x1, y1, x2, y2) = (q[0], q[1], q[2], q[3]);
+                    [x1 * x1 + y1 * y1 - self.l1 * self.l1,
+                     (x2 - x1).powi(2) + (y2 - y1).powi(2) - self.l2 * self.l2]
+                }
+            }
+        }
+    }
+
+    fn count_tokens(ts: TokenStream) -> usize {
+        ts.into_iter()
+            .map(|t| match t {
+                proc_macro2::TokenTree::Group(g) => 2 + count_tokens(g.stream()),
+                _ => 1,
+            })
+            .sum()
+    }
+
+    /// The generated items, one `fn` per entry: `(name, number of statements)`.
+    fn functions(out: &TokenStream) -> Vec<(String, usize)> {
+        let file: syn::File = syn::parse2(out.clone()).expect("expansion parses as items");
+        let mut fns = Vec::new();
+        for item in file.items {
+            let syn::Item::Impl(imp) = item else { continue };
+            if imp.trait_.is_none() {
+                continue;
+            }
+            for it in imp.items {
+                if let syn::ImplItem::Fn(f) = it {
+                    fns.push((f.sig.ident.to_string(), f.block.stmts.len()));
+                }
+            }
+        }
+        fns
+    }
+
+    #[test]
+    fn double_pendulum_expansion_size() {
+        let user_tokens = count_tokens(double_pendulum());
+        let out = expand(TokenStream::new(), double_pendulum());
+        let text = out.to_string();
+        assert!(!text.contains("compile_error"), "{text}");
+        let total = count_tokens(out.clone());
+        let fns = functions(&out);
+        let lets: usize = fns.iter().map(|(_, k)| k).sum();
+        println!(
+            "double pendulum: user block {user_tokens} tokens, expansion {total} tokens \
+             ({} generated tokens), {} bytes as text",
+            total - user_tokens,
+            text.len()
+        );
+        for (name, k) in &fns {
+            println!("  {name}: {k} statements");
+        }
+        println!("  total statements: {lets}");
+        if std::env::var_os("ZS_PRINT_EXPANSION").is_some() {
+            println!("{text}");
+        }
+        assert_eq!(fns.len(), 6 + 7);
+        // Straight-line and small: the penalized Hessian of 2 quadratic constraints in 4
+        // coordinates needs a few dozen instructions, not hundreds.
+        let (_, ph) = fns.iter().find(|(n, _)| n == "penalized_hessian").unwrap();
+        assert!(*ph < 80, "penalized_hessian has {ph} statements");
+        // The potential is linear: its Hessian and third contraction are structural zeros.
+        let (_, h) = fns.iter().find(|(n, _)| n == "hessian").unwrap();
+        assert_eq!(*h, 1);
+        assert!(text.contains("self . gravity"));
+    }
+
+    #[test]
+    fn masses_default_and_no_constraints() {
+        let out = expand(
+            TokenStream::new(),
+            quote! {
+                impl Spring {
+                    fn potential(&self, q: &[f64; 1]) -> f64 { 0.5 * self.k * q[0] * q[0] }
+                }
+            },
+        );
+        let text = out.to_string();
+        assert!(!text.contains("compile_error"), "{text}");
+        assert!(text.contains("MechanicalSystem < 1 , 0 >"), "{text}");
+        assert!(text.contains("[1.0 ; 1]"), "{text}");
+        // Penalized methods delegate to the plain ones.
+        assert!(text.contains("< Self as :: zs_runtime :: Potential < 1 > > :: hessian (self , q)"));
+    }
+
+    #[test]
+    fn errors_give_fallback_impls() {
+        let out = expand(
+            TokenStream::new(),
+            quote! {
+                impl Bad {
+                    fn potential(&self, q: &[f64; 2]) -> f64 { q[0].abs() + q[5] }
+                }
+            },
+        );
+        let text = out.to_string();
+        assert!(text.contains("compile_error"), "{text}");
+        assert!(text.contains("non-smooth"), "{text}");
+        assert!(text.contains("out of range"), "{text}");
+        assert!(text.contains("Potential < 2 >"), "{text}");
+        assert!(text.contains("MechanicalSystem < 2 , 0 >"), "{text}");
+        // Still valid item syntax.
+        syn::parse2::<syn::File>(out).unwrap();
+    }
+
+    #[test]
+    fn unknown_n_gives_no_impls() {
+        let out = expand(
+            TokenStream::new(),
+            quote! {
+                impl Bad { fn potential(&self, q: &[f64; N]) -> f64 { q[0] } }
+            },
+        );
+        let text = out.to_string();
+        assert!(text.contains("compile_error"));
+        assert!(!text.contains("Potential <"), "{text}");
+    }
+
+    #[test]
+    fn not_an_impl_and_arguments() {
+        let out = expand(
+            TokenStream::new(),
+            quote!(
+                struct S;
+            ),
+        );
+        let text = out.to_string();
+        assert!(text.contains("struct S"), "{text}");
+        assert!(text.contains("inherent impl block"), "{text}");
+        let out = expand(
+            quote!(fast),
+            quote!(impl S { fn potential(&self, q: &[f64; 1]) -> f64 { q[0] } }),
+        );
+        assert!(out.to_string().contains("takes no arguments"));
+    }
+
+    #[test]
+    fn constants_render() {
+        assert_eq!(f64_tokens(2.0).to_string(), "2.0");
+        assert_eq!(f64_tokens(-0.5).to_string(), "(- 0.5)");
+        assert_eq!(f64_tokens(f64::INFINITY).to_string(), "f64 :: INFINITY");
+        let x = 0.1 + 0.2;
+        let back: f64 = f64_tokens(x).to_string().parse().unwrap();
+        assert_eq!(back, x);
+    }
+}

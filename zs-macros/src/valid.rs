@@ -1,0 +1,426 @@
+//! Checks on the shape of the definition, as thiserror's `impl/src/valid.rs`.
+//!
+//! [`check_signatures`] runs before lowering: it reads `N` (from `q: &[f64; N]` of `potential`)
+//! and `M` (from the `[f64; M]` returned by `constraints`) and validates the signatures of the
+//! three roles `masses`, `potential` and `constraints`. [`check_constraints`] runs after
+//! lowering. Both report into the [`Ctxt`] and never stop at the first problem.
+
+use quote::ToTokens;
+use syn::{Expr, ReturnType};
+
+use crate::ast::{self, Input, Method, SelfArg, Ty};
+use crate::ctxt::Ctxt;
+use crate::sym::{Graph, NodeId};
+
+/// What the signatures say about the system.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Number of coordinates `N`, when it could be read.
+    pub n: Option<usize>,
+    /// Number of constraints `M` (`Some(0)` without `constraints`), when it could be read.
+    pub m: Option<usize>,
+    /// `potential` exists and its signature is valid (its body can be lowered).
+    pub potential_ok: bool,
+    /// `constraints` exists and its signature is valid.
+    pub constraints_ok: bool,
+    /// `masses` exists and takes `&self` (`Some(true)`) or nothing (`Some(false)`).
+    pub masses_self: Option<bool>,
+}
+
+const POTENTIAL_SIG: &str = "fn potential(&self, q: &[f64; N]) -> f64";
+const CONSTRAINTS_SIG: &str = "fn constraints(&self, q: &[f64; N]) -> [f64; M]";
+const MASSES_SIG: &str = "fn masses(&self) -> [f64; N]";
+
+/// Validates the block and the signatures of `potential`, `constraints` and `masses`.
+pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
+    let item = input.original;
+    let mut shape = Shape::default();
+
+    if let Some((_, path, _)) = &item.trait_ {
+        cx.error_spanned_by(
+            path,
+            "#[mechanical_system] goes on an inherent impl block (`impl MySystem { ... }`), \
+             not on a trait impl",
+        );
+    }
+    if item.items.is_empty() {
+        cx.error_spanned_by(
+            item,
+            format!(
+                "empty impl: #[mechanical_system] needs at least `{POTENTIAL_SIG}` \
+                 (optionally `{MASSES_SIG}` and `{CONSTRAINTS_SIG}`)"
+            ),
+        );
+        return shape;
+    }
+
+    let potential = input.method("potential");
+    let constraints = input.method("constraints");
+
+    match potential {
+        None => cx.error_spanned_by(
+            &item.self_ty,
+            format!(
+                "missing `{POTENTIAL_SIG}`: #[mechanical_system] derives the gradient, Hessian \
+                 and third derivatives from it"
+            ),
+        ),
+        Some(p) => {
+            let (n, ok) = check_coordinate_fn(cx, p, POTENTIAL_SIG);
+            shape.n = n;
+            let ret_ok = match p.return_ty() {
+                Ty::F64 => true,
+                _ => {
+                    report_return(cx, p, "`potential` must return `f64`");
+                    false
+                }
+            };
+            shape.potential_ok = ok && ret_ok && n.is_some();
+        }
+    }
+
+    match constraints {
+        None => shape.m = Some(0),
+        Some(c) => {
+            let (n_c, ok) = check_coordinate_fn(cx, c, CONSTRAINTS_SIG);
+            let mut n_ok = true;
+            match (shape.n, n_c) {
+                (Some(n), Some(n_c)) if n != n_c => {
+                    n_ok = false;
+                    let len = ast::array_len_expr(c.params[0].ty).map_or_else(
+                        || c.params[0].ty.to_token_stream(),
+                        ToTokens::to_token_stream,
+                    );
+                    cx.error_spanned_by(
+                        len,
+                        format!(
+                            "`q` has length {n_c} in `constraints` but {n} in `potential`: \
+                             both must take the same `&[f64; N]`"
+                        ),
+                    );
+                }
+                (None, Some(n_c)) if potential.is_none() => shape.n = Some(n_c),
+                _ => {}
+            }
+            let m = match c.return_ty() {
+                Ty::Array(elem, Some(m)) if *elem == Ty::F64 => Some(m),
+                Ty::Array(elem, None) if *elem == Ty::F64 => {
+                    let ReturnType::Type(_, ty) = c.output else {
+                        unreachable!()
+                    };
+                    let len = ast::array_len_expr(ty).expect("array type");
+                    cx.error_spanned_by(
+                        len,
+                        "the number of constraints M in `-> [f64; M]` must be an integer literal \
+                         (it is read at expansion time)",
+                    );
+                    None
+                }
+                _ => {
+                    report_return(
+                        cx,
+                        c,
+                        "`constraints` must return `[f64; M]` (one value g_c(q) per constraint, \
+                         M an integer literal)",
+                    );
+                    None
+                }
+            };
+            shape.m = m;
+            shape.constraints_ok = ok && n_ok && m.is_some() && shape.n.is_some();
+        }
+    }
+
+    if let Some(masses) = input.method("masses") {
+        shape.masses_self = check_masses(cx, masses, shape.n);
+    }
+    shape
+}
+
+/// Checks `fn name(&self, q: &[f64; N]) -> ...` up to the return type; returns `(N, ok)`.
+fn check_coordinate_fn(cx: &Ctxt, m: &Method<'_>, sig: &str) -> (Option<usize>, bool) {
+    let mut ok = true;
+    let name = m.name;
+    match m.receiver {
+        SelfArg::Ref => {}
+        SelfArg::None => {
+            ok = false;
+            cx.error_spanned_by(
+                name,
+                format!("`{name}` must take `&self`: expected `{sig}`"),
+            );
+        }
+        SelfArg::Other(r) => {
+            ok = false;
+            cx.error_spanned_by(r, format!("`{name}` must take `&self`: expected `{sig}`"));
+        }
+    }
+    if !m.original.sig.generics.params.is_empty() {
+        ok = false;
+        cx.error_spanned_by(
+            &m.original.sig.generics,
+            format!("`{name}` cannot be generic: expected `{sig}`"),
+        );
+    }
+    if m.params.len() != 1 {
+        cx.error_spanned_by(
+            &m.original.sig.inputs,
+            format!(
+                "`{name}` must take exactly one parameter besides `&self`, the coordinates \
+                 `q: &[f64; N]`: expected `{sig}`"
+            ),
+        );
+        return (None, false);
+    }
+    let q = &m.params[0];
+    if ast::pat_ident(q.pat).is_none() {
+        ok = false;
+        cx.error_spanned_by(
+            q.pat,
+            format!("the coordinates parameter of `{name}` must be a plain name such as `q`"),
+        );
+    }
+    let n = match q.kind.coordinate_array() {
+        Some(Some(n)) => Some(n),
+        Some(None) => {
+            let len = ast::array_len_expr(q.ty).expect("array type");
+            cx.error_spanned_by(
+                len,
+                "the length N of `q: &[f64; N]` must be an integer literal (it is read at \
+                 expansion time to size the generated arrays)",
+            );
+            None
+        }
+        None => {
+            cx.error_spanned_by(
+                q.ty,
+                format!(
+                    "`q` must have type `&[f64; N]` with N an integer literal: expected `{sig}`"
+                ),
+            );
+            None
+        }
+    };
+    (n, ok)
+}
+
+fn report_return(cx: &Ctxt, m: &Method<'_>, msg: &str) {
+    match m.output {
+        ReturnType::Default => cx.error_spanned_by(&m.original.sig, msg),
+        ReturnType::Type(_, ty) => cx.error_spanned_by(ty, msg),
+    }
+}
+
+/// Checks `fn masses(&self) -> [f64; N]`; returns whether it takes `&self`.
+fn check_masses(cx: &Ctxt, m: &Method<'_>, n: Option<usize>) -> Option<bool> {
+    let mut ok = true;
+    let takes_self = match m.receiver {
+        SelfArg::Ref => true,
+        SelfArg::None => false,
+        SelfArg::Other(r) => {
+            ok = false;
+            cx.error_spanned_by(
+                r,
+                format!("`masses` must take `&self`: expected `{MASSES_SIG}`"),
+            );
+            true
+        }
+    };
+    if !m.params.is_empty() || !m.original.sig.generics.params.is_empty() {
+        ok = false;
+        cx.error_spanned_by(
+            &m.original.sig.inputs,
+            format!("`masses` takes no parameters: expected `{MASSES_SIG}`"),
+        );
+    }
+    match (m.return_ty(), n) {
+        (Ty::Array(elem, Some(k)), Some(n)) if *elem == Ty::F64 => {
+            if k != n {
+                ok = false;
+                let ReturnType::Type(_, ty) = m.output else {
+                    unreachable!()
+                };
+                let len = ast::array_len_expr(ty).expect("array type");
+                cx.error_spanned_by(
+                    len,
+                    format!(
+                        "`masses` returns {k} masses but the system has N = {n} coordinates \
+                         (from `q: &[f64; {n}]`): expected `-> [f64; {n}]`"
+                    ),
+                );
+            }
+        }
+        (Ty::Array(elem, Some(_)), None) if *elem == Ty::F64 => {}
+        _ => {
+            ok = false;
+            report_return(
+                cx,
+                m,
+                format!(
+                    "`masses` must return `[f64; N]`, the diagonal of the mass matrix: expected \
+                     `{MASSES_SIG}` with N an integer literal"
+                )
+                .as_str(),
+            );
+        }
+    }
+    ok.then_some(takes_self)
+}
+
+/// Every constraint component must depend on `q`: a constant `g_c` is either always violated
+/// or always satisfied, and its row of the Jacobian would be zero (a singular projection).
+///
+/// `result` is the syntactic result of the body (the tail expression or `return` operand), for
+/// spans: when it is an array literal, each error points at its component.
+pub fn check_constraints(
+    cx: &Ctxt,
+    graph: &Graph,
+    g: &[NodeId],
+    result: Option<&Expr>,
+    method: &Method<'_>,
+) {
+    let elems: Option<Vec<&Expr>> = match result {
+        Some(Expr::Array(a)) if a.elems.len() == g.len() => Some(a.elems.iter().collect()),
+        _ => None,
+    };
+    for (c, &node) in g.iter().enumerate() {
+        if graph.depends_on_q(node) {
+            continue;
+        }
+        let msg = format!(
+            "constraint {c} does not depend on `q`: a holonomic constraint g_{c}(q) = 0 must vary \
+             with the coordinates (a constant g_{c} has a zero Jacobian row)"
+        );
+        match (&elems, result) {
+            (Some(e), _) => cx.error_spanned_by(e[c], msg),
+            (None, Some(r)) => cx.error_spanned_by(r, msg),
+            (None, None) => cx.error_spanned_by(method.name, msg),
+        }
+    }
+}
+
+/// The expression whose value a block returns, for error spans: the tail expression, or the
+/// operand of a final `return`, looking through nested blocks and parentheses.
+pub fn result_expr(block: &syn::Block) -> Option<&Expr> {
+    let last = block.stmts.last()?;
+    let e = match last {
+        syn::Stmt::Expr(e, None) => e,
+        syn::Stmt::Expr(Expr::Return(r), Some(_)) => r.expr.as_deref()?,
+        _ => return None,
+    };
+    Some(strip(e))
+}
+
+fn strip(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => strip(&p.expr),
+        Expr::Group(g) => strip(&g.expr),
+        Expr::Return(r) => r.expr.as_deref().map_or(e, strip),
+        Expr::Block(b) if b.label.is_none() => result_expr(&b.block).unwrap_or(e),
+        _ => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::{parse_quote, ItemImpl};
+
+    fn shape_and_errors(item: ItemImpl) -> (Shape, Vec<String>) {
+        let cx = Ctxt::new();
+        let input = Input::from_syn(&item);
+        let shape = check_signatures(&cx, &input);
+        let errors = match cx.check() {
+            Ok(()) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        };
+        (shape, errors)
+    }
+
+    #[test]
+    fn reads_n_and_m() {
+        let (shape, errors) = shape_and_errors(parse_quote! {
+            impl P {
+                fn masses(&self) -> [f64; 4] { [1.0; 4] }
+                fn potential(&self, q: &[f64; 4]) -> f64 { q[0] }
+                fn constraints(&self, q: &[f64; 4]) -> [f64; 2] { [q[0], q[1]] }
+            }
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(shape.n, Some(4));
+        assert_eq!(shape.m, Some(2));
+        assert!(shape.potential_ok && shape.constraints_ok);
+        assert_eq!(shape.masses_self, Some(true));
+    }
+
+    #[test]
+    fn m_is_zero_without_constraints() {
+        let (shape, errors) = shape_and_errors(parse_quote! {
+            impl P { fn potential(&self, q: &[f64; 3]) -> f64 { q[0] } }
+        });
+        assert!(errors.is_empty());
+        assert_eq!((shape.n, shape.m), (Some(3), Some(0)));
+        assert_eq!(shape.masses_self, None);
+    }
+
+    #[test]
+    fn reports_every_signature_problem() {
+        let (shape, errors) = shape_and_errors(parse_quote! {
+            impl P {
+                fn masses(&self) -> [f64; 3] { [1.0; 3] }
+                fn potential(&self, q: &[f64; 4]) -> f32 { 0.0 }
+                fn constraints(&self, q: &[f64; 2]) -> Vec<f64> { vec![] }
+            }
+        });
+        assert_eq!(shape.n, Some(4));
+        assert!(!shape.potential_ok && !shape.constraints_ok);
+        let all = errors.join("\n");
+        assert!(all.contains("`potential` must return `f64`"), "{all}");
+        assert!(all.contains("length 2 in `constraints` but 4"), "{all}");
+        assert!(
+            all.contains("`constraints` must return `[f64; M]`"),
+            "{all}"
+        );
+        assert!(
+            all.contains("`masses` returns 3 masses but the system has N = 4"),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn missing_potential_and_empty_impl() {
+        let (_, errors) = shape_and_errors(parse_quote! { impl P {} });
+        assert!(errors[0].starts_with("empty impl"), "{errors:?}");
+        let (_, errors) = shape_and_errors(parse_quote! {
+            impl P { fn helper(&self) -> f64 { 1.0 } }
+        });
+        assert!(errors[0].starts_with("missing `fn potential"), "{errors:?}");
+    }
+
+    #[test]
+    fn wrong_q_types() {
+        let (shape, errors) = shape_and_errors(parse_quote! {
+            impl P { fn potential(&self, q: &[f64; N]) -> f64 { 0.0 } }
+        });
+        assert_eq!(shape.n, None);
+        assert!(
+            errors[0].contains("must be an integer literal"),
+            "{errors:?}"
+        );
+        let (_, errors) = shape_and_errors(parse_quote! {
+            impl P { fn potential(&self, q: &[f32; 3]) -> f64 { 0.0 } }
+        });
+        assert!(
+            errors[0].contains("`q` must have type `&[f64; N]`"),
+            "{errors:?}"
+        );
+        let (_, errors) = shape_and_errors(parse_quote! {
+            impl P { fn potential(q: &[f64; 3]) -> f64 { 0.0 } }
+        });
+        assert!(errors[0].contains("must take `&self`"), "{errors:?}");
+        let (_, errors) = shape_and_errors(parse_quote! {
+            impl Tr for P { fn potential(&self, q: &[f64; 3]) -> f64 { 0.0 } }
+        });
+        assert!(errors[0].contains("not on a trait impl"), "{errors:?}");
+    }
+}
