@@ -198,7 +198,7 @@ fn non_finite_is_reported_with_the_failing_step() {
     // A non-finite state is reported too (here through its gradient), not propagated.
     let mut s = State::new([f64::INFINITY], [0.0]);
     let e = ZhangSkeel::new(0.4, 0.1)
-        .step(&Saddle { c: 0.0 }.as_1d(), &mut s)
+        .step(&Saddle { c: 0.0 }.into_1d(), &mut s)
         .unwrap_err();
     assert!(matches!(e, StepError::NonFinite { step: 0, .. }), "{e:?}");
 }
@@ -206,7 +206,7 @@ fn non_finite_is_reported_with_the_failing_step() {
 /// Project `Saddle` onto its first coordinate (helper for 1-DOF checks).
 struct FirstCoordinate(Saddle);
 impl Saddle {
-    fn as_1d(self) -> FirstCoordinate {
+    fn into_1d(self) -> FirstCoordinate {
         FirstCoordinate(self)
     }
 }

@@ -1,0 +1,212 @@
+//! Steps allocate nothing after set-up (docs/ARCHITECTURE.md, "Conventions").
+//!
+//! A counting global allocator wraps `System`. This binary holds a single `#[test]`, so no other
+//! test thread allocates while a window is being counted; the windows themselves print nothing.
+//!
+//! The potential is hand-written (`#[mechanical_system]` was still a stub when this test was
+//! written): a Fermi–Pasta–Ulam chain between two walls, generic in `N`, with `Σ φ(r)` over
+//! the `N + 1` bonds, `φ(r) = r²/2 + r⁴/4`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use zs_runtime::driver::run_steps;
+use zs_runtime::linalg::{solve_shifted, Factorization};
+use zs_runtime::observers::Observer;
+use zs_runtime::{
+    EnergyObserver, MomentumObserver, Potential, State, VelocityVerlet, ZhangSkeel,
+    ZhangSkeelSimplified,
+};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
+// `GlobalAlloc` contract; the only addition is a relaxed atomic increment, which neither
+// allocates nor touches the memory being managed, so the layout/pointer requirements of each
+// method are exactly those of `System`'s.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's (forwarded unchanged).
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's (forwarded unchanged).
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `ptr` was allocated by this allocator, i.e. by `System`, with `layout`
+        // (caller's contract, forwarded unchanged).
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by this allocator, i.e. by `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    f();
+    ALLOCATIONS.load(Ordering::SeqCst) - before
+}
+
+/// FPU chain with fixed ends: bonds `r_b = q_b - q_{b-1}` for `b = 0..=N` (`q_{-1} = q_N = 0`).
+struct Fpu;
+
+impl Fpu {
+    /// Bond `b` joins coordinates `(i, j) = (b - 1, b)` (missing ones are walls).
+    fn bond<const N: usize>(q: &[f64; N], b: usize) -> (Option<usize>, Option<usize>, f64) {
+        let i = b.checked_sub(1);
+        let j = (b < N).then_some(b);
+        let r = j.map_or(0.0, |j| q[j]) - i.map_or(0.0, |i| q[i]);
+        (i, j, r)
+    }
+}
+
+impl<const N: usize> Potential<N> for Fpu {
+    fn masses(&self) -> [f64; N] {
+        core::array::from_fn(|i| 1.0 + 0.1 * i as f64)
+    }
+    fn potential(&self, q: &[f64; N]) -> f64 {
+        (0..=N)
+            .map(|b| {
+                let r = Self::bond(q, b).2;
+                0.5 * r * r + 0.25 * r.powi(4)
+            })
+            .sum()
+    }
+    fn gradient(&self, q: &[f64; N]) -> [f64; N] {
+        let mut g = [0.0; N];
+        for b in 0..=N {
+            let (i, j, r) = Self::bond(q, b);
+            let d = r + r * r * r;
+            if let Some(j) = j {
+                g[j] += d;
+            }
+            if let Some(i) = i {
+                g[i] -= d;
+            }
+        }
+        g
+    }
+    fn hessian(&self, q: &[f64; N]) -> [[f64; N]; N] {
+        let mut h = [[0.0; N]; N];
+        for b in 0..=N {
+            let (i, j, r) = Self::bond(q, b);
+            let d = 1.0 + 3.0 * r * r;
+            if let Some(j) = j {
+                h[j][j] += d;
+            }
+            if let Some(i) = i {
+                h[i][i] += d;
+            }
+            if let (Some(i), Some(j)) = (i, j) {
+                h[i][j] -= d;
+                h[j][i] -= d;
+            }
+        }
+        h
+    }
+    fn third_contraction(&self, q: &[f64; N], a: &[f64; N]) -> [f64; N] {
+        let mut t = [0.0; N];
+        for b in 0..=N {
+            let (i, j, r) = Self::bond(q, b);
+            let da = j.map_or(0.0, |j| a[j]) - i.map_or(0.0, |i| a[i]);
+            let d = 6.0 * r * da * da;
+            if let Some(j) = j {
+                t[j] += d;
+            }
+            if let Some(i) = i {
+                t[i] -= d;
+            }
+        }
+        t
+    }
+}
+
+#[test]
+fn steps_allocate_nothing_after_set_up() {
+    const STEPS: usize = 1000;
+    let s0 = State::new([0.5, -0.3, 0.2, 0.0, 0.1, -0.4], [0.0; 6]);
+
+    // Z&S: first step (set-up) outside the window, then 1000 counted steps.
+    let mut zs = ZhangSkeel::new(0.4, 0.05);
+    let mut s = s0;
+    zs.step(&Fpu, &mut s).unwrap();
+    let n_zs = allocations_during(|| {
+        for _ in 0..STEPS {
+            zs.step(&Fpu, &mut s).unwrap();
+        }
+    });
+    assert!(s.is_finite() && zs.steps_taken() == STEPS as u64 + 1);
+
+    let mut zss = ZhangSkeelSimplified::new(0.4, 0.05);
+    let mut s = s0;
+    zss.step(&Fpu, &mut s).unwrap();
+    let n_zss = allocations_during(|| {
+        for _ in 0..STEPS {
+            zss.step(&Fpu, &mut s).unwrap();
+        }
+    });
+    assert!(s.is_finite());
+
+    let mut vv = VelocityVerlet::new(0.05);
+    let mut s = s0;
+    vv.step(&Fpu, &mut s).unwrap();
+    let n_vv = allocations_during(|| {
+        for _ in 0..STEPS {
+            vv.step(&Fpu, &mut s).unwrap();
+        }
+    });
+    assert!(s.is_finite());
+
+    // The pivoted-LU fallback (indefinite matrix), which the FPU chain never needs.
+    let h = [[0.0, 3.0, 0.0], [3.0, 0.0, 1.0], [0.0, 1.0, -2.0]];
+    let mut x = [1.0, 2.0, 3.0];
+    let n_lu = allocations_during(|| {
+        for _ in 0..STEPS {
+            let (y, how) = solve_shifted(&[1.0, 1.0, 1.0], 1.0, &h, &x).unwrap();
+            assert_eq!(how, Factorization::Lu);
+            x = core::array::from_fn(|i| y[i] + 1.0);
+        }
+    });
+
+    // The driver with energy and momentum observers (constructed outside the window).
+    let mut zs = ZhangSkeel::new(0.4, 0.05);
+    let mut s = s0;
+    let mut energy = EnergyObserver::new();
+    let mut momentum = MomentumObserver::<6>::by_component(1);
+    zs.step(&Fpu, &mut s).unwrap();
+    let mut ok = false;
+    let n_driver = allocations_during(|| {
+        let observers: &mut [&mut dyn Observer<Fpu, 6>] = &mut [&mut energy, &mut momentum];
+        let summary = run_steps(&mut zs, &Fpu, &mut s, STEPS as u64, observers);
+        ok = summary.is_ok();
+    });
+    assert!(ok);
+    // Sanity: the observers ran (measured max |ΔE|/E ≈ 6.7e-3 — β h² ω² ≈ 1e-2 at this h).
+    assert_eq!(energy.samples(), STEPS as u64 + 1);
+    assert!(
+        energy.max_relative_drift() > 0.0 && energy.max_relative_drift() < 5e-2,
+        "{} {:?}",
+        energy.max_relative_drift(),
+        energy.initial_energy()
+    );
+
+    assert_eq!(
+        (n_zs, n_zss, n_vv, n_lu, n_driver),
+        (0, 0, 0, 0, 0),
+        "allocations over {STEPS} steps: (Z&S, Z&Ss, Verlet, LU solves, driver + observers)"
+    );
+    // The counter works: a Vec allocates.
+    let n_vec = allocations_during(|| drop(std::hint::black_box(vec![1u8; 16])));
+    assert_eq!(n_vec, 1);
+}
