@@ -3,9 +3,9 @@
 //! as plain Rust. See `docs/ARCHITECTURE.md`.
 //!
 //! The front end follows thiserror's `impl/src` layout, one file per stage:
-//! [`ast`] (typed view of the `impl` block) → [`valid`] (signatures, `N`, `M`) → [`lower`]
-//! (bodies → expression graph) → [`expand`] (derivatives, scheduling, tokens), with every error
-//! collected in a [`ctxt::Ctxt`] as in serde_derive. The symbolic engine is [`sym`].
+//! `ast` (typed view of the `impl` block) → `valid` (signatures, `N`, `M`) → `lower`
+//! (bodies → expression graph) → `expand` (derivatives, scheduling, tokens), with every error
+//! collected in a `ctxt::Ctxt` as in serde_derive. The symbolic engine is `sym`.
 
 mod ast;
 mod ctxt;
