@@ -1,0 +1,1 @@
+//! Cross-crate integration tests of zs (the tests live in `tests/`).
