@@ -29,7 +29,9 @@ impl<const N: usize> State<N> {
 
     /// Kinetic energy `½ vᵀ M v`.
     pub fn kinetic_energy(&self, masses: &[f64; N]) -> f64 {
-        0.5 * (0..N).map(|i| masses[i] * self.v[i] * self.v[i]).sum::<f64>()
+        0.5 * (0..N)
+            .map(|i| masses[i] * self.v[i] * self.v[i])
+            .sum::<f64>()
     }
 
     /// True when every coordinate, velocity and the time are finite.
