@@ -3,9 +3,10 @@
 //! A counting global allocator wraps `System`. This binary holds a single `#[test]`, so no other
 //! test thread allocates while a window is being counted; the windows themselves print nothing.
 //!
-//! The potential is hand-written (`#[mechanical_system]` was still a stub when this test was
-//! written): a Fermi–Pasta–Ulam chain between two walls, generic in `N`, with `Σ φ(r)` over
-//! the `N + 1` bonds, `φ(r) = r²/2 + r⁴/4`.
+//! Two targets: the penalized double pendulum of the contract, defined here with
+//! `#[mechanical_system]` (generated code, the `Penalized` adapter), and a hand-written
+//! Fermi–Pasta–Ulam chain between two walls, generic in `N` (`Σ φ(r)` over the `N + 1` bonds,
+//! `φ(r) = r²/2 + r⁴/4`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,8 +15,8 @@ use zs_runtime::driver::run_steps;
 use zs_runtime::linalg::{solve_shifted, Factorization};
 use zs_runtime::observers::Observer;
 use zs_runtime::{
-    EnergyObserver, MomentumObserver, Potential, State, VelocityVerlet, ZhangSkeel,
-    ZhangSkeelSimplified,
+    mechanical_system, ConstraintObserver, EnergyObserver, MechanicalSystem, MomentumObserver,
+    Potential, State, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
 };
 
 struct Counting;
@@ -56,6 +57,30 @@ fn allocations_during(f: impl FnOnce()) -> usize {
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     f();
     ALLOCATIONS.load(Ordering::SeqCst) - before
+}
+
+/// The contract's double pendulum (`shared/spec/CONTRACT.md`), physical gravity.
+pub struct DoublePendulum {
+    pub l1: f64,
+    pub l2: f64,
+    pub gravity: f64,
+}
+
+#[mechanical_system]
+impl DoublePendulum {
+    fn masses(&self) -> [f64; 4] {
+        [1.0, 1.0, 1.0, 1.0]
+    }
+    fn potential(&self, q: &[f64; 4]) -> f64 {
+        -self.gravity * (q[1] + q[3])
+    }
+    fn constraints(&self, q: &[f64; 4]) -> [f64; 2] {
+        let (x1, y1, x2, y2) = (q[0], q[1], q[2], q[3]);
+        [
+            x1 * x1 + y1 * y1 - self.l1 * self.l1,
+            (x2 - x1).powi(2) + (y2 - y1).powi(2) - self.l2 * self.l2,
+        ]
+    }
 }
 
 /// FPU chain with fixed ends: bonds `r_b = q_b - q_{b-1}` for `b = 0..=N` (`q_{-1} = q_N = 0`).
@@ -168,6 +193,37 @@ fn steps_allocate_nothing_after_set_up() {
     });
     assert!(s.is_finite());
 
+    // The macro-generated penalized double pendulum (ω = 20, β = 0.4, h = 0.1: the paper's run).
+    let dp = DoublePendulum {
+        l1: 1.0,
+        l2: 2f64.sqrt(),
+        gravity: -1.0,
+    };
+    let target = dp.penalized(20.0);
+    let mut n_dp = [0; 2];
+    let mut dp_states = [State::new([0.0, -1.0, 1.0, -2.0], [0.0; 4]); 2];
+    {
+        let mut zs = ZhangSkeel::new(0.4, 0.1);
+        let s = &mut dp_states[0];
+        zs.step(&target, s).unwrap();
+        n_dp[0] = allocations_during(|| {
+            for _ in 0..STEPS {
+                zs.step(&target, s).unwrap();
+            }
+        });
+        let mut zss = ZhangSkeelSimplified::new(0.4, 0.1);
+        let s = &mut dp_states[1];
+        zss.step(&target, s).unwrap();
+        n_dp[1] = allocations_during(|| {
+            for _ in 0..STEPS {
+                zss.step(&target, s).unwrap();
+            }
+        });
+    }
+    for s in &dp_states {
+        assert!(dp.constraints(&s.q).iter().all(|g| g.abs() < 0.05), "{s:?}");
+    }
+
     // The pivoted-LU fallback (indefinite matrix), which the FPU chain never needs.
     let h = [[0.0, 3.0, 0.0], [3.0, 0.0, 1.0], [0.0, 1.0, -2.0]];
     let mut x = [1.0, 2.0, 3.0];
@@ -192,6 +248,23 @@ fn steps_allocate_nothing_after_set_up() {
         ok = summary.is_ok();
     });
     assert!(ok);
+    // ... and on the penalized double pendulum with a constraint observer.
+    let mut zs = ZhangSkeel::new(0.4, 0.1);
+    let mut s = dp_states[0];
+    let mut constraints = ConstraintObserver::new(&dp);
+    let mut dp_energy = EnergyObserver::new();
+    zs.step(&target, &mut s).unwrap();
+    let n_driver_dp = allocations_during(|| {
+        let summary = run_steps(
+            &mut zs,
+            &target,
+            &mut s,
+            STEPS as u64,
+            &mut [&mut constraints, &mut dp_energy],
+        );
+        ok = summary.is_ok();
+    });
+    assert!(ok && constraints.max_residual() < 0.05);
     // Sanity: the observers ran (measured max |ΔE|/E ≈ 6.7e-3 — β h² ω² ≈ 1e-2 at this h).
     assert_eq!(energy.samples(), STEPS as u64 + 1);
     assert!(
@@ -202,9 +275,10 @@ fn steps_allocate_nothing_after_set_up() {
     );
 
     assert_eq!(
-        (n_zs, n_zss, n_vv, n_lu, n_driver),
-        (0, 0, 0, 0, 0),
-        "allocations over {STEPS} steps: (Z&S, Z&Ss, Verlet, LU solves, driver + observers)"
+        (n_zs, n_zss, n_vv, n_dp, n_lu, n_driver, n_driver_dp),
+        (0, 0, 0, [0, 0], 0, 0, 0),
+        "allocations over {STEPS} steps: (Z&S, Z&Ss, Verlet on FPU; Z&S, Z&Ss on the generated \
+         double pendulum; LU solves; driver + observers on FPU, on the double pendulum)"
     );
     // The counter works: a Vec allocates.
     let n_vec = allocations_during(|| drop(std::hint::black_box(vec![1u8; 16])));
