@@ -78,7 +78,9 @@ pub fn planned_steps(t0: f64, t_end: f64, h: f64) -> Option<u64> {
 /// The number of steps is `round((t_end - t0)/h)` (at least one when `t_end ≠ t0`); all but the
 /// last use the stepper's `h`, the last one is shortened or lengthened (by less than `h/2`, or by
 /// rounding error when `t_end - t0` is a multiple of `h`) so that the run ends at exactly
-/// `t_end`; the stepper's `h` is restored afterwards.
+/// `t_end`; the stepper's `h` is restored afterwards. (For Z&S a last step whose `h` differs
+/// from the others by even one rounding costs one extra evaluation: its cached `f` is keyed by
+/// `h²`.)
 ///
 /// Observers see the initial state ([`Observer::start`]), the state after every step
 /// ([`Observer::observe`]) and the end ([`Observer::finish`]). A failed step stops the run
