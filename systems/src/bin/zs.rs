@@ -263,9 +263,20 @@ fn drive<'t, S: Stepper<Target<'t>, 4>>(
         residual.last_residual()
     );
     let q = summary.last_state.q;
+    let fmt = |x: f64| {
+        if x.abs() < 1e6 {
+            format!("{x:.5}")
+        } else {
+            format!("{x:.3e}")
+        }
+    };
     println!(
-        "  final state      t = {:.4}, q = ({:.5}, {:.5}, {:.5}, {:.5})",
-        summary.last_state.t, q[0], q[1], q[2], q[3]
+        "  final state      t = {:.4}, q = ({}, {}, {}, {})",
+        summary.last_state.t,
+        fmt(q[0]),
+        fmt(q[1]),
+        fmt(q[2]),
+        fmt(q[3])
     );
     if summary.output_error.is_none() {
         println!("  trajectory       {} ({rows} rows)", args.out.display());
