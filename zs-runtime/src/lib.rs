@@ -54,3 +54,8 @@ pub use state::State;
 pub use stepper::Stepper;
 pub use system::{MechanicalSystem, Penalized, Potential};
 pub use zs_macros::mechanical_system;
+
+/// The README's example, compiled and run as a doctest so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
