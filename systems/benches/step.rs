@@ -12,7 +12,8 @@
 //! cache, as in every step of a run after the first. To keep the measured step fixed, each
 //! iteration steps a copy of the same state `s` (the paper's initial state advanced 7 steps so
 //! it is generic) with a stepper whose cache has been primed at `s` — the priming step runs in
-//! criterion's untimed `iter_batched` set-up.
+//! criterion's untimed `iter_batched` set-up. `zs_step_running/*` times the steps of one
+//! continuing run instead (same work per step, without `iter_batched`'s per-input overhead).
 
 use std::hint::black_box;
 
@@ -59,6 +60,17 @@ fn bench_variant<P: Potential<4>>(c: &mut Criterion, name: &str, p: &P) {
             },
             BatchSize::SmallInput,
         )
+    });
+    // Secondary figure: steps of one continuing run (no per-iteration set-up, so no
+    // `iter_batched` overhead; the state moves along a bounded trajectory, and the cost of a
+    // step does not depend on the state: no iterations).
+    c.bench_function(&format!("zs_step_running/{name}"), |b| {
+        let mut zs = ZhangSkeel::new(BETA, H);
+        let mut st = s;
+        b.iter(|| {
+            zs.step(black_box(p), &mut st).expect("step");
+            black_box(&st);
+        })
     });
     c.bench_function(&format!("derivatives/{name}"), |b| {
         b.iter(|| {

@@ -341,3 +341,62 @@ fn paper_constants() {
     let r = DoublePendulumReference::paper();
     assert!(testing::norm_inf(&r.constraints(&DoublePendulum::initial_state().q)) < 1e-15);
 }
+
+/// A test function exercising every rule of the hand-written jet:
+/// `f(q) = exp(q0 q1) / q2 + √(q0² + q3² + 1) · acos(q1/2) - 3 q3 + 0.7`.
+struct JetProbe;
+
+impl JetProbe {
+    fn jet(q: &[f64; 4], a: &[f64; 4]) -> zs_systems::triatomic::jet::Jet<4> {
+        use zs_systems::triatomic::jet::Jet;
+        let x = |i| Jet::coordinate(q, i);
+        let e = x(0).mul(&x(1), a).exp(a);
+        let t1 = e.mul(&x(2).recip(a), a);
+        let r = x(0)
+            .mul(&x(0), a)
+            .add(&x(3).mul(&x(3), a))
+            .add_const(1.0)
+            .sqrt(a);
+        let t2 = r.mul(&x(1).scale(0.5).acos(a), a);
+        t1.add(&t2).sub(&x(3).scale(3.0)).add_const(0.7)
+    }
+}
+
+impl Potential<4> for JetProbe {
+    fn masses(&self) -> [f64; 4] {
+        [1.0; 4]
+    }
+    fn potential(&self, q: &[f64; 4]) -> f64 {
+        (q[0] * q[1]).exp() / q[2] + (q[0] * q[0] + q[3] * q[3] + 1.0).sqrt() * (q[1] / 2.0).acos()
+            - 3.0 * q[3]
+            + 0.7
+    }
+    fn gradient(&self, q: &[f64; 4]) -> [f64; 4] {
+        Self::jet(q, &[0.0; 4]).g
+    }
+    fn hessian(&self, q: &[f64; 4]) -> [[f64; 4]; 4] {
+        Self::jet(q, &[0.0; 4]).h
+    }
+    fn third_contraction(&self, q: &[f64; 4], a: &[f64; 4]) -> [f64; 4] {
+        Self::jet(q, a).t
+    }
+}
+
+#[test]
+fn jet_rules_vs_finite_differences() {
+    let mut u = rng(9);
+    let mut worst = FdErrors::default();
+    for _ in 0..POINTS {
+        let q = [
+            points::uniform(&mut u, -1.0, 1.0),
+            points::uniform(&mut u, -1.5, 1.5),
+            points::uniform(&mut u, 0.5, 2.0),
+            points::uniform(&mut u, -1.0, 1.0),
+        ];
+        let a = points::direction(&mut u);
+        let j = JetProbe::jet(&q, &a);
+        assert!((j.v - JetProbe.potential(&q)).abs() <= 1e-14 * j.v.abs().max(1.0));
+        worst = worst.max(fd_errors(&JetProbe, &q, &a, EPS1, EPS3));
+    }
+    check_fd("jet probe", worst);
+}
