@@ -88,6 +88,12 @@ fn masses_body(input: &Input<'_>, shape: &Shape, n: usize) -> TokenStream {
     }
 }
 
+/// Above this many instructions, a function declares its temporaries in chunks instead of one
+/// `let` each (rustc overflows its stack on thousands of nested `let` scopes with debuginfo).
+const MAX_LETS: usize = 1000;
+/// Temporaries declared per `let` in chunked functions.
+const DECL_CHUNK: usize = 64;
+
 /// Emits straight-line function bodies from graph outputs.
 struct Emitter<'l> {
     lowered: &'l Lowered,
@@ -132,6 +138,20 @@ impl Emitter<'_> {
                 Var::Omega => {}
             }
         }
+        // rustc nests one scope per `let`; with debuginfo, a few thousand nested scopes in one
+        // function overflow the compiler's stack. Large functions therefore declare their
+        // temporaries in chunks (`let (t0, ..., t63): (f64, ..., f64);`) and assign them:
+        // the same SSA values once optimized, with ~64 times fewer scopes.
+        let chunked = prog.instrs.len() > MAX_LETS;
+        if chunked {
+            let ids: Vec<Ident> = (0..prog.instrs.len())
+                .map(|k| format_ident!("t{}", k))
+                .collect();
+            for chunk in ids.chunks(DECL_CHUNK) {
+                let tys = chunk.iter().map(|_| quote!(f64));
+                lets.push(quote!(let (#(#chunk,)*): (#(#tys,)*);));
+            }
+        }
         for ins in &prog.instrs {
             let dst = format_ident!("t{}", ins.dst());
             let rhs = match *ins {
@@ -172,7 +192,11 @@ impl Emitter<'_> {
                     }
                 }
             };
-            lets.push(quote!(let #dst: f64 = #rhs;));
+            lets.push(if chunked {
+                quote!(#dst = #rhs;)
+            } else {
+                quote!(let #dst: f64 = #rhs;)
+            });
         }
         let outs: Vec<TokenStream> = prog.outputs.iter().map(|&o| operand(o)).collect();
         let result = assemble(&outs);
