@@ -304,12 +304,19 @@ impl Derived {
 /// The successful expansion.
 fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStream {
     let user = user_impl(input.original);
-    let (Some(n), Some(m), Some(f)) = (shape.n, shape.m, lowered.potential) else {
-        // Unreachable in practice: validation reported an error otherwise.
-        return user;
-    };
     let constraints = lowered.constraints.clone().unwrap_or_default();
-    debug_assert_eq!(constraints.len(), m);
+    let (Some(n), Some(m), Some(f)) = (shape.n, shape.m, lowered.potential) else {
+        // Unreachable: an error was reported whenever one of these is missing.
+        let err = syn::Error::new_spanned(
+            &input.original.self_ty,
+            "internal error: incomplete lowering",
+        );
+        return fallback(input, shape, &err);
+    };
+    if constraints.len() != m {
+        let err = syn::Error::new_spanned(&input.original.self_ty, "internal error: constraints");
+        return fallback(input, shape, &err);
+    }
 
     let mut graph = std::mem::take(&mut lowered.graph);
     let plain = Derived::new(&mut graph, f, n);
@@ -562,6 +569,51 @@ mod tests {
         let (_, h) = fns.iter().find(|(n, _)| n == "hessian").unwrap();
         assert_eq!(*h, 1);
         assert!(text.contains("self . gravity"));
+    }
+
+    #[test]
+    fn large_functions_declare_temporaries_in_chunks() {
+        let out = expand(
+            TokenStream::new(),
+            quote! {
+                impl Lj {
+                    fn potential(&self, q: &[f64; 15]) -> f64 {
+                        let mut v = 0.0;
+                        for i in 0..5 {
+                            for j in (i + 1)..5 {
+                                let mut r2 = 0.0;
+                                for c in 0..3 {
+                                    let d = q[3 * i + c] - q[3 * j + c];
+                                    r2 += d * d;
+                                }
+                                let s6 = (1.0 / r2).powi(3);
+                                v += 4.0 * (s6 * s6 - s6);
+                            }
+                        }
+                        v
+                    }
+                }
+            },
+        );
+        let fns = functions(&out);
+        let (_, hessian_stmts) = fns.iter().find(|(n, _)| n == "hessian").unwrap();
+        // More than MAX_LETS instructions (one assignment statement each), declared by a few
+        // chunked `let`s.
+        let text = out.to_string();
+        let hessian = text
+            .split("fn hessian")
+            .nth(1)
+            .unwrap()
+            .split("fn third_contraction")
+            .next()
+            .unwrap();
+        let lets = hessian.matches("let ").count();
+        assert!(*hessian_stmts > MAX_LETS, "{hessian_stmts}");
+        assert!(lets < 100, "{lets} lets in hessian");
+        assert!(hessian.contains("let (t0 , t1 ,"), "{}", &hessian[..200]);
+        // Small functions keep one `let` per instruction.
+        let potential = text.split("fn potential").nth(2).unwrap();
+        assert!(potential.contains("let t0 : f64 ="));
     }
 
     #[test]

@@ -389,7 +389,7 @@ impl<'c, 'a> Lowerer<'c, 'a> {
         self.call_stack.push(name.clone());
         let v = match self.lower_block(m.body, &mut env) {
             Ok(v) | Err(Unwind::Return(v)) => v,
-            Err(_) => Value::Poison, // `break` outside a loop: rustc reports it
+            Err(_) => self.err(m.name, "`break`/`continue` outside of a loop"),
         };
         self.call_stack.pop();
         let ret = m.return_ty();
@@ -437,7 +437,18 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                     format!("helper method `{name}` must take `&self` to be inlined"),
                 ))
             }
-            _ => return Ok(Value::Poison), // receiver mismatch: rustc reports it
+            (SelfArg::Ref, false) => {
+                return Ok(self.err(
+                    call,
+                    format!("`{name}` takes `&self`: call it as `self.{name}(...)`"),
+                ))
+            }
+            (SelfArg::None, true) => {
+                return Ok(self.err(
+                    call,
+                    format!("`{name}` has no `self` parameter: call it as `Self::{name}(...)`"),
+                ))
+            }
         }
         let given: Vec<&'a Expr> = args.iter().skip(usize::from(skip_first)).collect();
         if given.len() != m.params.len() {
@@ -2598,6 +2609,43 @@ mod tests {
             }),
             "exponent of `powi` must be an `i32` constant",
         );
+    }
+
+    #[test]
+    fn helper_call_forms() {
+        assert_error(
+            parse_quote!(impl S {
+                fn h(x: f64) -> f64 { x }
+                fn potential(&self, q: &[f64; 1]) -> f64 { self.h(q[0]) }
+            }),
+            "`h` has no `self` parameter: call it as `Self::h(...)`",
+        );
+        assert_error(
+            parse_quote!(impl S {
+                fn h(&self, x: f64) -> f64 { x }
+                fn potential(&self, q: &[f64; 1]) -> f64 { Self::h(q[0]) }
+            }),
+            "`h` takes `&self`: call it as `self.h(...)`",
+        );
+        assert_error(
+            parse_quote!(impl S {
+                fn h(&self, x: f64) -> f64 { x }
+                fn potential(&self, q: &[f64; 1]) -> f64 { self.h(1) }
+            }),
+            "argument `x` of `h` must be an `f64`, but an integer was passed",
+        );
+        assert_error(
+            parse_quote!(impl S {
+                fn h(&mut self, x: f64) -> f64 { x }
+                fn potential(&self, q: &[f64; 1]) -> f64 { self.h(q[0]) }
+            }),
+            "helper method `h` must take `&self` to be inlined",
+        );
+        // `Self::h(self, ..)` is the same call as `self.h(..)`.
+        same_as_rust! { 1;
+            fn h(&self, x: f64) -> f64 { x * self.k }
+            fn potential(&self, q: &[f64; 1]) -> f64 { Self::h(self, q[0]) + S::h(self, 1.0) }
+        }
     }
 
     #[test]
