@@ -1053,13 +1053,21 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 }
             },
             Value::Poison => None,
-            Value::Scalar(_) => {
+            Value::Scalar(s) => {
+                let found = if self.graph.depends_on_q(*s) {
+                    "not a value computed from the coordinates"
+                } else if self.graph.depends_on(*s, |v| matches!(v, Var::Param(_))) {
+                    "not a run-time value such as `self.field` or a module-level `const`, whose \
+                     value the macro cannot see"
+                } else {
+                    "not an f64"
+                };
                 self.err(
                     at,
                     format!(
                         "{what} must be an integer constant known at expansion time (a literal, \
                          a loop variable, a `const` of the fn or impl, or arithmetic on them), \
-                         not an f64"
+                         {found}"
                     ),
                 );
                 None
@@ -2494,7 +2502,9 @@ mod tests {
         );
         assert_error(
             parse_quote!(impl S { fn potential(&self, q: &[f64; 2]) -> f64 { q[self.n] } }),
-            "index must be an integer constant known at expansion time",
+            "index must be an integer constant known at expansion time (a literal, a loop \
+             variable, a `const` of the fn or impl, or arithmetic on them), not a run-time value \
+             such as `self.field`",
         );
         assert_error(
             parse_quote!(impl S {
