@@ -15,17 +15,40 @@
 //!   `third_contraction(&grad) -> Vec<NodeId>` (directional, in terms of `Var::Dir(j)`).
 //! - `eval(n, &dyn Fn(Var) -> f64) -> f64` interpreter; `eval_many`.
 //! - `schedule(&graph, &outputs) -> Program` with CSE across all outputs.
-
 //!
-//! Additions beyond the contract: `Graph::{nodes, is_empty, sum, depends_on_var, vars_of,
-//! directional, eval_generic}`, the convenience constructors `sqrt/exp/ln/sin/cos/tan/tanh/
-//! acos/asin/atan`, [`Scalar`] (number types the interpreter runs on), [`ConstBits`],
-//! `Program::{uses, vars, eval_generic, is_empty}`, `Instr::{dst, operands}`.
+//! Additions beyond the contract: `Graph::{len, is_empty, node, nodes, sum, depends_on_var,
+//! vars_of, directional, gradient_forward, eval_generic}`, the convenience constructors
+//! `sqrt/exp/ln/sin/cos/tan/tanh/acos/asin/atan`, [`Scalar`] (number types the interpreter runs
+//! on), [`ConstBits`], `Program::{uses, vars, eval_generic, is_empty}`, `Instr::{dst, operands}`.
 //!
-//! Pipeline: the front end builds expressions with the constructors (which fold constants and
-//! apply identities, `simplify.rs`, then hash-cons, `graph.rs`), asks for derivatives
-//! (`diff.rs`), and hands all the nodes one generated function needs to [`schedule`]
-//! (`schedule.rs`), which emits each distinct node once.
+//! # Stages, and why
+//! 1. **Construction** (`graph.rs`, `simplify.rs`). Every constructor first simplifies (constant
+//!    folding to finite values only, algebraic identities, canonical operand order of `+`/`*`)
+//!    and then hash-conses: a node is stored once, so equal subexpressions, wherever and
+//!    however often the front end builds them, are one `NodeId`. This is what makes CSE free.
+//! 2. **Differentiation** (`diff.rs`). The gradient is a reverse-mode (adjoint) pass, O(|V|);
+//!    Hessian entries are memoized forward-mode derivatives of the gradient, upper triangle
+//!    only (the Hessian is symmetric, so the mirror is the same node); the third contraction
+//!    `T(q; a)` is the directional derivative `D = Σ_k a_k ∂/∂q_k` applied twice to each
+//!    gradient entry (the n³ tensor is never formed). All derivative rules go through the
+//!    simplifying constructors, so derivative graphs share nodes with the function and each
+//!    other.
+//! 3. **Scheduling** (`schedule.rs`). All outputs of one generated function are scheduled
+//!    together: each reachable node becomes exactly one instruction (`let tK = ...;`), in
+//!    topological order, constants and variables inline.
+//! 4. **Interpretation** (`interp.rs`, `Program::eval`) for tests: the graph and the scheduled
+//!    program evaluate identically, and are checked against num-dual on random expressions.
+//!
+//! # Notes for the front end
+//! - `Var::Param(k)`: the numbering is the front end's; the engine only needs it consistent
+//!   within a graph. `Var::Dir(j)` are the components of `a` in `third_contraction(q, a)`;
+//!   `Var::Omega` the penalty frequency.
+//! - `Sub` and `Div` stay binary operations; `x - c` becomes `(-c) + x` and `x / 2ᵏ` becomes
+//!   `2⁻ᵏ · x` (both exact). Expect `Unary::Neg` instructions.
+//! - Folding never produces NaN/∞: `1.0 / 0.0`, `(-1.0).sqrt()`, ... stay as instructions.
+//!   `Operand::Const` can still be non-finite if the user wrote such a literal.
+//! - Use one `Graph` per generated impl so that all functions share derivative work, and one
+//!   `schedule` call per generated function (CSE across everything that function returns).
 
 // The engine's API is wider than what one front end uses (interpreter, queries for tests).
 #![allow(dead_code, unused_imports)]

@@ -221,6 +221,44 @@ impl Graph {
             let c = self.fold(c1 + c2)?;
             return Some(self.mul(c, x1));
         }
+        // c·x + c·y → c·(x + y)
+        if c1 == c2 && c1 != 1.0 {
+            let s = self.add(x1, x2);
+            let c = self.constant(c1);
+            return Some(self.mul(c, s));
+        }
+        // c1·x + (... + c2·x + ...) → (c1 + c2)·x + (...): like terms a few levels down a sum.
+        for (u, w) in [(a, b), (b, a)] {
+            let (cu, xu) = self.coef_term(u);
+            if let Some((cw, rest)) = self.extract_like(w, xu, 3) {
+                let c = self.fold(cu + cw)?;
+                let t = self.mul(c, xu);
+                return Some(self.add(t, rest));
+            }
+        }
+        None
+    }
+
+    /// If the sum `w` (searched `depth` levels of `+` down) has a term `c·x`, return `c` and
+    /// the sum of the other terms.
+    fn extract_like(&mut self, w: NodeId, x: NodeId, depth: u32) -> Option<(f64, NodeId)> {
+        let Node::Binary(Binary::Add, p, r) = *self.node(w) else {
+            return None;
+        };
+        for (p, r) in [(p, r), (r, p)] {
+            let (c, xp) = self.coef_term(p);
+            if xp == x {
+                return Some((c, r));
+            }
+        }
+        if depth == 0 {
+            return None;
+        }
+        for (p, r) in [(p, r), (r, p)] {
+            if let Some((c, rest)) = self.extract_like(p, x, depth - 1) {
+                return Some((c, self.add(rest, r)));
+            }
+        }
         None
     }
 
@@ -253,6 +291,12 @@ impl Graph {
         if x1 == x2 {
             let c = self.fold(c1 - c2)?;
             return Some(self.mul(c, x1));
+        }
+        // c·x - c·y → c·(x - y)
+        if c1 == c2 && c1 != 1.0 {
+            let s = self.sub(x1, x2);
+            let c = self.constant(c1);
+            return Some(self.mul(c, s));
         }
         None
     }
@@ -530,6 +574,21 @@ mod tests {
         // (sqrt x)^2 = x
         let sx = g.sqrt(x);
         assert_eq!(g.powi(sx, 2), x);
+        // 3x + 3y = 3(x + y); 3x - 3y = 3(x - y)
+        let threey = g.mul(three, y);
+        let s = g.add(threex, threey);
+        let want = g.mul(three, xpy);
+        assert_eq!(s, want);
+        let d = g.sub(threex, threey);
+        let want = g.mul(three, xmy);
+        assert_eq!(d, want);
+        // x + ((y + sin x) + 2x) = 3x + (y + sin x): like terms found down a sum
+        let sinx = g.sin(x);
+        let ys = g.add(y, sinx);
+        let inner = g.add(ys, twox);
+        let got = g.add(x, inner);
+        let want = g.add(threex, ys);
+        assert_eq!(got, want);
     }
 
     #[test]
