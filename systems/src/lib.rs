@@ -13,6 +13,7 @@
 //!
 //! [`testing`] has the error measures and finite differences the derivative tests use.
 
+pub mod cli;
 pub mod double_pendulum;
 pub mod rigid_body;
 pub mod testing;

@@ -52,7 +52,9 @@ pub use observers::{ConstraintObserver, EnergyObserver, MomentumObserver, Observ
 pub use output::CsvRecorder;
 pub use state::State;
 pub use stepper::Stepper;
-pub use system::{MechanicalSystem, Penalized, Potential};
+pub use system::{
+    ConstraintCurvature, FastPotential, MechanicalSystem, Penalized, Potential, StiffSplit,
+};
 pub use zs_macros::mechanical_system;
 
 /// The README's example, compiled and run as a doctest so it cannot drift from the API.

@@ -56,6 +56,32 @@ pub trait MechanicalSystem<const N: usize, const M: usize>: Potential<N> {
             self.penalized_hessian(omega, q),
         )
     }
+    /// `Hess V1` of the stiff part of `V_ω`: the penalty `½ω²|g|²` plus the user's
+    /// `stiff_potential`, if any (see [`StiffSplit`]). Generated code computes it directly; this
+    /// default, `Hess V_ω − Hess V`, is right for systems without a `stiff_potential`.
+    #[inline]
+    fn penalized_stiff_hessian(&self, omega: f64, q: &[f64; N]) -> [[f64; N]; N] {
+        let mut h = self.penalized_hessian(omega, q);
+        let h0 = self.hessian(q);
+        for i in 0..N {
+            for j in 0..N {
+                h[i][j] -= h0[i][j];
+            }
+        }
+        h
+    }
+    /// `∇V_ω` and the stiff Hessian of [`MechanicalSystem::penalized_stiff_hessian`] together.
+    #[inline]
+    fn penalized_gradient_stiff_hessian(
+        &self,
+        omega: f64,
+        q: &[f64; N],
+    ) -> ([f64; N], [[f64; N]; N]) {
+        (
+            self.penalized_gradient(omega, q),
+            self.penalized_stiff_hessian(omega, q),
+        )
+    }
     /// The penalized system `V_ω` as a [`Potential`], for the unconstrained integrators.
     #[inline]
     fn penalized(&self, omega: f64) -> Penalized<'_, Self, N, M>
@@ -139,5 +165,57 @@ impl<P: Potential<N> + ?Sized, const N: usize> Potential<N> for &P {
     #[inline]
     fn gradient_hessian(&self, q: &[f64; N]) -> ([f64; N], [[f64; N]; N]) {
         (**self).gradient_hessian(q)
+    }
+}
+
+/// A potential split `V = V0 + V1` into a soft part `V0` and a stiff part `V1` (the `ε⁻¹V1` of
+/// Tao & Owhadi eq. 19, with `ε⁻¹` folded into `V1`), for Z&Ss-stiff (Integrator 5):
+/// `(M + βh² Hess V1(x_k)) a_k = −∇V(x_k)`. Only the stiff Hessian enters the solve.
+///
+/// [`Potential`] is the *total* `V = V0 + V1`. `#[mechanical_system]` implements this trait
+/// for every system: `V1` is the user's `stiff_potential` (zero when absent); for
+/// [`Penalized`] values `V1` also contains the penalty `½ω²|g|²`.
+pub trait StiffSplit<const N: usize>: Potential<N> {
+    /// `Hess V1(q)`, the Hessian of the stiff part only.
+    fn stiff_hessian(&self, q: &[f64; N]) -> [[f64; N]; N];
+    /// `∇V(q)` of the total potential and `Hess V1(q)` of the stiff part, in one evaluation.
+    #[inline]
+    fn gradient_stiff_hessian(&self, q: &[f64; N]) -> ([f64; N], [[f64; N]; N]) {
+        (self.gradient(q), self.stiff_hessian(q))
+    }
+}
+
+/// A fast potential `W` beside the slow potential `U` (the system's [`Potential`]), for the
+/// impulse family of seed 003: `H = ½pᵀM⁻¹p + U(q) + ε⁻²W(q)` with `ε⁻²` folded into `W`.
+/// `W` is minimal on the constraint manifold `g(q) = 0` of the [`MechanicalSystem`].
+///
+/// `#[mechanical_system]` implements it when the definition has a `fast_potential`.
+pub trait FastPotential<const N: usize>: Potential<N> {
+    /// `W(q)`.
+    fn fast_potential(&self, q: &[f64; N]) -> f64;
+    /// `∇W(q)`.
+    fn fast_gradient(&self, q: &[f64; N]) -> [f64; N];
+    /// `Hess W(q)`.
+    fn fast_hessian(&self, q: &[f64; N]) -> [[f64; N]; N];
+}
+
+/// Second derivatives of the constraints, contracted with multipliers:
+/// `Σ_c λ_c Hess g_c(q)` (needed by the derivative of the projection onto `g = 0`, e.g. the
+/// mollified impulse method of seed 003). `#[mechanical_system]` implements it for every system.
+pub trait ConstraintCurvature<const N: usize, const M: usize>: MechanicalSystem<N, M> {
+    /// `Σ_c λ_c Hess g_c(q)`.
+    fn weighted_constraint_hessian(&self, q: &[f64; N], lambda: &[f64; M]) -> [[f64; N]; N];
+}
+
+impl<S: MechanicalSystem<N, M>, const N: usize, const M: usize> StiffSplit<N>
+    for Penalized<'_, S, N, M>
+{
+    #[inline]
+    fn stiff_hessian(&self, q: &[f64; N]) -> [[f64; N]; N] {
+        self.system.penalized_stiff_hessian(self.omega, q)
+    }
+    #[inline]
+    fn gradient_stiff_hessian(&self, q: &[f64; N]) -> ([f64; N], [[f64; N]; N]) {
+        self.system.penalized_gradient_stiff_hessian(self.omega, q)
     }
 }
