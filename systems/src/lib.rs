@@ -11,10 +11,13 @@
 //!   harmonic bond angle);
 //! - [`rigid_body`]: the penalized magnetized rigid body of Z&S §4.5 (9 DOF, `R ∈ R^{3×3}`).
 //!
+//! [`experiments`] reproduces the papers' figures (`zs reproduce`).
+//!
 //! [`testing`] has the error measures and finite differences the derivative tests use.
 
 pub mod cli;
 pub mod double_pendulum;
+pub mod experiments;
 pub mod rigid_body;
 pub mod testing;
 pub mod triatomic;

@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::double_pendulum;
 
+pub mod reproduce;
 pub mod run;
 
 #[derive(Parser, Debug)]
@@ -33,6 +34,8 @@ pub struct Cli {
 pub enum Command {
     /// Integrate one of the papers' systems and write its trajectory as CSV.
     Run(RunArgs),
+    /// Reproduce one of the papers' experiments: CSV, SVG figure and a table of measurements.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +117,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Reproduce(args) => reproduce::reproduce(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

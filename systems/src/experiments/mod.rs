@@ -1,0 +1,511 @@
+//! The papers' experiments, reproduced: `zs reproduce <experiment> [--out-dir DIR]`.
+//!
+//! Each experiment module has a `Config` (the paper's parameters from `Config::paper()`, cheaper
+//! ones for tests), a `run` that integrates and measures in memory and returns the results, and
+//! a `write` that writes the CSV data, an SVG figure and returns a printable [`Report`]
+//! (tables of the measured figures beside the paper's). [`Experiment::run`] does both with the
+//! paper's parameters.
+//!
+//! | experiment | paper | module |
+//! |---|---|---|
+//! | `double-pendulum` | Tao & Owhadi §4.1, Fig. 1 and the run-time table | `double_pendulum` |
+//! | `constraint-scaling` | Tao & Owhadi Fig. 2a, `ω²‖g(q(T))‖` against ω | [`constraint_scaling`] |
+//! | `multipliers` | Tao & Owhadi Fig. 2b, λ(t) from the penalized run (eq. 8) vs SHAKE | `multipliers` |
+//! | `impulse-convergence` | seed 003 Figs. 1–3, error vs macro step of the impulse family | `impulse_convergence` |
+//!
+//! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
+//! interrupted run never leaves a truncated file under the final name.
+
+pub mod constraint_scaling;
+pub mod plot;
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use zs_runtime::{State, StepError, Stepper};
+
+/// The experiments `zs reproduce` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Experiment {
+    /// Tao & Owhadi Fig. 1: errors of SHAKE, Verlet, Newmark, one-step Newmark and Z&S on the
+    /// double pendulum against a generalized-coordinate reference, and the run-time table.
+    DoublePendulum,
+    /// Tao & Owhadi Fig. 2a: ω²‖g(q(T))‖ of the penalized Z&S run for ω over two decades.
+    ConstraintScaling,
+    /// Tao & Owhadi Fig. 2b: Lagrange multipliers from the penalized run vs SHAKE's.
+    Multipliers,
+    /// Seed 003 Figs. 1–3: error vs macro step of the impulse, mollified impulse and projected
+    /// impulse methods on the stiff spring double pendulum.
+    ImpulseConvergence,
+}
+
+impl Experiment {
+    /// Every experiment, in the order `zs reproduce all` runs them.
+    pub const ALL: [Experiment; 4] = [
+        Experiment::DoublePendulum,
+        Experiment::ConstraintScaling,
+        Experiment::Multipliers,
+        Experiment::ImpulseConvergence,
+    ];
+
+    /// The command-line name, also the stem of the files it writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::DoublePendulum => "double-pendulum",
+            Experiment::ConstraintScaling => "constraint-scaling",
+            Experiment::Multipliers => "multipliers",
+            Experiment::ImpulseConvergence => "impulse-convergence",
+        }
+    }
+
+    /// Run the experiment with the paper's parameters, writing its files into `out_dir`.
+    ///
+    /// # Errors
+    /// A one-line message when the output cannot be written or the experiment is not available.
+    pub fn run(self, out_dir: &Path) -> Result<Report, String> {
+        match self {
+            Experiment::ConstraintScaling => {
+                let cfg = constraint_scaling::Config::paper();
+                let out = constraint_scaling::run(&cfg);
+                constraint_scaling::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+            }
+            other => Err(format!(
+                "experiment `{}` is not available yet (its integrators have not landed)",
+                other.name()
+            )),
+        }
+    }
+}
+
+fn io_message(dir: &Path, e: io::Error) -> String {
+    format!("cannot write the results into {}: {e}", dir.display())
+}
+
+/// What an experiment measured: tables to print, notes, and the files written.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Report {
+    /// Experiment name.
+    pub experiment: String,
+    /// One-paragraph description of the set-up.
+    pub setup: String,
+    /// Measured tables.
+    pub tables: Vec<Table>,
+    /// Findings and differences from the paper, one per line.
+    pub notes: Vec<String>,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "zs reproduce {}", self.experiment)?;
+        if !self.setup.is_empty() {
+            writeln!(f, "  {}", self.setup)?;
+        }
+        for t in &self.tables {
+            writeln!(f)?;
+            write!(f, "{t}")?;
+        }
+        if !self.notes.is_empty() {
+            writeln!(f)?;
+            for n in &self.notes {
+                writeln!(f, "  * {n}")?;
+            }
+        }
+        if !self.files.is_empty() {
+            writeln!(f)?;
+            for p in &self.files {
+                writeln!(f, "  wrote {}", p.display())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A table of strings with a title, printed with aligned columns.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Table {
+    /// Title line.
+    pub title: String,
+    /// Column headers.
+    pub header: Vec<String>,
+    /// Rows (each as long as the header).
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new(title: impl Into<String>, header: &[&str]) -> Self {
+        Self {
+            title: title.into(),
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Append a row.
+    ///
+    /// # Panics
+    /// If the row's length differs from the header's.
+    pub fn push(&mut self, row: Vec<String>) {
+        assert_eq!(
+            row.len(),
+            self.header.len(),
+            "row length differs from header"
+        );
+        self.rows.push(row);
+    }
+
+    /// The table as GitHub Markdown.
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!("| {} |\n", self.header.join(" | "));
+        s += &format!("|{}\n", "---|".repeat(self.header.len()));
+        for r in &self.rows {
+            s += &format!("| {} |\n", r.join(" | "));
+        }
+        s
+    }
+
+    /// The cell in the row whose first cell is `key`, column `column`.
+    pub fn cell(&self, key: &str, column: &str) -> Option<&str> {
+        let c = self.header.iter().position(|h| h == column)?;
+        self.rows
+            .iter()
+            .find(|r| r[0] == key)
+            .map(|r| r[c].as_str())
+    }
+}
+
+impl fmt::Display for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = |i: usize| {
+            self.rows
+                .iter()
+                .map(|r| r[i].chars().count())
+                .chain(std::iter::once(self.header[i].chars().count()))
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..self.header.len()).map(width).collect();
+        let line = |cells: &[String]| {
+            let mut s = String::from(" ");
+            for (i, c) in cells.iter().enumerate() {
+                let pad = widths[i] - c.chars().count();
+                if i == 0 {
+                    s += &format!(" {c}{}", " ".repeat(pad));
+                } else {
+                    s += &format!("  {}{c}", " ".repeat(pad));
+                }
+            }
+            s.trim_end().to_string()
+        };
+        writeln!(f, "  {}", self.title)?;
+        writeln!(f, "{}", line(&self.header))?;
+        let total: usize = widths.iter().sum::<usize>() + 2 * widths.len();
+        writeln!(f, "  {}", "-".repeat(total))?;
+        for r in &self.rows {
+            writeln!(f, "{}", line(r))?;
+        }
+        Ok(())
+    }
+}
+
+/// CSV data built in memory and written atomically ([`write_atomic`]).
+///
+/// Numbers are written in Rust's shortest round-trip form; text fields are quoted when they
+/// contain a comma, a quote or a line break.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Csv {
+    columns: usize,
+    text: String,
+}
+
+/// One CSV field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Field<'a> {
+    /// A number (written in shortest round-trip form; NaN and ±inf as `NaN`, `inf`, `-inf`).
+    Num(f64),
+    /// An integer.
+    Int(i64),
+    /// Text.
+    Text(&'a str),
+}
+
+impl Csv {
+    /// An empty CSV with the given header.
+    pub fn new(header: &[&str]) -> Self {
+        let mut c = Self {
+            columns: header.len(),
+            text: String::new(),
+        };
+        let fields: Vec<Field> = header.iter().map(|h| Field::Text(h)).collect();
+        c.push_unchecked(&fields);
+        c
+    }
+
+    /// Append a row.
+    ///
+    /// # Panics
+    /// If the row's length differs from the header's.
+    pub fn push(&mut self, row: &[Field]) {
+        assert_eq!(
+            row.len(),
+            self.columns,
+            "CSV row length differs from header"
+        );
+        self.push_unchecked(row);
+    }
+
+    fn push_unchecked(&mut self, row: &[Field]) {
+        use std::fmt::Write as _;
+        for (i, f) in row.iter().enumerate() {
+            if i > 0 {
+                self.text.push(',');
+            }
+            match *f {
+                Field::Num(x) => {
+                    let _ = write!(self.text, "{x}");
+                }
+                Field::Int(x) => {
+                    let _ = write!(self.text, "{x}");
+                }
+                Field::Text(s) if s.contains([',', '"', '\n', '\r']) => {
+                    let _ = write!(self.text, "\"{}\"", s.replace('"', "\"\""));
+                }
+                Field::Text(s) => self.text.push_str(s),
+            }
+        }
+        self.text.push('\n');
+    }
+
+    /// Data rows so far (header excluded).
+    pub fn rows(&self) -> usize {
+        self.text.lines().count().saturating_sub(1)
+    }
+
+    /// The CSV text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Write to `path` atomically.
+    ///
+    /// # Errors
+    /// I/O failures.
+    pub fn write(&self, path: &Path) -> io::Result<()> {
+        write_atomic(path, self.text.as_bytes())
+    }
+}
+
+/// Write `bytes` to `path.tmp`, sync, and rename it to `path`: readers never see a partial file.
+///
+/// # Errors
+/// I/O failures (the `.tmp` file is removed on a failed write).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Minimum wall time of `f` over `repetitions` batches, each batch repeating `f` enough times to
+/// last at least `min_batch` (so the clock's resolution does not matter); returned per call.
+///
+/// Taking the minimum over batches discards the interference of other processes on a shared
+/// machine, which only ever adds time.
+pub fn min_wall_time(mut f: impl FnMut(), repetitions: usize, min_batch: Duration) -> Duration {
+    // Calibrate: double the batch size until one batch lasts `min_batch`.
+    let mut n: u32 = 1;
+    loop {
+        let start = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        let el = start.elapsed();
+        if el >= min_batch || n >= 1 << 20 {
+            break;
+        }
+        n *= 2;
+    }
+    let mut best = Duration::MAX;
+    for _ in 0..repetitions.max(1) {
+        let start = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        best = best.min(start.elapsed() / n);
+    }
+    best
+}
+
+/// States recorded along a run, and how the run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trajectory<const N: usize> {
+    /// The initial state and then every `every`-th state (the last state of a complete run is
+    /// recorded when `every` divides the number of steps).
+    pub samples: Vec<State<N>>,
+    /// Steps completed.
+    pub steps: u64,
+    /// The error of the step that failed, if one did (the run stops there).
+    pub failure: Option<StepError>,
+}
+
+/// Take `steps` steps of `stepper` on `target` from `state`, recording the initial state and
+/// every `every`-th state; stop at the first failed step.
+///
+/// # Panics
+/// If `every` is zero.
+pub fn integrate<P: ?Sized, S: Stepper<P, N>, const N: usize>(
+    stepper: &mut S,
+    target: &P,
+    mut state: State<N>,
+    steps: u64,
+    every: u64,
+) -> Trajectory<N> {
+    assert!(every > 0, "`every` must be at least 1");
+    let mut samples = Vec::with_capacity((steps / every) as usize + 1);
+    samples.push(state);
+    let mut failure = None;
+    let mut done = 0;
+    for k in 1..=steps {
+        if let Err(e) = stepper.step(target, &mut state) {
+            failure = Some(e);
+            break;
+        }
+        done = k;
+        if k % every == 0 {
+            samples.push(state);
+        }
+    }
+    Trajectory {
+        samples,
+        steps: done,
+        failure,
+    }
+}
+
+/// Number of steps of size `h` in `[0, t_end]`, checked to be a whole number (to 1e-9).
+///
+/// # Panics
+/// If `t_end / h` is not a whole number: the experiments compare runs on a common time grid.
+pub fn whole_steps(t_end: f64, h: f64) -> u64 {
+    let n = t_end / h;
+    let r = n.round();
+    assert!(
+        (n - r).abs() < 1e-9 * r.max(1.0) && r >= 1.0,
+        "t_end = {t_end} is not a whole number of steps h = {h}"
+    );
+    r as u64
+}
+
+/// `x` formatted with 3 significant digits in exponent form (`1.23e-4`), or `—` if NaN.
+pub fn sci(x: f64) -> String {
+    if x.is_nan() {
+        "—".into()
+    } else {
+        format!("{x:.2e}")
+    }
+}
+
+/// Least-squares slope of `log10 y` against `log10 x` over the points with positive finite
+/// coordinates (the measured order of a convergence plot); `None` with fewer than two.
+pub fn log_log_slope(points: &[(f64, f64)]) -> Option<f64> {
+    let pts: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|(x, y)| x.is_finite() && y.is_finite() && *x > 0.0 && *y > 0.0)
+        .map(|(x, y)| (x.log10(), y.log10()))
+        .collect();
+    if pts.len() < 2 {
+        return None;
+    }
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_text_and_round_trips_numbers() {
+        let mut c = Csv::new(&["method", "x"]);
+        c.push(&[Field::Text("Z&S, β=0.4"), Field::Num(0.1 + 0.2)]);
+        c.push(&[Field::Text("a\"b"), Field::Int(-3)]);
+        assert_eq!(c.rows(), 2);
+        assert_eq!(
+            c.as_str(),
+            "method,x\n\"Z&S, β=0.4\",0.30000000000000004\n\"a\"\"b\",-3\n"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "row length")]
+    fn csv_rejects_short_rows() {
+        Csv::new(&["a", "b"]).push(&[Field::Num(1.0)]);
+    }
+
+    #[test]
+    fn table_aligns_and_finds_cells() {
+        let mut t = Table::new("T", &["method", "error"]);
+        t.push(vec!["Z&S".into(), "1.00e-3".into()]);
+        t.push(vec!["Newmark".into(), "2".into()]);
+        let s = t.to_string();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines.len(), 5);
+        // Right-aligned numbers end in the same column.
+        assert_eq!(lines[3].chars().count(), lines[4].chars().count());
+        assert_eq!(t.cell("Newmark", "error"), Some("2"));
+        assert_eq!(t.cell("SHAKE", "error"), None);
+        assert!(t
+            .to_markdown()
+            .starts_with("| method | error |\n|---|---|\n"));
+    }
+
+    #[test]
+    fn slope_of_a_power_law_is_its_exponent() {
+        let pts: Vec<(f64, f64)> = [0.1, 0.05, 0.025, 0.0125]
+            .iter()
+            .map(|&h| (h, 3.0 * h * h))
+            .collect();
+        assert!((log_log_slope(&pts).unwrap() - 2.0).abs() < 1e-12);
+        assert_eq!(log_log_slope(&[(1.0, 0.0)]), None);
+    }
+
+    #[test]
+    fn whole_steps_accepts_rounding_and_rejects_fractions() {
+        assert_eq!(whole_steps(50.0, 0.1), 500);
+        assert_eq!(whole_steps(50.0, 0.1 / 20.0), 10_000);
+        assert!(std::panic::catch_unwind(|| whole_steps(1.0, 0.3)).is_err());
+    }
+
+    #[test]
+    fn min_wall_time_is_per_call() {
+        let mut calls = 0u64;
+        let t = min_wall_time(
+            || {
+                calls += 1;
+                std::hint::black_box(calls);
+            },
+            3,
+            Duration::from_millis(2),
+        );
+        assert!(calls > 3);
+        assert!(t < Duration::from_millis(1), "{t:?}");
+    }
+}
