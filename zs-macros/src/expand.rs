@@ -2,8 +2,9 @@
 //!
 //! [`expand`] is the whole macro on `proc_macro2` token streams (unit-testable without the
 //! compiler). On success it emits the user's block (with `#[allow(dead_code)]`) and the
-//! `Potential<N>` / `MechanicalSystem<N, M>` impls as straight-line code, one `let tK: f64`
-//! per scheduled instruction. On error it emits the user's block, every error, and dummy
+//! `Potential<N>` / `StiffSplit<N>` / `MechanicalSystem<N, M>` / `ConstraintCurvature<N, M>`
+//! (and `FastPotential<N>`) impls as straight-line code, one `let tK: f64` per scheduled
+//! instruction. On error it emits the user's block, every error, and dummy
 //! impls (when `N` is known) so that no cascade of "trait not implemented" errors follows.
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
@@ -135,6 +136,11 @@ impl Emitter<'_> {
                     let span = first_span(expr);
                     lets.push(quote_spanned!(span=> let #name: f64 = #expr;));
                 }
+                Var::Lambda(c) => {
+                    let name = var_ident(v);
+                    let c = usize_lit(c as usize);
+                    lets.push(quote!(let #name: f64 = lambda[#c];));
+                }
                 Var::Omega => {}
             }
         }
@@ -220,6 +226,7 @@ fn var_ident(v: Var) -> Ident {
         Var::Dir(j) => format_ident!("a{}", j),
         Var::Param(k) => format_ident!("p{}", k),
         Var::Omega => format_ident!("omega"),
+        Var::Lambda(c) => format_ident!("lambda{}", c),
     }
 }
 
@@ -305,7 +312,7 @@ impl Derived {
 fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStream {
     let user = user_impl(input.original);
     let constraints = lowered.constraints.clone().unwrap_or_default();
-    let (Some(n), Some(m), Some(f)) = (shape.n, shape.m, lowered.potential) else {
+    let (Some(n), Some(m), Some(u)) = (shape.n, shape.m, lowered.potential) else {
         // Unreachable: an error was reported whenever one of these is missing.
         let err = syn::Error::new_spanned(
             &input.original.self_ty,
@@ -313,25 +320,66 @@ fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStre
         );
         return fallback(input, shape, &err);
     };
-    if constraints.len() != m {
-        let err = syn::Error::new_spanned(&input.original.self_ty, "internal error: constraints");
+    let role_missing = (input.method("stiff_potential").is_some() && lowered.stiff.is_none())
+        || (input.method("fast_potential").is_some() && lowered.fast.is_none());
+    if constraints.len() != m || role_missing {
+        let err = syn::Error::new_spanned(&input.original.self_ty, "internal error: lowering");
         return fallback(input, shape, &err);
     }
 
     let mut graph = std::mem::take(&mut lowered.graph);
+    // The stiff part V1 of Tao & Owhadi eq. 19 (structural zero without `stiff_potential`);
+    // the system's `Potential` is the total V = V0 + V1 (`potential` + `stiff_potential`).
+    let zero = graph.constant(0.0);
+    let stiff = lowered.stiff.unwrap_or(zero);
+    let f = graph.add(u, stiff);
     let plain = Derived::new(&mut graph, f, n);
+    let stiff_grad = graph.gradient(stiff, n);
+    let stiff_hess = graph.hessian(&stiff_grad);
     let jacobian: Vec<Vec<NodeId>> = constraints.iter().map(|&c| graph.gradient(c, n)).collect();
-    let penalized = (m > 0).then(|| {
-        // V_ω = V + ½ω² Σ_c g_c² (Tao & Owhadi eq. 7).
+    // ½ω² Σ_c g_c² (Tao & Owhadi eq. 7), absent when M = 0.
+    let penalty = (m > 0).then(|| {
         let squares: Vec<NodeId> = constraints.iter().map(|&c| graph.mul(c, c)).collect();
         let sum = graph.sum(squares);
         let omega = graph.var(Var::Omega);
         let w2 = graph.mul(omega, omega);
         let half = graph.constant(0.5);
         let k = graph.mul(half, w2);
-        let pen = graph.mul(k, sum);
+        graph.mul(k, sum)
+    });
+    // V_ω = V + ½ω²|g|².
+    let penalized = penalty.map(|pen| {
         let fp = graph.add(f, pen);
         Derived::new(&mut graph, fp, n)
+    });
+    // Hess of the stiff part of V_ω: V1 + ½ω²|g|².
+    let pen_stiff_hess = match penalty {
+        Some(pen) => {
+            let s = graph.add(stiff, pen);
+            let grad = graph.gradient(s, n);
+            graph.hessian(&grad)
+        }
+        None => stiff_hess.clone(),
+    };
+    // Σ_c λ_c Hess g_c = Hess_q (Σ_c λ_c g_c), the λ_c constant for differentiation.
+    let curvature = {
+        let terms: Vec<NodeId> = constraints
+            .iter()
+            .enumerate()
+            .map(|(c, &g)| {
+                let lambda = graph.var(Var::Lambda(c as u32));
+                graph.mul(lambda, g)
+            })
+            .collect();
+        let l = graph.sum(terms);
+        let grad = graph.gradient(l, n);
+        graph.hessian(&grad)
+    };
+    // W of seed 003 (ε⁻² folded in).
+    let fast = lowered.fast.map(|w| {
+        let grad = graph.gradient(w, n);
+        let hess = graph.hessian(&grad);
+        (w, grad, hess)
     });
 
     let em = Emitter { lowered: &lowered };
@@ -341,10 +389,29 @@ fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStre
     let m_lit = usize_lit(m);
     let masses = masses_body(input, shape, n);
     let [value, gradient, hessian, third, gradient_hessian] = plain.bodies(&em, &graph, n);
+    let mat = |o: &[TokenStream]| matrix(o, n);
+    let grad_mat = |o: &[TokenStream]| {
+        let g = vector(&o[..n]);
+        let h = matrix(&o[n..], n);
+        quote!((#g, #h))
+    };
+    let flat = |h: &[Vec<NodeId>]| -> Vec<NodeId> { h.iter().flatten().copied().collect() };
 
     let g_body = em.body(&graph, &constraints, vector);
-    let jac_flat: Vec<NodeId> = jacobian.iter().flatten().copied().collect();
-    let jac_body = em.body(&graph, &jac_flat, |o| matrix(o, n));
+    let jac_body = em.body(&graph, &flat(&jacobian), mat);
+    let stiff_hess_body = em.body(&graph, &flat(&stiff_hess), mat);
+    let gradient_stiff_hess_body = {
+        let mut outs = plain.gradient.clone();
+        outs.extend(flat(&stiff_hess));
+        em.body(&graph, &outs, grad_mat)
+    };
+    let pen_stiff_hess_body = em.body(&graph, &flat(&pen_stiff_hess), mat);
+    let pen_gradient_stiff_hess_body = {
+        let mut outs = penalized.as_ref().map_or(&plain, |d| d).gradient.clone();
+        outs.extend(flat(&pen_stiff_hess));
+        em.body(&graph, &outs, grad_mat)
+    };
+    let curvature_body = em.body(&graph, &flat(&curvature), mat);
 
     let pot = quote!(::zs_runtime::Potential<#n_lit>);
     let [p_value, p_gradient, p_hessian, p_third, p_gradient_hessian] = match &penalized {
@@ -358,6 +425,29 @@ fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStre
             quote!(<Self as #pot>::gradient_hessian(self, q)),
         ],
     };
+
+    let fast_impl = fast.map(|(w, grad, hess)| {
+        let w_body = em.body(&graph, &[w], |o| o[0].clone());
+        let grad_body = em.body(&graph, &grad, vector);
+        let hess_body = em.body(&graph, &flat(&hess), mat);
+        quote! {
+            #allow
+            impl #impl_generics ::zs_runtime::FastPotential<#n_lit> for #self_ty #where_clause {
+                #[inline]
+                fn fast_potential(&self, q: &[f64; #n_lit]) -> f64 {
+                    #w_body
+                }
+                #[inline]
+                fn fast_gradient(&self, q: &[f64; #n_lit]) -> [f64; #n_lit] {
+                    #grad_body
+                }
+                #[inline]
+                fn fast_hessian(&self, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #n_lit] {
+                    #hess_body
+                }
+            }
+        }
+    });
 
     quote! {
         #user
@@ -387,6 +477,21 @@ fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStre
             #[inline]
             fn gradient_hessian(&self, q: &[f64; #n_lit]) -> ([f64; #n_lit], [[f64; #n_lit]; #n_lit]) {
                 #gradient_hessian
+            }
+        }
+
+        #allow
+        impl #impl_generics ::zs_runtime::StiffSplit<#n_lit> for #self_ty #where_clause {
+            #[inline]
+            fn stiff_hessian(&self, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #n_lit] {
+                #stiff_hess_body
+            }
+            #[inline]
+            fn gradient_stiff_hessian(
+                &self,
+                q: &[f64; #n_lit],
+            ) -> ([f64; #n_lit], [[f64; #n_lit]; #n_lit]) {
+                #gradient_stiff_hess_body
             }
         }
 
@@ -429,7 +534,37 @@ fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStre
             ) -> ([f64; #n_lit], [[f64; #n_lit]; #n_lit]) {
                 #p_gradient_hessian
             }
+            #[inline]
+            fn penalized_stiff_hessian(
+                &self,
+                omega: f64,
+                q: &[f64; #n_lit],
+            ) -> [[f64; #n_lit]; #n_lit] {
+                #pen_stiff_hess_body
+            }
+            #[inline]
+            fn penalized_gradient_stiff_hessian(
+                &self,
+                omega: f64,
+                q: &[f64; #n_lit],
+            ) -> ([f64; #n_lit], [[f64; #n_lit]; #n_lit]) {
+                #pen_gradient_stiff_hess_body
+            }
         }
+
+        #allow
+        impl #impl_generics ::zs_runtime::ConstraintCurvature<#n_lit, #m_lit> for #self_ty #where_clause {
+            #[inline]
+            fn weighted_constraint_hessian(
+                &self,
+                q: &[f64; #n_lit],
+                lambda: &[f64; #m_lit],
+            ) -> [[f64; #n_lit]; #n_lit] {
+                #curvature_body
+            }
+        }
+
+        #fast_impl
     }
 }
 
@@ -457,7 +592,26 @@ fn fallback(input: &Input<'_>, shape: &Shape, err: &syn::Error) -> TokenStream {
                 [0.0; #n_lit]
             }
         }
+
+        #allow
+        impl #impl_generics ::zs_runtime::StiffSplit<#n_lit> for #self_ty #where_clause {
+            fn stiff_hessian(&self, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #n_lit] {
+                [[0.0; #n_lit]; #n_lit]
+            }
+        }
     };
+    let fast = input.method("fast_potential").map(|_| {
+        quote! {
+            #allow
+            impl #impl_generics ::zs_runtime::FastPotential<#n_lit> for #self_ty #where_clause {
+                fn fast_potential(&self, q: &[f64; #n_lit]) -> f64 { 0.0 }
+                fn fast_gradient(&self, q: &[f64; #n_lit]) -> [f64; #n_lit] { [0.0; #n_lit] }
+                fn fast_hessian(&self, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #n_lit] {
+                    [[0.0; #n_lit]; #n_lit]
+                }
+            }
+        }
+    });
     let system = shape.m.map(|m| {
         let m_lit = usize_lit(m);
         quote! {
@@ -483,12 +637,24 @@ fn fallback(input: &Input<'_>, shape: &Shape, err: &syn::Error) -> TokenStream {
                     [0.0; #n_lit]
                 }
             }
+
+            #allow
+            impl #impl_generics ::zs_runtime::ConstraintCurvature<#n_lit, #m_lit> for #self_ty #where_clause {
+                fn weighted_constraint_hessian(
+                    &self,
+                    q: &[f64; #n_lit],
+                    lambda: &[f64; #m_lit],
+                ) -> [[f64; #n_lit]; #n_lit] {
+                    [[0.0; #n_lit]; #n_lit]
+                }
+            }
         }
     });
     quote! {
         #user
         #errors
         #potential
+        #fast
         #system
     }
 }
@@ -560,7 +726,8 @@ mod tests {
         if std::env::var_os("ZS_PRINT_EXPANSION").is_some() {
             println!("{text}");
         }
-        assert_eq!(fns.len(), 6 + 7);
+        // Potential (6), StiffSplit (2), MechanicalSystem (9), ConstraintCurvature (1).
+        assert_eq!(fns.len(), 6 + 2 + 9 + 1);
         // Straight-line and small: the penalized Hessian of 2 quadratic constraints in 4
         // coordinates needs a few dozen instructions, not hundreds.
         let (_, ph) = fns.iter().find(|(n, _)| n == "penalized_hessian").unwrap();
@@ -568,6 +735,19 @@ mod tests {
         // The potential is linear: its Hessian and third contraction are structural zeros.
         let (_, h) = fns.iter().find(|(n, _)| n == "hessian").unwrap();
         assert_eq!(*h, 1);
+        // No `stiff_potential`: the stiff Hessian is a structural zero, and the stiff part of
+        // V_ω is the penalty alone, whose Hessian is the penalized one (V is linear).
+        let (_, sh) = fns.iter().find(|(n, _)| n == "stiff_hessian").unwrap();
+        assert_eq!(*sh, 1);
+        let (_, psh) = fns
+            .iter()
+            .find(|(n, _)| n == "penalized_stiff_hessian")
+            .unwrap();
+        assert_eq!(psh, ph);
+        assert!(
+            !text.contains("FastPotential"),
+            "no fast_potential, no impl"
+        );
         assert!(text.contains("self . gravity"));
     }
 
@@ -650,7 +830,24 @@ mod tests {
         assert!(text.contains("out of range"), "{text}");
         assert!(text.contains("Potential < 2 >"), "{text}");
         assert!(text.contains("MechanicalSystem < 2 , 0 >"), "{text}");
+        assert!(text.contains("StiffSplit < 2 >"), "{text}");
+        assert!(text.contains("ConstraintCurvature < 2 , 0 >"), "{text}");
+        assert!(!text.contains("FastPotential"), "{text}");
         // Still valid item syntax.
+        syn::parse2::<syn::File>(out).unwrap();
+        // A `fast_potential` (even a broken one) gets a dummy `FastPotential` impl.
+        let out = expand(
+            TokenStream::new(),
+            quote! {
+                impl Bad {
+                    fn potential(&self, q: &[f64; 2]) -> f64 { q[0] }
+                    fn fast_potential(&self, q: &[f64; 2]) -> f64 { q[0].floor() }
+                }
+            },
+        );
+        let text = out.to_string();
+        assert!(text.contains("non-smooth"), "{text}");
+        assert!(text.contains("FastPotential < 2 >"), "{text}");
         syn::parse2::<syn::File>(out).unwrap();
     }
 

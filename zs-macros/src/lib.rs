@@ -16,7 +16,9 @@ mod valid;
 
 use proc_macro::TokenStream;
 
-/// Derive `Potential<N>` and `MechanicalSystem<N, M>` for the annotated `impl` block.
+/// Derive `Potential<N>`, `MechanicalSystem<N, M>`, `StiffSplit<N>`,
+/// `ConstraintCurvature<N, M>` (and `FastPotential<N>` when there is a `fast_potential`) for
+/// the annotated `impl` block.
 ///
 /// ```ignore
 /// #[mechanical_system]
@@ -36,6 +38,15 @@ use proc_macro::TokenStream;
 /// - `fn constraints(&self, q: &[f64; N]) -> [f64; M]` (optional, `M = 0` without it; every
 ///   component must depend on `q`);
 /// - `fn masses(&self) -> [f64; N]` (optional, all ones without it), called as written;
+/// - `fn stiff_potential(&self, q: &[f64; N]) -> f64` (optional): the stiff part `V1` of a
+///   split `V = V0 + V1` (Tao & Owhadi eq. 19, with `ε⁻¹` folded into `V1`), for Z&Ss-stiff.
+///   **The system's `Potential<N>` is then the total `potential + stiff_potential`**
+///   (`potential` is `V0`), and so are the `penalized_*` methods (`V0 + V1 + ½ω²|g|²`);
+///   `StiffSplit::stiff_hessian` is `Hess V1` alone;
+/// - `fn fast_potential(&self, q: &[f64; N]) -> f64` (optional): the fast potential `W` of
+///   `H = ½pᵀM⁻¹p + U + ε⁻²W` (seed 003, with `ε⁻²` folded into `W`), for the impulse methods.
+///   **It is not part of `Potential<N>`**, which stays the slow `U` (`potential`, plus
+///   `stiff_potential` if any); it is exposed through `FastPotential<N>` only;
 /// - any other methods: they stay in the block; those called from `potential`/`constraints`
 ///   (`self.helper(x)` or `Self::helper(x)`) are inlined.
 ///
@@ -66,10 +77,18 @@ use proc_macro::TokenStream;
 /// After an error the block and dummy trait impls are still emitted, so no cascade follows.
 ///
 /// # Generated code
-/// `impl Potential<N>` (`masses`, `potential`, `gradient`, `hessian`, `third_contraction`,
-/// `gradient_hessian`) and `impl MechanicalSystem<N, M>` (`constraints`,
-/// `constraint_jacobian`, `penalized_*` for `V + ½ω² Σ g_c²`): straight-line, allocation-free
-/// code with common subexpressions shared within each function.
+/// Straight-line, allocation-free code with common subexpressions shared within each function:
+/// - `impl Potential<N>` (`masses`, `potential`, `gradient`, `hessian`, `third_contraction`,
+///   `gradient_hessian`) for `V = potential + stiff_potential`;
+/// - `impl StiffSplit<N>`: `stiff_hessian` = `Hess stiff_potential` (a structural zero without
+///   one) and the fused `gradient_stiff_hessian` (`∇V`, `Hess V1`);
+/// - `impl MechanicalSystem<N, M>` (`constraints`, `constraint_jacobian`, `penalized_*` for
+///   `V_ω = V + ½ω² Σ g_c²`, and `penalized_stiff_hessian` / `penalized_gradient_stiff_hessian`
+///   computing `Hess(V1 + ½ω² Σ g_c²)` directly, which `Penalized`'s `StiffSplit` uses);
+/// - `impl ConstraintCurvature<N, M>`: `weighted_constraint_hessian(q, λ)` =
+///   `Σ_c λ_c Hess g_c(q)` (zero when `M = 0`);
+/// - `impl FastPotential<N>` (`fast_potential`, `fast_gradient`, `fast_hessian`) when the block
+///   has a `fast_potential`.
 #[proc_macro_attribute]
 pub fn mechanical_system(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::expand(attr.into(), item.into()).into()

@@ -1,5 +1,5 @@
-//! Lowering: the bodies of `potential`, `constraints` and the helper methods they call →
-//! nodes of the symbolic [`Graph`].
+//! Lowering: the bodies of `potential`, `constraints`, `stiff_potential`, `fast_potential` and
+//! the helper methods they call → nodes of the symbolic [`Graph`].
 //!
 //! The bodies are *evaluated* at expansion time by an abstract interpreter whose `f64` values
 //! are graph nodes: `let` bindings, tuples and arrays are environments of [`Value`]s, integer
@@ -78,6 +78,10 @@ pub struct Lowered {
     pub graph: Graph,
     /// `V(q)`, when `potential` could be lowered.
     pub potential: Option<NodeId>,
+    /// `V1(q)` (Tao & Owhadi eq. 19), when `stiff_potential` exists and could be lowered.
+    pub stiff: Option<NodeId>,
+    /// `W(q)` (seed 003), when `fast_potential` exists and could be lowered.
+    pub fast: Option<NodeId>,
     /// `g(q)`, when `constraints` exists and could be lowered.
     pub constraints: Option<Vec<NodeId>>,
     /// `Var::Param(k)` ↦ `params[k]`.
@@ -126,7 +130,8 @@ impl Env {
     }
 }
 
-/// Lowers `potential` and `constraints` (those whose signatures passed [`valid`]).
+/// Lowers `potential`, `stiff_potential`, `fast_potential` and `constraints` (those whose
+/// signatures passed [`valid`]), into one graph so that the generated functions share work.
 pub fn lower(cx: &Ctxt, input: &Input<'_>, shape: &Shape) -> Lowered {
     let mut lw = Lowerer::new(cx, input);
     let n = shape.n.unwrap_or(0);
@@ -134,21 +139,29 @@ pub fn lower(cx: &Ctxt, input: &Input<'_>, shape: &Shape) -> Lowered {
         .map(|i| Value::Scalar(lw.graph.var(Var::Q(i as u32))))
         .collect();
 
-    let mut potential = None;
-    if shape.potential_ok {
-        let m = input.method("potential").expect("checked");
-        match lw.lower_fn(m, vec![Value::Array(q.clone())], m.name) {
-            Value::Scalar(v) => potential = Some(v),
-            Value::Poison => {}
-            other => cx.error_spanned_by(
-                result_span(m),
-                format!(
-                    "`potential` must return an `f64`, but this is {}",
-                    other.describe()
-                ),
-            ),
+    let mut scalar_role = |name: &str, ok: bool| -> Option<NodeId> {
+        if !ok {
+            return None;
         }
-    }
+        let m = input.method(name).expect("checked");
+        match lw.lower_fn(m, vec![Value::Array(q.clone())], m.name) {
+            Value::Scalar(v) => Some(v),
+            Value::Poison => None,
+            other => {
+                cx.error_spanned_by(
+                    result_span(m),
+                    format!(
+                        "`{name}` must return an `f64`, but this is {}",
+                        other.describe()
+                    ),
+                );
+                None
+            }
+        }
+    };
+    let potential = scalar_role("potential", shape.potential_ok);
+    let stiff = scalar_role("stiff_potential", shape.stiff_ok);
+    let fast = scalar_role("fast_potential", shape.fast_ok);
 
     let mut constraints = None;
     if shape.constraints_ok {
@@ -189,6 +202,8 @@ pub fn lower(cx: &Ctxt, input: &Input<'_>, shape: &Shape) -> Lowered {
     Lowered {
         graph: lw.graph,
         potential,
+        stiff,
+        fast,
         constraints,
         params: lw.params,
         uses: lw.uses,
@@ -2265,7 +2280,7 @@ mod tests {
         g.eval(n, &|v| match v {
             Var::Q(i) => q[i as usize],
             Var::Param(k) => params[k as usize],
-            Var::Dir(_) | Var::Omega => panic!("unexpected {v:?}"),
+            Var::Dir(_) | Var::Omega | Var::Lambda(_) => panic!("unexpected {v:?}"),
         })
     }
 

@@ -2,8 +2,9 @@
 //!
 //! [`check_signatures`] runs before lowering: it reads `N` (from `q: &[f64; N]` of `potential`)
 //! and `M` (from the `[f64; M]` returned by `constraints`) and validates the signatures of the
-//! three roles `masses`, `potential` and `constraints`. [`check_constraints`] runs after
-//! lowering. Both report into the [`Ctxt`] and never stop at the first problem.
+//! roles `masses`, `potential`, `constraints`, `stiff_potential` and `fast_potential`.
+//! [`check_constraints`] runs after lowering. Both report into the [`Ctxt`] and never stop at
+//! the first problem.
 
 use quote::ToTokens;
 use syn::{Expr, ReturnType};
@@ -25,13 +26,20 @@ pub struct Shape {
     pub constraints_ok: bool,
     /// `masses` exists and takes `&self` (`Some(true)`) or nothing (`Some(false)`).
     pub masses_self: Option<bool>,
+    /// `stiff_potential` exists and its signature is valid.
+    pub stiff_ok: bool,
+    /// `fast_potential` exists and its signature is valid.
+    pub fast_ok: bool,
 }
 
 const POTENTIAL_SIG: &str = "fn potential(&self, q: &[f64; N]) -> f64";
 const CONSTRAINTS_SIG: &str = "fn constraints(&self, q: &[f64; N]) -> [f64; M]";
 const MASSES_SIG: &str = "fn masses(&self) -> [f64; N]";
+const STIFF_SIG: &str = "fn stiff_potential(&self, q: &[f64; N]) -> f64";
+const FAST_SIG: &str = "fn fast_potential(&self, q: &[f64; N]) -> f64";
 
-/// Validates the block and the signatures of `potential`, `constraints` and `masses`.
+/// Validates the block and the signatures of the roles (`potential`, `constraints`, `masses`,
+/// `stiff_potential`, `fast_potential`).
 pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
     let item = input.original;
     let mut shape = Shape::default();
@@ -134,7 +142,49 @@ pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
     if let Some(masses) = input.method("masses") {
         shape.masses_self = check_masses(cx, masses, shape.n);
     }
+    if let Some(s) = input.method("stiff_potential") {
+        shape.stiff_ok = check_scalar_role(cx, s, STIFF_SIG, shape.n);
+    }
+    if let Some(w) = input.method("fast_potential") {
+        shape.fast_ok = check_scalar_role(cx, w, FAST_SIG, shape.n);
+    }
     shape
+}
+
+/// Checks an optional scalar role (`stiff_potential`, `fast_potential`):
+/// `fn name(&self, q: &[f64; N]) -> f64` with the `N` of `potential`.
+fn check_scalar_role(cx: &Ctxt, m: &Method<'_>, sig: &str, n: Option<usize>) -> bool {
+    let name = m.name;
+    let (n_m, ok) = check_coordinate_fn(cx, m, sig);
+    let mut n_ok = true;
+    if let (Some(n), Some(n_m)) = (n, n_m) {
+        if n != n_m {
+            n_ok = false;
+            let len = ast::array_len_expr(m.params[0].ty).map_or_else(
+                || m.params[0].ty.to_token_stream(),
+                ToTokens::to_token_stream,
+            );
+            cx.error_spanned_by(
+                len,
+                format!(
+                    "`q` has length {n_m} in `{name}` but {n} in `potential`: both must take \
+                     the same `&[f64; N]`"
+                ),
+            );
+        }
+    }
+    let ret_ok = match m.return_ty() {
+        Ty::F64 => true,
+        _ => {
+            report_return(
+                cx,
+                m,
+                &format!("`{name}` must return `f64`: expected `{sig}`"),
+            );
+            false
+        }
+    };
+    ok && n_ok && ret_ok && n.is_some() && n_m.is_some()
 }
 
 /// Checks `fn name(&self, q: &[f64; N]) -> ...` up to the return type; returns `(N, ok)`.
@@ -395,6 +445,31 @@ mod tests {
             impl P { fn helper(&self) -> f64 { 1.0 } }
         });
         assert!(errors[0].starts_with("missing `fn potential"), "{errors:?}");
+    }
+
+    #[test]
+    fn stiff_and_fast_roles() {
+        let (shape, errors) = shape_and_errors(parse_quote! {
+            impl P {
+                fn potential(&self, q: &[f64; 2]) -> f64 { q[0] }
+                fn stiff_potential(&self, q: &[f64; 2]) -> f64 { q[1] }
+                fn fast_potential(&self, q: &[f64; 2]) -> f64 { q[1] }
+            }
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(shape.stiff_ok && shape.fast_ok);
+        let (shape, errors) = shape_and_errors(parse_quote! {
+            impl P {
+                fn potential(&self, q: &[f64; 2]) -> f64 { q[0] }
+                fn stiff_potential(&self, q: &[f64; 3]) -> f64 { q[1] }
+                fn fast_potential(q: &[f64; 2]) -> [f64; 2] { q[1] }
+            }
+        });
+        assert!(!shape.stiff_ok && !shape.fast_ok);
+        let all = errors.join("\n");
+        assert!(all.contains("length 3 in `stiff_potential` but 2"), "{all}");
+        assert!(all.contains("`fast_potential` must take `&self`"), "{all}");
+        assert!(all.contains("`fast_potential` must return `f64`"), "{all}");
     }
 
     #[test]

@@ -380,6 +380,7 @@ mod tests {
             Var::Dir(j) => [0.3, -0.7, 0.45][j as usize],
             Var::Param(k) => 1.5 + k as f64,
             Var::Omega => 2.0,
+            Var::Lambda(c) => 0.6 - 0.4 * f64::from(c),
         }
     }
 

@@ -94,6 +94,7 @@ mod tests {
             Var::Dir(j) => -1.0 - j as f64,
             Var::Param(k) => 10.0 * (k + 1) as f64,
             Var::Omega => 3.0,
+            Var::Lambda(c) => 4.0 + f64::from(c),
         }
     }
 

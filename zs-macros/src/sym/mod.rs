@@ -42,7 +42,9 @@
 //! # Notes for the front end
 //! - `Var::Param(k)`: the numbering is the front end's; the engine only needs it consistent
 //!   within a graph. `Var::Dir(j)` are the components of `a` in `third_contraction(q, a)`;
-//!   `Var::Omega` the penalty frequency.
+//!   `Var::Omega` the penalty frequency; `Var::Lambda(c)` the multipliers `λ_c` of
+//!   `weighted_constraint_hessian(q, λ) = Σ_c λ_c Hess g_c(q)`. All but `Var::Q` are constants
+//!   for differentiation.
 //! - `Sub` and `Div` stay binary operations; `x - c` becomes `(-c) + x` and `x / 2ᵏ` becomes
 //!   `2⁻ᵏ · x` (both exact). Expect `Unary::Neg` instructions.
 //! - Folding never produces NaN/∞: `1.0 / 0.0`, `(-1.0).sqrt()`, ... stay as instructions.
@@ -76,6 +78,8 @@ pub enum Var {
     Param(u32),
     /// The penalty frequency `ω` of `V + ½ω²|g|²`.
     Omega,
+    /// Multiplier `λ_c` of constraint `c` in `Σ_c λ_c Hess g_c(q)` (`ConstraintCurvature`).
+    Lambda(u32),
 }
 
 /// Unary functions supported by the engine.

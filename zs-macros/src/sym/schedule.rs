@@ -212,6 +212,7 @@ mod tests {
             Var::Dir(j) => 1.0 - 0.5 * j as f64,
             Var::Param(k) => 2.0 + k as f64,
             Var::Omega => 5.0,
+            Var::Lambda(c) => -1.5 + f64::from(c),
         }
     }
 
