@@ -151,8 +151,6 @@ fn double_pendulum_generated_vs_reference() {
             l1: points::uniform(&mut u, 0.5, 2.0),
             l2: points::uniform(&mut u, 0.5, 2.0),
             gravity: points::uniform(&mut u, -2.0, 2.0),
-            m1: points::uniform(&mut u, 0.5, 2.0),
-            m2: points::uniform(&mut u, 0.5, 2.0),
         };
         let re = DoublePendulumReference::from(&sys);
         let q = points::double_pendulum(&mut u, sys.l1, sys.l2);

@@ -325,8 +325,8 @@ fn generalized_pendulum_matches_cartesian_equations() {
 fn paper_constants() {
     let p = DoublePendulum::paper();
     assert_eq!(
-        (p.l1, p.l2, p.gravity, p.m1, p.m2),
-        (1.0, 2f64.sqrt(), -1.0, 1.0, 1.0)
+        (p.l1, p.l2, p.gravity, p.masses()),
+        (1.0, 2f64.sqrt(), -1.0, [1.0; 4])
     );
     assert_eq!(DoublePendulum::paper_printed_sign().gravity, 1.0);
     assert_eq!(DoublePendulum::initial_state().q, [0.0, -1.0, 1.0, -2.0]);

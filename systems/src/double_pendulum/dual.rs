@@ -53,8 +53,8 @@ impl DoublePendulumDual {
             l1: sys.l1,
             l2: sys.l2,
             gravity: sys.gravity,
-            m1: sys.m1,
-            m2: sys.m2,
+            m1: 1.0,
+            m2: 1.0,
             omega,
         }
     }

@@ -19,9 +19,9 @@
 //!   **down**, the physical pendulum hanging below its pivot (the one the figures show);
 //! - [`DoublePendulum::paper_printed_sign`] uses `gravity = +1`, the sign as printed.
 //!
-//! Masses: the paper takes `m1 = m2 = 1`. The potential is the contract's `-gravity·(y1 + y2)`
-//! whatever the masses, so `gravity` is the vertical force on each bob (it equals `m·g` only for
-//! unit masses); `masses()` is `[m1, m1, m2, m2]`.
+//! Masses: the paper takes `m1 = m2 = 1`, and so does this type, whose fields are exactly the
+//! public contract's (`l1`, `l2`, `gravity`; `CONTRACT.md`). The hand-written
+//! [`reference`] and the [`generalized`] model accept general masses.
 
 pub mod dual;
 pub mod generalized;
@@ -46,7 +46,7 @@ pub const Q0: [f64; 4] = [0.0, -1.0, 1.0, -2.0];
 ///
 /// `V(q) = -gravity · (y1 + y2)`, constraints
 /// `g(q) = [x1² + y1² - l1², (x2 - x1)² + (y2 - y1)² - l2²]`,
-/// mass matrix `diag(m1, m1, m2, m2)`. See the [module docs](self) for the sign of `gravity`.
+/// unit masses (`M = I`). See the [module docs](self) for the sign of `gravity`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DoublePendulum {
     /// Length `L1` of the rod from the pivot (origin) to the first bob.
@@ -56,16 +56,12 @@ pub struct DoublePendulum {
     /// Coefficient of `V = -gravity · (y1 + y2)`: `-1` is the physical sign (gravity along `-y`),
     /// `+1` the sign printed in the paper.
     pub gravity: f64,
-    /// Mass of the first bob.
-    pub m1: f64,
-    /// Mass of the second bob.
-    pub m2: f64,
 }
 
 #[mechanical_system]
 impl DoublePendulum {
     fn masses(&self) -> [f64; 4] {
-        [self.m1, self.m1, self.m2, self.m2]
+        [1.0, 1.0, 1.0, 1.0]
     }
 
     fn potential(&self, q: &[f64; 4]) -> f64 {
@@ -90,8 +86,6 @@ impl DoublePendulum {
             l1: L1,
             l2: L2,
             gravity: -1.0,
-            m1: 1.0,
-            m2: 1.0,
         }
     }
 
@@ -113,7 +107,6 @@ impl DoublePendulum {
 
     /// Total energy `½ vᵀ M v + V(q)` of the constrained (unpenalized) system.
     pub fn energy(&self, state: &State<4>) -> f64 {
-        let m = [self.m1, self.m1, self.m2, self.m2];
-        state.kinetic_energy(&m) - self.gravity * (state.q[1] + state.q[3])
+        state.kinetic_energy(&[1.0; 4]) - self.gravity * (state.q[1] + state.q[3])
     }
 }

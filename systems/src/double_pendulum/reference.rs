@@ -34,8 +34,8 @@ impl From<&DoublePendulum> for DoublePendulumReference {
             l1: s.l1,
             l2: s.l2,
             gravity: s.gravity,
-            m1: s.m1,
-            m2: s.m2,
+            m1: 1.0,
+            m2: 1.0,
         }
     }
 }
