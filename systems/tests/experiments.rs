@@ -119,3 +119,89 @@ fn cli_reproduce_writes_into_out_dir_and_rejects_a_missing_one() {
     assert!(!unknown.status.success());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+mod double_pendulum {
+    use super::*;
+    use zs_systems::experiments::double_pendulum::{self as dp, Config, Method};
+
+    fn short(mut cfg: Config, t_end: f64) -> Config {
+        cfg.t_end = t_end;
+        cfg.timing = None;
+        cfg
+    }
+
+    fn max_angle_error(run: &dp::MethodRun) -> f64 {
+        run.max_err_theta().max(run.max_err_phi())
+    }
+
+    #[test]
+    fn physical_sign_errors_are_small_and_ordered_and_files_are_written() {
+        let cfg = short(Config::paper(), 10.0);
+        let out = dp::run(&cfg);
+        // The reference agrees with itself at half the step far below every method's error.
+        assert!(out.reference_error < 1e-9, "{}", out.reference_error);
+        let zs = out.run_of(Method::ZhangSkeel).unwrap();
+        let verlet = out.run_of(Method::Verlet).unwrap();
+        assert!(zs.completed() && verlet.completed());
+        assert_eq!((zs.steps, verlet.steps), (100, 2000));
+        // Z&S at h = 0.1 follows the constrained pendulum to a few hundredths of a radian
+        // over T = 10 (the full T = 50 run: ≈ 0.19), with the penalty holding ‖g‖ ≲ 0.015.
+        assert!(max_angle_error(zs) < 0.06, "Z&S {}", max_angle_error(zs));
+        assert!(zs.max_g() < 0.02, "{}", zs.max_g());
+        // Verlet at the 20x smaller step has only the O(ω⁻²) modelling error left: smaller.
+        assert!(max_angle_error(verlet) < max_angle_error(zs));
+        assert_eq!(zs.t.len(), 101);
+        assert!((zs.t[100] - 10.0).abs() < 1e-12);
+
+        let dir = scratch("dp");
+        let files = dp::write_files(&cfg, &out, &dir).unwrap();
+        assert_eq!(files.len(), 2);
+        let csv = read(&dir.join("double-pendulum-physical.csv"));
+        assert!(csv.starts_with("method,h,t,err_theta,err_phi,err_bob2,g_norm\n"));
+        // One row per sample per method.
+        assert_eq!(csv.lines().count(), 1 + 101 * cfg.methods.len());
+        let svg = read(&dir.join("double-pendulum-physical.svg"));
+        for needle in ["Fig. 1", "|Δθ| (rad)", "time t", "Z&amp;S", "gravity down"] {
+            assert!(svg.contains(needle), "missing {needle:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn printed_sign_makes_zhang_skeel_break_down_within_about_40_steps() {
+        let cfg = Config {
+            methods: vec![Method::ZhangSkeel],
+            ..short(Config::printed_sign(), 10.0)
+        };
+        let out = dp::run(&cfg);
+        let zs = out.run_of(Method::ZhangSkeel).unwrap();
+        assert!(!zs.completed());
+        let t = zs.left_manifold_at.expect("‖g‖ exceeds 0.5");
+        assert!(t <= 5.0, "left the manifold only at t = {t}");
+        assert!(zs.status().contains("‖g‖ > 0.5"), "{}", zs.status());
+    }
+
+    #[test]
+    fn timing_table_reports_ratios_to_zhang_skeel() {
+        let mut cfg = short(Config::paper(), 1.0);
+        cfg.timing = Some(dp::Timing {
+            repetitions: 2,
+            min_batch: std::time::Duration::from_millis(1),
+        });
+        let out = dp::run(&cfg);
+        let table = dp::timing_table(&cfg, &out).unwrap();
+        assert_eq!(table.cell("Z&S", "ratio to Z&S"), Some("1.00"));
+        assert_eq!(table.cell("Z&S", "paper ratio"), Some("1.00"));
+        assert_eq!(
+            table.cell("Verlet (penalized)", "paper ratio"),
+            Some("2.50")
+        );
+        let ratio: f64 = table
+            .cell("Verlet (penalized)", "ratio to Z&S")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(ratio > 0.0 && ratio.is_finite());
+        assert!(table.rows[0][0].starts_with("benchmark"));
+    }
+}

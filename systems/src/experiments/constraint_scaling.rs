@@ -91,7 +91,8 @@ impl Status {
     }
 }
 
-fn short_error(e: &StepError) -> &'static str {
+/// A few words on what failed.
+pub fn short_error(e: &StepError) -> &'static str {
     match e {
         StepError::SingularMatrix { .. } => "singular M + βh²H",
         StepError::NonFinite { .. } => "non-finite value",

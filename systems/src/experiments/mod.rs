@@ -8,7 +8,7 @@
 //!
 //! | experiment | paper | module |
 //! |---|---|---|
-//! | `double-pendulum` | Tao & Owhadi §4.1, Fig. 1 and the run-time table | `double_pendulum` |
+//! | `double-pendulum` | Tao & Owhadi §4.1, Fig. 1 and the run-time table | [`double_pendulum`] |
 //! | `constraint-scaling` | Tao & Owhadi Fig. 2a, `ω²‖g(q(T))‖` against ω | [`constraint_scaling`] |
 //! | `multipliers` | Tao & Owhadi Fig. 2b, λ(t) from the penalized run (eq. 8) vs SHAKE | `multipliers` |
 //! | `impulse-convergence` | seed 003 Figs. 1–3, error vs macro step of the impulse family | `impulse_convergence` |
@@ -17,6 +17,7 @@
 //! interrupted run never leaves a truncated file under the final name.
 
 pub mod constraint_scaling;
+pub mod double_pendulum;
 pub mod plot;
 
 use std::fmt;
@@ -72,6 +73,12 @@ impl Experiment {
                 let out = constraint_scaling::run(&cfg);
                 constraint_scaling::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
             }
+            Experiment::DoublePendulum => double_pendulum::reproduce(
+                out_dir,
+                &double_pendulum::Config::paper(),
+                &double_pendulum::Config::printed_sign(),
+            )
+            .map_err(|e| io_message(out_dir, e)),
             other => Err(format!(
                 "experiment `{}` is not available yet (its integrators have not landed)",
                 other.name()
