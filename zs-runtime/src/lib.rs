@@ -38,6 +38,7 @@ pub mod driver;
 pub mod error;
 pub mod integrators;
 pub mod linalg;
+pub mod multipliers;
 pub mod observers;
 pub mod output;
 pub mod state;
@@ -56,6 +57,10 @@ pub use system::{
     ConstraintCurvature, FastPotential, MechanicalSystem, Penalized, Potential, StiffSplit,
 };
 pub use zs_macros::mechanical_system;
+
+// SHAKE and RATTLE, and the multipliers of a penalized run (issue 3).
+pub use integrators::{Rattle, Shake, ShakeSolver, ShakeStats};
+pub use multipliers::{PenalizedMultipliers, TimeSeries};
 
 /// The README's example, compiled and run as a doctest so it cannot drift from the API.
 #[cfg(doctest)]

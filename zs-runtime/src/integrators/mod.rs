@@ -5,6 +5,7 @@
 //! | [`VelocityVerlet`] | Störmer–Verlet (§1) | one `∇V` |
 //! | [`ZhangSkeel`] | Z&S, Tao & Owhadi Integrator 1, eq. 3 (§2) | one `(∇V, H, T)` and one `n×n` solve |
 //! | [`ZhangSkeelSimplified`] | Z&Ss, Integrator 4, eq. 18 (§3) | one `(∇V, H)` and one `n×n` solve |
+//! | [`Shake`], [`Rattle`] | seed 002 eq. 4 (§7, §8), unpenalized, multipliers λ | one `∇V`, a few `(g, G)` and `m×m` solves |
 //!
 //! Every step either advances the state by `h` (time included) or returns a
 //! [`StepError`] carrying the failing step's index and leaves the state
@@ -21,6 +22,10 @@ pub mod zhang_skeel;
 
 pub use verlet::VelocityVerlet;
 pub use zhang_skeel::{ZhangSkeel, ZhangSkeelSimplified, ZsStats};
+
+// SHAKE and RATTLE (issue 3).
+pub mod constrained;
+pub use constrained::{Rattle, Shake, ShakeSolver, ShakeStats};
 
 use crate::StepError;
 
