@@ -48,6 +48,11 @@ pub mod system;
 pub use driver::{run, run_steps, RunSummary};
 pub use error::StepError;
 pub use integrators::{VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified, ZsStats};
+// Issue 3: Newmark family, Z&Ss-stiff, composition, Langevin.
+pub use integrators::{
+    Langevin, LinearlyImplicitNewmark, Newmark, NewmarkStats, PushForwardNewmark, RngState,
+    Yoshida4, ZhangSkeelStiff,
+};
 pub use linalg::Factorization;
 pub use observers::{ConstraintObserver, EnergyObserver, MomentumObserver, Observer};
 pub use output::CsvRecorder;

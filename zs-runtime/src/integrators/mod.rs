@@ -6,6 +6,12 @@
 //! | [`ZhangSkeel`] | Z&S, Tao & Owhadi Integrator 1, eq. 3 (§2) | one `(∇V, H, T)` and one `n×n` solve |
 //! | [`ZhangSkeelSimplified`] | Z&Ss, Integrator 4, eq. 18 (§3) | one `(∇V, H)` and one `n×n` solve |
 //! | [`Shake`], [`Rattle`] | seed 002 eq. 4 (§7, §8), unpenalized, multipliers λ | one `∇V`, a few `(g, G)` and `m×m` solves |
+//! | [`ZhangSkeelStiff`] | Z&Ss for stiff systems, Integrator 5, eq. 19 (§4) | one `(∇V, Hess V1)` and one `n×n` solve |
+//! | [`Newmark`] | Newmark γ = ½, Integrator 2, eq. 12 (§5), Newton to a tolerance | per Newton iteration one `∇V`, one `H`, one solve (+ one `∇V`) |
+//! | [`LinearlyImplicitNewmark`] | eq. 12 with one Newton step (§5; Fig. 1 row 5) | two `∇V`, one `H`, one solve |
+//! | [`PushForwardNewmark`] | Integrator 3, eq. 14 (§6), Newton on `a_k` | per Newton iteration one `∇V`, one `H`, one solve (+ one `∇V`) |
+//! | [`Yoshida4`] | triple-jump composition, Remark 2.1 (§10) | three inner steps |
+//! | [`Langevin`] | GLA: inner step ∘ exact OU flow, §4.3 eq. 27 (§11) | one inner step and `N` normal deviates |
 //!
 //! Every step either advances the state by `h` (time included) or returns a
 //! [`StepError`] carrying the failing step's index and leaves the state
@@ -19,9 +25,19 @@
 
 pub mod verlet;
 pub mod zhang_skeel;
+// Issue 3: Newmark family, Z&Ss-stiff, composition, Langevin.
+pub mod composition;
+pub mod langevin;
+pub mod newmark;
+pub mod zhang_skeel_stiff;
 
 pub use verlet::VelocityVerlet;
 pub use zhang_skeel::{ZhangSkeel, ZhangSkeelSimplified, ZsStats};
+// Issue 3: Newmark family, Z&Ss-stiff, composition, Langevin.
+pub use composition::Yoshida4;
+pub use langevin::{Langevin, RngState};
+pub use newmark::{LinearlyImplicitNewmark, Newmark, NewmarkStats, PushForwardNewmark};
+pub use zhang_skeel_stiff::ZhangSkeelStiff;
 
 // SHAKE and RATTLE (issue 3).
 pub mod constrained;

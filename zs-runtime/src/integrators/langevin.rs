@@ -1,0 +1,261 @@
+//! Langevin dynamics by the Geometric Langevin Algorithm (GLA; `INTEGRATORS.md` §11;
+//! Tao & Owhadi §4.3, eq. 27, after Bou-Rabee & Owhadi).
+
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, StandardNormal};
+
+use super::composition::restamp;
+use crate::{Potential, State, StepError, Stepper};
+
+/// Where a [`Langevin`] integrator's noise stream stands: enough to restart it bit for bit.
+///
+/// The stream is ChaCha8 (`rand_chacha::ChaCha8Rng`) seeded with `ChaCha8Rng::seed_from_u64(seed)`,
+/// and `word_pos` is its position in 32-bit words. ChaCha is counter-based, so the position can
+/// be saved and set exactly, whatever number of words the normal sampler consumed; a checkpoint
+/// that stores the [`State`] and this value resumes the identical trajectory (see
+/// [`Langevin::set_rng_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RngState {
+    /// The seed given to [`Langevin::new`] (or [`Langevin::reseed`]).
+    pub seed: u64,
+    /// Position in the ChaCha8 stream, in 32-bit words.
+    pub word_pos: u128,
+}
+
+/// Geometric Langevin Algorithm (Tao & Owhadi §4.3, eq. 27): one step of the deterministic
+/// stepper `S` followed by the exact Ornstein–Uhlenbeck flow of the momenta over the same `h`,
+///
+/// ```text
+/// (q, p) ← Φ_h^S(q, p)
+/// p      ← e^{−γM⁻¹h} p + sqrt(kT (1 − e^{−2γM⁻¹h}) M) ξ,      ξ ~ N(0, I)
+/// ```
+///
+/// which for the diagonal `M` of every system here is, per component and in velocities `v = p/m`,
+/// `v ← c v + sqrt(kT (1 − c²) / m) ξ` with `c = e^{−γh/m}`. This discretizes
+/// `dq = M⁻¹p dt`, `dp = −∇V dt − γM⁻¹p dt + sqrt(2γ kT) dW`, whose invariant measure is the
+/// Boltzmann–Gibbs density `∝ exp(−H/kT)` (eq. 28). If `S` is symplectic the GLA samples it
+/// accurately (Bou-Rabee & Owhadi); the paper pairs it with Z&Ss-stiff
+/// ([`crate::ZhangSkeelStiff`]) for the water cluster.
+///
+/// Parameters: friction `γ ≥ 0` and temperature `kT ≥ 0`. **Note:** the paper writes the
+/// *inverse* temperature as β (eq. 27–28: `kT = β⁻¹`); it has nothing to do with the β of Z&S
+/// and Newmark, which is a parameter of the inner stepper. The paper's water run (γ = 0.01,
+/// "β = 50") is `Langevin::new(stepper, 0.01, 1.0 / 50.0, seed)`.
+///
+/// The noise is reproducible bit for bit: a counter-based ChaCha8 stream seeded with `seed`
+/// (same seed, same trajectory), whose position can be saved and restored
+/// ([`Langevin::rng_state`], [`Langevin::set_rng_state`], [`Langevin::rng_word_pos`]) for
+/// checkpoint/restart. Normal deviates come from `rand_distr::StandardNormal` (ziggurat), on the
+/// stack: a step allocates nothing.
+///
+/// The step size is the inner stepper's ([`Stepper::h`]); it must be positive (the
+/// Ornstein–Uhlenbeck flow cannot be run backwards), otherwise the step fails with
+/// [`StepError::InvalidStepSize`]. A failed step leaves the state *and the noise stream*
+/// untouched; an error of the inner step is re-stamped with this stepper's step index.
+///
+/// ```
+/// use zs_runtime::{Langevin, Potential, State, VelocityVerlet};
+/// struct Harmonic;
+/// impl Potential<1> for Harmonic {
+///     fn masses(&self) -> [f64; 1] { [1.0] }
+///     fn potential(&self, q: &[f64; 1]) -> f64 { 0.5 * q[0] * q[0] }
+///     fn gradient(&self, q: &[f64; 1]) -> [f64; 1] { [q[0]] }
+///     fn hessian(&self, _: &[f64; 1]) -> [[f64; 1]; 1] { [[1.0]] }
+///     fn third_contraction(&self, _: &[f64; 1], _: &[f64; 1]) -> [f64; 1] { [0.0] }
+/// }
+/// let mut gla = Langevin::new(VelocityVerlet::new(0.1), 1.0, 0.5, 42);
+/// let mut s = State::new([1.0], [0.0]);
+/// for _ in 0..100 { gla.step(&Harmonic, &mut s).unwrap(); }
+/// // Checkpoint, run on, restart from the checkpoint: the same bits.
+/// let (saved, rng) = (s, gla.rng_state());
+/// for _ in 0..10 { gla.step(&Harmonic, &mut s).unwrap(); }
+/// let mut again = Langevin::new(VelocityVerlet::new(0.1), 1.0, 0.5, 0);
+/// again.set_rng_state(rng);
+/// let mut r = saved;
+/// for _ in 0..10 { again.step(&Harmonic, &mut r).unwrap(); }
+/// assert_eq!(r, s);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Langevin<S> {
+    inner: S,
+    gamma: f64,
+    kt: f64,
+    seed: u64,
+    rng: ChaCha8Rng,
+    steps: u64,
+}
+
+fn check_parameters(gamma: f64, kt: f64) {
+    assert!(
+        gamma.is_finite() && gamma >= 0.0,
+        "Langevin: friction gamma must be finite and >= 0, got {gamma}"
+    );
+    assert!(
+        kt.is_finite() && kt >= 0.0,
+        "Langevin: temperature kT must be finite and >= 0, got {kt}"
+    );
+}
+
+impl<S> Langevin<S> {
+    /// GLA over `inner` with friction `gamma` (γ), temperature `kt` (kT = 1/β of the paper's
+    /// eq. 27) and noise seed `seed`. The step size is `inner`'s.
+    ///
+    /// # Panics
+    /// If `gamma` or `kt` is negative or not finite.
+    pub fn new(inner: S, gamma: f64, kt: f64, seed: u64) -> Self {
+        check_parameters(gamma, kt);
+        Self {
+            inner,
+            gamma,
+            kt,
+            seed,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            steps: 0,
+        }
+    }
+
+    /// Friction γ.
+    pub fn gamma(&self) -> f64 {
+        self.gamma
+    }
+
+    /// Temperature kT (the inverse of the paper's Langevin β).
+    pub fn kt(&self) -> f64 {
+        self.kt
+    }
+
+    /// Change friction and temperature (the noise stream goes on where it is).
+    ///
+    /// # Panics
+    /// If `gamma` or `kt` is negative or not finite.
+    pub fn set_parameters(&mut self, gamma: f64, kt: f64) {
+        check_parameters(gamma, kt);
+        self.gamma = gamma;
+        self.kt = kt;
+    }
+
+    /// Number of steps completed.
+    pub fn steps_taken(&self) -> u64 {
+        self.steps
+    }
+
+    /// The deterministic stepper.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// The deterministic stepper, mutably (e.g. to `reset()` its cache or change its `h`).
+    pub fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The deterministic stepper, consuming the Langevin integrator.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// The noise seed.
+    pub fn rng_seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Position of the noise stream, in 32-bit words from its start.
+    pub fn rng_word_pos(&self) -> u128 {
+        self.rng.get_word_pos()
+    }
+
+    /// Move the noise stream to `word_pos` (a value returned by [`Langevin::rng_word_pos`]
+    /// for the same seed).
+    pub fn set_rng_word_pos(&mut self, word_pos: u128) {
+        self.rng.set_word_pos(word_pos);
+    }
+
+    /// Seed and position of the noise stream: save it beside the [`State`] to checkpoint.
+    pub fn rng_state(&self) -> RngState {
+        RngState {
+            seed: self.seed,
+            word_pos: self.rng.get_word_pos(),
+        }
+    }
+
+    /// Restore a saved noise stream: with the state saved at the same moment, the run continues
+    /// bit for bit as it would have.
+    pub fn set_rng_state(&mut self, state: RngState) {
+        if state.seed != self.seed {
+            self.reseed(state.seed);
+        }
+        self.rng.set_word_pos(state.word_pos);
+    }
+
+    /// Restart the noise stream from the beginning with a new seed.
+    pub fn reseed(&mut self, seed: u64) {
+        self.seed = seed;
+        self.rng = ChaCha8Rng::seed_from_u64(seed);
+    }
+
+    /// Advance `state` by one GLA step: the inner step, then the exact Ornstein–Uhlenbeck flow
+    /// of the momenta (time advances by the inner step's `h`).
+    ///
+    /// On error `state` and the noise stream are unchanged: [`StepError::InvalidStepSize`] for
+    /// `h ≤ 0` or non-finite, the inner step's error re-stamped with this stepper's index, or
+    /// [`StepError::NonFinite`] if the new velocities are not finite.
+    pub fn step<P: Potential<N> + ?Sized, const N: usize>(
+        &mut self,
+        target: &P,
+        state: &mut State<N>,
+    ) -> Result<(), StepError>
+    where
+        S: Stepper<P, N>,
+    {
+        let (h, k, t) = (self.inner.h(), self.steps, state.t);
+        if !(h.is_finite() && h > 0.0) {
+            return Err(StepError::InvalidStepSize { step: k, t, h });
+        }
+        let saved = *state;
+        self.inner
+            .step(target, state)
+            .map_err(|e| restamp(e, k, t))?;
+        let m = target.masses();
+        let word_pos = self.rng.get_word_pos();
+        let mut v = state.v;
+        for i in 0..N {
+            // c = e^{−γh/m}, 1 − c² = −expm1(−2γh/m) (accurate for small γh/m).
+            let x = self.gamma * h / m[i];
+            let c = (-x).exp();
+            let sigma = (self.kt * -(-2.0 * x).exp_m1() / m[i]).sqrt();
+            let xi: f64 = StandardNormal.sample(&mut self.rng);
+            v[i] = c * v[i] + sigma * xi;
+        }
+        if !v.iter().all(|x| x.is_finite()) {
+            *state = saved;
+            self.rng.set_word_pos(word_pos);
+            return Err(StepError::NonFinite {
+                step: k,
+                t,
+                what: "Ornstein-Uhlenbeck velocities",
+            });
+        }
+        state.v = v;
+        self.steps += 1;
+        Ok(())
+    }
+}
+
+impl<P: Potential<N> + ?Sized, S: Stepper<P, N>, const N: usize> Stepper<P, N> for Langevin<S> {
+    fn step(&mut self, target: &P, state: &mut State<N>) -> Result<(), StepError> {
+        Langevin::step(self, target, state)
+    }
+    fn h(&self) -> f64 {
+        self.inner.h()
+    }
+    fn set_h(&mut self, h: f64) {
+        self.inner.set_h(h);
+    }
+    fn steps_taken(&self) -> u64 {
+        self.steps
+    }
+    fn name(&self) -> &'static str {
+        "langevin"
+    }
+}

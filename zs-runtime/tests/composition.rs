@@ -1,0 +1,429 @@
+//! The triple-jump composition [`Yoshida4`] (Tao & Owhadi Remark 2.1; `INTEGRATORS.md` §10),
+//! measured on a hand-written 2-DOF anharmonic potential: order 4 over Verlet, Z&S and Newmark,
+//! time-reversibility, symplecticity over Z&S, the cost in evaluations per macro step, and the
+//! error contract (state restored, error re-stamped with the macro step).
+//!
+//! Measured values are printed: `cargo test -p zs-runtime --test composition -- --nocapture`.
+
+use zs_runtime::integrators::composition::{YOSHIDA4_W0, YOSHIDA4_W1};
+use zs_runtime::{
+    Newmark, Potential, State, StepError, Stepper, VelocityVerlet, Yoshida4, ZhangSkeel,
+    ZhangSkeelSimplified,
+};
+
+/// `V = ½(q0² + 2 q1²) + 0.3 q0² q1 + 0.1 q0⁴ + 0.05 q1⁴`, masses (1, 1.5) (as in
+/// `tests/properties.rs`, whose test checks these derivatives by finite differences).
+struct Coupled2;
+
+impl Potential<2> for Coupled2 {
+    fn masses(&self) -> [f64; 2] {
+        [1.0, 1.5]
+    }
+    fn potential(&self, q: &[f64; 2]) -> f64 {
+        let (x, y) = (q[0], q[1]);
+        0.5 * (x * x + 2.0 * y * y) + 0.3 * x * x * y + 0.1 * x.powi(4) + 0.05 * y.powi(4)
+    }
+    fn gradient(&self, q: &[f64; 2]) -> [f64; 2] {
+        let (x, y) = (q[0], q[1]);
+        [
+            x + 0.6 * x * y + 0.4 * x.powi(3),
+            2.0 * y + 0.3 * x * x + 0.2 * y.powi(3),
+        ]
+    }
+    fn hessian(&self, q: &[f64; 2]) -> [[f64; 2]; 2] {
+        let (x, y) = (q[0], q[1]);
+        [
+            [1.0 + 0.6 * y + 1.2 * x * x, 0.6 * x],
+            [0.6 * x, 2.0 + 0.6 * y * y],
+        ]
+    }
+    fn third_contraction(&self, q: &[f64; 2], a: &[f64; 2]) -> [f64; 2] {
+        let (x, y) = (q[0], q[1]);
+        [
+            2.4 * x * a[0] * a[0] + 1.2 * a[0] * a[1],
+            0.6 * a[0] * a[0] + 1.2 * y * a[1] * a[1],
+        ]
+    }
+}
+
+/// Free motion whose gradient is NaN outside `[lo, hi]`.
+struct NanOutside {
+    lo: f64,
+    hi: f64,
+}
+
+impl Potential<1> for NanOutside {
+    fn masses(&self) -> [f64; 1] {
+        [1.0]
+    }
+    fn potential(&self, _: &[f64; 1]) -> f64 {
+        0.0
+    }
+    fn gradient(&self, q: &[f64; 1]) -> [f64; 1] {
+        [if q[0] < self.lo || q[0] > self.hi {
+            f64::NAN
+        } else {
+            0.0
+        }]
+    }
+    fn hessian(&self, _: &[f64; 1]) -> [[f64; 1]; 1] {
+        [[0.0]]
+    }
+    fn third_contraction(&self, _: &[f64; 1], _: &[f64; 1]) -> [f64; 1] {
+        [0.0]
+    }
+}
+
+fn advance<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+    stepper: &mut S,
+    p: &P,
+    mut s: State<N>,
+    n: usize,
+) -> State<N> {
+    for _ in 0..n {
+        stepper.step(p, &mut s).expect("step failed");
+    }
+    s
+}
+
+/// Classical RK4 on `q' = v, v' = −M⁻¹∇V(q)`: the reference solution.
+fn rk4<P: Potential<N>, const N: usize>(p: &P, s: State<N>, t_end: f64, n: usize) -> State<N> {
+    let m = p.masses();
+    let acc = |q: &[f64; N]| -> [f64; N] {
+        let g = p.gradient(q);
+        core::array::from_fn(|i| -g[i] / m[i])
+    };
+    let axpy = |x: &[f64; N], a: f64, y: &[f64; N]| -> [f64; N] {
+        core::array::from_fn(|i| x[i] + a * y[i])
+    };
+    let h = t_end / n as f64;
+    let (mut q, mut v) = (s.q, s.v);
+    for _ in 0..n {
+        let (k1q, k1v) = (v, acc(&q));
+        let (q2, v2) = (axpy(&q, 0.5 * h, &k1q), axpy(&v, 0.5 * h, &k1v));
+        let (k2q, k2v) = (v2, acc(&q2));
+        let (q3, v3) = (axpy(&q, 0.5 * h, &k2q), axpy(&v, 0.5 * h, &k2v));
+        let (k3q, k3v) = (v3, acc(&q3));
+        let (q4, v4) = (axpy(&q, h, &k3q), axpy(&v, h, &k3v));
+        let (k4q, k4v) = (v4, acc(&q4));
+        for i in 0..N {
+            q[i] += h / 6.0 * (k1q[i] + 2.0 * k2q[i] + 2.0 * k3q[i] + k4q[i]);
+            v[i] += h / 6.0 * (k1v[i] + 2.0 * k2v[i] + 2.0 * k3v[i] + k4v[i]);
+        }
+    }
+    State::at(q, v, s.t + t_end)
+}
+
+fn max_diff<const N: usize>(a: &State<N>, b: &State<N>) -> f64 {
+    (0..N)
+        .map(|i| (a.q[i] - b.q[i]).abs().max((a.v[i] - b.v[i]).abs()))
+        .fold(0.0, f64::max)
+}
+
+fn slope(hs: &[f64], errs: &[f64]) -> f64 {
+    let xs: Vec<f64> = hs.iter().map(|h| h.ln()).collect();
+    let ys: Vec<f64> = errs.iter().map(|e| e.ln()).collect();
+    let n = xs.len() as f64;
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    sxy / sxx
+}
+
+/// Global error at `t_end` for `h0, h0/2, h0/4, h0/8` against RK4 with 40 000 steps (its own
+/// error ~ (t_end/40 000)⁴, below 1e-15 here); returns the fitted slope and the errors.
+fn measured_order<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+    make: impl Fn(f64) -> S,
+    p: &P,
+    s0: State<N>,
+    t_end: f64,
+    h0: f64,
+) -> (f64, Vec<f64>) {
+    let reference = rk4(p, s0, t_end, 40_000);
+    let hs: Vec<f64> = (0..4).map(|k| h0 / f64::powi(2.0, k)).collect();
+    let errs: Vec<f64> = hs
+        .iter()
+        .map(|&h| {
+            let n = (t_end / h).round() as usize;
+            max_diff(&advance(&mut make(h), p, s0, n), &reference)
+        })
+        .collect();
+    (slope(&hs, &errs), errs)
+}
+
+fn report(name: &str, (k, errs): &(f64, Vec<f64>)) {
+    let shown: Vec<String> = errs.iter().map(|e| format!("{e:.3e}")).collect();
+    eprintln!("order {name}: slope {k:.4}, errors [{}]", shown.join(", "));
+}
+
+const S2: State<2> = State {
+    q: [0.8, -0.5],
+    v: [0.3, 0.6],
+    t: 0.0,
+};
+
+/// Macro steps 0.1 … 0.0125 over t = 3: errors from ~1e-3 down to ~1e-8, well above the
+/// round-off of a few hundred steps (~1e-13). From 0.2 Yoshida4(Z&S) is not yet asymptotic
+/// (measured slope 3.88, successive error ratios 13.3, 15.2, 15.8).
+const H0: f64 = 0.1;
+
+#[test]
+fn weights() {
+    let w1 = 1.0 / (2.0 - 2f64.cbrt());
+    assert!((YOSHIDA4_W1 - w1).abs() < 1e-15);
+    assert!((YOSHIDA4_W0 - (1.0 - 2.0 * w1)).abs() < 1e-15);
+    // Consistency (Σw = 1) and the order-3 condition (Σw³ = 0).
+    assert!((2.0 * YOSHIDA4_W1 + YOSHIDA4_W0 - 1.0).abs() < 1e-15);
+    assert!((2.0 * YOSHIDA4_W1.powi(3) + YOSHIDA4_W0.powi(3)).abs() < 1e-14);
+}
+
+#[test]
+fn order_four() {
+    let cases = [
+        (
+            "Yoshida4(Verlet)",
+            measured_order(
+                |h| Yoshida4::new(VelocityVerlet::new(h)),
+                &Coupled2,
+                S2,
+                3.0,
+                H0,
+            ),
+        ),
+        (
+            "Yoshida4(Z&S beta=0.4)",
+            measured_order(
+                |h| Yoshida4::new(ZhangSkeel::new(0.4, h)),
+                &Coupled2,
+                S2,
+                3.0,
+                H0,
+            ),
+        ),
+        (
+            "Yoshida4(Z&Ss beta=0.4)",
+            measured_order(
+                |h| Yoshida4::new(ZhangSkeelSimplified::new(0.4, h)),
+                &Coupled2,
+                S2,
+                3.0,
+                H0,
+            ),
+        ),
+        (
+            "Yoshida4(Newmark beta=0.25)",
+            measured_order(
+                |h| Yoshida4::new(Newmark::new(0.25, h).with_tolerance(1e-14)),
+                &Coupled2,
+                S2,
+                3.0,
+                H0,
+            ),
+        ),
+    ];
+    for (name, result) in &cases {
+        report(name, result);
+    }
+    for (name, (k, errs)) in &cases {
+        assert!((k - 4.0).abs() < 0.1, "{name}: slope {k}, errors {errs:?}");
+    }
+    // The base methods at the same steps: order 2 and far larger errors.
+    let base = measured_order(|h| ZhangSkeel::new(0.4, h), &Coupled2, S2, 3.0, H0);
+    report("Z&S alone", &base);
+    assert!((base.0 - 2.0).abs() < 0.1);
+    assert!(base.1[3] > 100.0 * cases[1].1 .1[3]);
+}
+
+fn reversibility_error<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+    mut stepper: S,
+    p: &P,
+    s0: State<N>,
+    n: usize,
+) -> f64 {
+    let h = stepper.h();
+    let s1 = advance(&mut stepper, p, s0, n);
+    assert!(max_diff(&s1, &s0) > 0.1, "the test must move the state");
+    stepper.set_h(-h);
+    let back = advance(&mut stepper, p, s1, n);
+    max_diff(&back, &s0).max((back.t - s0.t).abs())
+}
+
+#[test]
+fn reversible() {
+    let e_vv = reversibility_error(Yoshida4::new(VelocityVerlet::new(0.1)), &Coupled2, S2, 10);
+    let e_zs = reversibility_error(Yoshida4::new(ZhangSkeel::new(0.4, 0.1)), &Coupled2, S2, 10);
+    let e_nm = reversibility_error(
+        Yoshida4::new(Newmark::new(0.4, 0.1).with_tolerance(1e-14)),
+        &Coupled2,
+        S2,
+        10,
+    );
+    eprintln!(
+        "reversibility (10 macro steps of h = 0.1 and back): Yoshida4(Verlet) {e_vv:.2e}, \
+         Yoshida4(Z&S) {e_zs:.2e}, Yoshida4(Newmark) {e_nm:.2e}"
+    );
+    assert!(e_vv <= 1e-12 && e_zs <= 1e-12 && e_nm <= 1e-12);
+}
+
+/// `max |JᵀΩJ − Ω|` of the one-step map in `(x, p = Mv)`, `J` by central differences.
+fn symplecticity_defect<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+    make: impl Fn() -> S,
+    p: &P,
+    s0: State<N>,
+) -> f64 {
+    let m = p.masses();
+    let map = |z: &[f64]| -> Vec<f64> {
+        let mut s = State::new(
+            core::array::from_fn(|i| z[i]),
+            core::array::from_fn(|i| z[N + i] / m[i]),
+        );
+        make().step(p, &mut s).expect("step failed");
+        (0..N)
+            .map(|i| s.q[i])
+            .chain((0..N).map(|i| m[i] * s.v[i]))
+            .collect()
+    };
+    let z0: Vec<f64> = (0..N)
+        .map(|i| s0.q[i])
+        .chain((0..N).map(|i| m[i] * s0.v[i]))
+        .collect();
+    let n2 = 2 * N;
+    let delta = 1e-6;
+    let mut j = vec![vec![0.0; n2]; n2];
+    for c in 0..n2 {
+        let (mut zp, mut zm) = (z0.clone(), z0.clone());
+        zp[c] += delta;
+        zm[c] -= delta;
+        let (fp, fm) = (map(&zp), map(&zm));
+        for r in 0..n2 {
+            j[r][c] = (fp[r] - fm[r]) / (2.0 * delta);
+        }
+    }
+    let omega = |r: usize, c: usize| -> f64 {
+        if c == r + N {
+            1.0
+        } else if r == c + N {
+            -1.0
+        } else {
+            0.0
+        }
+    };
+    let mut worst = 0.0f64;
+    for a in 0..n2 {
+        for b in 0..n2 {
+            let mut s = 0.0;
+            for r in 0..n2 {
+                for c in 0..n2 {
+                    let w = omega(r, c);
+                    if w != 0.0 {
+                        s += j[r][a] * w * j[c][b];
+                    }
+                }
+            }
+            worst = worst.max((s - omega(a, b)).abs());
+        }
+    }
+    worst
+}
+
+#[test]
+fn composition_of_symplectic_maps_is_symplectic() {
+    let s0 = State::new([1.1, -0.9], [0.3, 0.6]);
+    let d_zs = symplecticity_defect(|| Yoshida4::new(ZhangSkeel::new(0.4, 0.5)), &Coupled2, s0);
+    let d_zss = symplecticity_defect(
+        || Yoshida4::new(ZhangSkeelSimplified::new(0.4, 0.5)),
+        &Coupled2,
+        s0,
+    );
+    eprintln!("symplecticity defect h = 0.5: Yoshida4(Z&S) {d_zs:.2e}, Yoshida4(Z&Ss) {d_zss:.2e}");
+    // Noise floor of the central differences ~1e-10; Z&Ss is not symplectic (~1e-3 per step).
+    assert!(d_zs <= 1e-8, "{d_zs:e}");
+    assert!(d_zss > 1e-4, "{d_zss:e}");
+}
+
+/// Evaluations per macro step in steady state: Verlet's cached `a(x)` does not depend on `h`
+/// (3 gradients per macro step); Z&S's `f(x; h²)` does, so the middle and last substeps must
+/// re-evaluate it at their starting point (5 per macro step). One inner stepper per weight
+/// (clones) would not help: each substep starts where the *other* weight's substep ended.
+#[test]
+fn evaluations_per_macro_step() {
+    let n = 100u64;
+    let mut y = Yoshida4::new(VelocityVerlet::new(0.1));
+    let mut s = S2;
+    for _ in 0..n {
+        y.step(&Coupled2, &mut s).unwrap();
+    }
+    let vv = y.inner().gradient_evaluations();
+    let mut y = Yoshida4::new(ZhangSkeel::new(0.4, 0.1));
+    let mut s = S2;
+    for _ in 0..n {
+        y.step(&Coupled2, &mut s).unwrap();
+    }
+    let zs = y.inner().stats();
+    eprintln!(
+        "{n} macro steps: Yoshida4(Verlet) {vv} gradients ({:.2}/step), Yoshida4(Z&S) {} \
+         evaluations ({:.2}/step), {} cache hits",
+        vv as f64 / n as f64,
+        zs.evaluations,
+        zs.evaluations as f64 / n as f64,
+        zs.cache_hits
+    );
+    assert_eq!(vv, 3 * n + 1);
+    assert_eq!(zs.evaluations, 5 * n + 1);
+    assert_eq!(zs.cache_hits, n - 1);
+    // Macro-step bookkeeping.
+    assert_eq!(y.steps_taken(), n);
+    assert_eq!(y.inner().steps_taken(), 3 * n);
+    assert_eq!(y.inner().h(), 0.1, "the inner step size is restored");
+    assert_eq!(Stepper::<Coupled2, 2>::h(&y), 0.1);
+    assert_eq!(Stepper::<Coupled2, 2>::name(&y), "yoshida4");
+    assert!((s.t - 10.0).abs() < 1e-12);
+}
+
+#[test]
+fn failed_substep_restores_the_state_and_reports_the_macro_step() {
+    // Free flight at v = 1 from q = 0 with macro step 0.25: macro steps end at 0.25, 0.5, 0.75
+    // (substeps overshoot by 1.351·0.25 = 0.338 at most: 0.838 < 1 in the third). In macro step
+    // 3 (from t = 0.75) the first substep reaches 0.75 + 0.338 = 1.088 > 1.
+    let p = NanOutside { lo: -1.0, hi: 1.0 };
+    let mut y = Yoshida4::new(VelocityVerlet::new(0.25));
+    let mut s = State::new([0.0], [1.0]);
+    for _ in 0..3 {
+        y.step(&p, &mut s).unwrap();
+    }
+    let before = s;
+    let e = y.step(&p, &mut s).unwrap_err();
+    eprintln!("failure in the first substep: {e}");
+    match e {
+        StepError::NonFinite { step, t, .. } => {
+            assert_eq!(
+                step, 3,
+                "the macro step's index, not the inner substep's (9)"
+            );
+            assert_eq!(t, before.t);
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(s, before);
+    assert_eq!(y.steps_taken(), 3);
+    assert_eq!(y.inner().h(), 0.25, "the inner step size is restored");
+
+    // A failure in the middle substep, after the first one has moved the state: from q = 0 with
+    // v = 1 and h = 0.5 the substeps end at 0.676 and then 0.676 − 0.851 = −0.176 < −0.1.
+    let p = NanOutside { lo: -0.1, hi: 1.0 };
+    let mut y = Yoshida4::new(VelocityVerlet::new(0.5));
+    let before = State::at([0.0], [1.0], 7.0);
+    let mut s = before;
+    let e = y.step(&p, &mut s).unwrap_err();
+    eprintln!("failure in the middle substep: {e}");
+    assert!(
+        matches!(e, StepError::NonFinite { step: 0, t, .. } if t == 7.0),
+        "{e:?}"
+    );
+    assert_eq!(
+        y.inner().steps_taken(),
+        1,
+        "one substep succeeded before the failure"
+    );
+    assert_eq!(s, before, "restored to the start of the macro step");
+}
