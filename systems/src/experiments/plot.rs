@@ -48,6 +48,8 @@ pub enum LegendPosition {
     LowerLeft,
     /// Inside the plot, lower right.
     LowerRight,
+    /// No legend (e.g. when a neighbouring panel has the same series).
+    Hidden,
 }
 
 /// A labelled set of points.
@@ -442,12 +444,12 @@ where
             }
         }
     }
-    if any_label {
+    if any_label && panel.legend != LegendPosition::Hidden {
         let pos = match panel.legend {
             LegendPosition::UpperLeft => SeriesLabelPosition::UpperLeft,
             LegendPosition::UpperRight => SeriesLabelPosition::UpperRight,
             LegendPosition::LowerLeft => SeriesLabelPosition::LowerLeft,
-            LegendPosition::LowerRight => SeriesLabelPosition::LowerRight,
+            LegendPosition::LowerRight | LegendPosition::Hidden => SeriesLabelPosition::LowerRight,
         };
         chart
             .configure_series_labels()
