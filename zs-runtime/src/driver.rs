@@ -26,8 +26,10 @@
 //! assert!(energy.max_abs_drift() < 1e-4);
 //! ```
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::checkpoint::{Checkpoint, CheckpointError, Resumable};
 use crate::observers::Observer;
 use crate::{State, StepError, Stepper};
 
@@ -36,26 +38,68 @@ use crate::{State, StepError, Stepper};
 pub struct RunSummary<const N: usize> {
     /// [`Stepper::name`] of the stepper.
     pub stepper: &'static str,
-    /// Steps planned for this run.
+    /// Steps planned for the whole run (a resumed run counts the steps before its checkpoint).
     pub planned_steps: u64,
-    /// Steps completed in this run.
+    /// Good steps completed, counted from the start of the run (a resumed run counts the steps
+    /// before its checkpoint): the index of [`RunSummary::last_state`].
     pub steps: u64,
-    /// Wall-clock time of the stepping loop (observers included).
+    /// Steps already completed when this invocation started (0, or the checkpoint's count for
+    /// [`resume`]).
+    pub resumed_at: u64,
+    /// Checkpoints written by this invocation.
+    pub checkpoints: u64,
+    /// Wall-clock time of the stepping loop (observers and checkpoints included).
     pub wall_time: Duration,
-    /// `steps / wall_time`.
+    /// `(steps - resumed_at) / wall_time`.
     pub steps_per_second: f64,
     /// The failed step's error, if the run stopped early.
     pub error: Option<StepError>,
-    /// The first I/O error an observer reported from [`Observer::finish`].
+    /// The first I/O error: an observer's [`Observer::finish`], or a checkpoint that could not
+    /// be written (the run goes on after a failed checkpoint; the previous checkpoint file
+    /// stays valid).
     pub output_error: Option<std::io::Error>,
     /// The last good state (the final one when the run succeeded).
     pub last_state: State<N>,
 }
 
+/// A run that stopped on a failed step: the error (with the failing step's index and start
+/// time), the last good state and the number of good steps. The state the caller passed to
+/// the driver holds the same last good state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFailure<const N: usize> {
+    /// Why the step failed.
+    pub error: StepError,
+    /// The last good state (bit-for-bit the state after `steps` good steps).
+    pub last_good: State<N>,
+    /// Good steps completed, counted from the start of the run.
+    pub steps: u64,
+}
+
+impl<const N: usize> std::fmt::Display for RunFailure<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}; last good state: step {}, t = {}",
+            self.error, self.steps, self.last_good.t
+        )
+    }
+}
+
+impl<const N: usize> std::error::Error for RunFailure<N> {}
+
 impl<const N: usize> RunSummary<N> {
     /// True when every planned step succeeded and every observer finished cleanly.
     pub fn is_ok(&self) -> bool {
         self.error.is_none() && self.output_error.is_none() && self.steps == self.planned_steps
+    }
+
+    /// The failure, if a step failed.
+    pub fn failure(&self) -> Option<RunFailure<N>> {
+        self.error.clone().map(|error| RunFailure {
+            error,
+            last_good: self.last_state,
+            steps: self.steps,
+        })
     }
 }
 
@@ -83,8 +127,15 @@ pub fn planned_steps(t0: f64, t_end: f64, h: f64) -> Option<u64> {
 /// `h²`.)
 ///
 /// Observers see the initial state ([`Observer::start`]), the state after every step
-/// ([`Observer::observe`]) and the end ([`Observer::finish`]). A failed step stops the run
-/// cleanly: `state` then holds the last good state, and the summary the error. An `h` that
+/// ([`Observer::observe`], after every observer's [`Observer::check`] accepted it) and the end
+/// ([`Observer::finish`]).
+///
+/// A failed step stops the run cleanly: `state` then holds the last good state, bit for bit,
+/// the summary the error ([`RunSummary::failure`]), and every observer has seen exactly the
+/// states up to the last good one. Failures are the stepper's [`StepError`]s, plus two the
+/// driver detects itself, discarding the offending state: a state the stepper returned as
+/// `Ok` but with a non-finite entry ([`StepError::NonFinite`], `what = "state after step"`),
+/// and a guard's rejection ([`StepError::GuardViolated`], see [`crate::guards`]). An `h` that
 /// points away from `t_end` (or is zero or not finite) is reported as
 /// [`StepError::InvalidStepSize`] without stepping.
 pub fn run<P, S, const N: usize>(
@@ -98,22 +149,11 @@ where
     P: ?Sized,
     S: Stepper<P, N> + ?Sized,
 {
-    let h = stepper.h();
-    let t0 = state.t;
-    let planned = if h.is_finite() {
-        planned_steps(t0, t_end, h)
-    } else {
-        None
+    let Some(n) = plan(&*stepper, state.t, t_end) else {
+        return invalid_h(&*stepper, state, observers);
     };
-    let Some(n) = planned else {
-        let error = StepError::InvalidStepSize {
-            step: stepper.steps_taken(),
-            t: t0,
-            h,
-        };
-        return finish(stepper, observers, state, 0, 0, Duration::ZERO, Some(error));
-    };
-    run_loop(stepper, target, state, n, Some(t_end), observers)
+    let mut loop_ = Loop::new(n, Some(t_end), 0);
+    loop_.run(stepper, target, state, observers, true, None)
 }
 
 /// Run exactly `n` steps of the stepper's `h` (no adjustment of the last step).
@@ -128,89 +168,373 @@ where
     P: ?Sized,
     S: Stepper<P, N> + ?Sized,
 {
-    run_loop(stepper, target, state, n, None, observers)
+    let mut loop_ = Loop::new(n, None, 0);
+    loop_.run(stepper, target, state, observers, true, None)
 }
 
-fn run_loop<P, S, const N: usize>(
+/// Where and how often [`run_checkpointed`] and [`resume`] write checkpoints.
+#[derive(Debug, Clone)]
+pub struct Checkpointing {
+    /// The checkpoint file (rewritten atomically each time; see [`crate::checkpoint`]).
+    pub path: PathBuf,
+    /// Write one after every `every`-th step of the run (steps counted from the run's start,
+    /// so a resumed run checkpoints at the same steps as the uninterrupted one).
+    pub every: u64,
+    /// Extra entries copied into every checkpoint (e.g. the parameters of a command line, to
+    /// check on resume that it is the same run).
+    pub meta: Checkpoint,
+}
+
+impl Checkpointing {
+    /// A checkpoint to `path` every `every` steps.
+    ///
+    /// # Panics
+    /// If `every` is 0.
+    pub fn new(path: impl Into<PathBuf>, every: u64) -> Self {
+        assert!(every > 0, "Checkpointing: `every` must be at least 1");
+        Self {
+            path: path.into(),
+            every,
+            meta: Checkpoint::new(),
+        }
+    }
+
+    /// Add extra entries to every checkpoint.
+    pub fn with_meta(mut self, meta: Checkpoint) -> Self {
+        self.meta = meta;
+        self
+    }
+}
+
+/// [`run`] that also writes a checkpoint every `checkpointing.every` steps, from which
+/// [`resume`] continues bit-for-bit. A checkpoint holds the state, the run's plan (`t0`,
+/// `t_end`, step count), the stepper's state ([`Resumable`]) and every observer's
+/// ([`Observer::save_checkpoint`]), plus `checkpointing.meta`. No checkpoint is written after
+/// the last step. A checkpoint that cannot be written is reported in
+/// [`RunSummary::output_error`] and the run goes on.
+pub fn run_checkpointed<P, S, const N: usize>(
     stepper: &mut S,
     target: &P,
     state: &mut State<N>,
-    n: u64,
-    t_end: Option<f64>,
+    t_end: f64,
     observers: &mut [&mut dyn Observer<P, N>],
+    checkpointing: &Checkpointing,
 ) -> RunSummary<N>
 where
     P: ?Sized,
-    S: Stepper<P, N> + ?Sized,
+    S: Stepper<P, N> + Resumable + ?Sized,
 {
-    for o in observers.iter_mut() {
-        o.start(target, state);
-    }
-    let h = stepper.h();
-    let clock = Instant::now();
-    let mut done = 0;
-    let mut error = None;
-    while done < n {
-        let last = done + 1 == n;
-        let result = match t_end {
-            Some(t_end) if last => {
-                let h_last = t_end - state.t;
-                if h_last.to_bits() == h.to_bits() {
-                    stepper.step(target, state)
-                } else {
-                    stepper.set_h(h_last);
-                    let r = stepper.step(target, state);
-                    stepper.set_h(h);
-                    if r.is_ok() {
-                        // t + (t_end - t) may differ from t_end by one rounding.
-                        state.t = t_end;
-                    }
-                    r
-                }
-            }
-            _ => stepper.step(target, state),
-        };
-        if let Err(e) = result {
-            error = Some(e);
-            break;
-        }
-        done += 1;
-        for o in observers.iter_mut() {
-            o.observe(target, state);
-        }
-    }
-    let wall = clock.elapsed();
-    finish(stepper, observers, state, n, done, wall, error)
+    let Some(n) = plan(&*stepper, state.t, t_end) else {
+        return invalid_h(&*stepper, state, observers);
+    };
+    let t0 = state.t;
+    let mut loop_ = Loop::new(n, Some(t_end), 0);
+    let mut hook = |s: &S, st: &State<N>, done: u64, obs: &mut [&mut dyn Observer<P, N>]| {
+        write_checkpoint(s, st, t0, t_end, n, done, obs, checkpointing)
+    };
+    loop_.run(
+        stepper,
+        target,
+        state,
+        observers,
+        true,
+        Some((checkpointing.every, &mut hook)),
+    )
 }
 
-fn finish<P, S, const N: usize>(
-    stepper: &S,
+/// Continue a run from a checkpoint written by [`run_checkpointed`]: restores `stepper`
+/// (constructed the ordinary way for the same method), `state` and every observer (which must
+/// be the same observers, in the same order, configured the same way; a [`crate::CsvRecorder`]
+/// is reopened with [`crate::CsvRecorder::reopen`]), then runs to the checkpoint's `t_end`,
+/// writing further checkpoints if `checkpointing` is given. The states, observations and files
+/// are bit-for-bit those of the uninterrupted run.
+///
+/// # Errors
+/// Before any step: the checkpoint is for another stepper ([`Stepper::name`]), dimension or
+/// number of observers, lacks an entry, or an observer cannot be restored (e.g. its file is
+/// shorter than at the checkpoint).
+pub fn resume<P, S, const N: usize>(
+    stepper: &mut S,
+    target: &P,
+    state: &mut State<N>,
+    checkpoint: &Checkpoint,
     observers: &mut [&mut dyn Observer<P, N>],
+    checkpointing: Option<&Checkpointing>,
+) -> Result<RunSummary<N>, CheckpointError>
+where
+    P: ?Sized,
+    S: Stepper<P, N> + Resumable + ?Sized,
+{
+    let name = checkpoint.str("stepper")?;
+    if name != stepper.name() {
+        return Err(CheckpointError::Mismatch(format!(
+            "the checkpoint is of a '{name}' run, the stepper is '{}'",
+            stepper.name()
+        )));
+    }
+    let restored = checkpoint.state::<N>()?;
+    let t0 = checkpoint.f64("run.t0")?;
+    let t_end = checkpoint.f64("run.t_end")?;
+    let planned = checkpoint.u64("run.planned")?;
+    let done = checkpoint.u64("run.done")?;
+    if done > planned {
+        return Err(CheckpointError::Mismatch(format!(
+            "{done} steps done of {planned} planned"
+        )));
+    }
+    let count = checkpoint.u64("observers")?;
+    if count != observers.len() as u64 {
+        return Err(CheckpointError::Mismatch(format!(
+            "{count} observers at the checkpoint, {} now",
+            observers.len()
+        )));
+    }
+    stepper.restore(&checkpoint.scope("stepper"))?;
+    for (i, o) in observers.iter_mut().enumerate() {
+        o.restore_checkpoint(&checkpoint.scope(&format!("observer.{i}")))?;
+    }
+    *state = restored;
+    let mut loop_ = Loop::new(planned, Some(t_end), done);
+    Ok(match checkpointing {
+        Some(c) => {
+            let mut hook = |s: &S, st: &State<N>, d: u64, obs: &mut [&mut dyn Observer<P, N>]| {
+                write_checkpoint(s, st, t0, t_end, planned, d, obs, c)
+            };
+            loop_.run(
+                stepper,
+                target,
+                state,
+                observers,
+                false,
+                Some((c.every, &mut hook)),
+            )
+        }
+        None => loop_.run(stepper, target, state, observers, false, None),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_checkpoint<P, S, const N: usize>(
+    stepper: &S,
     state: &State<N>,
+    t0: f64,
+    t_end: f64,
     planned: u64,
     done: u64,
-    wall: Duration,
-    error: Option<StepError>,
+    observers: &mut [&mut dyn Observer<P, N>],
+    checkpointing: &Checkpointing,
+) -> std::io::Result<()>
+where
+    P: ?Sized,
+    S: Stepper<P, N> + Resumable + ?Sized,
+{
+    let mut cp = checkpointing.meta.clone();
+    cp.set_state(state);
+    cp.set_f64("run.t0", t0);
+    cp.set_f64("run.t_end", t_end);
+    cp.set_u64("run.planned", planned);
+    cp.set_u64("run.done", done);
+    cp.set_str("stepper", stepper.name());
+    stepper.save(&mut cp.scope_mut("stepper"));
+    cp.set_u64("observers", observers.len() as u64);
+    for (i, o) in observers.iter_mut().enumerate() {
+        o.save_checkpoint(&mut cp.scope_mut(&format!("observer.{i}")))?;
+    }
+    cp.write(&checkpointing.path)
+}
+
+fn plan<P: ?Sized, S: Stepper<P, N> + ?Sized, const N: usize>(
+    stepper: &S,
+    t0: f64,
+    t_end: f64,
+) -> Option<u64> {
+    let h = stepper.h();
+    if h.is_finite() {
+        planned_steps(t0, t_end, h)
+    } else {
+        None
+    }
+}
+
+fn invalid_h<P, S, const N: usize>(
+    stepper: &S,
+    state: &State<N>,
+    observers: &mut [&mut dyn Observer<P, N>],
 ) -> RunSummary<N>
 where
     P: ?Sized,
     S: Stepper<P, N> + ?Sized,
 {
-    let mut output_error = None;
-    for o in observers.iter_mut() {
-        if let Err(e) = o.finish() {
-            output_error.get_or_insert(e);
+    let error = StepError::InvalidStepSize {
+        step: stepper.steps_taken(),
+        t: state.t,
+        h: stepper.h(),
+    };
+    let mut l = Loop::new(0, None, 0);
+    l.error = Some(error);
+    l.finish(stepper, observers, state, Duration::ZERO)
+}
+
+/// A checkpoint hook: called with the stepper, the state, the number of steps done and the
+/// observers after every `every`-th step.
+type Hook<'h, P, S, const N: usize> =
+    &'h mut dyn FnMut(&S, &State<N>, u64, &mut [&mut dyn Observer<P, N>]) -> std::io::Result<()>;
+
+/// The stepping loop's bookkeeping.
+struct Loop {
+    planned: u64,
+    t_end: Option<f64>,
+    first: u64,
+    done: u64,
+    checkpoints: u64,
+    error: Option<StepError>,
+    io_error: Option<std::io::Error>,
+}
+
+impl Loop {
+    fn new(planned: u64, t_end: Option<f64>, first: u64) -> Self {
+        Self {
+            planned,
+            t_end,
+            first,
+            done: first,
+            checkpoints: 0,
+            error: None,
+            io_error: None,
         }
     }
-    let secs = wall.as_secs_f64();
-    RunSummary {
-        stepper: stepper.name(),
-        planned_steps: planned,
-        steps: done,
-        wall_time: wall,
-        steps_per_second: if secs > 0.0 { done as f64 / secs } else { 0.0 },
-        error,
-        output_error,
-        last_state: *state,
+
+    fn run<P, S, const N: usize>(
+        &mut self,
+        stepper: &mut S,
+        target: &P,
+        state: &mut State<N>,
+        observers: &mut [&mut dyn Observer<P, N>],
+        fresh: bool,
+        mut hook: Option<(u64, Hook<'_, P, S, N>)>,
+    ) -> RunSummary<N>
+    where
+        P: ?Sized,
+        S: Stepper<P, N> + ?Sized,
+    {
+        if fresh {
+            for o in observers.iter_mut() {
+                o.start(target, state);
+            }
+        }
+        let h = stepper.h();
+        let n = self.planned;
+        let clock = Instant::now();
+        while self.done < n {
+            let before = *state;
+            let k = stepper.steps_taken();
+            let last = self.done + 1 == n;
+            let result = match self.t_end {
+                Some(t_end) if last => {
+                    let h_last = t_end - state.t;
+                    if h_last.to_bits() == h.to_bits() {
+                        stepper.step(target, state)
+                    } else {
+                        stepper.set_h(h_last);
+                        let r = stepper.step(target, state);
+                        stepper.set_h(h);
+                        if r.is_ok() {
+                            // t + (t_end - t) may differ from t_end by one rounding.
+                            state.t = t_end;
+                        }
+                        r
+                    }
+                }
+                _ => stepper.step(target, state),
+            };
+            let result = result.and_then(|()| accept(target, state, observers, k, before.t));
+            if let Err(e) = result {
+                // The stepper leaves the state untouched on error; a state rejected by the
+                // driver (non-finite, guard) is discarded here.
+                *state = before;
+                self.error = Some(e);
+                break;
+            }
+            self.done += 1;
+            for o in observers.iter_mut() {
+                o.observe(target, state);
+            }
+            if let Some((every, hook)) = hook.as_mut() {
+                if self.done % *every == 0 && self.done < n {
+                    match hook(stepper, state, self.done, observers) {
+                        Ok(()) => self.checkpoints += 1,
+                        Err(e) => {
+                            self.io_error.get_or_insert(e);
+                        }
+                    }
+                }
+            }
+        }
+        let wall = clock.elapsed();
+        self.finish(stepper, observers, state, wall)
     }
+
+    fn finish<P, S, const N: usize>(
+        &mut self,
+        stepper: &S,
+        observers: &mut [&mut dyn Observer<P, N>],
+        state: &State<N>,
+        wall: Duration,
+    ) -> RunSummary<N>
+    where
+        P: ?Sized,
+        S: Stepper<P, N> + ?Sized,
+    {
+        if let Some(e) = &self.error {
+            for o in observers.iter_mut() {
+                o.stopped_early(e);
+            }
+        }
+        let mut output_error = self.io_error.take();
+        for o in observers.iter_mut() {
+            if let Err(e) = o.finish() {
+                output_error.get_or_insert(e);
+            }
+        }
+        let secs = wall.as_secs_f64();
+        let this_run = self.done - self.first;
+        RunSummary {
+            stepper: stepper.name(),
+            planned_steps: self.planned,
+            steps: self.done,
+            resumed_at: self.first,
+            checkpoints: self.checkpoints,
+            wall_time: wall,
+            steps_per_second: if secs > 0.0 {
+                this_run as f64 / secs
+            } else {
+                0.0
+            },
+            error: self.error.take(),
+            output_error,
+            last_state: *state,
+        }
+    }
+}
+
+/// The driver's own checks of a state a stepper returned as `Ok`: finite, and accepted by
+/// every guard.
+fn accept<P: ?Sized, const N: usize>(
+    target: &P,
+    state: &State<N>,
+    observers: &mut [&mut dyn Observer<P, N>],
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    if !state.is_finite() {
+        return Err(StepError::NonFinite {
+            step,
+            t,
+            what: "state after step",
+        });
+    }
+    for o in observers.iter_mut() {
+        o.check(target, state).map_err(|v| v.at(step, t))?;
+    }
+    Ok(())
 }

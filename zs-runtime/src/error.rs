@@ -1,5 +1,22 @@
 //! Typed failures of a step. A step that fails leaves the state it was given untouched, so the
 //! caller always holds the last good state.
+//!
+//! Where the last good state is: [`StepError`] is not generic over the dimension, so it does not
+//! carry the state itself. Instead every producer guarantees that the caller's state *is* the
+//! last good state when an error comes back:
+//! - a [`crate::Stepper::step`] that returns `Err` leaves its `state` argument bit-for-bit as it
+//!   was (the contract of the trait);
+//! - the [`crate::driver`] additionally rejects states that a stepper returned as `Ok` but that
+//!   are not finite ([`StepError::NonFinite`], `what = "state after step"`) or that violate a
+//!   guard ([`StepError::GuardViolated`], see [`crate::guards`]): it restores the state from
+//!   before the step, so after any failed run the caller's `state`, the summary's
+//!   [`crate::RunSummary::last_state`] and [`crate::driver::RunFailure::last_good`] all hold the
+//!   last good state, and the observers (CSV rows included) have seen exactly the states up to
+//!   it.
+//!
+//! Every variant carries `step`, the index of the failing step (the number of steps the stepper
+//! had completed before it), and `t`, the time of the state the step started from (the last
+//! good state's time).
 
 /// Why a step failed. `step` is the index of the failing step (the number of steps that
 /// the stepper had completed before it), `t` the time of the state the step started from.
@@ -41,6 +58,41 @@ pub enum StepError {
         /// The offending step size.
         h: f64,
     },
+    /// The linear system of a linearly-implicit step could be factored, but its estimated
+    /// condition number exceeds the limit the user set
+    /// ([`crate::linalg::SolveOptions::max_condition`], e.g.
+    /// [`crate::ZhangSkeel::with_max_condition`]): near-singular.
+    #[error("step {step} (t = {t}): the {n}x{n} linear system is near-singular (condition estimate {condition:e} > limit {limit:e})")]
+    IllConditioned {
+        /// Failing step.
+        step: u64,
+        /// Time at the start of the step.
+        t: f64,
+        /// Dimension.
+        n: usize,
+        /// Estimated 1-norm condition number `κ̂₁` (a lower bound of `κ₁`, see
+        /// [`crate::linalg::condition_estimate`]).
+        condition: f64,
+        /// The user's limit.
+        limit: f64,
+    },
+    /// A state produced by a successful step violated a guard (an energy drift or a constraint
+    /// residual beyond a user-set limit, see [`crate::guards`]). Reported by the driver, which
+    /// discards the offending state: the caller holds the state *before* the step. (The
+    /// stepper has counted the discarded step: its `steps_taken()` is `step + 1`.)
+    #[error("step {step} (t = {t}): {what} = {value:e} exceeds the limit {limit:e}")]
+    GuardViolated {
+        /// Failing step (the one that produced the offending state).
+        step: u64,
+        /// Time at the start of the step (the last good state's time).
+        t: f64,
+        /// The guarded quantity (e.g. "energy drift |E - E0|").
+        what: &'static str,
+        /// Its value in the offending state.
+        value: f64,
+        /// The limit.
+        limit: f64,
+    },
     /// An iterative solve (Newton, SHAKE) did not converge.
     #[error("step {step} (t = {t}): {solver} did not converge in {iterations} iterations (residual {residual:e})")]
     NotConverged {
@@ -62,9 +114,55 @@ impl StepError {
     pub fn step(&self) -> u64 {
         match self {
             StepError::SingularMatrix { step, .. }
+            | StepError::IllConditioned { step, .. }
+            | StepError::GuardViolated { step, .. }
             | StepError::NonFinite { step, .. }
             | StepError::InvalidStepSize { step, .. }
             | StepError::NotConverged { step, .. } => *step,
+        }
+    }
+
+    /// The same error re-stamped with another step index and start time (e.g. a composition
+    /// or Langevin stepper reporting its inner stepper's failure under its own step index).
+    /// Every variant is re-stamped.
+    pub fn with_step(mut self, new_step: u64, new_t: f64) -> StepError {
+        match &mut self {
+            StepError::SingularMatrix { step, t, .. }
+            | StepError::IllConditioned { step, t, .. }
+            | StepError::GuardViolated { step, t, .. }
+            | StepError::NonFinite { step, t, .. }
+            | StepError::InvalidStepSize { step, t, .. }
+            | StepError::NotConverged { step, t, .. } => {
+                *step = new_step;
+                *t = new_t;
+            }
+        }
+        self
+    }
+
+    /// Time of the state the failing step started from (the last good state's time).
+    pub fn t(&self) -> f64 {
+        match self {
+            StepError::SingularMatrix { t, .. }
+            | StepError::IllConditioned { t, .. }
+            | StepError::GuardViolated { t, .. }
+            | StepError::NonFinite { t, .. }
+            | StepError::InvalidStepSize { t, .. }
+            | StepError::NotConverged { t, .. } => *t,
+        }
+    }
+
+    /// A short name of the kind of failure (`"singular-matrix"`, `"ill-conditioned"`,
+    /// `"guard-violated"`, `"non-finite"`, `"invalid-step-size"`, `"not-converged"`), stable
+    /// for scripts and status files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StepError::SingularMatrix { .. } => "singular-matrix",
+            StepError::IllConditioned { .. } => "ill-conditioned",
+            StepError::GuardViolated { .. } => "guard-violated",
+            StepError::NonFinite { .. } => "non-finite",
+            StepError::InvalidStepSize { .. } => "invalid-step-size",
+            StepError::NotConverged { .. } => "not-converged",
         }
     }
 }

@@ -34,8 +34,10 @@
 // The macro expands to paths under `::zs_runtime`; this lets the crate's own tests use it.
 extern crate self as zs_runtime;
 
+pub mod checkpoint;
 pub mod driver;
 pub mod error;
+pub mod guards;
 pub mod integrators;
 pub mod linalg;
 pub mod multipliers;
@@ -45,8 +47,10 @@ pub mod state;
 pub mod stepper;
 pub mod system;
 
-pub use driver::{run, run_steps, RunSummary};
+pub use checkpoint::{Checkpoint, CheckpointError, Resumable};
+pub use driver::{run, run_checkpointed, run_steps, RunFailure, RunSummary};
 pub use error::StepError;
+pub use guards::{ConstraintGuard, EnergyGuard, GuardViolation};
 pub use integrators::{VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified, ZsStats};
 // Issue 3: Newmark family, Z&Ss-stiff, composition, Langevin.
 pub use integrators::{

@@ -7,22 +7,59 @@
 //! hold it themselves. Observers preallocate at construction: observing a step allocates
 //! nothing.
 
-use crate::{MechanicalSystem, Potential, State};
+use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
+use crate::guards::GuardViolation;
+use crate::{MechanicalSystem, Potential, State, StepError};
 
 /// Something that watches a run.
 ///
-/// The driver calls [`Observer::start`] once with the initial state, [`Observer::observe`]
-/// after every successful step, and [`Observer::finish`] once at the end (also after a failed
-/// step; the last state observed is then the last good one).
+/// The driver calls [`Observer::start`] once with the initial state, then after every
+/// successful step first [`Observer::check`] on every observer (a guard may reject the new
+/// state: the run then stops with [`StepError::GuardViolated`] and *no* observer sees that
+/// state) and then [`Observer::observe`] on every observer; at the end
+/// [`Observer::stopped_early`] if the run failed, and [`Observer::finish`] once (also after a
+/// failed step; the last state observed is then the last good one).
+///
+/// For checkpointed runs ([`crate::driver::run_checkpointed`], [`crate::driver::resume`]) an
+/// observer that accumulates something over the run (an initial energy, a maximum, rows of a
+/// file) saves it in [`Observer::save_checkpoint`] and restores it in
+/// [`Observer::restore_checkpoint`]; a resumed run calls the latter *instead of*
+/// [`Observer::start`]. The defaults save nothing: such an observer restarts from scratch.
+///
+/// All methods but `observe` have defaults, so an observer needs only `observe`.
 pub trait Observer<P: ?Sized, const N: usize> {
     /// The initial state. The default forwards to [`Observer::observe`].
     fn start(&mut self, target: &P, state: &State<N>) {
         self.observe(target, state);
     }
+    /// Guard: inspect the state a step just produced, before any observer sees it, and reject
+    /// it with a [`GuardViolation`] (see [`crate::guards`]). The default accepts everything.
+    fn check(&mut self, target: &P, state: &State<N>) -> Result<(), GuardViolation> {
+        let _ = (target, state);
+        Ok(())
+    }
     /// The state after a step.
     fn observe(&mut self, target: &P, state: &State<N>);
+    /// The run stopped on `error` before its planned end; called before
+    /// [`Observer::finish`]. The default does nothing; [`crate::CsvRecorder`] marks its file
+    /// as ended early.
+    fn stopped_early(&mut self, error: &StepError) {
+        let _ = error;
+    }
     /// End of the run: flush, close, report an I/O error deferred from `observe`.
     fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// Save what this observer accumulated so far under `out` (called by the driver at a
+    /// checkpoint, between two steps; a file writer flushes and syncs here).
+    fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
+        let _ = out;
+        Ok(())
+    }
+    /// Restore what [`Observer::save_checkpoint`] saved (called instead of
+    /// [`Observer::start`] when a run resumes).
+    fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        let _ = from;
         Ok(())
     }
 }
@@ -111,9 +148,33 @@ impl EnergyObserver {
     }
 }
 
+impl EnergyObserver {
+    fn save(&self, out: &mut ScopeMut<'_>) {
+        out.set_f64s("initial", self.initial.as_slice());
+        out.set_f64("last", self.last);
+        out.set_f64("max_abs_drift", self.max_abs_drift);
+        out.set_u64("samples", self.samples);
+    }
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        let initial = from.f64s("initial")?;
+        self.initial = initial.first().copied();
+        self.last = from.f64("last")?;
+        self.max_abs_drift = from.f64("max_abs_drift")?;
+        self.samples = from.u64("samples")?;
+        Ok(())
+    }
+}
+
 impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for EnergyObserver {
     fn observe(&mut self, target: &P, state: &State<N>) {
         self.record(total_energy(target, state));
+    }
+    fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
+        self.save(out);
+        Ok(())
+    }
+    fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.restore(from)
     }
 }
 
@@ -163,6 +224,18 @@ impl<P: ?Sized, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usi
         if r > self.max || r.is_nan() {
             self.max = r;
         }
+    }
+    fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
+        out.set_f64("max", self.max);
+        out.set_f64("last", self.last);
+        out.set_u64("samples", self.samples);
+        Ok(())
+    }
+    fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.max = from.f64("max")?;
+        self.last = from.f64("last")?;
+        self.samples = from.u64("samples")?;
+        Ok(())
     }
 }
 
@@ -254,6 +327,32 @@ impl<const N: usize> MomentumObserver<N> {
 impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for MomentumObserver<N> {
     fn observe(&mut self, target: &P, state: &State<N>) {
         self.record(&target.masses(), &state.v);
+    }
+    fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
+        out.set_f64s("initial", &self.initial);
+        out.set_f64s("last", &self.last);
+        out.set_f64s("max_dev", &self.max_dev);
+        out.set_u64("started", u64::from(self.started));
+        Ok(())
+    }
+    fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        let k = self.groups.len();
+        let get = |key: &str| -> Result<Vec<f64>, CheckpointError> {
+            let v = from.f64s(key)?;
+            if v.len() == k {
+                Ok(v)
+            } else {
+                Err(CheckpointError::Mismatch(format!(
+                    "momentum observer: {} groups saved, {k} now",
+                    v.len()
+                )))
+            }
+        };
+        self.initial = get("initial")?;
+        self.last = get("last")?;
+        self.max_dev = get("max_dev")?;
+        self.started = from.u64("started")? != 0;
+        Ok(())
     }
 }
 

@@ -1,17 +1,80 @@
-//! CSV output of trajectories.
+//! Output files that never look complete when they are not.
 //!
 //! [`CsvRecorder`] is an [`Observer`] that writes every k-th state (`t, q…, v…`, optionally the
-//! total energy and the constraint residual `‖g‖`) under a header row. It writes to
-//! `<path>.tmp` and renames it to `<path>` only in [`CsvRecorder::finish`], after flushing and
-//! syncing: an interrupted run leaves a `.tmp` file, never a truncated file under the final name.
+//! total energy and the constraint residual `‖g‖`) under a header row. Its guarantees:
+//!
+//! - **Interrupted run** (crash, kill, panic, power loss): the rows go to `<path>.tmp`; only
+//!   [`CsvRecorder::finish`] flushes, `fsync`s, renames it to `<path>` and `fsync`s the
+//!   directory. An interrupted run leaves `<path>.tmp`, never a truncated file under the final
+//!   name (a recorder dropped without `finish` does not rename).
+//! - **Run stopped by a failed step** (a [`crate::StepError`]: singular matrix, non-finite
+//!   value, guard...): the driver tells the recorder ([`Observer::stopped_early`]); `finish`
+//!   then keeps the rows up to the last good state, writes the sidecar file
+//!   `<path>.incomplete` (one line: the failing step, its time and the error) *before*
+//!   renaming the CSV to `<path>`. The CSV itself stays a plain, complete-looking CSV that every
+//!   reader can parse (a footer or comment line would break naive readers), and the sidecar is
+//!   the marker: a trajectory is complete if and only if `<path>` exists and
+//!   `<path>.incomplete` does not. A successful run removes a stale sidecar left by an earlier
+//!   run at the same path (after its rename, so a crash in between errs on the side of
+//!   "incomplete").
+//! - **Checkpointed run**: at each checkpoint the recorder flushes and `fsync`s `<path>.tmp`
+//!   and saves its length; [`CsvRecorder::reopen`] plus the driver's
+//!   [`crate::driver::resume`] truncate `<path>.tmp` to that length and continue it, so the
+//!   final file is byte-for-byte that of an uninterrupted run.
+//!
+//! [`write_atomic`] writes any other result file with the same temporary-name discipline.
 
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Seek, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
+use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::observers::{constraint_norm, total_energy, Observer};
-use crate::{MechanicalSystem, Potential, State};
+use crate::{MechanicalSystem, Potential, State, StepError};
+
+/// Write `bytes` to `path` atomically: to `<path>.tmp`, flush, `fsync`, rename to `path`,
+/// `fsync` the directory (on Unix). A crash at any point leaves either the old `path` (if any)
+/// or the new one complete, never a truncated file under `path`.
+///
+/// # Errors
+/// Any I/O error (then `<path>.tmp` may remain and `path` is untouched).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = tmp_path_of(path);
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.flush()?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    sync_parent_dir(path);
+    Ok(())
+}
+
+/// Make a rename in `path`'s directory durable (Unix: `fsync` of the directory). Best effort:
+/// a directory that cannot be opened for syncing (some filesystems) is not an error, the rename
+/// itself having succeeded.
+pub fn sync_parent_dir(path: &Path) {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+/// The sidecar that marks `path` as ended early: `<path>.incomplete`.
+pub fn incomplete_marker_of(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".incomplete");
+    PathBuf::from(s)
+}
 
 type Residual<'a, const N: usize> = Box<dyn Fn(&[f64; N]) -> f64 + 'a>;
 
@@ -37,6 +100,10 @@ pub struct CsvRecorder<'a, const N: usize> {
     header_written: bool,
     buf: String,
     error: Option<io::Error>,
+    /// Set by [`Observer::stopped_early`]: the one-line reason written to the sidecar.
+    ended_early: Option<String>,
+    /// The last state written as a row (for the sidecar's message).
+    last_row_t: f64,
 }
 
 impl<const N: usize> std::fmt::Debug for CsvRecorder<'_, N> {
@@ -66,7 +133,35 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
         let path = path.as_ref().to_path_buf();
         let tmp_path = tmp_path_of(&path);
         let file = File::create(&tmp_path)?;
-        Ok(Self {
+        Ok(Self::create_with(path, tmp_path, file, every))
+    }
+
+    /// Reopen the `<path>.tmp` of an interrupted, checkpointed run to continue it: the driver's
+    /// [`crate::driver::resume`] then restores the recorder from the checkpoint (truncating the
+    /// file to the length it had at the checkpoint). Configure it exactly as the original
+    /// recorder (`every`, [`CsvRecorder::with_energy`], ...): the header is compared.
+    ///
+    /// # Errors
+    /// If `every` is 0 or `<path>.tmp` cannot be opened (e.g. it does not exist because the run
+    /// completed, or never started).
+    pub fn reopen(path: impl AsRef<Path>, every: u64) -> io::Result<Self> {
+        if every == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "CsvRecorder: `every` must be at least 1",
+            ));
+        }
+        let path = path.as_ref().to_path_buf();
+        let tmp_path = tmp_path_of(&path);
+        let file = OpenOptions::new().write(true).open(&tmp_path)?;
+        let mut r = Self::create_with(path, tmp_path, file, every);
+        // Nothing may be written before the restore positions the file.
+        r.header_written = true;
+        Ok(r)
+    }
+
+    fn create_with(path: PathBuf, tmp_path: PathBuf, file: File, every: u64) -> Self {
+        Self {
             path,
             tmp_path,
             writer: Some(csv::Writer::from_writer(file)),
@@ -79,7 +174,9 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
             header_written: false,
             buf: String::with_capacity(32),
             error: None,
-        })
+            ended_early: None,
+            last_row_t: f64::NAN,
+        }
     }
 
     /// Add an `energy` column: `½vᵀMv + V(q)` of the run's target potential.
@@ -118,7 +215,15 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
         self.rows
     }
 
-    /// Flush, sync and rename `path.tmp` to `path`. Returns the deferred error of a failed
+    /// The sidecar file that marks the trajectory as ended early (see the
+    /// [module docs](self)): `<path>.incomplete`.
+    pub fn incomplete_marker(&self) -> PathBuf {
+        incomplete_marker_of(&self.path)
+    }
+
+    /// Flush, sync and rename `path.tmp` to `path` (and sync the directory). If the run stopped
+    /// early ([`Observer::stopped_early`]), first write the sidecar `<path>.incomplete`; if it
+    /// did not, remove a stale sidecar after the rename. Returns the deferred error of a failed
     /// write instead (then the `.tmp` file is left as is). Idempotent once it succeeded.
     pub fn finish(&mut self) -> io::Result<()> {
         if let Some(e) = self.error.take() {
@@ -137,36 +242,54 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
             .map_err(|e| io::Error::new(e.error().kind(), e.error().to_string()))?;
         file.sync_all()?;
         drop(file);
-        std::fs::rename(&self.tmp_path, &self.path)
+        let marker = self.incomplete_marker();
+        if let Some(reason) = &self.ended_early {
+            let text = format!(
+                "{reason}; {} holds the {} rows up to the last good state (last row t = {})\n",
+                self.path.display(),
+                self.rows,
+                self.last_row_t
+            );
+            write_atomic(&marker, text.as_bytes())?;
+        }
+        std::fs::rename(&self.tmp_path, &self.path)?;
+        sync_parent_dir(&self.path);
+        if self.ended_early.is_none() {
+            match std::fs::remove_file(&marker) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => sync_parent_dir(&marker),
+            }
+        }
+        Ok(())
     }
 
-    fn write_header(&mut self, w: &mut csv::Writer<File>) -> io::Result<()> {
-        w.write_field("t")?;
+    /// The header row's fields.
+    fn header_fields(&self) -> Vec<String> {
+        let mut h = vec!["t".to_string()];
         match &self.names {
             Some(names) => {
-                for n in names {
-                    w.write_field(n)?;
-                }
-                for n in names {
-                    w.write_field(format!("v_{n}"))?;
-                }
+                h.extend(names.iter().cloned());
+                h.extend(names.iter().map(|n| format!("v_{n}")));
             }
             None => {
-                for i in 0..N {
-                    w.write_field(format!("q{i}"))?;
-                }
-                for i in 0..N {
-                    w.write_field(format!("v{i}"))?;
-                }
+                h.extend((0..N).map(|i| format!("q{i}")));
+                h.extend((0..N).map(|i| format!("v{i}")));
             }
         }
         if self.energy {
-            w.write_field("energy")?;
+            h.push("energy".into());
         }
         if self.residual.is_some() {
-            w.write_field("constraint_norm")?;
+            h.push("constraint_norm".into());
         }
-        w.write_record(None::<&[u8]>)?;
+        h
+    }
+
+    fn write_header(&mut self, w: &mut csv::Writer<File>) -> io::Result<()> {
+        for f in self.header_fields() {
+            w.write_field(f).map_err(csv_io)?;
+        }
+        w.write_record(None::<&[u8]>).map_err(csv_io)?;
         self.header_written = true;
         Ok(())
     }
@@ -181,7 +304,10 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
         let r = self.write_row_inner(&mut w, target, state);
         self.writer = Some(w);
         match r {
-            Ok(()) => self.rows += 1,
+            Ok(()) => {
+                self.rows += 1;
+                self.last_row_t = state.t;
+            }
             Err(e) => self.error = Some(e),
         }
     }
@@ -206,7 +332,7 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
             let r = g(&state.q);
             self.field(w, r)?;
         }
-        w.write_record(None::<&[u8]>)?;
+        w.write_record(None::<&[u8]>).map_err(csv_io)?;
         Ok(())
     }
 
@@ -219,7 +345,73 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
             write!(self.buf, "{x}")
         }
         .map_err(io::Error::other)?;
-        w.write_field(self.buf.as_bytes())?;
+        w.write_field(self.buf.as_bytes()).map_err(csv_io)?;
+        Ok(())
+    }
+}
+
+impl<const N: usize> CsvRecorder<'_, N> {
+    fn save(&mut self, out: &mut ScopeMut<'_>) -> io::Result<()> {
+        if let Some(e) = &self.error {
+            // Keep the error for `finish`, which then leaves the `.tmp` file unrenamed.
+            return Err(io::Error::new(e.kind(), e.to_string()));
+        }
+        let Some(w) = self.writer.as_mut() else {
+            return Err(io::Error::other("CsvRecorder: checkpoint after finish"));
+        };
+        w.flush()?;
+        // `&File` is `Seek`: the writer's buffer is empty after the flush.
+        let mut file: &File = w.get_ref();
+        file.sync_data()?;
+        let bytes = file.stream_position()?;
+        out.set_u64("bytes", bytes);
+        out.set_u64("rows", self.rows);
+        out.set_u64("seen", self.seen);
+        out.set_u64("every", self.every);
+        out.set_u64("header_written", u64::from(self.header_written));
+        out.set_str("header", &self.header_fields().join(","));
+        out.set_f64("last_row_t", self.last_row_t);
+        Ok(())
+    }
+
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        let mismatch = |what: String| CheckpointError::Mismatch(format!("CSV recorder: {what}"));
+        let header = self.header_fields().join(",");
+        let saved = from.str("header")?;
+        if saved != header {
+            return Err(mismatch(format!(
+                "columns '{saved}' at the checkpoint, '{header}' now"
+            )));
+        }
+        let every = from.u64("every")?;
+        if every != self.every {
+            return Err(mismatch(format!(
+                "every {every} at the checkpoint, {} now",
+                self.every
+            )));
+        }
+        let bytes = from.u64("bytes")?;
+        let io_err = |source: io::Error| CheckpointError::Io {
+            path: self.tmp_path.clone(),
+            source,
+        };
+        let Some(w) = self.writer.as_mut() else {
+            return Err(mismatch("already finished".into()));
+        };
+        let mut file: &File = w.get_ref();
+        let len = file.metadata().map_err(io_err)?.len();
+        if len < bytes {
+            return Err(mismatch(format!(
+                "{} has {len} bytes, fewer than the {bytes} of the checkpoint",
+                self.tmp_path.display()
+            )));
+        }
+        file.set_len(bytes).map_err(io_err)?;
+        file.seek(SeekFrom::Start(bytes)).map_err(io_err)?;
+        self.rows = from.u64("rows")?;
+        self.seen = from.u64("seen")?;
+        self.header_written = from.u64("header_written")? != 0;
+        self.last_row_t = from.f64("last_row_t")?;
         Ok(())
     }
 }
@@ -235,8 +427,17 @@ impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for CsvRecorder<'_
             self.write_row(target, state);
         }
     }
+    fn stopped_early(&mut self, error: &StepError) {
+        self.ended_early = Some(format!("ended early [{}]: {error}", error.kind()));
+    }
     fn finish(&mut self) -> io::Result<()> {
         CsvRecorder::finish(self)
+    }
+    fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> io::Result<()> {
+        self.save(out)
+    }
+    fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.restore(from)
     }
 }
 
@@ -244,4 +445,13 @@ fn tmp_path_of(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".tmp");
     PathBuf::from(s)
+}
+
+/// The I/O error inside a `csv` error (so that e.g. "disk full" keeps its
+/// [`io::ErrorKind`]); other `csv` errors cannot occur for the records written here.
+fn csv_io(e: csv::Error) -> io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => io::Error::other(format!("CSV: {other:?}")),
+    }
 }

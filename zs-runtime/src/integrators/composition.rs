@@ -9,28 +9,8 @@ pub const YOSHIDA4_W1: f64 = 1.351_207_191_959_657_6;
 pub const YOSHIDA4_W0: f64 = -1.702_414_383_919_315_3;
 
 /// The same error reported as step `step` of the composite method, started at time `t`.
-pub(crate) fn restamp(mut e: StepError, step: u64, t: f64) -> StepError {
-    match &mut e {
-        StepError::SingularMatrix {
-            step: s, t: time, ..
-        }
-        | StepError::NonFinite {
-            step: s, t: time, ..
-        }
-        | StepError::InvalidStepSize {
-            step: s, t: time, ..
-        }
-        | StepError::NotConverged {
-            step: s, t: time, ..
-        } => {
-            *s = step;
-            *time = t;
-        }
-        // Variants added later keep the inner stepper's index and time.
-        #[allow(unreachable_patterns)]
-        _ => {}
-    }
-    e
+pub(crate) fn restamp(e: StepError, step: u64, t: f64) -> StepError {
+    e.with_step(step, t)
 }
 
 /// Fourth-order triple-jump composition `Φ_{w1 h} ∘ Φ_{w0 h} ∘ Φ_{w1 h}` of a symmetric

@@ -259,3 +259,39 @@ impl<P: Potential<N> + ?Sized, S: Stepper<P, N>, const N: usize> Stepper<P, N> f
         "langevin"
     }
 }
+
+/// Saves γ, kT, the noise stream ([`RngState`]: seed and word position), the step counter and
+/// the inner stepper (under `inner`), all exact: a run resumed from a checkpoint draws the same
+/// noise and gives the same bits (`zs-runtime/tests/checkpoint.rs`).
+impl<S: crate::checkpoint::Resumable> crate::checkpoint::Resumable for Langevin<S> {
+    fn save(&self, out: &mut crate::checkpoint::ScopeMut<'_>) {
+        out.set_f64("gamma", self.gamma);
+        out.set_f64("kt", self.kt);
+        out.set_u64("rng.seed", self.seed);
+        let pos = self.rng.get_word_pos();
+        out.set_u64("rng.word_pos.hi", (pos >> 64) as u64);
+        out.set_u64("rng.word_pos.lo", pos as u64);
+        out.set_u64("steps", self.steps);
+        self.inner.save(&mut out.scope_mut("inner"));
+    }
+    fn restore(
+        &mut self,
+        from: &crate::checkpoint::Scope<'_>,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        let (gamma, kt) = (from.f64("gamma")?, from.f64("kt")?);
+        if !(gamma.is_finite() && gamma >= 0.0 && kt.is_finite() && kt >= 0.0) {
+            return Err(crate::checkpoint::CheckpointError::Mismatch(format!(
+                "Langevin: invalid gamma {gamma} or kT {kt}"
+            )));
+        }
+        let word_pos = (u128::from(from.u64("rng.word_pos.hi")?) << 64)
+            | u128::from(from.u64("rng.word_pos.lo")?);
+        let seed = from.u64("rng.seed")?;
+        let steps = from.u64("steps")?;
+        self.inner.restore(&from.scope("inner"))?;
+        self.set_parameters(gamma, kt);
+        self.set_rng_state(RngState { seed, word_pos });
+        self.steps = steps;
+        Ok(())
+    }
+}

@@ -2,6 +2,7 @@
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
 use super::{check_finite, check_h, same_bits};
+use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::{Potential, State, StepError, Stepper};
 
 /// Velocity Verlet:
@@ -146,5 +147,20 @@ impl<P: Potential<N> + ?Sized, const N: usize> Stepper<P, N> for VelocityVerlet<
     }
     fn name(&self) -> &'static str {
         "velocity-verlet"
+    }
+}
+
+/// Saves `h` and the step counter (exact bits); the cached acceleration is recomputed from the
+/// restored state by the same code, giving the same bits.
+impl<const N: usize> Resumable for VelocityVerlet<N> {
+    fn save(&self, out: &mut ScopeMut<'_>) {
+        out.set_f64("h", self.h);
+        out.set_u64("steps", self.steps);
+    }
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.h = from.f64("h")?;
+        self.steps = from.u64("steps")?;
+        self.cache = None;
+        Ok(())
     }
 }

@@ -3,7 +3,8 @@
 //! Z&Ss skips the third-derivative term.
 
 use super::{check_finite, check_h, same_bits};
-use crate::linalg::{solve_shifted, Factorization};
+use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
+use crate::linalg::{solve_shifted_with, Factorization, SolveOptions};
 use crate::{Potential, State, StepError, Stepper};
 
 /// Work counters of a [`ZhangSkeel`] or [`ZhangSkeelSimplified`] integrator.
@@ -37,6 +38,7 @@ struct Core<const N: usize> {
     steps: u64,
     cache: Option<Cache<N>>,
     stats: ZsStats,
+    solve: SolveOptions,
 }
 
 impl<const N: usize> Core<N> {
@@ -51,6 +53,7 @@ impl<const N: usize> Core<N> {
             steps: 0,
             cache: None,
             stats: ZsStats::default(),
+            solve: SolveOptions::default(),
         }
     }
 
@@ -77,7 +80,8 @@ impl<const N: usize> Core<N> {
             });
         }
         let rhs: [f64; N] = core::array::from_fn(|i| -g[i]);
-        let (a, how) = solve_shifted(&m, self.beta * h2, &hess, &rhs).map_err(|e| e.at(step, t))?;
+        let (a, how) = solve_shifted_with(&m, self.beta * h2, &hess, &rhs, &self.solve)
+            .map_err(|e| e.at(step, t))?;
         match how {
             Factorization::Cholesky => self.stats.cholesky_solves += 1,
             Factorization::Lu => self.stats.lu_fallbacks += 1,
@@ -139,6 +143,31 @@ impl<const N: usize> Core<N> {
     }
 }
 
+impl<const N: usize> Core<N> {
+    fn save(&self, out: &mut ScopeMut<'_>) {
+        out.set_f64("h", self.h);
+        out.set_f64("beta", self.beta);
+        out.set_f64("max_condition", self.solve.max_condition);
+        out.set_u64("steps", self.steps);
+    }
+
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        let beta = from.f64("beta")?;
+        let max_condition = from.f64("max_condition")?;
+        if !beta.is_finite() || max_condition.is_nan() || max_condition < 1.0 {
+            return Err(CheckpointError::Mismatch(format!(
+                "Zhang-Skeel: invalid beta {beta} or max_condition {max_condition}"
+            )));
+        }
+        self.h = from.f64("h")?;
+        self.beta = beta;
+        self.solve = SolveOptions { max_condition };
+        self.steps = from.u64("steps")?;
+        self.cache = None;
+        Ok(())
+    }
+}
+
 macro_rules! zs_common {
     ($ty:ident, $third:expr, $name:literal) => {
         impl<const N: usize> $ty<N> {
@@ -185,6 +214,25 @@ macro_rules! zs_common {
                 self.core.cache = None;
             }
 
+            /// Reject near-singular linear systems: a step whose `M + βh²H` has an estimated
+            /// 1-norm condition number above `max_condition` fails with
+            /// [`StepError::IllConditioned`] (see [`crate::linalg::SolveOptions`]). Off by
+            /// default (only matrices singular to working precision are rejected, as
+            /// [`StepError::SingularMatrix`]). Drops the cached `f`.
+            ///
+            /// # Panics
+            /// If `max_condition` is NaN or below 1.
+            pub fn with_max_condition(mut self, max_condition: f64) -> Self {
+                self.core.solve = SolveOptions::with_max_condition(max_condition);
+                self.core.cache = None;
+                self
+            }
+
+            /// The condition-number limit (`f64::INFINITY`: off).
+            pub fn max_condition(&self) -> f64 {
+                self.core.solve.max_condition
+            }
+
             /// Forget the cached `f_k`. Required before stepping a *different potential* with
             /// this integrator (the cache key is the position and `h²`, not the potential).
             pub fn reset(&mut self) {
@@ -219,6 +267,17 @@ macro_rules! zs_common {
                 state: &mut State<N>,
             ) -> Result<(), StepError> {
                 self.core.step($third, potential, state)
+            }
+        }
+
+        /// Saves `h`, β, the condition limit and the step counter (exact bits); the cached
+        /// `f` is recomputed from the restored state by the same code, giving the same bits.
+        impl<const N: usize> Resumable for $ty<N> {
+            fn save(&self, out: &mut ScopeMut<'_>) {
+                self.core.save(out);
+            }
+            fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+                self.core.restore(from)
             }
         }
 

@@ -1,0 +1,249 @@
+//! Guards: user-set limits on quantities that a correct run keeps small, checked by the
+//! [`crate::driver`] after every step.
+//!
+//! A guard is an [`Observer`] whose [`Observer::check`] rejects a state. The driver calls
+//! `check` on every observer after each successful step and *before* any observer sees the new
+//! state; on the first rejection it discards the state (the caller keeps the state from before
+//! the step), stops, and reports [`StepError::GuardViolated`] with the step index, the guarded
+//! quantity, its value and the limit. Observers (CSV rows included) thus hold exactly the states
+//! up to the last good one.
+//!
+//! - [`EnergyGuard`]: `|E - E₀| ≤ limit` for the total energy `E = ½vᵀMv + V(q)` of the
+//!   run's target (for a penalized run, `V_ω` of Tao & Owhadi eq. 7, the energy a symplectic
+//!   method nearly conserves), with an absolute or a relative limit;
+//! - [`ConstraintGuard`]: `‖g(q)‖ ≤ limit` for the constraints of a [`MechanicalSystem`]
+//!   (e.g. the penalized double pendulum, where `g = O(1/ω)` holds only approximately).
+//!
+//! Checking allocates nothing.
+//!
+//! ```
+//! use zs_runtime::guards::EnergyGuard;
+//! use zs_runtime::{driver::run, Potential, State, StepError, VelocityVerlet};
+//!
+//! struct Spring; // V = ½ q², ω = 1
+//! impl Potential<1> for Spring {
+//!     fn masses(&self) -> [f64; 1] { [1.0] }
+//!     fn potential(&self, q: &[f64; 1]) -> f64 { 0.5 * q[0] * q[0] }
+//!     fn gradient(&self, q: &[f64; 1]) -> [f64; 1] { [q[0]] }
+//!     fn hessian(&self, _: &[f64; 1]) -> [[f64; 1]; 1] { [[1.0]] }
+//!     fn third_contraction(&self, _: &[f64; 1], _: &[f64; 1]) -> [f64; 1] { [0.0] }
+//! }
+//! // hω = 1.9: Verlet is stable but its energy error is large.
+//! let mut vv = VelocityVerlet::new(1.9);
+//! let mut state = State::new([1.0], [0.0]);
+//! let mut guard = EnergyGuard::relative(0.5);
+//! let summary = run(&mut vv, &Spring, &mut state, 100.0, &mut [&mut guard]);
+//! assert!(matches!(summary.error, Some(StepError::GuardViolated { .. })));
+//! assert_eq!(summary.last_state, state); // the state before the offending step
+//! ```
+
+use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
+use crate::observers::{constraint_norm, total_energy, Observer};
+use crate::{MechanicalSystem, Potential, State, StepError};
+
+/// A guard's rejection of a state: the guarded quantity, its value and the limit. The driver
+/// turns it into [`StepError::GuardViolated`] with [`GuardViolation::at`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GuardViolation {
+    /// The guarded quantity (e.g. `"energy drift |E - E0|"`).
+    pub what: &'static str,
+    /// Its value in the rejected state (may be NaN or infinite).
+    pub value: f64,
+    /// The limit it exceeded.
+    pub limit: f64,
+}
+
+impl GuardViolation {
+    /// The [`StepError`] of step `step` started at time `t`.
+    pub fn at(self, step: u64, t: f64) -> StepError {
+        StepError::GuardViolated {
+            step,
+            t,
+            what: self.what,
+            value: self.value,
+            limit: self.limit,
+        }
+    }
+}
+
+/// `Err` unless `value ≤ limit` (NaN is a violation).
+#[inline]
+fn within(what: &'static str, value: f64, limit: f64) -> Result<(), GuardViolation> {
+    if value <= limit {
+        Ok(())
+    } else {
+        Err(GuardViolation { what, value, limit })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Limit {
+    Absolute(f64),
+    Relative(f64),
+}
+
+/// Stops a run when the total energy drifts: `|E - E₀| > limit`, `E = ½vᵀMv + V(q)` of the
+/// run's target, `E₀` its value at the initial state (see the [module docs](self)).
+#[derive(Debug, Clone)]
+pub struct EnergyGuard {
+    limit: Limit,
+    initial: Option<f64>,
+    max_seen: f64,
+}
+
+/// The `what` of an [`EnergyGuard`] violation.
+pub const ENERGY_DRIFT: &str = "energy drift |E - E0|";
+/// The `what` of a [`ConstraintGuard`] violation.
+pub const CONSTRAINT_RESIDUAL: &str = "constraint residual |g(q)|";
+
+impl EnergyGuard {
+    /// Stop when `|E - E₀| > max_abs_drift`.
+    ///
+    /// # Panics
+    /// If `max_abs_drift` is negative or NaN.
+    pub fn new(max_abs_drift: f64) -> Self {
+        assert!(
+            max_abs_drift >= 0.0,
+            "EnergyGuard: the limit must be >= 0, got {max_abs_drift}"
+        );
+        Self {
+            limit: Limit::Absolute(max_abs_drift),
+            initial: None,
+            max_seen: 0.0,
+        }
+    }
+
+    /// Stop when `|E - E₀| > max_relative_drift · |E₀|`.
+    ///
+    /// # Panics
+    /// If `max_relative_drift` is negative or NaN.
+    pub fn relative(max_relative_drift: f64) -> Self {
+        assert!(
+            max_relative_drift >= 0.0,
+            "EnergyGuard: the limit must be >= 0, got {max_relative_drift}"
+        );
+        Self {
+            limit: Limit::Relative(max_relative_drift),
+            initial: None,
+            max_seen: 0.0,
+        }
+    }
+
+    /// The absolute limit on `|E - E₀|` (`None` before the run started, for a relative guard).
+    pub fn limit(&self) -> Option<f64> {
+        match (self.limit, self.initial) {
+            (Limit::Absolute(l), _) => Some(l),
+            (Limit::Relative(r), Some(e0)) => Some(r * e0.abs()),
+            (Limit::Relative(_), None) => None,
+        }
+    }
+
+    /// `E₀` (`None` before the run started).
+    pub fn initial_energy(&self) -> Option<f64> {
+        self.initial
+    }
+
+    /// The largest `|E - E₀|` among the accepted states.
+    pub fn max_seen(&self) -> f64 {
+        self.max_seen
+    }
+
+    fn drift<P: Potential<N> + ?Sized, const N: usize>(&self, target: &P, s: &State<N>) -> f64 {
+        match self.initial {
+            Some(e0) => (total_energy(target, s) - e0).abs(),
+            None => 0.0,
+        }
+    }
+}
+
+impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for EnergyGuard {
+    fn start(&mut self, target: &P, state: &State<N>) {
+        self.initial = Some(total_energy(target, state));
+        self.max_seen = 0.0;
+    }
+    fn check(&mut self, target: &P, state: &State<N>) -> Result<(), GuardViolation> {
+        let limit = self.limit().unwrap_or(f64::INFINITY);
+        within(ENERGY_DRIFT, self.drift(target, state), limit)
+    }
+    fn observe(&mut self, target: &P, state: &State<N>) {
+        let d = self.drift(target, state);
+        if d > self.max_seen {
+            self.max_seen = d;
+        }
+    }
+    fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
+        out.set_f64s("initial", self.initial.as_slice());
+        out.set_f64("max_seen", self.max_seen);
+        Ok(())
+    }
+    fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.initial = from.f64s("initial")?.first().copied();
+        self.max_seen = from.f64("max_seen")?;
+        Ok(())
+    }
+}
+
+/// Stops a run when the constraint residual `‖g(q)‖` of `system` exceeds a limit, whatever the
+/// target of the run (typically `system.penalized(ω)`).
+#[derive(Debug)]
+pub struct ConstraintGuard<'a, S: ?Sized, const N: usize, const M: usize> {
+    system: &'a S,
+    limit: f64,
+    max_seen: f64,
+}
+
+impl<'a, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>
+    ConstraintGuard<'a, S, N, M>
+{
+    /// Stop when `‖g(q)‖ > max_residual`.
+    ///
+    /// # Panics
+    /// If `max_residual` is negative or NaN.
+    pub fn new(system: &'a S, max_residual: f64) -> Self {
+        assert!(
+            max_residual >= 0.0,
+            "ConstraintGuard: the limit must be >= 0, got {max_residual}"
+        );
+        Self {
+            system,
+            limit: max_residual,
+            max_seen: 0.0,
+        }
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> f64 {
+        self.limit
+    }
+
+    /// The largest `‖g(q)‖` among the accepted states (the initial one included).
+    pub fn max_seen(&self) -> f64 {
+        self.max_seen
+    }
+}
+
+impl<P: ?Sized, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize> Observer<P, N>
+    for ConstraintGuard<'_, S, N, M>
+{
+    fn check(&mut self, _target: &P, state: &State<N>) -> Result<(), GuardViolation> {
+        within(
+            CONSTRAINT_RESIDUAL,
+            constraint_norm(self.system, &state.q),
+            self.limit,
+        )
+    }
+    fn observe(&mut self, _target: &P, state: &State<N>) {
+        let r = constraint_norm(self.system, &state.q);
+        if r > self.max_seen {
+            self.max_seen = r;
+        }
+    }
+    fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
+        out.set_f64("max_seen", self.max_seen);
+        Ok(())
+    }
+    fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.max_seen = from.f64("max_seen")?;
+        Ok(())
+    }
+}
