@@ -236,3 +236,59 @@ mod double_pendulum {
         assert!(table.rows[0][0].starts_with("benchmark"));
     }
 }
+
+mod multipliers {
+    use super::*;
+    use zs_systems::experiments::multipliers::{self as mp, Config};
+
+    #[test]
+    fn penalized_estimate_follows_shake_and_improves_with_omega_at_fixed_h_omega() {
+        let cfg = Config::quick();
+        let out = mp::run(&cfg);
+        let c = &out.comparisons;
+        // [0] SHAKE vs exact, [1] eq. 8 (ω = 20) vs SHAKE, [2] vs exact, [3] vs exact window
+        // mean, then for ω = 80: [4] at hω = 0.2, [5] at h = 0.01.
+        assert_eq!(c.len(), 6, "{c:#?}");
+        assert!(
+            c[0].what.starts_with("SHAKE") && c[0].rel_rms < 1e-2,
+            "{:?}",
+            c[0]
+        );
+        // The paper's comparison: eq. 8 at ω = 20 tracks SHAKE's λ to within ~10 % RMS
+        // (T = 50: 6.8 %), not exactly (two-scale convergence only).
+        assert!(c[1].rel_rms < 0.15 && c[1].rel_rms > 1e-3, "{:?}", c[1]);
+        // Larger ω at the same hω: the estimate gets closer.
+        assert!(c[4].what.contains("ω = 80") && c[4].what.contains("hω = 0.20"));
+        assert!(
+            c[4].rel_rms < 0.75 * c[3].rel_rms,
+            "{:?} vs {:?}",
+            c[4],
+            c[3]
+        );
+        // Larger ω at the same h (hω = 0.8): worse, the fast oscillation is not resolved.
+        assert!(c[5].rel_rms > c[4].rel_rms, "{:?} vs {:?}", c[5], c[4]);
+        // Tension in both rods: λ < 0 in the paper's sign, all along.
+        assert!(out.curves.exact.iter().all(|l| l[0] < 0.0 && l[1] < 0.0));
+        assert!(out.shake_max_g <= 1e-11);
+
+        let dir = scratch("mp");
+        let report = mp::write(&cfg, &out, &dir).unwrap();
+        assert_eq!(report.tables[0].rows.len(), 6);
+        let csv = read(&dir.join("multipliers.csv"));
+        assert_eq!(csv.lines().count(), 1 + out.curves.t.len());
+        let svg = read(&dir.join("multipliers.svg"));
+        assert!(svg.contains("Fig. 2b") && svg.contains("SHAKE (h = 0.01)"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn exact_multiplier_balances_gravity_at_rest() {
+        // Hanging straight down at rest: rod 2 carries bob 2's weight (1), rod 1 both (2).
+        // Force −Gᵀλ with ∇g = 2 r: tension T = 2ℓλ, so λ2 = 1/(2 L2), λ1 = 2/(2 L1).
+        let sys = zs_systems::DoublePendulum::paper();
+        let l2 = std::f64::consts::SQRT_2;
+        let l = mp::exact_multiplier(&sys, &[0.0, -1.0, 0.0, -1.0 - l2], &[0.0; 4]);
+        assert!((l[0] - 1.0).abs() < 1e-14, "{l:?}");
+        assert!((l[1] - 1.0 / (2.0 * l2)).abs() < 1e-14, "{l:?}");
+    }
+}

@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | `double-pendulum` | Tao & Owhadi §4.1, Fig. 1 and the run-time table | [`double_pendulum`] |
 //! | `constraint-scaling` | Tao & Owhadi Fig. 2a, `ω²‖g(q(T))‖` against ω | [`constraint_scaling`] |
-//! | `multipliers` | Tao & Owhadi Fig. 2b, λ(t) from the penalized run (eq. 8) vs SHAKE | `multipliers` |
+//! | [`multipliers`] | Tao & Owhadi Fig. 2b, λ(t) from the penalized run (eq. 8) vs SHAKE | [`multipliers`] |
 //! | `impulse-convergence` | seed 003 Figs. 1–3, error vs macro step of the impulse family | `impulse_convergence` |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
@@ -18,6 +18,7 @@
 
 pub mod constraint_scaling;
 pub mod double_pendulum;
+pub mod multipliers;
 pub mod plot;
 
 use std::fmt;
@@ -79,6 +80,11 @@ impl Experiment {
                 &double_pendulum::Config::printed_sign(),
             )
             .map_err(|e| io_message(out_dir, e)),
+            Experiment::Multipliers => {
+                let cfg = multipliers::Config::paper();
+                let out = multipliers::run(&cfg);
+                multipliers::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+            }
             other => Err(format!(
                 "experiment `{}` is not available yet (its integrators have not landed)",
                 other.name()
