@@ -30,7 +30,7 @@
 //! # Run times
 //! Each method's complete run (set-up and all steps to `T`, no error bookkeeping) is timed in
 //! this process as the minimum over several batches of repeated runs
-//! ([`super::min_wall_time`]), and reported as a ratio to Z&S beside the paper's Matlab times
+//! ([`super::min_wall_times`], batches of all methods interleaved), and reported as a ratio to Z&S beside the paper's Matlab times
 //! (benchmark 91.3, SHAKE 3.8, Verlet 1.0, Newmark 5.3, one-step Newmark 0.2, Z&S 0.4 s).
 
 use std::f64::consts::PI;
@@ -45,7 +45,7 @@ use zs_runtime::{
 };
 
 use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
-use super::{integrate, min_wall_time, sci, whole_steps, Csv, Field, Report, Table};
+use super::{integrate, min_wall_times, sci, whole_steps, Csv, Field, Report, Table};
 use crate::double_pendulum::generalized::{GeneralizedPendulum, ReferenceSample};
 use crate::double_pendulum::{DoublePendulum, BETA, H, OMEGA};
 
@@ -417,15 +417,27 @@ fn bare_run<P: ?Sized, S: Stepper<P, 4>>(mut stepper: S, target: &P, steps: u64)
     state
 }
 
-/// Integrate `method` under `cfg` and compare with `reference`.
+/// Integrate `method` under `cfg` and compare with `reference` (not timed).
 pub fn run_method(cfg: &Config, method: Method, reference: &[ReferenceSample]) -> MethodRun {
+    run_and_timer(cfg, method, reference).0
+}
+
+/// A complete bare run (what is timed).
+type Timer<'a> = Box<dyn FnMut() + 'a>;
+
+/// The measured run of `method`, and a closure doing one complete bare run of it.
+fn run_and_timer<'a>(
+    cfg: &'a Config,
+    method: Method,
+    reference: &[ReferenceSample],
+) -> (MethodRun, Timer<'a>) {
     let sys = &cfg.system;
     let penalized = sys.penalized(cfg.omega);
     let h = method.step(cfg);
     let steps = whole_steps(cfg.t_end, h);
     let beta = cfg.beta;
     // Each arm: the measured run, and a closure doing one complete bare run (what is timed).
-    let (mut run, timer): (MethodRun, Box<dyn FnMut()>) = match method {
+    let pair: (MethodRun, Timer<'a>) = match method {
         Method::Shake => (
             run_stepper(cfg, method, Shake::<4, 2>::new(h), sys, reference),
             Box::new(move || {
@@ -483,10 +495,7 @@ pub fn run_method(cfg: &Config, method: Method, reference: &[ReferenceSample]) -
             }),
         ),
     };
-    if let Some(t) = cfg.timing {
-        run.wall_time = Some(min_wall_time(timer, t.repetitions, t.min_batch));
-    }
-    run
+    pair
 }
 
 /// Run every method of `cfg` against the reference.
@@ -498,22 +507,25 @@ pub fn run(cfg: &Config) -> Outcome {
         .zip(&half)
         .map(|(a, b)| wrap(a.theta - b.theta).abs().max(wrap(a.phi - b.phi).abs()))
         .fold(0.0, f64::max);
-    let reference_wall_time = cfg.timing.map(|t| {
-        let gp = GeneralizedPendulum::from(&cfg.system);
-        let n = whole_steps(cfg.t_end, cfg.h_reference) as usize;
-        min_wall_time(
-            || {
-                std::hint::black_box(gp.paper_reference_trajectory(cfg.t_end, cfg.h_reference, n));
-            },
-            t.repetitions,
-            t.min_batch,
-        )
-    });
-    let runs = cfg
+    let (mut runs, mut timers): (Vec<MethodRun>, Vec<Timer>) = cfg
         .methods
         .iter()
-        .map(|&m| run_method(cfg, m, &reference_traj))
-        .collect();
+        .map(|&m| run_and_timer(cfg, m, &reference_traj))
+        .unzip();
+    let mut reference_wall_time = None;
+    if let Some(timing) = cfg.timing {
+        let gp = GeneralizedPendulum::from(&cfg.system);
+        let n = whole_steps(cfg.t_end, cfg.h_reference) as usize;
+        timers.push(Box::new(move || {
+            std::hint::black_box(gp.paper_reference_trajectory(cfg.t_end, cfg.h_reference, n));
+        }));
+        let mut fs: Vec<&mut dyn FnMut()> = timers.iter_mut().map(|t| &mut **t as _).collect();
+        let times = min_wall_times(&mut fs, timing.repetitions, timing.min_batch);
+        for (run, &t) in runs.iter_mut().zip(&times) {
+            run.wall_time = Some(t);
+        }
+        reference_wall_time = times.last().copied();
+    }
     Outcome {
         reference: reference_traj,
         reference_error,

@@ -339,26 +339,43 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Taking the minimum over batches discards the interference of other processes on a shared
 /// machine, which only ever adds time.
 pub fn min_wall_time(mut f: impl FnMut(), repetitions: usize, min_batch: Duration) -> Duration {
-    // Calibrate: double the batch size until one batch lasts `min_batch`.
-    let mut n: u32 = 1;
-    loop {
-        let start = Instant::now();
-        for _ in 0..n {
-            f();
-        }
-        let el = start.elapsed();
-        if el >= min_batch || n >= 1 << 20 {
-            break;
-        }
-        n *= 2;
-    }
-    let mut best = Duration::MAX;
+    min_wall_times(&mut [&mut f], repetitions, min_batch)[0]
+}
+
+/// [`min_wall_time`] of several functions, with their batches **interleaved** (round-robin:
+/// one batch of each, `repetitions` times), so that a slow phase of a shared machine affects
+/// them all alike and their ratios stay stable.
+pub fn min_wall_times(
+    fs: &mut [&mut dyn FnMut()],
+    repetitions: usize,
+    min_batch: Duration,
+) -> Vec<Duration> {
+    // Calibrate: double each batch size until one batch lasts `min_batch`.
+    let sizes: Vec<u32> = fs
+        .iter_mut()
+        .map(|f| {
+            let mut n: u32 = 1;
+            loop {
+                let start = Instant::now();
+                for _ in 0..n {
+                    f();
+                }
+                if start.elapsed() >= min_batch || n >= 1 << 20 {
+                    break n;
+                }
+                n *= 2;
+            }
+        })
+        .collect();
+    let mut best = vec![Duration::MAX; fs.len()];
     for _ in 0..repetitions.max(1) {
-        let start = Instant::now();
-        for _ in 0..n {
-            f();
+        for (i, f) in fs.iter_mut().enumerate() {
+            let start = Instant::now();
+            for _ in 0..sizes[i] {
+                f();
+            }
+            best[i] = best[i].min(start.elapsed() / sizes[i]);
         }
-        best = best.min(start.elapsed() / n);
     }
     best
 }
@@ -505,6 +522,21 @@ mod tests {
         assert_eq!(whole_steps(50.0, 0.1), 500);
         assert_eq!(whole_steps(50.0, 0.1 / 20.0), 10_000);
         assert!(std::panic::catch_unwind(|| whole_steps(1.0, 0.3)).is_err());
+    }
+
+    #[test]
+    fn interleaved_timing_orders_cheap_and_expensive_work() {
+        let work = |n: u64| {
+            let mut x = 0u64;
+            for i in 0..n {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+            }
+            std::hint::black_box(x);
+        };
+        let (mut cheap, mut dear) = (|| work(1_000), || work(100_000));
+        let t = min_wall_times(&mut [&mut cheap, &mut dear], 3, Duration::from_millis(2));
+        assert_eq!(t.len(), 2);
+        assert!(t[1] > 10 * t[0], "{t:?}");
     }
 
     #[test]
