@@ -304,6 +304,17 @@ impl Checkpoint {
         }
     }
 
+    /// The entry under `key` as it appears in the file after the key (`"f64 3fb999999999999a #
+    /// 0.1"`), `None` if absent: to compare or display entries whatever their type.
+    pub fn value_text(&self, key: &str) -> Option<String> {
+        let v = self.entries.get(key)?;
+        let mut one = Checkpoint::new();
+        one.entries.insert("k".into(), v.clone());
+        let text = one.to_text();
+        let line = text.lines().nth(1)?;
+        Some(line.strip_prefix("k ").unwrap_or(line).to_string())
+    }
+
     /// Copy every entry of `other` into `self` (overwriting equal keys).
     pub fn merge(&mut self, other: &Checkpoint) {
         for (k, v) in &other.entries {
@@ -631,6 +642,12 @@ mod tests {
             Vec::<f64>::new()
         );
         assert_eq!(back.to_text(), text);
+        assert_eq!(
+            back.value_text("stepper.h").as_deref(),
+            Some("f64 3fb999999999999a # 0.1")
+        );
+        assert_eq!(back.value_text("run.done").as_deref(), Some("u64 12"));
+        assert_eq!(back.value_text("nope"), None);
         assert!(text.starts_with("zs-checkpoint 1\n"));
         assert!(
             text.contains("stepper.h f64 3fb999999999999a # 0.1\n"),

@@ -1,0 +1,465 @@
+//! The `zs` binary: every bad argument gives exactly one line on stderr and a non-zero exit;
+//! help and version exit 0; a good run writes its CSV; failed runs keep their trajectory and
+//! mark it; checkpoint and resume reproduce the uninterrupted run's file byte for byte, also
+//! after a real SIGKILL.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const ZS: &str = env!("CARGO_BIN_EXE_zs");
+
+/// A fresh, empty directory for one test, removed at the end.
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn dir(name: &str) -> TempDir {
+    let d = std::env::temp_dir().join(format!("zs-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    TempDir(d)
+}
+
+fn zs(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(ZS)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run the zs binary")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The first word after `label` on the summary line that starts with it.
+fn field(out: &str, label: &str) -> String {
+    let line = out
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix(label))
+        .unwrap_or_else(|| panic!("no line '{label}' in\n{out}"));
+    line.split_whitespace().next().unwrap_or("").to_string()
+}
+
+/// Exit status not 0, exactly one line on stderr starting with "zs: " and containing every
+/// `needle`; returns the line.
+fn one_line_error(o: &Output, args: &[&str], needles: &[&str]) -> String {
+    let err = stderr(o);
+    assert!(!o.status.success(), "zs {args:?} succeeded");
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "zs {args:?}: not exactly one line on stderr:\n{err}"
+    );
+    assert!(err.ends_with('\n'));
+    assert!(err.starts_with("zs: "), "zs {args:?}: {err}");
+    for n in needles {
+        assert!(
+            err.contains(n),
+            "zs {args:?}: {err:?} does not mention {n:?}"
+        );
+    }
+    err
+}
+
+#[test]
+fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
+    let d = dir("bad");
+    std::fs::write(d.join("garbage.ck"), "t,q0\n1,2\n").unwrap();
+    let cases: &[(&[&str], &[&str], i32)] = &[
+        // Unknown system, integrator, subcommand, option.
+        (&["run", "pendulum"], &["'pendulum'", "double-pendulum"], 2),
+        (
+            &["run", "double-pendulum", "--integrator", "rk4"],
+            &["'rk4'", "--integrator", "zs, zss, verlet"],
+            2,
+        ),
+        (&["simulate"], &["'simulate'", "run, reproduce"], 2),
+        (&[], &["missing subcommand", "run, reproduce"], 2),
+        (&["run"], &["missing required argument", "<SYSTEM>"], 2),
+        (
+            &["run", "double-pendulum", "--t-ed", "5"],
+            &["'--t-ed'", "--t-end"],
+            2,
+        ),
+        // h ≤ 0 in every spelling, non-numeric and non-finite values.
+        (
+            &["run", "double-pendulum", "--h=-1"],
+            &["'-1'", "--h", "> 0"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--h", "-1"],
+            &["'-1'", "--h", "> 0"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--h", "0"],
+            &["'0'", "--h", "> 0"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--h", "abc"],
+            &["'abc'", "--h", "not a number"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--h", "nan"],
+            &["'nan'", "--h"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--h"],
+            &["--h", "value is required"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--t-end", "-5"],
+            &["--t-end", "> 0"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--omega", "0"],
+            &["--omega", "> 0"],
+            2,
+        ),
+        // β < 0.
+        (
+            &["run", "double-pendulum", "--beta", "-0.5"],
+            &["'-0.5'", "--beta", ">= 0"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--beta=-1e-3"],
+            &["--beta", ">= 0"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--every", "0"],
+            &["--every", "'0'"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--checkpoint-every", "5"],
+            &["missing required argument", "--checkpoint"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--max-condition", "0.5"],
+            &["--max-condition", ">= 1"],
+            2,
+        ),
+        (
+            &["run", "double-pendulum", "--max-residual", "-1"],
+            &["--max-residual", ">= 0"],
+            2,
+        ),
+        // Run-time checks: missing output directory, unreadable or invalid checkpoint.
+        (
+            &["run", "double-pendulum", "--out", "no-such-dir/x.csv"],
+            &["output directory no-such-dir does not exist"],
+            1,
+        ),
+        (
+            &["run", "double-pendulum", "--checkpoint", "no-such-dir/x.ck"],
+            &["checkpoint directory no-such-dir does not exist"],
+            1,
+        ),
+        (
+            &["run", "double-pendulum", "--resume", "missing.ck"],
+            &["cannot read the checkpoint missing.ck", "No such file"],
+            1,
+        ),
+        (
+            &["run", "double-pendulum", "--resume", "garbage.ck"],
+            &["cannot resume from garbage.ck", "not a zs checkpoint"],
+            1,
+        ),
+        (
+            &[
+                "run",
+                "double-pendulum",
+                "--integrator",
+                "verlet",
+                "--max-condition",
+                "1e8",
+            ],
+            &["--max-condition", "verlet"],
+            1,
+        ),
+        (&["reproduce", "nothing"], &["'nothing'"], 2),
+    ];
+    for (args, needles, code) in cases {
+        let o = zs(&d, args);
+        one_line_error(&o, args, needles);
+        assert_eq!(o.status.code(), Some(*code), "zs {args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty() || *code == 1, "zs {args:?}");
+    }
+    // Nothing was written by the rejected runs.
+    let mut left: Vec<_> = std::fs::read_dir(&*d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["garbage.ck"]);
+}
+
+#[test]
+fn help_and_version_exit_zero_on_stdout() {
+    let d = dir("help");
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["run", "--help"],
+        &["help", "run"],
+    ] {
+        let o = zs(&d, args);
+        assert!(o.status.success(), "zs {args:?}: {}", stderr(&o));
+        assert!(stderr(&o).is_empty(), "zs {args:?}: {}", stderr(&o));
+        assert!(!stdout(&o).is_empty());
+    }
+    let help = stdout(&zs(&d, &["run", "--help"]));
+    for option in [
+        "--checkpoint <FILE>",
+        "--checkpoint-every <K>",
+        "--resume <FILE>",
+    ] {
+        assert!(help.contains(option), "{option} not in help");
+    }
+    assert!(help.contains("byte-for-byte"), "--resume semantics stated");
+}
+
+#[test]
+fn a_good_short_run_writes_the_csv() {
+    let d = dir("good");
+    let o = zs(&d, &["run", "double-pendulum", "--t-end", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(d.join("double-pendulum.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("t,x1,y1,x2,y2,v_x1,v_y1,v_x2,v_y2,energy,constraint_norm")
+    );
+    // h = 0.1, T = 1: the initial state and 10 steps.
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 11);
+    assert_eq!(rows[10][0], 1.0);
+    assert!(rows
+        .iter()
+        .all(|r| r.len() == 11 && r.iter().all(|x| x.is_finite())));
+    assert!(!d.join("double-pendulum.csv.tmp").exists());
+    assert!(!d.join("double-pendulum.csv.incomplete").exists());
+    assert!(stdout(&o).contains("double-pendulum.csv (11 rows)"));
+}
+
+#[test]
+fn a_failed_run_keeps_its_rows_and_says_it_ended_early() {
+    let d = dir("failed");
+    // The paper's printed sign of gravity points up: Z&S diverges (non-finite at step 36).
+    let args = [
+        "run",
+        "double-pendulum",
+        "--gravity",
+        "printed",
+        "--out",
+        "p.csv",
+    ];
+    let o = zs(&d, &args);
+    let line = one_line_error(
+        &o,
+        &args,
+        &["stopped early", "step 36", "non-finite", "p.csv"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let csv = std::fs::read_to_string(d.join("p.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        1 + 37,
+        "initial state and 36 good steps"
+    );
+    let marker = std::fs::read_to_string(d.join("p.csv.incomplete")).unwrap();
+    assert!(
+        marker.starts_with("ended early [non-finite]: step 36"),
+        "{marker}"
+    );
+    // A guard stops the same run much earlier, while the state is still sane.
+    let args = [
+        "run",
+        "double-pendulum",
+        "--gravity",
+        "printed",
+        "--out",
+        "g.csv",
+        "--max-residual",
+        "0.5",
+    ];
+    let o = zs(&d, &args);
+    let guarded = one_line_error(
+        &o,
+        &args,
+        &["constraint residual", "exceeds the limit 5e-1"],
+    );
+    assert_ne!(line, guarded);
+    let marker = std::fs::read_to_string(d.join("g.csv.incomplete")).unwrap();
+    assert!(marker.contains("[guard-violated]"), "{marker}");
+    let rows = std::fs::read_to_string(d.join("g.csv")).unwrap();
+    let last: Vec<f64> = rows
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(
+        last[10] <= 0.5,
+        "every kept row satisfies the guard: {last:?}"
+    );
+    assert!(rows.lines().count() < 1 + 37);
+}
+
+/// Run to completion with checkpoints; then rebuild the state of an interrupted run from the
+/// last checkpoint (the final file moved back to `.tmp`, garbage appended after the part the
+/// checkpoint covers) and resume: the file is recreated byte for byte, and the summary's
+/// energy and residual lines are the same.
+#[test]
+fn resume_recreates_the_uninterrupted_file_byte_for_byte() {
+    let d = dir("resume");
+    let base = [
+        "run",
+        "double-pendulum",
+        "--t-end",
+        "20",
+        "--every",
+        "3",
+        "--out",
+        "a.csv",
+        "--checkpoint",
+        "a.ck",
+        "--checkpoint-every",
+        "70",
+    ];
+    let o = zs(&d, &base);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(field(&stdout(&o), "checkpoints"), "2", "{}", stdout(&o));
+    let reference = std::fs::read(d.join("a.csv")).unwrap();
+    let ck = std::fs::read_to_string(d.join("a.ck")).unwrap();
+    assert!(ck.starts_with("zs-checkpoint 1\n") && ck.contains("run.done u64 140\n"));
+    std::fs::rename(d.join("a.csv"), d.join("a.csv.tmp")).unwrap();
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.join("a.csv.tmp"))
+            .unwrap();
+        f.write_all(b"1e300,garbage from a torn write").unwrap();
+    }
+    let resume: Vec<&str> = base.iter().copied().chain(["--resume", "a.ck"]).collect();
+    let o2 = zs(&d, &resume);
+    assert!(o2.status.success(), "{}", stderr(&o2));
+    assert_eq!(
+        field(&stdout(&o2), "resumed at step"),
+        "140",
+        "{}",
+        stdout(&o2)
+    );
+    assert_eq!(std::fs::read(d.join("a.csv")).unwrap(), reference);
+    assert!(!d.join("a.csv.tmp").exists());
+    let summary_lines = |s: &str| {
+        s.lines()
+            .filter(|l| l.contains("energy") || l.contains("‖g(q)‖") || l.contains("final state"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(summary_lines(&stdout(&o)), summary_lines(&stdout(&o2)));
+    assert_eq!(summary_lines(&stdout(&o)).len(), 4);
+
+    // Resuming with other arguments is refused, naming the argument.
+    std::fs::rename(d.join("a.csv"), d.join("a.csv.tmp")).unwrap();
+    let mut other = resume.clone();
+    other.extend(["--h", "0.05"]);
+    let o3 = zs(&d, &other);
+    one_line_error(&o3, &other, &["--h is 0.05 here but 0.1 in the checkpoint"]);
+    // A completed run's checkpoint cannot be resumed: its .tmp is gone.
+    std::fs::rename(d.join("a.csv.tmp"), d.join("a.csv")).unwrap();
+    let o4 = zs(&d, &resume);
+    one_line_error(&o4, &resume, &["a.csv.tmp", "completed"]);
+}
+
+/// A real interruption: SIGKILL right after the first checkpoint appears, then `--resume`.
+#[test]
+fn a_killed_run_resumes_to_the_same_file() {
+    let d = dir("kill");
+    // Long enough that the kill lands mid-run: retried with a 10× longer run if the process
+    // finished first (a very fast machine).
+    for t_end in ["2000", "20000", "200000"] {
+        let base = [
+            "run",
+            "double-pendulum",
+            "--t-end",
+            t_end,
+            "--every",
+            "50",
+            "--out",
+            "k.csv",
+            "--checkpoint",
+            "k.ck",
+            "--checkpoint-every",
+            "500",
+            "--quiet",
+        ];
+        for f in ["k.csv", "k.csv.tmp", "k.ck", "ref.csv"] {
+            let _ = std::fs::remove_file(d.join(f));
+        }
+        let mut child = Command::new(ZS)
+            .args(base)
+            .current_dir(&*d)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !d.join("k.ck").exists() && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        if status.success() {
+            continue; // finished before the kill: try a longer run
+        }
+        assert!(!d.join("k.csv").exists(), "a killed run has no final file");
+        let ck = std::fs::read_to_string(d.join("k.ck")).unwrap();
+        let done = ck.lines().find(|l| l.starts_with("run.done ")).unwrap();
+        eprintln!("killed the --t-end {t_end} run; resuming from its checkpoint ({done})");
+        assert!(d.join("k.csv.tmp").exists());
+        let resume: Vec<&str> = base.iter().copied().chain(["--resume", "k.ck"]).collect();
+        let o = zs(&d, &resume);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let resumed = std::fs::read(d.join("k.csv")).unwrap();
+        // The uninterrupted reference.
+        std::fs::rename(d.join("k.csv"), d.join("resumed.csv")).unwrap();
+        let o = zs(&d, &base);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(resumed == std::fs::read(d.join("k.csv")).unwrap());
+        return;
+    }
+    panic!("the run always finished before it could be killed");
+}
