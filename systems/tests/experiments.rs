@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use zs_systems::experiments::constraint_scaling::{self, Status};
+use zs_systems::experiments::constraint_scaling::{self, Integrator, Status};
 
 /// A fresh, empty directory under the system temp dir.
 fn scratch(name: &str) -> PathBuf {
@@ -53,8 +53,37 @@ fn constraint_scaling_omega2_g_stays_bounded_over_a_decade_and_a_half() {
         "{:?}",
         coarse.last().unwrap().status
     );
-    let (last_ok, first_bad) = out.stability_edge(0.1);
+    let (last_ok, first_bad) = out.stability_edge(Integrator::ZhangSkeel, 0.1);
     assert!(last_ok.unwrap() < first_bad.unwrap());
+}
+
+#[test]
+fn newmark_keeps_g_of_order_omega_minus_2_where_zhang_skeel_plateaus() {
+    // h = 0.01, ω = 10 and 1000 (hω = 10): fully implicit Newmark keeps ω²‖g‖ = O(1), while
+    // Z&S's ‖g‖ stops decreasing near h² once hω ≫ 1 (its linearized solve caps the penalty's
+    // effective stiffness), so ω²‖g‖ grows.
+    let cfg = constraint_scaling::Config {
+        integrators: vec![Integrator::ZhangSkeel, Integrator::Newmark],
+        steps: vec![0.01],
+        omegas: vec![10.0, 1000.0],
+        ..constraint_scaling::Config::quick()
+    };
+    let out = constraint_scaling::run(&cfg);
+    let at = |i: Integrator| -> Vec<f64> {
+        out.series(i, 0.01)
+            .inspect(|p| assert_eq!(p.status, Status::Completed, "{p:?}"))
+            .map(|p| p.scaled_max)
+            .collect()
+    };
+    let newmark = at(Integrator::Newmark);
+    let zs = at(Integrator::ZhangSkeel);
+    assert!(newmark[1] / newmark[0] < 1.5, "Newmark ω²‖g‖: {newmark:?}");
+    assert!(zs[1] / zs[0] > 10.0, "Z&S ω²‖g‖: {zs:?}");
+    let zs_g = out.at_step(0.01).last().unwrap().g_max;
+    assert!(
+        (1e-5..1e-3).contains(&zs_g),
+        "Z&S max ‖g‖ at ω = 1000: {zs_g}"
+    );
 }
 
 #[test]
@@ -71,7 +100,7 @@ fn constraint_scaling_writes_csv_svg_and_a_table() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "h,omega,omega2_g_final,omega2_g_max,g_max,energy_rel_error_max,steps,status"
+        "integrator,h,omega,omega2_g_final,omega2_g_max,g_max,energy_rel_error_max,steps,status"
     );
     assert_eq!(lines.count(), 4);
     let svg = read(&dir.join("constraint-scaling.svg"));

@@ -8,15 +8,17 @@
 //! physical sign of gravity (`V = +(y1 + y2)`, see [`crate::double_pendulum`]).
 //!
 //! The paper remarks that for very large ω (it names ω = 2000) Z&S, Newmark and implicit midpoint
-//! become unstable "due to strong nonlinearity". The sweep goes past that value and reports,
-//! for each run, whether it completed, failed (a [`StepError`]) or left the constraint manifold
-//! (`‖g‖ > 0.5`, i.e. a rod length off by tens of percent).
+//! become unstable "due to strong nonlinearity". The sweep goes past that value, runs Newmark
+//! (eq. 12, Newton to convergence) beside Z&S, and reports for each run whether it completed,
+//! failed (a [`StepError`]) or left the constraint manifold (`‖g‖ > 0.5`, i.e. a rod length off
+//! by tens of percent); where a method's runs stop completing, the stability edge in ω is
+//! located by bisection.
 
 use std::io;
 use std::path::Path;
 
 use zs_runtime::observers::{constraint_norm, total_energy};
-use zs_runtime::{MechanicalSystem, StepError, ZhangSkeel};
+use zs_runtime::{MechanicalSystem, Newmark, Penalized, StepError, Stepper, ZhangSkeel};
 
 use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
 use super::{sci, Csv, Field, Report, Table};
@@ -25,9 +27,32 @@ use crate::double_pendulum::{DoublePendulum, BETA};
 /// `‖g‖` above which a run is said to have left the constraint manifold.
 pub const LOST: f64 = 0.5;
 
+/// The integrators of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Integrator {
+    /// Zhang & Skeel (eq. 3), the method of Fig. 2a.
+    ZhangSkeel,
+    /// Newmark (eq. 12, γ = ½) with Newton to convergence (the paper's remark on large ω).
+    Newmark,
+}
+
+impl Integrator {
+    /// Name for tables and legends.
+    pub fn label(self) -> &'static str {
+        match self {
+            Integrator::ZhangSkeel => "Z&S",
+            Integrator::Newmark => "Newmark",
+        }
+    }
+}
+
 /// Parameters of the sweep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// Integrators to sweep.
+    pub integrators: Vec<Integrator>,
+    /// Bisection steps locating the stability edge in ω (0: none).
+    pub bisections: usize,
     /// The pendulum (sign of gravity, lengths, masses).
     pub system: DoublePendulum,
     /// Penalty frequencies ω, increasing.
@@ -48,6 +73,8 @@ impl Config {
         omegas.extend([20.0, 2000.0]);
         omegas.sort_by(f64::total_cmp);
         Self {
+            integrators: vec![Integrator::ZhangSkeel, Integrator::Newmark],
+            bisections: 10,
             system: DoublePendulum::paper(),
             omegas,
             steps: vec![0.1, 0.01],
@@ -56,9 +83,11 @@ impl Config {
         }
     }
 
-    /// A cheap version for tests: four ω over a decade, T = 5.
+    /// A cheap version for tests: Z&S only, four ω over a decade and a half, T = 5.
     pub fn quick() -> Self {
         Self {
+            integrators: vec![Integrator::ZhangSkeel],
+            bisections: 0,
             omegas: vec![10.0, 31.6, 100.0, 316.0],
             t_end: 5.0,
             ..Self::paper()
@@ -105,7 +134,9 @@ pub fn short_error(e: &StepError) -> &'static str {
 /// One run of the sweep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
-    /// Z&S step.
+    /// Integrator.
+    pub integrator: Integrator,
+    /// Step.
     pub h: f64,
     /// Penalty frequency.
     pub omega: f64,
@@ -126,42 +157,74 @@ pub struct Point {
 /// Everything the sweep measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
-    /// One point per (h, ω), grouped by h in the order of [`Config::steps`].
+    /// One point per (integrator, h, ω), grouped by integrator then h.
     pub points: Vec<Point>,
+    /// Per (integrator, h) whose runs stop completing: `(integrator, h, ω_ok, ω_bad)`, the
+    /// bracket of the stability edge after bisection.
+    pub edges: Vec<(Integrator, f64, f64, f64)>,
 }
 
 impl Outcome {
-    /// The points of step `h`.
-    pub fn at_step(&self, h: f64) -> impl Iterator<Item = &Point> {
-        self.points.iter().filter(move |p| p.h == h)
+    /// The points of `integrator` at step `h`, ω increasing.
+    pub fn series(&self, integrator: Integrator, h: f64) -> impl Iterator<Item = &Point> {
+        self.points
+            .iter()
+            .filter(move |p| p.integrator == integrator && p.h == h)
     }
 
-    /// Largest ω whose run at step `h` completed, and the smallest that did not.
-    pub fn stability_edge(&self, h: f64) -> (Option<f64>, Option<f64>) {
-        let last_ok = self
-            .at_step(h)
-            .filter(|p| p.status == Status::Completed)
-            .map(|p| p.omega)
-            .fold(None, |a: Option<f64>, w| Some(a.map_or(w, |a| a.max(w))));
+    /// The points of Z&S at step `h`.
+    pub fn at_step(&self, h: f64) -> impl Iterator<Item = &Point> {
+        self.series(Integrator::ZhangSkeel, h)
+    }
+
+    /// The smallest ω whose run (`integrator`, `h`) did not complete, and the largest
+    /// completed ω below it.
+    pub fn stability_edge(&self, integrator: Integrator, h: f64) -> (Option<f64>, Option<f64>) {
         let first_bad = self
-            .at_step(h)
+            .series(integrator, h)
             .filter(|p| p.status != Status::Completed)
             .map(|p| p.omega)
-            .fold(None, |a: Option<f64>, w| Some(a.map_or(w, |a| a.min(w))));
+            .reduce(f64::min);
+        let last_ok = self
+            .series(integrator, h)
+            .filter(|p| p.status == Status::Completed && first_bad.is_none_or(|b| p.omega < b))
+            .map(|p| p.omega)
+            .reduce(f64::max);
         (last_ok, first_bad)
+    }
+
+    /// The bisected bracket `(ω_ok, ω_bad)` of the stability edge of (`integrator`, `h`).
+    pub fn edge(&self, integrator: Integrator, h: f64) -> Option<(f64, f64)> {
+        self.edges
+            .iter()
+            .find(|e| e.0 == integrator && e.1 == h)
+            .map(|e| (e.2, e.3))
     }
 }
 
-/// One penalized Z&S run at (h, ω) to `cfg.t_end`.
-pub fn run_one(cfg: &Config, h: f64, omega: f64) -> Point {
+/// One penalized run of `integrator` at (h, ω) to `cfg.t_end`.
+pub fn run_one(cfg: &Config, integrator: Integrator, h: f64, omega: f64) -> Point {
+    match integrator {
+        Integrator::ZhangSkeel => run_with(cfg, integrator, ZhangSkeel::new(cfg.beta, h), h, omega),
+        Integrator::Newmark => run_with(cfg, integrator, Newmark::new(cfg.beta, h), h, omega),
+    }
+}
+
+fn run_with<S: for<'a> Stepper<Penalized<'a, DoublePendulum, 4, 2>, 4>>(
+    cfg: &Config,
+    integrator: Integrator,
+    mut stepper: S,
+    h: f64,
+    omega: f64,
+) -> Point {
     let sys = &cfg.system;
     let target = sys.penalized(omega);
-    let mut zs = ZhangSkeel::new(cfg.beta, h);
     let mut state = DoublePendulum::initial_state();
     let steps = super::whole_steps(cfg.t_end, h);
     let e0 = total_energy(&target, &state);
     let w2 = omega * omega;
     let mut p = Point {
+        integrator,
         h,
         omega,
         scaled_final: w2 * constraint_norm(sys, &state.q),
@@ -172,7 +235,7 @@ pub fn run_one(cfg: &Config, h: f64, omega: f64) -> Point {
         status: Status::Completed,
     };
     for k in 1..=steps {
-        if let Err(e) = zs.step(&target, &mut state) {
+        if let Err(e) = stepper.step(&target, &mut state) {
             p.status = Status::Failed(e);
             break;
         }
@@ -190,15 +253,91 @@ pub fn run_one(cfg: &Config, h: f64, omega: f64) -> Point {
     p
 }
 
-/// Run the sweep.
+/// Run the sweep, then bisect the stability edges (in log ω).
 pub fn run(cfg: &Config) -> Outcome {
-    let mut points = Vec::new();
-    for &h in &cfg.steps {
-        for &omega in &cfg.omegas {
-            points.push(run_one(cfg, h, omega));
+    let mut out = Outcome {
+        points: Vec::new(),
+        edges: Vec::new(),
+    };
+    for &integrator in &cfg.integrators {
+        for &h in &cfg.steps {
+            for &omega in &cfg.omegas {
+                out.points.push(run_one(cfg, integrator, h, omega));
+            }
         }
     }
-    Outcome { points }
+    if cfg.bisections > 0 {
+        for &integrator in &cfg.integrators {
+            for &h in &cfg.steps {
+                if let (Some(mut lo), Some(mut hi)) = out.stability_edge(integrator, h) {
+                    for _ in 0..cfg.bisections {
+                        let mid = (lo * hi).sqrt();
+                        if run_one(cfg, integrator, h, mid).status == Status::Completed {
+                            lo = mid;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    out.edges.push((integrator, h, lo, hi));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The panel of `ω²‖g(q(T))‖` (markers and line) and its maximum over `t ≤ T` (dashed)
+/// against ω for `integrator`, one colour per step.
+fn scaled_panel(cfg: &Config, out: &Outcome, integrator: Integrator) -> Panel {
+    let diverged: Vec<String> = cfg
+        .steps
+        .iter()
+        .filter_map(|&h| {
+            let edge = out.edge(integrator, h).map(|e| e.1);
+            edge.or(out.stability_edge(integrator, h).1)
+                .map(|w| format!("h = {h} unstable from ω ≈ {w:.0}"))
+        })
+        .collect();
+    let mut panel = Panel::new(
+        if diverged.is_empty() {
+            format!(
+                "{}: ω²‖g(q(T))‖ vs ω, T = {}",
+                integrator.label(),
+                cfg.t_end
+            )
+        } else {
+            format!(
+                "{}: ω²‖g(q(T))‖ vs ω, T = {} ({})",
+                integrator.label(),
+                cfg.t_end,
+                diverged.join("; ")
+            )
+        },
+        "penalty frequency ω (1/time)",
+        "ω²‖g(q)‖ (length²/time²)",
+    )
+    .scales(Scale::Log, Scale::Log)
+    .legend(LegendPosition::UpperLeft);
+    for (i, &h) in cfg.steps.iter().enumerate() {
+        let ok: Vec<&Point> = out
+            .series(integrator, h)
+            .filter(|p| p.status == Status::Completed)
+            .collect();
+        panel = panel
+            .with(Series::new(
+                format!("h = {h}: ω²‖g(q(T))‖"),
+                ok.iter().map(|p| (p.omega, p.scaled_final)).collect(),
+                Style::LineMarkers,
+                2 * i,
+            ))
+            .with(Series::new(
+                format!("h = {h}: max over t ≤ T"),
+                ok.iter().map(|p| (p.omega, p.scaled_max)).collect(),
+                Style::Dashed,
+                2 * i,
+            ));
+    }
+    panel
 }
 
 /// Write `constraint-scaling.csv` and `constraint-scaling.svg` into `dir` and build the report.
@@ -207,6 +346,7 @@ pub fn run(cfg: &Config) -> Outcome {
 /// I/O failures.
 pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     let mut csv = Csv::new(&[
+        "integrator",
         "h",
         "omega",
         "omega2_g_final",
@@ -219,6 +359,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     for p in &out.points {
         let status = p.status.describe();
         csv.push(&[
+            Field::Text(p.integrator.label()),
             Field::Num(p.h),
             Field::Num(p.omega),
             Field::Num(p.scaled_final),
@@ -232,95 +373,71 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     let csv_path = dir.join("constraint-scaling.csv");
     csv.write(&csv_path)?;
 
-    let diverged: Vec<String> = cfg
-        .steps
-        .iter()
-        .filter_map(|&h| {
-            out.stability_edge(h)
-                .1
-                .map(|w| format!("h = {h} diverges from ω = {w:.0}"))
-        })
-        .collect();
-    let mut scaled = Panel::new(
-        if diverged.is_empty() {
-            format!("ω²‖g(q(T))‖ vs ω (T = {})", cfg.t_end)
-        } else {
-            format!(
-                "ω²‖g(q(T))‖ vs ω (T = {}; {})",
-                cfg.t_end,
-                diverged.join(", ")
-            )
-        },
-        "penalty frequency ω (1/time)",
-        "ω²‖g(q)‖ (length²/time²)",
-    )
-    .scales(Scale::Log, Scale::Log)
-    .legend(LegendPosition::UpperLeft);
-    let mut raw = Panel::new(
-        "‖g(q(T))‖ vs ω, with slope −2",
-        "penalty frequency ω (1/time)",
-        "‖g(q(T))‖ (length²)",
-    )
-    .scales(Scale::Log, Scale::Log)
-    .legend(LegendPosition::LowerLeft);
-    for (i, &h) in cfg.steps.iter().enumerate() {
-        let ok: Vec<&Point> = out
-            .at_step(h)
-            .filter(|p| p.status == Status::Completed)
-            .collect();
-        scaled = scaled
-            .with(Series::new(
-                format!("Z&S h = {h}: ω²‖g(q(T))‖"),
-                ok.iter().map(|p| (p.omega, p.scaled_final)).collect(),
-                Style::LineMarkers,
-                2 * i,
-            ))
-            .with(Series::new(
-                format!("Z&S h = {h}: max over t ≤ T"),
-                ok.iter().map(|p| (p.omega, p.scaled_max)).collect(),
-                Style::Dashed,
-                2 * i,
-            ));
-        raw = raw.with(Series::new(
-            format!("Z&S h = {h}"),
-            ok.iter()
-                .map(|p| (p.omega, p.scaled_final / (p.omega * p.omega)))
-                .collect(),
-            Style::LineMarkers,
-            2 * i,
-        ));
-    }
-    // Slope −2 guide through the geometric middle of the first step's data.
-    if let Some(mid) = out
-        .at_step(cfg.steps[0])
-        .filter(|p| p.status == Status::Completed)
-        .nth(cfg.omegas.len() / 4)
-    {
-        let c = mid.scaled_final;
-        let (w0, w1) = (cfg.omegas[0], *cfg.omegas.last().unwrap_or(&cfg.omegas[0]));
-        raw = raw.with(Series::new(
-            "C·ω⁻²",
-            vec![(w0, c / (w0 * w0)), (w1, c / (w1 * w1))],
-            Style::Dashed,
-            7,
-        ));
-    }
-    let figure = Figure::new(
+    let mut figure = Figure::new(
         format!(
-            "Fig. 2a: constraint violation of the penalized double pendulum (Z&S, β = {}, physical gravity)",
-            cfg.beta
+            "Fig. 2a: constraint violation of the penalized double pendulum (β = {}, physical gravity, T = {})",
+            cfg.beta, cfg.t_end
         ),
-        2,
-        (620, 460),
-    )
-    .with(scaled)
-    .with(raw);
+        3,
+        (600, 460),
+    );
+    if cfg.integrators.contains(&Integrator::ZhangSkeel) {
+        figure = figure.with(scaled_panel(cfg, out, Integrator::ZhangSkeel));
+        let mut raw = Panel::new(
+            "max over t ≤ T of ‖g(q)‖ vs ω, with slope −2",
+            "penalty frequency ω (1/time)",
+            "max ‖g(q)‖ (length²)",
+        )
+        .scales(Scale::Log, Scale::Log)
+        .legend(LegendPosition::LowerLeft);
+        for &integrator in &cfg.integrators {
+            let style = if integrator == Integrator::ZhangSkeel {
+                Style::LineMarkers
+            } else {
+                Style::Dashed
+            };
+            for (i, &h) in cfg.steps.iter().enumerate() {
+                raw = raw.with(Series::new(
+                    format!("{} h = {h}", integrator.label()),
+                    out.series(integrator, h)
+                        .filter(|p| p.status == Status::Completed)
+                        .map(|p| (p.omega, p.g_max))
+                        .collect(),
+                    style,
+                    2 * i,
+                ));
+            }
+        }
+        // Slope −2 guide through the first step's first point.
+        if let Some(first) = out
+            .at_step(cfg.steps[0])
+            .find(|p| p.status == Status::Completed)
+        {
+            let c = first.g_max * first.omega * first.omega;
+            let (w0, w1) = (cfg.omegas[0], *cfg.omegas.last().unwrap_or(&cfg.omegas[0]));
+            raw = raw.with(Series::new(
+                "C·ω⁻²",
+                vec![(w0, c / (w0 * w0)), (w1, c / (w1 * w1))],
+                Style::Dashed,
+                7,
+            ));
+        }
+        figure = figure.with(raw);
+    }
+    for &integrator in cfg
+        .integrators
+        .iter()
+        .filter(|&&i| i != Integrator::ZhangSkeel)
+    {
+        figure = figure.with(scaled_panel(cfg, out, integrator));
+    }
     let svg_path = dir.join("constraint-scaling.svg");
     figure.write_svg(&svg_path)?;
 
     let mut table = Table::new(
-        format!("ω²‖g(q(T))‖, T = {}, Z&S β = {}", cfg.t_end, cfg.beta),
+        format!("ω²‖g(q(T))‖, T = {}, β = {}", cfg.t_end, cfg.beta),
         &[
+            "method",
             "h",
             "ω",
             "ω²‖g(q(T))‖",
@@ -332,6 +449,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     );
     for p in &out.points {
         table.push(vec![
+            p.integrator.label().into(),
             format!("{}", p.h),
             format!("{:.1}", p.omega),
             sci(p.scaled_final),
@@ -342,47 +460,60 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         ]);
     }
     let mut notes = Vec::new();
-    for &h in &cfg.steps {
-        let ok: Vec<&Point> = out
-            .at_step(h)
-            .filter(|p| p.status == Status::Completed)
-            .collect();
-        if let (Some(lo), Some(hi)) = (
-            ok.iter().map(|p| p.scaled_final).reduce(f64::min),
-            ok.iter().map(|p| p.scaled_final).reduce(f64::max),
-        ) {
-            let wmax = ok.iter().map(|p| p.omega).fold(0.0, f64::max);
-            notes.push(format!(
-                "h = {h}: over the {} completed runs (ω from {} to {:.0}), ω²‖g(q(T))‖ stays in [{}, {}] (ratio {:.1}), while ω² grows by {:.0}x.",
-                ok.len(),
-                cfg.omegas[0],
-                wmax,
-                sci(lo),
-                sci(hi),
-                hi / lo,
-                (wmax / cfg.omegas[0]).powi(2)
-            ));
-        }
-        let (last_ok, first_bad) = out.stability_edge(h);
-        match first_bad {
-            None => notes.push(format!(
-                "h = {h}: every run completed (up to ω = {}).",
-                last_ok.unwrap_or(f64::NAN)
-            )),
-            Some(w) => {
-                let p = out.at_step(h).find(|p| p.omega == w).expect("point exists");
+    for &integrator in &cfg.integrators {
+        for &h in &cfg.steps {
+            let name = format!("{} h = {h}", integrator.label());
+            let ok: Vec<&Point> = out
+                .series(integrator, h)
+                .filter(|p| p.status == Status::Completed)
+                .collect();
+            if let (Some(lo), Some(hi)) = (
+                ok.iter().map(|p| p.scaled_max).reduce(f64::min),
+                ok.iter().map(|p| p.scaled_max).reduce(f64::max),
+            ) {
+                let wmax = ok.iter().map(|p| p.omega).fold(0.0, f64::max);
                 notes.push(format!(
-                    "h = {h}: the smallest ω whose run did not complete is {w:.0} ({}); largest completed ω: {}.",
-                    p.status.describe(),
-                    last_ok.map_or("none".into(), |w| format!("{w:.0}"))
+                    "{name}: over the {} completed runs (ω from {} to {:.0}), max_t ω²‖g‖ stays in [{}, {}] (ratio {:.1}) while ω² grows {:.0}x.",
+                    ok.len(),
+                    cfg.omegas[0],
+                    wmax,
+                    sci(lo),
+                    sci(hi),
+                    hi / lo,
+                    (wmax / cfg.omegas[0]).powi(2)
                 ));
+            }
+            let (last_ok, first_bad) = out.stability_edge(integrator, h);
+            match first_bad {
+                None => notes.push(format!(
+                    "{name}: every run completed (up to ω = {:.0}).",
+                    last_ok.unwrap_or(f64::NAN)
+                )),
+                Some(w) => {
+                    let p = out
+                        .series(integrator, h)
+                        .find(|p| p.omega == w)
+                        .expect("point exists");
+                    let edge = out.edge(integrator, h).map_or(String::new(), |(a, b)| {
+                        format!(
+                            "; bisection: completes at ω = {a:.2}, not at ω = {b:.2} (hω ≈ {:.2})",
+                            h * b
+                        )
+                    });
+                    notes.push(format!(
+                        "{name}: the smallest ω of the sweep whose run did not complete is {w:.0} ({}){edge}.",
+                        p.status.describe(),
+                    ));
+                }
             }
         }
     }
+    let names: Vec<&str> = cfg.integrators.iter().map(|i| i.label()).collect();
     Ok(Report {
         experiment: "constraint-scaling".into(),
         setup: format!(
-            "Tao & Owhadi Fig. 2a: penalized double pendulum (physical gravity, V = +(y1 + y2)), Z&S β = {}, h ∈ {:?}, T = {}, {} values of ω from {} to {:.0}.",
+            "Tao & Owhadi Fig. 2a: penalized double pendulum (physical gravity, V = +(y1 + y2)), {} with β = {}, h ∈ {:?}, T = {}, {} values of ω from {} to {:.0}.",
+            names.join(" and "),
             cfg.beta,
             cfg.steps,
             cfg.t_end,
