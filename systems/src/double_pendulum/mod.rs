@@ -21,7 +21,7 @@
 //!
 //! Masses: the paper takes `m1 = m2 = 1`, and so does this type, whose fields are exactly the
 //! public contract's (`l1`, `l2`, `gravity`; `CONTRACT.md`). The hand-written
-//! [`reference`] and the [`generalized`] model accept general masses.
+//! [`reference`](mod@reference) and the [`generalized`](mod@generalized) model accept general masses.
 
 pub mod dual;
 pub mod generalized;
