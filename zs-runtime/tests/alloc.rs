@@ -12,6 +12,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use zs_runtime::driver::run_steps;
+use zs_runtime::guards::{ConstraintGuard, EnergyGuard};
 use zs_runtime::linalg::{solve_shifted, Factorization};
 use zs_runtime::observers::Observer;
 use zs_runtime::{
@@ -265,6 +266,23 @@ fn steps_allocate_nothing_after_set_up() {
         ok = summary.is_ok();
     });
     assert!(ok && constraints.max_residual() < 0.05);
+    // ... and with guards and a condition-number limit (Hager–Higham estimate every solve).
+    let mut zs_guarded = ZhangSkeel::new(0.4, 0.1).with_max_condition(1e12);
+    let mut s = dp_states[0];
+    let mut energy_guard = EnergyGuard::new(1.0);
+    let mut constraint_guard = ConstraintGuard::new(&dp, 0.5);
+    zs_guarded.step(&target, &mut s).unwrap();
+    let n_driver_guarded = allocations_during(|| {
+        let summary = run_steps(
+            &mut zs_guarded,
+            &target,
+            &mut s,
+            STEPS as u64,
+            &mut [&mut energy_guard, &mut constraint_guard],
+        );
+        ok = summary.is_ok();
+    });
+    assert!(ok, "the guarded run should not trip its generous guards");
     // Sanity: the observers ran (measured max |ΔE|/E ≈ 6.7e-3 — β h² ω² ≈ 1e-2 at this h).
     assert_eq!(energy.samples(), STEPS as u64 + 1);
     assert!(
@@ -275,10 +293,20 @@ fn steps_allocate_nothing_after_set_up() {
     );
 
     assert_eq!(
-        (n_zs, n_zss, n_vv, n_dp, n_lu, n_driver, n_driver_dp),
-        (0, 0, 0, [0, 0], 0, 0, 0),
+        (
+            n_zs,
+            n_zss,
+            n_vv,
+            n_dp,
+            n_lu,
+            n_driver,
+            n_driver_dp,
+            n_driver_guarded
+        ),
+        (0, 0, 0, [0, 0], 0, 0, 0, 0),
         "allocations over {STEPS} steps: (Z&S, Z&Ss, Verlet on FPU; Z&S, Z&Ss on the generated \
-         double pendulum; LU solves; driver + observers on FPU, on the double pendulum)"
+         double pendulum; LU solves; driver + observers on FPU, on the double pendulum; driver \
+         + energy and constraint guards + condition limit on the double pendulum)"
     );
     // The counter works: a Vec allocates.
     let n_vec = allocations_during(|| drop(std::hint::black_box(vec![1u8; 16])));
