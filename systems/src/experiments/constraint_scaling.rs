@@ -9,7 +9,8 @@
 //!
 //! The paper remarks that for very large ω (it names ω = 2000) Z&S, Newmark and implicit midpoint
 //! become unstable "due to strong nonlinearity". The sweep goes past that value, runs Newmark
-//! (eq. 12, Newton to convergence) beside Z&S, and reports for each run whether it completed,
+//! (eq. 12, Newton to convergence) and simplified Z&S (eq. 18, no third-derivative term) beside
+//! Z&S, and reports for each run whether it completed,
 //! failed (a [`StepError`]) or left the constraint manifold (`‖g‖ > 0.5`, i.e. a rod length off
 //! by tens of percent); where a method's runs stop completing, the stability edge in ω is
 //! located by bisection.
@@ -18,7 +19,9 @@ use std::io;
 use std::path::Path;
 
 use zs_runtime::observers::{constraint_norm, total_energy};
-use zs_runtime::{MechanicalSystem, Newmark, Penalized, StepError, Stepper, ZhangSkeel};
+use zs_runtime::{
+    MechanicalSystem, Newmark, Penalized, StepError, Stepper, ZhangSkeel, ZhangSkeelSimplified,
+};
 
 use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
 use super::{sci, Csv, Field, Report, Table};
@@ -34,6 +37,9 @@ pub enum Integrator {
     ZhangSkeel,
     /// Newmark (eq. 12, γ = ½) with Newton to convergence (the paper's remark on large ω).
     Newmark,
+    /// Simplified Z&S (eq. 18): Z&S without the third-derivative term of `f_k`, to show which
+    /// part of Z&S sets its stability edge.
+    ZhangSkeelSimplified,
 }
 
 impl Integrator {
@@ -42,6 +48,7 @@ impl Integrator {
         match self {
             Integrator::ZhangSkeel => "Z&S",
             Integrator::Newmark => "Newmark",
+            Integrator::ZhangSkeelSimplified => "Z&Ss",
         }
     }
 }
@@ -73,7 +80,11 @@ impl Config {
         omegas.extend([20.0, 2000.0]);
         omegas.sort_by(f64::total_cmp);
         Self {
-            integrators: vec![Integrator::ZhangSkeel, Integrator::Newmark],
+            integrators: vec![
+                Integrator::ZhangSkeel,
+                Integrator::Newmark,
+                Integrator::ZhangSkeelSimplified,
+            ],
             bisections: 10,
             system: DoublePendulum::paper(),
             omegas,
@@ -207,6 +218,13 @@ pub fn run_one(cfg: &Config, integrator: Integrator, h: f64, omega: f64) -> Poin
     match integrator {
         Integrator::ZhangSkeel => run_with(cfg, integrator, ZhangSkeel::new(cfg.beta, h), h, omega),
         Integrator::Newmark => run_with(cfg, integrator, Newmark::new(cfg.beta, h), h, omega),
+        Integrator::ZhangSkeelSimplified => run_with(
+            cfg,
+            integrator,
+            ZhangSkeelSimplified::new(cfg.beta, h),
+            h,
+            omega,
+        ),
     }
 }
 
@@ -378,8 +396,8 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
             "Fig. 2a: constraint violation of the penalized double pendulum (β = {}, physical gravity, T = {})",
             cfg.beta, cfg.t_end
         ),
-        3,
-        (600, 460),
+        2,
+        (640, 440),
     );
     if cfg.integrators.contains(&Integrator::ZhangSkeel) {
         figure = figure.with(scaled_panel(cfg, out, Integrator::ZhangSkeel));
@@ -390,11 +408,12 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         )
         .scales(Scale::Log, Scale::Log)
         .legend(LegendPosition::LowerLeft);
+        // Colour by integrator, line style by step.
         for &integrator in &cfg.integrators {
-            let style = if integrator == Integrator::ZhangSkeel {
-                Style::LineMarkers
-            } else {
-                Style::Dashed
+            let color = match integrator {
+                Integrator::ZhangSkeel => 3,
+                Integrator::Newmark => 2,
+                Integrator::ZhangSkeelSimplified => 4,
             };
             for (i, &h) in cfg.steps.iter().enumerate() {
                 raw = raw.with(Series::new(
@@ -403,8 +422,12 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
                         .filter(|p| p.status == Status::Completed)
                         .map(|p| (p.omega, p.g_max))
                         .collect(),
-                    style,
-                    2 * i,
+                    if i == 0 {
+                        Style::Dashed
+                    } else {
+                        Style::LineMarkers
+                    },
+                    color,
                 ));
             }
         }
