@@ -71,6 +71,11 @@ pub use zs_macros::mechanical_system;
 pub use integrators::{Rattle, Shake, ShakeSolver, ShakeStats};
 pub use multipliers::{PenalizedMultipliers, TimeSeries};
 
+// The impulse family of seed 003 (issue 3).
+pub use integrators::{
+    Impulse, ImpulseStats, MollifiedImpulse, ProjectedImpulse, ProjectionOptions,
+};
+
 /// The README's example, compiled and run as a doctest so it cannot drift from the API.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

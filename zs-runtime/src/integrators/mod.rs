@@ -12,6 +12,7 @@
 //! | [`PushForwardNewmark`] | Integrator 3, eq. 14 (§6), Newton on `a_k` | per Newton iteration one `∇V`, one `H`, one solve (+ one `∇V`) |
 //! | [`Yoshida4`] | triple-jump composition, Remark 2.1 (§10) | three inner steps |
 //! | [`Langevin`] | GLA: inner step ∘ exact OU flow, §4.3 eq. 27 (§11) | one inner step and `N` normal deviates |
+//! | [`Impulse`], [`MollifiedImpulse`], [`ProjectedImpulse`] | seed 003 §2 (§9), `H = T + U + W` | one slow force (+ projection) and `micro_steps` `∇W` |
 //!
 //! Every step either advances the state by `h` (time included) or returns a
 //! [`StepError`] carrying the failing step's index and leaves the state
@@ -42,6 +43,13 @@ pub use zhang_skeel_stiff::ZhangSkeelStiff;
 // SHAKE and RATTLE (issue 3).
 pub mod constrained;
 pub use constrained::{Rattle, Shake, ShakeSolver, ShakeStats};
+
+// Impulse, mollified impulse, projected impulse (seed 003, issue 3).
+pub mod impulse;
+pub use impulse::{
+    Impulse, ImpulseStats, ManifoldProjection, MollifiedImpulse, ProjectedImpulse,
+    ProjectionFailure, ProjectionOptions,
+};
 
 use crate::StepError;
 
