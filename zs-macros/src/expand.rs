@@ -22,12 +22,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item_impl: ItemImpl = match syn::parse2(item.clone()) {
         Ok(i) => i,
         Err(_) => {
-            let err = syn::Error::new(
-                Span::call_site(),
-                "#[mechanical_system] goes on an inherent impl block: \
-                 `impl MySystem { fn potential(&self, q: &[f64; N]) -> f64 { ... } }`",
-            )
-            .to_compile_error();
+            let err = not_an_impl(&item).to_compile_error();
             return quote!(#item #err);
         }
     };
@@ -40,16 +35,93 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let lowered = lower::lower(&cx, &input, &shape);
     match cx.check() {
         Ok(()) => generate(&input, &shape, lowered),
-        Err(err) => fallback(&input, &shape, &err),
+        Err(err) => fallback(&input, &shape, &err, &lowered.visited),
     }
 }
 
-/// The user's block, unchanged but for `#[allow(dead_code)]` (helpers and the role methods may
+/// The error for an item that is not an `impl` block, at the item's name when it has one.
+fn not_an_impl(item: &TokenStream) -> syn::Error {
+    let usage = |name: &dyn std::fmt::Display| {
+        format!("`impl {name} {{ fn potential(&self, q: &[f64; N]) -> f64 {{ ... }} }}`")
+    };
+    let on = |what: &str, name: &Ident, at: TokenStream| {
+        syn::Error::new_spanned(
+            at,
+            format!(
+                "#[mechanical_system] goes on the impl block that defines the potential, {}, \
+                 not on the {what} itself",
+                usage(name)
+            ),
+        )
+    };
+    match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Struct(s)) => {
+            let (kw, name) = (&s.struct_token, &s.ident);
+            on("struct", name, quote!(#kw #name))
+        }
+        Ok(syn::Item::Enum(e)) => {
+            let (kw, name) = (&e.enum_token, &e.ident);
+            on("enum", name, quote!(#kw #name))
+        }
+        Ok(syn::Item::Union(u)) => {
+            let (kw, name) = (&u.union_token, &u.ident);
+            on("union", name, quote!(#kw #name))
+        }
+        _ => {
+            let at = item
+                .clone()
+                .into_iter()
+                .next()
+                .map_or_else(Span::call_site, |t| t.span());
+            syn::Error::new(
+                at,
+                format!(
+                    "#[mechanical_system] goes on an inherent impl block: {}",
+                    usage(&"MySystem")
+                ),
+            )
+        }
+    }
+}
+
+/// The user's block, re-emitted with `#[allow(dead_code)]` (helpers and the role methods may
 /// be unused once the trait impls exist).
-fn user_impl(item: &ItemImpl) -> TokenStream {
+///
+/// After an error (`stub` is `Some`), it is adjusted so that rustc does not repeat the macro's
+/// messages: the bodies the macro interpreted (`stub`'s methods), whose problems were just
+/// reported, are replaced by `unreachable!()`, and a trait impl (itself an error) becomes an
+/// inherent impl, which the fallback trait impls cannot conflict with. Signatures are kept, so
+/// code calling the methods still type-checks.
+fn user_impl(item: &ItemImpl, stub: Option<&[String]>) -> TokenStream {
     let mut item = item.clone();
     item.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
-    item.into_token_stream()
+    // Keeps the trait's `use` used once the impl is made inherent (no "unused import" warning
+    // on top of the error).
+    let mut trait_use = TokenStream::new();
+    if let Some(stub) = stub {
+        if let Some((_, path, _)) = item.trait_.take() {
+            if item.generics.params.is_empty() {
+                trait_use = quote! {
+                    const _: () = {
+                        #[allow(dead_code)]
+                        fn __zs_trait_path<T: ?Sized + #path>() {}
+                    };
+                };
+            }
+        }
+        for it in &mut item.items {
+            if let syn::ImplItem::Fn(f) = it {
+                if stub.iter().any(|n| f.sig.ident == n) {
+                    f.attrs
+                        .push(syn::parse_quote!(#[allow(unused_variables, unused_mut)]));
+                    f.block = syn::parse_quote!({
+                        ::core::unreachable!("#[mechanical_system] reported an error here")
+                    });
+                }
+            }
+        }
+    }
+    quote!(#item #trait_use)
 }
 
 /// Lints silenced in generated code, so that users' `clippy -D warnings` stays clean.
@@ -58,6 +130,7 @@ fn allow_lints() -> TokenStream {
         #[allow(
             unused,
             non_snake_case,
+            trivial_numeric_casts,
             clippy::all,
             clippy::pedantic,
             clippy::nursery,
@@ -133,8 +206,11 @@ impl Emitter<'_> {
                     let name = var_ident(v);
                     let expr = &self.lowered.params[k as usize].tokens;
                     // The user's span: a wrong field name or type is reported at their tokens.
+                    // `as f64`: numeric fields and constants of other types (`f32`, integers)
+                    // are converted as `self.k as f64` or `f64::from(self.k)` in the user's
+                    // code would; other types are a cast error at the user's tokens.
                     let span = first_span(expr);
-                    lets.push(quote_spanned!(span=> let #name: f64 = #expr;));
+                    lets.push(quote_spanned!(span=> let #name: f64 = #expr as f64;));
                 }
                 Var::Lambda(c) => {
                     let name = var_ident(v);
@@ -310,7 +386,7 @@ impl Derived {
 
 /// The successful expansion.
 fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStream {
-    let user = user_impl(input.original);
+    let user = user_impl(input.original, None);
     let constraints = lowered.constraints.clone().unwrap_or_default();
     let (Some(n), Some(m), Some(u)) = (shape.n, shape.m, lowered.potential) else {
         // Unreachable: an error was reported whenever one of these is missing.
@@ -318,13 +394,13 @@ fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStre
             &input.original.self_ty,
             "internal error: incomplete lowering",
         );
-        return fallback(input, shape, &err);
+        return fallback(input, shape, &err, &lowered.visited);
     };
     let role_missing = (input.method("stiff_potential").is_some() && lowered.stiff.is_none())
         || (input.method("fast_potential").is_some() && lowered.fast.is_none());
     if constraints.len() != m || role_missing {
         let err = syn::Error::new_spanned(&input.original.self_ty, "internal error: lowering");
-        return fallback(input, shape, &err);
+        return fallback(input, shape, &err, &lowered.visited);
     }
 
     let mut graph = std::mem::take(&mut lowered.graph);
@@ -570,8 +646,10 @@ fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStre
 
 /// The expansion after errors: the user's block, the errors, and (when `N` is known) dummy
 /// impls returning zeros, so that uses of the traits elsewhere do not add errors.
-fn fallback(input: &Input<'_>, shape: &Shape, err: &syn::Error) -> TokenStream {
-    let user = user_impl(input.original);
+///
+/// `visited` are the methods whose bodies were interpreted (see [`user_impl`]).
+fn fallback(input: &Input<'_>, shape: &Shape, err: &syn::Error, visited: &[String]) -> TokenStream {
+    let user = user_impl(input.original, Some(visited));
     let errors = err.to_compile_error();
     let Some(n) = shape.n else {
         return quote!(#user #errors);
@@ -852,6 +930,69 @@ mod tests {
     }
 
     #[test]
+    fn fallback_keeps_signatures_and_stubs_interpreted_bodies() {
+        let out = expand(
+            TokenStream::new(),
+            quote! {
+                impl Bad {
+                    fn helper(&self, x: f64) -> f64 { x / 2 }
+                    fn unrelated(&self) -> u8 { 7 }
+                    fn potential(&self, q: &[f64; 1]) -> f64 { self.helper(q[0]) }
+                }
+            },
+        );
+        let file: syn::File = syn::parse2(out).unwrap();
+        let user = file
+            .items
+            .iter()
+            .find_map(|it| match it {
+                syn::Item::Impl(i) if i.trait_.is_none() => Some(i),
+                _ => None,
+            })
+            .expect("the user's block");
+        let body = |name: &str| {
+            user.items
+                .iter()
+                .find_map(|it| match it {
+                    syn::ImplItem::Fn(f) if f.sig.ident == name => {
+                        Some(f.block.to_token_stream().to_string())
+                    }
+                    _ => None,
+                })
+                .unwrap()
+        };
+        // The interpreted bodies (where the error is) are stubbed, so rustc does not repeat the
+        // macro's message; the others are kept.
+        assert!(body("helper").contains("unreachable"), "{}", body("helper"));
+        assert!(body("potential").contains("unreachable"));
+        assert_eq!(body("unrelated"), "{ 7 }");
+        // A trait impl becomes inherent, so the fallback impls cannot conflict with it.
+        let out = expand(
+            TokenStream::new(),
+            quote! {
+                impl Potential<1> for Bad {
+                    fn potential(&self, q: &[f64; 1]) -> f64 { q[0] }
+                }
+            },
+        );
+        let text = out.to_string();
+        assert!(text.contains("not on a trait impl"), "{text}");
+        assert!(text.contains("impl Bad"), "{text}");
+        assert!(!text.contains("impl Potential < 1 > for Bad"), "{text}");
+    }
+
+    #[test]
+    fn parameters_are_read_as_f64() {
+        let out = expand(
+            TokenStream::new(),
+            quote! {
+                impl S { fn potential(&self, q: &[f64; 1]) -> f64 { self.k * q[0] } }
+            },
+        );
+        assert!(out.to_string().contains("self . k as f64"), "{out}");
+    }
+
+    #[test]
     fn unknown_n_gives_no_impls() {
         let out = expand(
             TokenStream::new(),
@@ -874,7 +1015,14 @@ mod tests {
         );
         let text = out.to_string();
         assert!(text.contains("struct S"), "{text}");
-        assert!(text.contains("inherent impl block"), "{text}");
+        assert!(text.contains("not on the struct itself"), "{text}");
+        let out = expand(
+            TokenStream::new(),
+            quote!(
+                fn f() {}
+            ),
+        );
+        assert!(out.to_string().contains("inherent impl block"), "{out}");
         let out = expand(
             quote!(fast),
             quote!(impl S { fn potential(&self, q: &[f64; 1]) -> f64 { q[0] } }),

@@ -11,6 +11,8 @@ mod ast;
 mod ctxt;
 mod expand;
 mod lower;
+#[cfg(test)]
+mod robustness;
 pub(crate) mod sym;
 mod valid;
 
@@ -56,7 +58,9 @@ use proc_macro::TokenStream;
 /// The bodies are evaluated at expansion time, with `f64` values kept symbolic:
 /// - `f64` literals, `std`/`core` `f64::consts` (`PI`, `E`, ...), `f64::EPSILON`, `const`
 ///   items in the body or the impl (`Self::K`), `self.field` (and `self.a.b`, `self.arr[2]`),
-///   read at run time as parameters, as are other upper-case constants (`MY_CONST`);
+///   read at run time as parameters, as are other upper-case constants (`MY_CONST`); the
+///   generated code reads each one `as f64`, so numeric fields of other types (`f32`,
+///   integers) work where the Rust code converts them (`f64::from(self.k)`, `self.n as f64`);
 /// - `q[i]` with `i` a constant at expansion time: literals, loop variables, integer
 ///   arithmetic on them (`q[3 * i + 1]`), `i as f64`;
 /// - `let` (names, tuples, arrays, type ascriptions, `let mut` with `=`, `+=`, `-=`, `*=`,
@@ -74,7 +78,10 @@ use proc_macro::TokenStream;
 /// Anything else is a compile error at the offending tokens: non-smooth functions (`abs`,
 /// `min`, `max`, `floor`, ...), branching on coordinates, non-constant indices or loop bounds,
 /// integer arithmetic mixed with `f64`s, recursion between helpers, macros, closures, ...
-/// After an error the block and dummy trait impls are still emitted, so no cascade follows.
+/// After an error the block (with the bodies the macro interpreted replaced by
+/// `unreachable!()`, so that rustc does not repeat the macro's messages) and dummy trait impls
+/// are still emitted, so no cascade follows. `tests/ui/` holds one compile-fail test per
+/// mistake, with the exact message.
 ///
 /// # Generated code
 /// Straight-line, allocation-free code with common subexpressions shared within each function:

@@ -89,6 +89,8 @@ pub struct Lowered {
     /// `use` items found in the bodies, re-emitted in the generated functions (they may be
     /// needed to resolve outside constants).
     pub uses: Vec<syn::ItemUse>,
+    /// Names of the methods whose bodies were interpreted (roles and inlined helpers).
+    pub visited: Vec<String>,
 }
 
 /// Non-local control flow while interpreting (errors are not control flow: they are
@@ -207,6 +209,7 @@ pub fn lower(cx: &Ctxt, input: &Input<'_>, shape: &Shape) -> Lowered {
         constraints,
         params: lw.params,
         uses: lw.uses,
+        visited: lw.visited,
     }
 }
 
@@ -234,6 +237,8 @@ pub struct Lowerer<'c, 'a> {
     consts_in_progress: Vec<String>,
     /// Set while lowering the condition of an `if` / scrutinee of a `match`, for messages.
     branching: Option<&'static str>,
+    /// Methods whose bodies were interpreted, in order.
+    visited: Vec<String>,
 }
 
 const STD_CONSTS: &[(&str, f64)] = &[
@@ -319,6 +324,7 @@ impl<'c, 'a> Lowerer<'c, 'a> {
             impl_consts: HashMap::new(),
             consts_in_progress: Vec::new(),
             branching: None,
+            visited: Vec::new(),
         }
     }
 
@@ -401,6 +407,9 @@ impl<'c, 'a> Lowerer<'c, 'a> {
         if !ok {
             return Value::Poison;
         }
+        if !self.visited.contains(&name) {
+            self.visited.push(name.clone());
+        }
         self.call_stack.push(name.clone());
         let v = match self.lower_block(m.body, &mut env) {
             Ok(v) | Err(Unwind::Return(v)) => v,
@@ -467,12 +476,19 @@ impl<'c, 'a> Lowerer<'c, 'a> {
         }
         let given: Vec<&'a Expr> = args.iter().skip(usize::from(skip_first)).collect();
         if given.len() != m.params.len() {
+            let plural = |k: usize| if k == 1 { "argument" } else { "arguments" };
+            let (want, got) = (m.params.len(), given.len());
+            let besides = if matches!(m.receiver, SelfArg::Ref) {
+                " besides `self`"
+            } else {
+                ""
+            };
             return Ok(self.err(
                 call,
                 format!(
-                    "`{name}` takes {} argument(s) but {} were given",
-                    m.params.len(),
-                    given.len()
+                    "`{name}` takes {want} {}{besides}, but {got} {} given",
+                    plural(want),
+                    if got == 1 { "was" } else { "were" }
                 ),
             ));
         }
@@ -781,7 +797,7 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 }
                 let base = self.lower_expr(&ix.expr, env)?;
                 let idx = self.lower_expr(&ix.index, env)?;
-                self.index(base, idx, &ix.index)
+                self.index(base, idx, &ix.expr, &ix.index)
             }
             Expr::Field(f) => {
                 if let Some(p) = self.self_place(e, env)? {
@@ -1100,20 +1116,36 @@ impl<'c, 'a> Lowerer<'c, 'a> {
         }
     }
 
-    fn index(&mut self, base: Value, idx: Value, at: &Expr) -> Value {
+    /// `base[idx]`; `base_expr` and `at` (the index expression) are for messages.
+    fn index(&mut self, base: Value, idx: Value, base_expr: &Expr, at: &Expr) -> Value {
         let Some(k) = self.as_index(&idx, at, "index") else {
             return Value::Poison;
         };
         match base {
             Value::Array(items) => match items.get(k) {
                 Some(v) => v.clone(),
-                None => self.err(
-                    at,
-                    format!(
-                        "index {k} is out of range for an array of length {}",
-                        items.len()
-                    ),
-                ),
+                None => {
+                    let len = items.len();
+                    let what = match strip_parens(base_expr) {
+                        Expr::Path(p) if p.path.get_ident().is_some() => {
+                            format!("`{}`", p.to_token_stream())
+                        }
+                        _ => "this array".to_string(),
+                    };
+                    let index = match strip_parens(at) {
+                        Expr::Lit(_) => format!("index {k}"),
+                        other => format!("index `{}` = {k}", tokens_text(other)),
+                    };
+                    let valid = if len == 0 {
+                        "it has no elements".to_string()
+                    } else {
+                        format!("valid indices are 0..={}", len - 1)
+                    };
+                    self.err(
+                        at,
+                        format!("{index} is out of range for {what} of length {len} ({valid})"),
+                    )
+                }
             },
             Value::Poison => Value::Poison,
             other => self.err(at, format!("cannot index into {}", other.describe())),
@@ -1263,8 +1295,9 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 }
                 self.err(
                     e,
-                    "casting an f64 to an integer is non-smooth (integer arithmetic on \
-                     coordinates is not differentiable)",
+                    "casting an f64 to an integer is non-smooth: truncation is a step function, \
+                     not differentiable, so #[mechanical_system] cannot differentiate it (keep \
+                     computations on coordinates in f64)",
                 )
             }
             (Ty::F32, _) => self.err(ty, "`f32` is not supported: use `f64`"),
@@ -1405,6 +1438,16 @@ impl<'c, 'a> Lowerer<'c, 'a> {
             .collect();
         let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
         match segs.as_slice() {
+            [local] if p.path.leading_colon.is_none() && env.get(local).is_some() => {
+                Ok(match env.get(local) {
+                    // A closure (already reported) or an erroneous value.
+                    Some(Some(Value::Poison)) => Value::Poison,
+                    _ => self.err(
+                        &c.func,
+                        format!("`{local}` is a local variable, not a function"),
+                    ),
+                })
+            }
             [ty, name] if *ty == "Self" || self.is_self_type(ty) => {
                 let name = &p.path.segments[1].ident;
                 let first_is_self = c.args.first().is_some_and(is_self);
@@ -1443,12 +1486,17 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 } else {
                     String::new()
                 };
+                let own = if segs.len() == 1 {
+                    format!(" (make `{last}` one: it is then inlined and differentiated)")
+                } else {
+                    String::new()
+                };
                 Ok(self.err(
                     &c.func,
                     format!(
                         "unsupported function `{shown}`{hint}: a #[mechanical_system] body can \
-                         call f64 methods ({SUPPORTED_F64_METHODS}, as `x.sin()` or \
-                         `f64::sin(x)`) and methods of its own impl block"
+                         only call methods of its own impl block{own} and the f64 methods \
+                         {SUPPORTED_F64_METHODS} (as `x.sin()` or `f64::sin(x)`)"
                     ),
                 ))
             }
@@ -1671,8 +1719,9 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                     return self.err(
                         name,
                         format!(
-                        "unsupported method `{n}` on f64: supported are {SUPPORTED_F64_METHODS}"
-                    ),
+                            "unsupported method `{n}` on f64: #[mechanical_system] can only \
+                         differentiate the f64 methods {SUPPORTED_F64_METHODS}"
+                        ),
                     )
                 }
             };
@@ -2083,6 +2132,26 @@ fn store(env: &mut Env, name: &str, path: &[(usize, &Expr)], v: Value) {
         }
     }
     *cur = v;
+}
+
+/// The source text of an expression, as rustc would print it (`i + 1`, `self.n`).
+fn tokens_text(e: &Expr) -> String {
+    let text = e.to_token_stream().to_string();
+    // `TokenStream`'s Display spaces every token: undo it around `.`, `(`, `)`, `[`, `]`.
+    let mut out = text;
+    for (from, to) in [
+        (" . ", "."),
+        (" (", "("),
+        ("( ", "("),
+        (" )", ")"),
+        (" [", "["),
+        ("[ ", "["),
+        (" ]", "]"),
+        (" ,", ","),
+    ] {
+        out = out.replace(from, to);
+    }
+    out
 }
 
 fn is_self(e: &Expr) -> bool {
@@ -2513,8 +2582,29 @@ mod tests {
     fn index_errors() {
         assert_error(
             parse_quote!(impl S { fn potential(&self, q: &[f64; 2]) -> f64 { q[2] } }),
-            "index 2 is out of range for an array of length 2",
+            "index 2 is out of range for `q` of length 2 (valid indices are 0..=1)",
         );
+        assert_error(
+            parse_quote!(impl S {
+                fn potential(&self, q: &[f64; 2]) -> f64 {
+                    let mut v = 0.0;
+                    for i in 0..2 { v += q[i + 1]; }
+                    v
+                }
+            }),
+            "index `i + 1` = 2 is out of range for `q` of length 2",
+        );
+        assert_error(
+            parse_quote!(impl S {
+                fn potential(&self, q: &[f64; 2]) -> f64 { let lj = |r: f64| r; lj(q[0]) }
+            }),
+            "closures are not supported",
+        );
+        // ... and only that: the call of the closure adds no second error.
+        let errs = errors(parse_quote!(impl S {
+            fn potential(&self, q: &[f64; 2]) -> f64 { let lj = |r: f64| r; lj(q[0]) }
+        }));
+        assert_eq!(errs.len(), 1, "{errs:#?}");
         assert_error(
             parse_quote!(impl S { fn potential(&self, q: &[f64; 2]) -> f64 { q[self.n] } }),
             "index must be an integer constant known at expansion time (a literal, a loop \

@@ -66,20 +66,43 @@ pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
     let constraints = input.method("constraints");
 
     match potential {
-        None => cx.error_spanned_by(
-            &item.self_ty,
-            format!(
-                "missing `{POTENTIAL_SIG}`: #[mechanical_system] derives the gradient, Hessian \
-                 and third derivatives from it"
-            ),
-        ),
+        None => {
+            // A near miss (`potental`, `Potential`) is most likely a typo.
+            let near = input.methods.iter().find(|m| {
+                let name = m.name.to_string().to_lowercase();
+                name != "stiff_potential"
+                    && name != "fast_potential"
+                    && edit_distance(&name, "potential") <= 2
+            });
+            let hint = near.map_or_else(String::new, |m| {
+                format!(" (is `{}` a misspelling of `potential`?)", m.name)
+            });
+            let at = near.map_or_else(
+                || item.self_ty.to_token_stream(),
+                |m| m.name.to_token_stream(),
+            );
+            cx.error_spanned_by(
+                at,
+                format!(
+                    "missing `{POTENTIAL_SIG}`{hint}: #[mechanical_system] derives the gradient, \
+                     Hessian and third derivatives from it"
+                ),
+            );
+        }
         Some(p) => {
             let (n, ok) = check_coordinate_fn(cx, p, POTENTIAL_SIG);
             shape.n = n;
             let ret_ok = match p.return_ty() {
                 Ty::F64 => true,
                 _ => {
-                    report_return(cx, p, "`potential` must return `f64`");
+                    report_return(
+                        cx,
+                        p,
+                        &format!(
+                            "`potential` must return `f64`, the potential energy V(q): expected \
+                             `{POTENTIAL_SIG}`"
+                        ),
+                    );
                     false
                 }
             };
@@ -185,6 +208,22 @@ fn check_scalar_role(cx: &Ctxt, m: &Method<'_>, sig: &str, n: Option<usize>) -> 
         }
     };
     ok && n_ok && ret_ok && n.is_some() && n_m.is_some()
+}
+
+/// Levenshtein distance (for "did you mean" hints).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// Checks `fn name(&self, q: &[f64; N]) -> ...` up to the return type; returns `(N, ok)`.

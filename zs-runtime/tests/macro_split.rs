@@ -522,3 +522,31 @@ fn all_roles_together() {
         );
     }
 }
+
+// ---------------------------------------------------------------- parameters of other types
+
+/// Numeric fields that are not `f64` are parameters too, converted as the user's code does
+/// (`f64::from(self.k)`, `self.n as f64`): the generated code reads them `as f64`.
+pub struct Mixed {
+    pub k: f32,
+    pub n: u32,
+}
+
+#[mechanical_system]
+impl Mixed {
+    fn potential(&self, q: &[f64; 1]) -> f64 {
+        f64::from(self.k) * q[0].powi(3) + self.n as f64 * q[0]
+    }
+}
+
+#[test]
+fn non_f64_numeric_fields_are_converted() {
+    let sys = Mixed { k: 0.1, n: 3 };
+    let k = f64::from(sys.k);
+    for x in [-0.4, 1.3] {
+        let q = [x];
+        assert_eq!(Potential::potential(&sys, &q), sys.potential(&q));
+        assert!(close(sys.gradient(&q)[0], 3.0 * k * x * x + 3.0, EXACT_TOL));
+        assert!(close(sys.hessian(&q)[0][0], 6.0 * k * x, EXACT_TOL));
+    }
+}

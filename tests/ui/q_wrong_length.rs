@@ -1,0 +1,18 @@
+// `constraints` takes a `q` of another length than `potential`.
+use zs_runtime::mechanical_system;
+
+pub struct Pendulum {
+    pub l: f64,
+}
+
+#[mechanical_system]
+impl Pendulum {
+    fn potential(&self, q: &[f64; 2]) -> f64 {
+        q[1]
+    }
+    fn constraints(&self, q: &[f64; 3]) -> [f64; 1] {
+        [q[0] * q[0] + q[1] * q[1] - self.l * self.l]
+    }
+}
+
+fn main() {}
