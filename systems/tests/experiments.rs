@@ -321,3 +321,72 @@ mod multipliers {
         assert!((l[1] - 1.0 / (2.0 * l2)).abs() < 1e-14, "{l:?}");
     }
 }
+
+mod impulse_convergence {
+    use super::*;
+    use zs_systems::experiments::impulse_convergence::{self as ic, Config};
+    use zs_systems::stiff_spring::ImpulseMethod;
+
+    #[test]
+    fn mollified_and_projected_are_order_2_uniformly_in_eps_and_impulse_is_not() {
+        // ε = 1e-3 and 3e-4, h = 1/5, 1/10, 1/20 (h/ε from 50 to 667), δ = ε/50.
+        let cfg = Config::quick();
+        let out = ic::run(&cfg).unwrap();
+        let (e1, e2) = (cfg.sweeps[0].eps, cfg.sweeps[1].eps);
+        let common = [0.2, 0.1, 0.05];
+        for m in [ImpulseMethod::Mollified, ImpulseMethod::Projected] {
+            for eps in [e1, e2] {
+                let s = out.sweep(m, eps).unwrap();
+                let (sq, sp) = (s.position_slope(), s.momentum_slope());
+                assert!(
+                    (sq - 2.0).abs() < 0.15,
+                    "{} ε={eps}: slope q {sq}",
+                    m.name()
+                );
+                assert!(
+                    (sp - 2.0).abs() < 0.15,
+                    "{} ε={eps}: slope Pᵀp {sp}",
+                    m.name()
+                );
+            }
+            // Uniform in ε: the O(h²) constant barely moves between the two ε.
+            let (a, b) = (
+                out.sweep(m, e1).unwrap().constants(&common),
+                out.sweep(m, e2).unwrap().constants(&common),
+            );
+            for r in [b.0 / a.0, b.1 / a.1] {
+                assert!((0.8..1.25).contains(&r), "{}: C ratio {r}", m.name());
+            }
+        }
+        // Plain impulse: not order 2 in the projected momenta, and its constant grows as ε
+        // shrinks (seed 003 Fig. 1).
+        let imp1 = out.sweep(ImpulseMethod::Impulse, e1).unwrap();
+        let imp2 = out.sweep(ImpulseMethod::Impulse, e2).unwrap();
+        assert!(imp1.momentum_slope() < 1.5, "{}", imp1.momentum_slope());
+        let growth = imp2.constants(&common).0 / imp1.constants(&common).0;
+        assert!(growth > 2.0, "impulse C(ε) grows only {growth}x");
+        // The reference agrees with itself at half the step to well below the errors measured.
+        for (_, (q, p)) in &out.reference_checks {
+            assert!(*q < 1e-4 && *p < 1e-4, "{q} {p}");
+        }
+
+        let dir = scratch("ic");
+        let report = ic::write(&cfg, &out, &dir).unwrap();
+        assert_eq!(report.tables[0].rows.len(), 6);
+        assert_eq!(report.tables[1].rows.len(), 18);
+        let csv = read(&dir.join("impulse-convergence.csv"));
+        assert!(
+            csv.starts_with("method,eps,h,micro_steps,position_error,projected_momentum_error\n")
+        );
+        assert_eq!(csv.lines().count(), 1 + 18);
+        let svg = read(&dir.join("impulse-convergence.svg"));
+        for needle in [
+            "mollified impulse (Fig. 2)",
+            "macro step h (time)",
+            "slope 2",
+        ] {
+            assert!(svg.contains(needle), "missing {needle:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -11,13 +11,14 @@
 //! | `double-pendulum` | Tao & Owhadi §4.1, Fig. 1 and the run-time table | [`double_pendulum`] |
 //! | `constraint-scaling` | Tao & Owhadi Fig. 2a, `ω²‖g(q(T))‖` against ω | [`constraint_scaling`] |
 //! | [`multipliers`] | Tao & Owhadi Fig. 2b, λ(t) from the penalized run (eq. 8) vs SHAKE | [`multipliers`] |
-//! | `impulse-convergence` | seed 003 Figs. 1–3, error vs macro step of the impulse family | `impulse_convergence` |
+//! | `impulse-convergence` | seed 003 Figs. 1–3, error vs macro step of the impulse family | [`impulse_convergence`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
 //! interrupted run never leaves a truncated file under the final name.
 
 pub mod constraint_scaling;
 pub mod double_pendulum;
+pub mod impulse_convergence;
 pub mod multipliers;
 pub mod plot;
 
@@ -85,10 +86,12 @@ impl Experiment {
                 let out = multipliers::run(&cfg);
                 multipliers::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
             }
-            other => Err(format!(
-                "experiment `{}` is not available yet (its integrators have not landed)",
-                other.name()
-            )),
+            Experiment::ImpulseConvergence => {
+                let cfg = impulse_convergence::Config::paper();
+                let out = impulse_convergence::run(&cfg)
+                    .map_err(|e| format!("impulse-convergence: a step failed: {e}"))?;
+                impulse_convergence::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+            }
         }
     }
 }

@@ -302,6 +302,19 @@ fn tick_label(v: f64) -> String {
     }
 }
 
+/// A tick label; on a log axis only 1, 2 and 5 times a power of ten are labelled (the other
+/// ticks keep their grid lines), so that labels never crowd.
+fn axis_label(v: f64, log: bool) -> String {
+    if log && v > 0.0 {
+        let mantissa = v / 10f64.powf(v.log10().floor());
+        let m = mantissa.round();
+        if (mantissa - m).abs() > 1e-6 * m || !(m == 1.0 || m == 2.0 || m == 5.0 || m == 10.0) {
+            return String::new();
+        }
+    }
+    tick_label(v)
+}
+
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     panel: &Panel,
@@ -316,8 +329,14 @@ fn draw_panel<DB: DrawingBackend>(
             .filter(|p| valid(p.0, panel.x_scale))
             .map(|p| p.1)
     });
-    let (x0, x1) = fit_range(xs, panel.x_scale, panel.x_range);
-    let (y0, y1) = fit_range(ys, panel.y_scale, panel.y_range);
+    // On a log axis, widen by a hair so that a bound on an exact power of ten (whose logarithm
+    // may round up) still gets its tick.
+    let widen = |(lo, hi): (f64, f64), scale| match scale {
+        Scale::Log => (lo * (1.0 - 1e-9), hi * (1.0 + 1e-9)),
+        Scale::Linear => (lo, hi),
+    };
+    let (x0, x1) = widen(fit_range(xs, panel.x_scale, panel.x_range), panel.x_scale);
+    let (y0, y1) = widen(fit_range(ys, panel.y_scale, panel.y_range), panel.y_scale);
     match (panel.x_scale, panel.y_scale) {
         (Scale::Linear, Scale::Linear) => draw_in(
             area,
@@ -384,6 +403,7 @@ where
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
+    let (x_log, y_log) = (panel.x_scale == Scale::Log, panel.y_scale == Scale::Log);
     let xr = (x.range().start, x.range().end);
     let yr = (y.range().start, y.range().end);
     let mut chart = ChartBuilder::on(area)
@@ -400,8 +420,8 @@ where
         .y_desc(panel.y_label.as_str())
         .axis_desc_style(("sans-serif", 15))
         .label_style(("sans-serif", 13))
-        .x_label_formatter(&|v| tick_label(*v))
-        .y_label_formatter(&|v| tick_label(*v))
+        .x_label_formatter(&|v| axis_label(*v, x_log))
+        .y_label_formatter(&|v| axis_label(*v, y_log))
         .light_line_style(BLACK.mix(0.05))
         .bold_line_style(BLACK.mix(0.15))
         .draw()
@@ -611,6 +631,9 @@ mod tests {
         assert_eq!(tick_label(1e-5), "1e-5");
         assert_eq!(tick_label(0.25), "0.25");
         assert_eq!(tick_label(20.0), "20");
+        assert_eq!(axis_label(0.05, true), "0.05");
+        assert_eq!(axis_label(0.07, true), "");
+        assert_eq!(axis_label(0.07, false), "0.07");
     }
 
     #[test]
