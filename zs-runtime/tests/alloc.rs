@@ -8,9 +8,6 @@
 //! Fermi–Pasta–Ulam chain between two walls, generic in `N` (`Σ φ(r)` over the `N + 1` bonds,
 //! `φ(r) = r²/2 + r⁴/4`).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use zs_runtime::driver::run_steps;
 use zs_runtime::guards::{ConstraintGuard, EnergyGuard};
 use zs_runtime::linalg::{solve_shifted, Factorization};
@@ -20,45 +17,9 @@ use zs_runtime::{
     Potential, State, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
 };
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the only addition is a relaxed atomic increment, which neither
-// allocates nor touches the memory being managed, so the layout/pointer requirements of each
-// method are exactly those of `System`'s.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's (forwarded unchanged).
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's (forwarded unchanged).
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `ptr` was allocated by this allocator, i.e. by `System`, with `layout`
-        // (caller's contract, forwarded unchanged).
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by this allocator, i.e. by `System`, with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
-    f();
-    ALLOCATIONS.load(Ordering::SeqCst) - before
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocations_during;
 
 /// The contract's double pendulum (`shared/spec/CONTRACT.md`), physical gravity.
 pub struct DoublePendulum {

@@ -7,9 +7,6 @@
 //!
 //! The convergence experiment (seed 003 Figs. 1–3) is `tests/tests/impulse_convergence.rs`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use zs_runtime::integrators::impulse::{
     mollified_gradient, project, projected_covector, projected_gradient, ProjectionFailure,
 };
@@ -22,48 +19,9 @@ use zs_runtime::{
 // Counting allocator (this test binary only): steps must allocate nothing. The count is per
 // thread, so tests running in parallel do not disturb each other's windows.
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() {
-    // `try_with`: no panic if called while the thread's locals are being torn down.
-    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the only addition is a thread-local counter increment (a `Cell` with
-// a `const` initializer: no allocation, no destructor), which does not touch the managed memory.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's (forwarded unchanged).
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's (forwarded unchanged).
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: `ptr` was allocated by `System` with `layout` (caller's contract).
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `System` with `layout` (caller's contract).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> usize {
-    ALLOCS.with(Cell::get)
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocations_during;
 
 // ---------------------------------------------------------------------------------------------
 // The stiff spring pendulum: q = (x, y), U = gravity·y (the slow potential, unit "weight"),
@@ -606,12 +564,12 @@ fn steps_allocate_nothing() {
     a.step(&sys, &mut xa).unwrap();
     b.step(&sys, &mut xb).unwrap();
     c.step(&sys, &mut xc).unwrap();
-    let before = allocations();
-    for _ in 0..50 {
-        a.step(&sys, &mut xa).unwrap();
-        b.step(&sys, &mut xb).unwrap();
-        c.step(&sys, &mut xc).unwrap();
-    }
-    let after = allocations();
-    assert_eq!(after - before, 0, "allocations during 150 steps");
+    let n = allocations_during(|| {
+        for _ in 0..50 {
+            a.step(&sys, &mut xa).unwrap();
+            b.step(&sys, &mut xb).unwrap();
+            c.step(&sys, &mut xc).unwrap();
+        }
+    });
+    assert_eq!(n, 0, "allocations during 150 steps");
 }

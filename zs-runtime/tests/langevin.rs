@@ -10,9 +10,6 @@
 //!
 //! Measured values are printed: `cargo test -p zs-runtime --test langevin -- --nocapture`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use zs_runtime::{Langevin, StiffSplit};
 use zs_runtime::{
     LinearlyImplicitNewmark, Newmark, Potential, PushForwardNewmark, RngState, State, StepError,
@@ -22,51 +19,9 @@ use zs_runtime::{
 // ---------------------------------------------------------------------------------------------
 // Counting allocator (this thread's allocations only).
 
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-fn count_one() {
-    // `try_with`: during thread teardown the slot may be gone; such allocations are not ours.
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the only addition is an increment of a `const`-initialized
-// thread-local `Cell<usize>` (no destructor, no lazy initialization), which neither allocates
-// nor touches the memory being managed.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: same contract as the caller's (forwarded unchanged).
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: same contract as the caller's (forwarded unchanged).
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: `ptr` was allocated by this allocator, i.e. by `System`, with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by this allocator, i.e. by `System`, with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.with(|c| c.get());
-    f();
-    ALLOCATIONS.with(|c| c.get()) - before
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocations_during;
 
 // ---------------------------------------------------------------------------------------------
 // Potentials.

@@ -3,12 +3,8 @@
 //! agreement within the eq. 8 error bound), its CSV output, and zero allocations per step for
 //! the observer and for SHAKE/RATTLE steps.
 //!
-//! A counting global allocator wraps `System`; every test takes `LOCK` so that no other test
-//! thread allocates while a window is being counted.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+//! A per-thread counting global allocator (`support/counting_alloc.rs`) checks that observing
+//! allocates nothing per step.
 
 use zs_runtime::driver::{run, run_steps};
 use zs_runtime::observers::Observer;
@@ -17,48 +13,9 @@ use zs_runtime::{
     TimeSeries, ZhangSkeel,
 };
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-static LOCK: Mutex<()> = Mutex::new(());
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the only addition is a relaxed atomic increment, which neither
-// allocates nor touches the memory being managed.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's (forwarded unchanged).
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's (forwarded unchanged).
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `ptr` was allocated by this allocator, i.e. by `System`, with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by this allocator, i.e. by `System`, with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
-    f();
-    ALLOCATIONS.load(Ordering::SeqCst) - before
-}
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocations_during;
 
 /// A planar pendulum of length 1.5 and mass 2 under gravity 9.81: `V = m·9.81·y`,
 /// `g = x² + y² - 1.5²`.
@@ -103,7 +60,6 @@ fn shake_series(h: f64, t_end: f64) -> TimeSeries<1> {
 
 #[test]
 fn penalized_estimate_has_shakes_sign_and_agrees_within_the_eq8_bound() {
-    let _guard = lock();
     let (t_end, window) = (3.0, 0.2);
     let lambda_shake = shake_series(1e-3, t_end);
     let lmax = lambda_shake
@@ -164,7 +120,6 @@ fn penalized_estimate_has_shakes_sign_and_agrees_within_the_eq8_bound() {
 
 #[test]
 fn estimates_and_csv() {
-    let _guard = lock();
     let target = Pendulum.penalized(50.0);
     let mut est = PenalizedMultipliers::from_penalized(&target, 0.1, 101);
     let mut s = start();
@@ -200,13 +155,11 @@ fn estimates_and_csv() {
 #[test]
 #[should_panic(expected = "window must be positive")]
 fn a_zero_window_is_rejected() {
-    let _guard = lock();
     let _ = PenalizedMultipliers::new(&Pendulum, 20.0, 0.0, 10);
 }
 
 #[test]
 fn steps_and_observation_allocate_nothing_after_set_up() {
-    let _guard = lock();
     const STEPS: usize = 1000;
     let mut counts = vec![];
     for solver in [ShakeSolver::GaussSeidel, ShakeSolver::Newton] {
