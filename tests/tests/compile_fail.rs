@@ -14,6 +14,7 @@
 //! TRYBUILD=overwrite cargo test -p zs-tests --test compile_fail
 //! ```
 
+use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
@@ -51,7 +52,10 @@ fn ui() {
     let version = rustc_version();
     // "rustc 1.95.0 (59807616e 2026-04-14)": the version is the second word.
     if version.split_whitespace().nth(1) != Some(pinned.as_str()) {
-        println!(
+        // Straight to the process's stderr: the test harness captures `println!`/`eprintln!`
+        // of passing tests, and this note must be seen.
+        let _ = writeln!(
+            std::io::stderr(),
             "note: skipping the compile-fail tests: they were generated with rustc {pinned} \
              (rust-toolchain.toml) and rustc's message format differs between versions, but \
              this is `{version}`"
