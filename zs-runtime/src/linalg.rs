@@ -1,14 +1,14 @@
 //! The one linear solve of a linearly-implicit step: `(M + s·H) a = b` with `M` the diagonal
 //! mass matrix, `H` a symmetric Hessian and `s = βh²` (Z&S eq. 3, third line; Z&Ss eq. 18).
 //!
-//! Everything lives on the stack (`nalgebra::SMatrix<f64, N, N>`), so a solve allocates nothing.
+//! Everything lives on the stack (`[[f64; N]; N]` arrays), so a solve allocates nothing.
 //!
 //! Strategy:
-//! 1. Cholesky (`nalgebra::Cholesky`). `M + βh²H` is SPD whenever `H` is positive semi-definite
+//! 1. Cholesky `A = LLᵀ`. `M + βh²H` is SPD whenever `H` is positive semi-definite
 //!    (convex potentials) or `βh²` is small.
 //! 2. If Cholesky fails — the matrix is indefinite, which does happen on non-convex potentials
-//!    such as the penalized double pendulum — or its pivots are too unbalanced, fall back to LU
-//!    with partial (row) pivoting.
+//!    such as the penalized double pendulum — or its pivots are too unbalanced
+//!    (`min L_ii² < N·ε · max L_ii²`), fall back to LU with partial (row) pivoting.
 //! 3. If the LU has a zero pivot, or the ratio of its smallest to its largest pivot magnitude is
 //!    below `N·ε`, the matrix is singular to working precision: [`SolveFailure::Singular`]
 //!    (turned into [`StepError::SingularMatrix`] by the integrators).
@@ -21,12 +21,28 @@
 //!    `O(N³)` factorization; it never exceeds `κ₁` and is rarely below `κ₁/3` (measured on
 //!    random symmetric matrices, N = 2..9: worst ratio 0.44, exact in 48-91% of the cases).
 //!
-//! The LU is hand-written rather than `nalgebra`'s `lu()`: for a generic `const N` the latter
-//! requires the bound `Const<N>: DimMin<Const<N>>`, which only holds for concrete `N` and would
-//! leak into every generic function that steps an integrator. It is the same algorithm (Doolittle
-//! with partial pivoting, in place, on the stack).
+//! Both factorizations are hand-written, in place on `[[f64; N]; N]`, with plain index loops over
+//! `const` bounds that LLVM unrolls completely at the small `N` of mechanical systems.
+//!
+//! * The Cholesky is the one of `nalgebra::Cholesky` — the same operations in the same order
+//!   (`L_ij = (a_ij - Σ_{k<j} L_ik L_jk) / L_jj`, substitutions with `L` then `Lᵀ`, down to the
+//!   summation order of `nalgebra`'s dot product), so it gives the same bits (checked by the
+//!   unit tests for N = 1..9) — but without `nalgebra`'s dynamically sized column views, which
+//!   keep its loops rolled: a 4×4 solve took 357 instructions through `nalgebra` (plus building
+//!   `M + βh²H`), 244 with this (building included); see BENCHMARKS.md, "One penalized
+//!   double-pendulum Z&S step". The finiteness checks are folded into it: a factorization
+//!   that succeeds proves the lower triangle finite (see `Cholesky::factor`), and a non-finite
+//!   right-hand side always gives a non-finite solution, so on this path only the strict upper
+//!   triangle, the pivots and the solution are tested, without a branch per entry.
+//! * The LU: for a generic `const N`, `nalgebra`'s `lu()` requires the bound
+//!   `Const<N>: DimMin<Const<N>>`, which only holds for concrete `N` and would leak into every
+//!   generic function that steps an integrator. It is the same algorithm (Doolittle with partial
+//!   pivoting, in place, on the stack).
+//!
+//! The `nalgebra` entry points ([`solve_matrix`], [`condition_estimate`]) stay: they copy the
+//! [`SMatrix`] into an array and share the code above ([`solve_array`]).
 
-use nalgebra::{SMatrix, SVector};
+use nalgebra::SMatrix;
 
 use crate::StepError;
 
@@ -141,8 +157,9 @@ pub fn singular_threshold(n: usize) -> f64 {
 /// Solve `(diag(masses) + scale·hessian) x = rhs` on the stack.
 ///
 /// For Z&S (eq. 3) call it with `scale = βh²` and `rhs = -∇V(x_k)`; the solution is `a_k`.
-/// Only the lower triangle of `hessian` is read by the Cholesky attempt, the whole matrix by the
-/// LU fallback (the Hessians here are symmetric, so this makes no difference).
+/// The Cholesky attempt computes with the lower triangle of `hessian` only (the strict upper one
+/// is only tested for finiteness), the LU fallback with the whole matrix (the Hessians here are
+/// symmetric, so this makes no difference).
 ///
 /// Returns the solution and the factorization that produced it.
 pub fn solve_shifted<const N: usize>(
@@ -162,11 +179,15 @@ pub fn solve_shifted_with<const N: usize>(
     rhs: &[f64; N],
     options: &SolveOptions,
 ) -> Result<([f64; N], Factorization), SolveFailure> {
-    let a = SMatrix::<f64, N, N>::from_fn(|i, j| {
-        let d = if i == j { masses[i] } else { 0.0 };
-        d + scale * hessian[i][j]
-    });
-    solve_matrix_with(a, rhs, options)
+    let mut a = [[0.0; N]; N];
+    for i in 0..N {
+        for j in 0..N {
+            // `0.0 + x` rather than `x` off the diagonal: the same bits as before, -0.0 included.
+            let d = if i == j { masses[i] } else { 0.0 };
+            a[i][j] = d + scale * hessian[i][j];
+        }
+    }
+    solve_array_with(&a, rhs, options)
 }
 
 /// Solve `a x = rhs` for a symmetric matrix `a`: Cholesky, falling back to pivoted LU.
@@ -184,48 +205,106 @@ pub fn solve_matrix_with<const N: usize>(
     rhs: &[f64; N],
     options: &SolveOptions,
 ) -> Result<([f64; N], Factorization), SolveFailure> {
-    if !a.iter().all(|x| x.is_finite()) {
-        return Err(SolveFailure::NonFinite {
-            what: "linear system matrix",
-        });
-    }
-    if !rhs.iter().all(|x| x.is_finite()) {
-        return Err(SolveFailure::NonFinite {
-            what: "right-hand side",
-        });
-    }
-    let tol = singular_threshold(N);
-    let check = options.max_condition < f64::INFINITY;
+    solve_array_with(&to_rows(&a), rhs, options)
+}
 
-    if let Some(chol) = a.cholesky() {
-        // The pivots of the (LDLᵀ-equivalent) elimination are L_ii².
-        let l = chol.l_dirty();
-        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-        for i in 0..N {
-            let p = l[(i, i)] * l[(i, i)];
-            lo = lo.min(p);
-            hi = hi.max(p);
-        }
-        if N == 0 || (lo > 0.0 && lo >= tol * hi) {
-            if check {
-                let condition = condition_estimate_with(&a, |x| chol.solve_mut(x));
-                reject_ill_conditioned::<N>(condition, options.max_condition)?;
-            }
-            let mut b = SVector::<f64, N>::from_column_slice(rhs);
-            chol.solve_mut(&mut b);
-            return finish(&b, Factorization::Cholesky);
-        }
-        // Ill-balanced pivots: let the LU decide whether it is singular.
-    }
+/// [`solve_matrix`] on a row-major array, `a[i][j] = A_ij`.
+pub fn solve_array<const N: usize>(
+    a: &[[f64; N]; N],
+    rhs: &[f64; N],
+) -> Result<([f64; N], Factorization), SolveFailure> {
+    solve_array_with(a, rhs, &SolveOptions::default())
+}
 
+/// [`solve_matrix_with`] on a row-major array, `a[i][j] = A_ij`: the implementation of all the
+/// solves of this module.
+///
+/// Errors are checked in this order, whichever factorization is used: a non-finite matrix, a
+/// non-finite right-hand side, a singular matrix (LU), an ill-conditioned one (if a limit is
+/// set), a non-finite solution.
+pub fn solve_array_with<const N: usize>(
+    a: &[[f64; N]; N],
+    rhs: &[f64; N],
+    options: &SolveOptions,
+) -> Result<([f64; N], Factorization), SolveFailure> {
+    let Some(chol) = Cholesky::factor(a) else {
+        return solve_lu(a, rhs, options);
+    };
+    // The factorization succeeded, so the matrix is finite.
+    if options.max_condition < f64::INFINITY {
+        check_cholesky_condition(a, rhs, chol, options.max_condition)?;
+    }
+    let mut x = *rhs;
+    chol.solve(&mut x);
+    finish(x, rhs, Factorization::Cholesky)
+}
+
+/// The condition-limit check of [`solve_array_with`] on the Cholesky path, after the one of the
+/// right-hand side (reported first, as on the LU path). Out of line, and taking the factor by
+/// value so that it need not be kept in memory on the path without a limit.
+#[inline(never)]
+fn check_cholesky_condition<const N: usize>(
+    a: &[[f64; N]; N],
+    rhs: &[f64; N],
+    chol: Cholesky<N>,
+    limit: f64,
+) -> Result<(), SolveFailure> {
+    if !all_finite(rhs) {
+        return Err(NON_FINITE_RHS);
+    }
+    reject_ill_conditioned::<N>(condition_estimate_with(a, |x| chol.solve(x)), limit)
+}
+
+/// The rest of [`solve_array_with`] when the Cholesky factorization failed: the matrix is
+/// indefinite, its pivots are ill-balanced (the LU decides whether it is singular), or it is not
+/// finite. Out of line, to keep the Cholesky path small.
+#[inline(never)]
+fn solve_lu<const N: usize>(
+    a: &[[f64; N]; N],
+    rhs: &[f64; N],
+    options: &SolveOptions,
+) -> Result<([f64; N], Factorization), SolveFailure> {
+    if !a.iter().all(all_finite) {
+        return Err(NON_FINITE_MATRIX);
+    }
+    if !all_finite(rhs) {
+        return Err(NON_FINITE_RHS);
+    }
     let lu = Lu::factor(a)?;
-    if check {
-        let condition = condition_estimate_with(&a, |x| lu.solve(x));
+    if options.max_condition < f64::INFINITY {
+        let condition = condition_estimate_with(a, |x| lu.solve(x));
         reject_ill_conditioned::<N>(condition, options.max_condition)?;
     }
-    let mut b = SVector::<f64, N>::from_column_slice(rhs);
-    lu.solve(&mut b);
-    finish(&b, Factorization::Lu)
+    let mut x = *rhs;
+    lu.solve(&mut x);
+    finish(x, rhs, Factorization::Lu)
+}
+
+const NON_FINITE_MATRIX: SolveFailure = SolveFailure::NonFinite {
+    what: "linear system matrix",
+};
+const NON_FINITE_RHS: SolveFailure = SolveFailure::NonFinite {
+    what: "right-hand side",
+};
+
+/// The row-major array of an `nalgebra` matrix.
+fn to_rows<const N: usize>(a: &SMatrix<f64, N, N>) -> [[f64; N]; N] {
+    core::array::from_fn(|i| core::array::from_fn(|j| a[(i, j)]))
+}
+
+fn all_finite<const N: usize>(x: &[f64; N]) -> bool {
+    x.iter().all(|v| v.is_finite())
+}
+
+/// `Σ 0·x_i`: `±0` if every `x_i` is finite, NaN otherwise (`0·∞` is NaN, and a NaN survives
+/// the sum). A finiteness test without a branch per entry.
+#[inline]
+fn zero_if_finite<const N: usize>(x: &[f64; N]) -> f64 {
+    let mut acc = 0.0;
+    for v in x {
+        acc += 0.0 * v;
+    }
+    acc
 }
 
 fn reject_ill_conditioned<const N: usize>(condition: f64, limit: f64) -> Result<(), SolveFailure> {
@@ -246,61 +325,74 @@ fn reject_ill_conditioned<const N: usize>(condition: f64, limit: f64) -> Result<
 /// factorization and a few `O(N²)` solves (see the [module docs](self)). Never overestimates
 /// (up to rounding).
 pub fn condition_estimate<const N: usize>(a: &SMatrix<f64, N, N>) -> f64 {
-    if !a.iter().all(|x| x.is_finite()) {
+    condition_estimate_array(&to_rows(a))
+}
+
+/// [`condition_estimate`] of a row-major array, `a[i][j] = A_ij`.
+pub fn condition_estimate_array<const N: usize>(a: &[[f64; N]; N]) -> f64 {
+    if !a.iter().all(all_finite) {
         return f64::NAN;
     }
-    let tol = singular_threshold(N);
-    if let Some(chol) = a.cholesky() {
-        let l = chol.l_dirty();
-        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-        for i in 0..N {
-            let p = l[(i, i)] * l[(i, i)];
-            lo = lo.min(p);
-            hi = hi.max(p);
-        }
-        if N == 0 || (lo > 0.0 && lo >= tol * hi) {
-            return condition_estimate_with(a, |x| chol.solve_mut(x));
-        }
+    if let Some(chol) = Cholesky::factor(a) {
+        return condition_estimate_with(a, |x| chol.solve(x));
     }
-    match Lu::factor(*a) {
+    match Lu::factor(a) {
         Ok(lu) => condition_estimate_with(a, |x| lu.solve(x)),
         Err(_) => f64::INFINITY,
     }
 }
 
 /// `‖a‖₁ · est(‖a⁻¹‖₁)` with `solve(x)` overwriting `x` by `a⁻¹x`: Hager's method with Higham's
-/// refinements (Higham 1988, Algorithm 4.1; `a` symmetric, so `a⁻ᵀ = a⁻¹`).
+/// refinements (Higham 1988, Algorithm 4.1; `a` symmetric, so `a⁻ᵀ = a⁻¹`). Out of line, to
+/// keep the solve without a condition limit small.
+#[inline(never)]
 fn condition_estimate_with<const N: usize>(
-    a: &SMatrix<f64, N, N>,
-    solve: impl Fn(&mut SVector<f64, N>),
+    a: &[[f64; N]; N],
+    solve: impl Fn(&mut [f64; N]),
 ) -> f64 {
     if N == 0 {
         return 1.0;
     }
-    let norm_1 = |x: &SVector<f64, N>| x.iter().map(|v| v.abs()).sum::<f64>();
-    let a_norm = (0..N)
-        .map(|j| (0..N).map(|i| a[(i, j)].abs()).sum::<f64>())
-        .fold(0.0, f64::max);
+    let norm_1 = |x: &[f64; N]| x.iter().map(|v| v.abs()).sum::<f64>();
+    let sign_of = |x: &[f64; N]| x.map(|v| if v >= 0.0 { 1.0 } else { -1.0 });
+    // Index of the first entry of largest magnitude (`nalgebra`'s `iamax`).
+    let iamax = |x: &[f64; N]| {
+        let mut best = 0;
+        for i in 1..N {
+            if x[i].abs() > x[best].abs() {
+                best = i;
+            }
+        }
+        best
+    };
+    let mut a_norm = 0.0f64;
+    for j in 0..N {
+        let mut col = 0.0;
+        for row in a {
+            col += row[j].abs();
+        }
+        a_norm = a_norm.max(col);
+    }
     let n = N as f64;
     if N == 1 {
-        let mut x = SVector::<f64, N>::from_element(1.0);
+        let mut x = [1.0; N];
         solve(&mut x);
         return a_norm * x[0].abs();
     }
     // Hager's iteration: maximize ‖a⁻¹x‖₁ over the unit 1-ball, starting from x = e/n.
-    let mut x = SVector::<f64, N>::from_element(1.0 / n);
+    let mut x = [1.0 / n; N];
     solve(&mut x);
     let mut est = norm_1(&x);
-    let mut sign = SVector::<f64, N>::from_fn(|i, _| if x[i] >= 0.0 { 1.0 } else { -1.0 });
+    let mut sign = sign_of(&x);
     let mut z = sign;
     solve(&mut z);
-    let mut j = z.iamax();
+    let mut j = iamax(&z);
     for _ in 0..4 {
-        let mut x = SVector::<f64, N>::zeros();
+        let mut x = [0.0; N];
         x[j] = 1.0;
         solve(&mut x);
         let est_new = norm_1(&x);
-        let new_sign = SVector::<f64, N>::from_fn(|i, _| if x[i] >= 0.0 { 1.0 } else { -1.0 });
+        let new_sign = sign_of(&x);
         if new_sign == sign || est_new <= est {
             est = est.max(est_new);
             break;
@@ -309,14 +401,14 @@ fn condition_estimate_with<const N: usize>(
         sign = new_sign;
         let mut z = sign;
         solve(&mut z);
-        let j_new = z.iamax();
+        let j_new = iamax(&z);
         if j_new == j || z[j_new].abs() <= z[j].abs() {
             break;
         }
         j = j_new;
     }
     // Higham's extra vector x_i = (-1)^i (1 + i/(n-1)) guards against the bad cases of Hager.
-    let mut x = SVector::<f64, N>::from_fn(|i, _| {
+    let mut x: [f64; N] = core::array::from_fn(|i| {
         let s = if i % 2 == 0 { 1.0 } else { -1.0 };
         s * (1.0 + i as f64 / (n - 1.0))
     });
@@ -325,13 +417,18 @@ fn condition_estimate_with<const N: usize>(
     a_norm * est.max(alt)
 }
 
+/// `Ok(x)` if the solution is finite. Otherwise the error: a non-finite right-hand side (not
+/// checked before on the Cholesky path: it always gives a non-finite solution, because the
+/// accepted factor is finite with a positive diagonal), or an overflow in the solve.
 fn finish<const N: usize>(
-    b: &SVector<f64, N>,
+    x: [f64; N],
+    rhs: &[f64; N],
     how: Factorization,
 ) -> Result<([f64; N], Factorization), SolveFailure> {
-    let x: [f64; N] = core::array::from_fn(|i| b[i]);
-    if x.iter().all(|v| v.is_finite()) {
+    if zero_if_finite(&x) == 0.0 {
         Ok((x, how))
+    } else if !all_finite(rhs) {
+        Err(NON_FINITE_RHS)
     } else {
         Err(SolveFailure::NonFinite {
             what: "linear solve solution",
@@ -339,26 +436,141 @@ fn finish<const N: usize>(
     }
 }
 
-/// An LU factorization with partial pivoting, `P a = L U`, in place on the stack: `L` (unit
-/// diagonal) below the diagonal of `lu`, `U` on and above it; `swaps[k]` is the row exchanged
-/// with row `k` at elimination step `k`.
+/// A Cholesky factorization `A = LLᵀ`, in place on the stack: `L` on and below the diagonal of
+/// `l` (row-major, `l[i][j] = L_ij`), the strict upper triangle is the input's, unused.
+///
+/// The operations, and their order for every entry, are those of `nalgebra::Cholesky::new` and
+/// `Cholesky::solve_mut` (`nalgebra` 0.34), so both give the same bits.
+#[derive(Clone, Copy)]
+struct Cholesky<const N: usize> {
+    l: [[f64; N]; N],
+}
+
+impl<const N: usize> Cholesky<N> {
+    /// Factor the lower triangle of `a`. `None` if `a` is not (numerically) positive definite —
+    /// a pivot `d_j = a_jj - Σ_{k<j} L_jk²` that is not `> 0` — or if the pivots `L_jj²` are
+    /// too unbalanced, `min < N·ε·max` (the same test as the LU's, so that the LU decides
+    /// whether such a matrix is singular), or if `a` is not finite.
+    ///
+    /// The last test costs two operations per entry of the strict upper triangle and per pivot,
+    /// and no branch: the strict lower triangle and the diagonal need none. With every `d_j`
+    /// finite and positive, every `L_kk` is finite and positive; then a non-finite `a_jk`
+    /// (`k < j`) gives a non-finite `L_jk`, hence `d_j = -∞` or NaN, which fails `d_j > 0`; a
+    /// non-finite `a_jj` gives a non-finite `d_j`. Conversely, a finite `a` has finite pivots
+    /// (`d_j ≤ a_jj`), so on finite matrices the decision is the one of `nalgebra`.
+    // Plain index loops over `const` bounds: LLVM unrolls them completely at small `N` and
+    // proves every index in bounds; they read as the formulas.
+    #[allow(clippy::needless_range_loop)]
+    #[inline]
+    fn factor(a: &[[f64; N]; N]) -> Option<Self> {
+        let mut l = *a;
+        // `0·x` is ±0 for a finite `x`, NaN otherwise, and a NaN survives the sum.
+        let mut non_finite = 0.0;
+        for (i, row) in a.iter().enumerate() {
+            for v in &row[i + 1..] {
+                non_finite += 0.0 * v;
+            }
+        }
+        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+        for j in 0..N {
+            // Row j of L left of the diagonal, then the pivot: `nalgebra` updates column by
+            // column (left-looking), but each entry sees the same subtractions in the same order.
+            for k in 0..j {
+                let mut s = l[j][k];
+                for m in 0..k {
+                    s -= l[k][m] * l[j][m];
+                }
+                l[j][k] = s / l[k][k];
+            }
+            let mut d = l[j][j];
+            for m in 0..j {
+                d -= l[j][m] * l[j][m];
+            }
+            // `nalgebra`: `d != 0 && d >= 0` (its `try_sqrt`), i.e. `d > 0`; NaN fails.
+            let ljj = if d > 0.0 { d.sqrt() } else { return None };
+            non_finite += 0.0 * d;
+            l[j][j] = ljj;
+            // The pivots of the (LDLᵀ-equivalent) elimination are L_jj² (≥ 0, not NaN, so
+            // these selects are `f64::min`/`max`, without their NaN handling).
+            let p = ljj * ljj;
+            lo = if p < lo { p } else { lo };
+            hi = if p > hi { p } else { hi };
+        }
+        if non_finite == 0.0 && (N == 0 || (lo > 0.0 && lo >= singular_threshold(N) * hi)) {
+            Some(Self { l })
+        } else {
+            None
+        }
+    }
+
+    /// Overwrite `b` by `A⁻¹ b`: `L y = b`, then `Lᵀ x = y`.
+    #[inline]
+    fn solve(&self, b: &mut [f64; N]) {
+        let l = &self.l;
+        for i in 0..N {
+            let mut s = b[i];
+            for k in 0..i {
+                s -= b[k] * l[i][k];
+            }
+            b[i] = s / l[i][i];
+        }
+        for i in (0..N).rev() {
+            b[i] = (b[i] - dot_below(l, b, i)) / l[i][i];
+        }
+    }
+}
+
+/// `Σ_{r>i} L_ri x_r` (column `i` of `L` below the diagonal, times `x`), summed like
+/// `nalgebra`'s `dot` on a dynamically sized view: eight partial sums over the whole blocks of
+/// eight, then the rest in order. For `N ≤ 8` there is no whole block and this is a plain sum
+/// from `0.0`.
+#[inline]
+fn dot_below<const N: usize>(l: &[[f64; N]; N], x: &[f64; N], i: usize) -> f64 {
+    let mut r = i + 1;
+    let mut res = 0.0;
+    if N >= 9 {
+        let mut acc = [0.0f64; 8];
+        while N - r >= 8 {
+            for (k, acc_k) in acc.iter_mut().enumerate() {
+                *acc_k += l[r + k][i] * x[r + k];
+            }
+            r += 8;
+        }
+        res += acc[0] + acc[4];
+        res += acc[1] + acc[5];
+        res += acc[2] + acc[6];
+        res += acc[3] + acc[7];
+    }
+    while r < N {
+        res += l[r][i] * x[r];
+        r += 1;
+    }
+    res
+}
+
+/// An LU factorization with partial pivoting, `P a = L U`, in place on the stack (row-major):
+/// `L` (unit diagonal) below the diagonal of `lu`, `U` on and above it; `swaps[k]` is the row
+/// exchanged with row `k` at elimination step `k`.
 struct Lu<const N: usize> {
-    lu: SMatrix<f64, N, N>,
+    lu: [[f64; N]; N],
     swaps: [usize; N],
 }
 
+// Plain index loops over `const` bounds, as in the Cholesky.
+#[allow(clippy::needless_range_loop)]
 impl<const N: usize> Lu<N> {
     /// Doolittle with partial pivoting. Fails with [`SolveFailure::Singular`] on a zero pivot
     /// or a pivot ratio below `N·ε`.
-    fn factor(mut a: SMatrix<f64, N, N>) -> Result<Self, SolveFailure> {
+    fn factor(a: &[[f64; N]; N]) -> Result<Self, SolveFailure> {
+        let mut a = *a;
         let mut swaps = [0usize; N];
         let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
         for k in 0..N {
             // Partial pivoting: the largest |a_ik| for i ≥ k.
             let mut p = k;
-            let mut best = a[(k, k)].abs();
+            let mut best = a[k][k].abs();
             for i in k + 1..N {
-                let v = a[(i, k)].abs();
+                let v = a[i][k].abs();
                 if v > best {
                     best = v;
                     p = i;
@@ -372,15 +584,15 @@ impl<const N: usize> Lu<N> {
                 continue;
             }
             if p != k {
-                a.swap_rows(k, p);
+                a.swap(k, p);
             }
-            let pivot = a[(k, k)];
+            let pivot = a[k][k];
             for i in k + 1..N {
-                let m = a[(i, k)] / pivot;
-                a[(i, k)] = m;
+                let m = a[i][k] / pivot;
+                a[i][k] = m;
                 if m != 0.0 {
                     for j in k + 1..N {
-                        a[(i, j)] -= m * a[(k, j)];
+                        a[i][j] -= m * a[k][j];
                     }
                 }
             }
@@ -398,17 +610,17 @@ impl<const N: usize> Lu<N> {
     /// Overwrite `b` by `a⁻¹ b`: all the row exchanges, forward substitution with `L`, back
     /// substitution with `U` (the same operations, in the same order per entry, as eliminating
     /// `b` alongside `a`; `L`'s rows are stored in their final order, hence the exchanges first).
-    fn solve(&self, b: &mut SVector<f64, N>) {
+    fn solve(&self, b: &mut [f64; N]) {
         let a = &self.lu;
         for k in 0..N {
             let p = self.swaps[k];
             if p != k {
-                b.swap_rows(k, p);
+                b.swap(k, p);
             }
         }
         for k in 0..N {
             for i in k + 1..N {
-                let m = a[(i, k)];
+                let m = a[i][k];
                 if m != 0.0 {
                     b[i] -= m * b[k];
                 }
@@ -417,9 +629,9 @@ impl<const N: usize> Lu<N> {
         for i in (0..N).rev() {
             let mut s = b[i];
             for j in i + 1..N {
-                s -= a[(i, j)] * b[j];
+                s -= a[i][j] * b[j];
             }
-            b[i] = s / a[(i, i)];
+            b[i] = s / a[i][i];
         }
     }
 }
@@ -427,6 +639,7 @@ impl<const N: usize> Lu<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nalgebra::SVector;
 
     fn residual<const N: usize>(
         m: &[f64; N],
@@ -667,13 +880,13 @@ mod tests {
     #[test]
     fn lu_factor_then_solve_matches_elimination_bit_for_bit() {
         // The LU path is bitwise what eliminating the right-hand side alongside gives, checked
-        // against a direct transcription of that algorithm.
+        // against a direct transcription of that algorithm (on nalgebra matrices).
         let mut rng = Xs(42);
         for _ in 0..100 {
             let a = random_symmetric::<5>(&mut rng, 0.0);
             let rhs: [f64; 5] = core::array::from_fn(|_| rng.next());
-            let mut b = SVector::<f64, 5>::from_column_slice(&rhs);
-            Lu::factor(a).unwrap().solve(&mut b);
+            let mut b = rhs;
+            Lu::factor(&to_rows(&a)).unwrap().solve(&mut b);
             let mut m = a;
             let mut c = SVector::<f64, 5>::from_column_slice(&rhs);
             for k in 0..5 {
@@ -700,7 +913,211 @@ mod tests {
                 }
                 c[i] = s / m[(i, i)];
             }
-            assert_eq!(b.map(f64::to_bits), c.map(f64::to_bits));
+            assert_eq!(b.map(f64::to_bits), <[f64; 5]>::from(c).map(f64::to_bits));
         }
+    }
+
+    /// `B Bᵀ + δ I` with `B` uniform in [-1, 1) and `δ = 10^(-8u)`, `u` uniform in [0, 1): SPD,
+    /// with condition numbers up to ~1e9.
+    fn random_spd<const N: usize>(rng: &mut Xs) -> SMatrix<f64, N, N> {
+        let b = SMatrix::<f64, N, N>::from_fn(|_, _| rng.next());
+        let delta = 10f64.powf(-4.0 * (rng.next() + 1.0));
+        b * b.transpose() + SMatrix::<f64, N, N>::identity() * delta
+    }
+
+    fn norm_inf<const N: usize>(x: &[f64; N]) -> f64 {
+        x.iter().fold(0.0, |m, v| m.max(v.abs()))
+    }
+
+    /// The decision of the former `solve_matrix`: `nalgebra`'s Cholesky succeeds and its pivots
+    /// `L_ii²` pass the ratio test.
+    fn nalgebra_cholesky_accepted<const N: usize>(
+        a: &SMatrix<f64, N, N>,
+    ) -> Option<nalgebra::Cholesky<f64, nalgebra::Const<N>>> {
+        let chol = a.cholesky()?;
+        let l = chol.l_dirty();
+        let p = (0..N).map(|i| l[(i, i)] * l[(i, i)]);
+        let lo = p.clone().fold(f64::INFINITY, f64::min);
+        let hi = p.fold(0.0, f64::max);
+        (N == 0 || (lo > 0.0 && lo >= singular_threshold(N) * hi)).then_some(chol)
+    }
+
+    /// On random SPD matrices: the factor and the solution are `nalgebra`'s, bit for bit; the
+    /// solution has a backward error of a few ε and agrees with the LU's within `κ₁·1e-13`.
+    fn cholesky_against_nalgebra_and_lu<const N: usize>(rng: &mut Xs) -> (usize, f64) {
+        let mut worst = 0.0f64;
+        let mut accepted = 0;
+        for _ in 0..200 {
+            let a = random_spd::<N>(rng);
+            let rows = to_rows(&a);
+            let b: [f64; N] = core::array::from_fn(|_| rng.next());
+            let ours = Cholesky::factor(&rows);
+            let theirs = nalgebra_cholesky_accepted(&a);
+            assert_eq!(ours.is_some(), theirs.is_some(), "N = {N}: {a}");
+            let (Some(ours), Some(theirs)) = (ours, theirs) else {
+                continue;
+            };
+            accepted += 1;
+            let l = theirs.l_dirty();
+            for i in 0..N {
+                for j in 0..=i {
+                    assert_eq!(ours.l[i][j].to_bits(), l[(i, j)].to_bits(), "N = {N}");
+                }
+            }
+            let mut expected = SVector::<f64, N>::from_column_slice(&b);
+            theirs.solve_mut(&mut expected);
+            let (x, how) = solve_array(&rows, &b).unwrap();
+            assert_eq!(how, Factorization::Cholesky);
+            assert_eq!(
+                x.map(f64::to_bits),
+                <[f64; N]>::from(expected).map(f64::to_bits),
+                "N = {N}"
+            );
+            // Backward error ‖b - Ax‖ / (‖A‖‖x‖), ∞-norms.
+            let a_norm = (0..N)
+                .map(|i| (0..N).map(|j| a[(i, j)].abs()).sum::<f64>())
+                .fold(0.0, f64::max);
+            let r: [f64; N] =
+                core::array::from_fn(|i| b[i] - (0..N).map(|j| a[(i, j)] * x[j]).sum::<f64>());
+            let backward = norm_inf(&r) / (a_norm * norm_inf(&x));
+            assert!(backward <= 1e-13, "N = {N}: backward error {backward:e}");
+            // Against the LU: the forward errors of both are bounded by κ times a few ε.
+            let mut y = b;
+            Lu::factor(&rows).unwrap().solve(&mut y);
+            let diff: [f64; N] = core::array::from_fn(|i| x[i] - y[i]);
+            let kappa = exact_condition(&a);
+            let rel = norm_inf(&diff) / norm_inf(&y);
+            assert!(
+                rel <= 1e-13 * kappa,
+                "N = {N}: {rel:e} > 1e-13·κ, κ = {kappa:e}"
+            );
+            worst = worst.max(rel / kappa);
+        }
+        (accepted, worst)
+    }
+
+    #[test]
+    fn cholesky_is_nalgebras_bit_for_bit_and_agrees_with_lu() {
+        let mut rng = Xs(0x2545_f491_4f6c_dd1d);
+        let r = [
+            cholesky_against_nalgebra_and_lu::<1>(&mut rng),
+            cholesky_against_nalgebra_and_lu::<2>(&mut rng),
+            cholesky_against_nalgebra_and_lu::<3>(&mut rng),
+            cholesky_against_nalgebra_and_lu::<4>(&mut rng),
+            cholesky_against_nalgebra_and_lu::<5>(&mut rng),
+            cholesky_against_nalgebra_and_lu::<6>(&mut rng),
+            cholesky_against_nalgebra_and_lu::<7>(&mut rng),
+            cholesky_against_nalgebra_and_lu::<8>(&mut rng),
+            cholesky_against_nalgebra_and_lu::<9>(&mut rng),
+        ];
+        eprintln!("(accepted of 200, worst |x_chol - x_lu| / |x_lu| / κ₁), N = 1..9: {r:?}");
+        // Nearly all are accepted (δ ≥ 1e-8 keeps the pivot ratio above N·ε).
+        assert!(r.iter().all(|&(n, _)| n >= 190), "{r:?}");
+    }
+
+    /// On random symmetric matrices — indefinite, SPD, and SPD with one pivot near `N·ε` of
+    /// the largest — the Cholesky is accepted exactly when the former `nalgebra` path accepted
+    /// it, and otherwise the solve is the LU's, bit for bit, as before.
+    fn fallback_as_before<const N: usize>(rng: &mut Xs) -> usize {
+        let mut lu_count = 0;
+        for case in 0..300 {
+            let a = match case % 3 {
+                0 => random_symmetric::<N>(rng, 0.0),
+                1 => random_symmetric::<N>(rng, N as f64 + 0.5),
+                _ => {
+                    // A v vᵀ + ε-ish: one pivot of relative size around N·ε.
+                    let v = SVector::<f64, N>::from_fn(|_, _| rng.next());
+                    let tiny = singular_threshold(N) * 10f64.powf(rng.next()) * v.norm_squared();
+                    v * v.transpose()
+                        + SMatrix::<f64, N, N>::from_diagonal_element(tiny.max(f64::MIN_POSITIVE))
+                }
+            };
+            let rows = to_rows(&a);
+            let b: [f64; N] = core::array::from_fn(|_| rng.next());
+            let before = nalgebra_cholesky_accepted(&a);
+            assert_eq!(
+                Cholesky::factor(&rows).is_some(),
+                before.is_some(),
+                "N = {N}: {a}"
+            );
+            if before.is_some() {
+                continue;
+            }
+            lu_count += 1;
+            let lu = Lu::factor(&rows);
+            match (solve_array(&rows, &b), lu) {
+                (Ok((x, how)), Ok(lu)) => {
+                    assert_eq!(how, Factorization::Lu);
+                    let mut y = b;
+                    lu.solve(&mut y);
+                    assert_eq!(x.map(f64::to_bits), y.map(f64::to_bits));
+                }
+                (Err(e), Err(f)) => assert_eq!(e, f),
+                (r, lu) => panic!("N = {N}: {r:?} but LU {:?}", lu.err()),
+            }
+        }
+        lu_count
+    }
+
+    #[test]
+    fn non_positive_definite_falls_back_to_lu_as_before() {
+        let mut rng = Xs(7);
+        let counts = [
+            fallback_as_before::<1>(&mut rng),
+            fallback_as_before::<2>(&mut rng),
+            fallback_as_before::<3>(&mut rng),
+            fallback_as_before::<4>(&mut rng),
+            fallback_as_before::<5>(&mut rng),
+            fallback_as_before::<6>(&mut rng),
+            fallback_as_before::<7>(&mut rng),
+            fallback_as_before::<8>(&mut rng),
+            fallback_as_before::<9>(&mut rng),
+        ];
+        eprintln!("LU fallbacks of 300, N = 1..9: {counts:?}");
+        // The indefinite third, at least, for N ≥ 2 (random symmetric, no shift).
+        assert!(counts[1..].iter().all(|&c| c >= 60), "{counts:?}");
+    }
+
+    #[test]
+    fn non_finite_entries_are_reported_on_every_path() {
+        // SPD (Cholesky) and indefinite (LU) 3×3 matrices, each entry in turn non-finite: the
+        // matrix is reported, with or without a condition limit, whatever the right-hand side.
+        let spd = [[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]];
+        let indefinite = [[0.0, 3.0, 0.0], [3.0, 0.0, 1.0], [0.0, 1.0, 1.0]];
+        let b = [1.0, -2.0, 0.5];
+        let limit = SolveOptions::with_max_condition(1e12);
+        for base in [spd, indefinite] {
+            for opts in [SolveOptions::default(), limit] {
+                for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                    for i in 0..3 {
+                        for j in 0..3 {
+                            let mut a = base;
+                            a[i][j] = bad;
+                            assert_eq!(solve_array_with(&a, &b, &opts), Err(NON_FINITE_MATRIX));
+                            let mut c = b;
+                            c[j] = bad;
+                            // Both: the matrix first.
+                            assert_eq!(solve_array_with(&a, &c, &opts), Err(NON_FINITE_MATRIX));
+                            assert_eq!(solve_array_with(&base, &c, &opts), Err(NON_FINITE_RHS));
+                        }
+                    }
+                }
+            }
+        }
+        // The right-hand side before an ill-conditioned matrix (Cholesky path).
+        let near = [[1.0, 0.0], [0.0, 1e-10]];
+        assert_eq!(
+            solve_array_with(
+                &near,
+                &[f64::NAN, 1.0],
+                &SolveOptions::with_max_condition(1e8)
+            ),
+            Err(NON_FINITE_RHS)
+        );
+        // All-infinite diagonal: every Cholesky pivot is +∞ (formerly rejected up front).
+        assert_eq!(
+            solve_array(&[[f64::INFINITY]], &[1.0]),
+            Err(NON_FINITE_MATRIX)
+        );
     }
 }
