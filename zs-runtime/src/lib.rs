@@ -46,6 +46,7 @@ pub mod output;
 pub mod state;
 pub mod stepper;
 pub mod system;
+pub mod verify;
 
 pub use checkpoint::{Checkpoint, CheckpointError, Resumable};
 pub use driver::{run, run_checkpointed, run_steps, RunFailure, RunSummary};

@@ -7,6 +7,9 @@
 //!
 //! Measured values are printed: `cargo test -p zs-runtime --test newmark -- --nocapture`.
 
+use zs_runtime::verify::{
+    advance, max_diff, reversibility_error, rk4_reference, slope, symplecticity_defect,
+};
 use zs_runtime::{
     LinearlyImplicitNewmark, Newmark, Potential, PushForwardNewmark, State, StepError, Stepper,
 };
@@ -149,63 +152,6 @@ fn hand_written_derivatives_are_consistent() {
 // ---------------------------------------------------------------------------------------------
 // Helpers (the measurement recipes of `tests/properties.rs`).
 
-fn advance<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
-    stepper: &mut S,
-    p: &P,
-    mut s: State<N>,
-    n: usize,
-) -> State<N> {
-    for _ in 0..n {
-        stepper.step(p, &mut s).expect("step failed");
-    }
-    s
-}
-
-/// Classical RK4 on `q' = v, v' = −M⁻¹∇V(q)`: the reference solution.
-fn rk4<P: Potential<N>, const N: usize>(p: &P, s: State<N>, t_end: f64, n: usize) -> State<N> {
-    let m = p.masses();
-    let acc = |q: &[f64; N]| -> [f64; N] {
-        let g = p.gradient(q);
-        core::array::from_fn(|i| -g[i] / m[i])
-    };
-    let axpy = |x: &[f64; N], a: f64, y: &[f64; N]| -> [f64; N] {
-        core::array::from_fn(|i| x[i] + a * y[i])
-    };
-    let h = t_end / n as f64;
-    let (mut q, mut v) = (s.q, s.v);
-    for _ in 0..n {
-        let (k1q, k1v) = (v, acc(&q));
-        let (q2, v2) = (axpy(&q, 0.5 * h, &k1q), axpy(&v, 0.5 * h, &k1v));
-        let (k2q, k2v) = (v2, acc(&q2));
-        let (q3, v3) = (axpy(&q, 0.5 * h, &k2q), axpy(&v, 0.5 * h, &k2v));
-        let (k3q, k3v) = (v3, acc(&q3));
-        let (q4, v4) = (axpy(&q, h, &k3q), axpy(&v, h, &k3v));
-        let (k4q, k4v) = (v4, acc(&q4));
-        for i in 0..N {
-            q[i] += h / 6.0 * (k1q[i] + 2.0 * k2q[i] + 2.0 * k3q[i] + k4q[i]);
-            v[i] += h / 6.0 * (k1v[i] + 2.0 * k2v[i] + 2.0 * k3v[i] + k4v[i]);
-        }
-    }
-    State::at(q, v, s.t + t_end)
-}
-
-fn max_diff<const N: usize>(a: &State<N>, b: &State<N>) -> f64 {
-    (0..N)
-        .map(|i| (a.q[i] - b.q[i]).abs().max((a.v[i] - b.v[i]).abs()))
-        .fold(0.0, f64::max)
-}
-
-/// Least-squares slope of `log err` against `log h`.
-fn slope(hs: &[f64], errs: &[f64]) -> f64 {
-    let xs: Vec<f64> = hs.iter().map(|h| h.ln()).collect();
-    let ys: Vec<f64> = errs.iter().map(|e| e.ln()).collect();
-    let n = xs.len() as f64;
-    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
-    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
-    sxy / sxx
-}
-
 /// Global error at `t_end` for `h0, h0/2, h0/4, h0/8` against RK4; asserts slope 2 ± 0.1.
 fn assert_order_2<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
     name: &str,
@@ -215,7 +161,7 @@ fn assert_order_2<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
     t_end: f64,
     h0: f64,
 ) -> f64 {
-    let reference = rk4(p, s0, t_end, 40_000);
+    let reference = rk4_reference(p, s0, t_end, 40_000);
     let hs: Vec<f64> = (0..4).map(|k| h0 / f64::powi(2.0, k)).collect();
     let errs: Vec<f64> = hs
         .iter()
@@ -229,83 +175,6 @@ fn assert_order_2<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
     eprintln!("order {name}: slope {k:.4}, errors [{}]", shown.join(", "));
     assert!((k - 2.0).abs() < 0.1, "{name}: slope {k}, errors {errs:?}");
     k
-}
-
-/// `max |JᵀΩJ − Ω|` of the one-step map `(x, p = Mv) → (x', p')`, `J` by central differences
-/// (δ = 1e-6), a fresh stepper per evaluation.
-fn symplecticity_defect<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
-    make: impl Fn() -> S,
-    p: &P,
-    s0: State<N>,
-) -> f64 {
-    let m = p.masses();
-    let map = |z: &[f64]| -> Vec<f64> {
-        let mut s = State::new(
-            core::array::from_fn(|i| z[i]),
-            core::array::from_fn(|i| z[N + i] / m[i]),
-        );
-        make().step(p, &mut s).expect("step failed");
-        (0..N)
-            .map(|i| s.q[i])
-            .chain((0..N).map(|i| m[i] * s.v[i]))
-            .collect()
-    };
-    let z0: Vec<f64> = (0..N)
-        .map(|i| s0.q[i])
-        .chain((0..N).map(|i| m[i] * s0.v[i]))
-        .collect();
-    let n2 = 2 * N;
-    let delta = 1e-6;
-    let mut j = vec![vec![0.0; n2]; n2];
-    for c in 0..n2 {
-        let (mut zp, mut zm) = (z0.clone(), z0.clone());
-        zp[c] += delta;
-        zm[c] -= delta;
-        let (fp, fm) = (map(&zp), map(&zm));
-        for r in 0..n2 {
-            j[r][c] = (fp[r] - fm[r]) / (2.0 * delta);
-        }
-    }
-    let omega = |r: usize, c: usize| -> f64 {
-        if c == r + N {
-            1.0
-        } else if r == c + N {
-            -1.0
-        } else {
-            0.0
-        }
-    };
-    let mut worst = 0.0f64;
-    for a in 0..n2 {
-        for b in 0..n2 {
-            let mut s = 0.0;
-            for r in 0..n2 {
-                for c in 0..n2 {
-                    let w = omega(r, c);
-                    if w != 0.0 {
-                        s += j[r][a] * w * j[c][b];
-                    }
-                }
-            }
-            worst = worst.max((s - omega(a, b)).abs());
-        }
-    }
-    worst
-}
-
-/// `max |z_back − z0|` (and time) after `n` steps of `h` and `n` steps of `−h`.
-fn reversibility_error<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
-    mut stepper: S,
-    p: &P,
-    s0: State<N>,
-    n: usize,
-) -> f64 {
-    let h = stepper.h();
-    let s1 = advance(&mut stepper, p, s0, n);
-    assert!(max_diff(&s1, &s0) > 0.1, "the test must move the state");
-    stepper.set_h(-h);
-    let back = advance(&mut stepper, p, s1, n);
-    max_diff(&back, &s0).max((back.t - s0.t).abs())
 }
 
 const S2: State<2> = State {
@@ -357,11 +226,24 @@ fn newmark_and_push_forward_are_reversible() {
         &Coupled2,
         S2,
         10,
+        0.1,
     );
-    let e_nm_default = reversibility_error(Newmark::new(0.4, 0.1), &Coupled2, S2, 10);
-    let e_pf = reversibility_error(PushForwardNewmark::new(0.4, 0.1), &Coupled2, S2, 10);
-    let e_li = reversibility_error(LinearlyImplicitNewmark::new(0.4, 0.1), &Coupled2, S2, 10);
-    let e_li_big = reversibility_error(LinearlyImplicitNewmark::new(0.4, 0.5), &Coupled2, S2, 10);
+    let e_nm_default = reversibility_error(Newmark::new(0.4, 0.1), &Coupled2, S2, 10, 0.1);
+    let e_pf = reversibility_error(PushForwardNewmark::new(0.4, 0.1), &Coupled2, S2, 10, 0.1);
+    let e_li = reversibility_error(
+        LinearlyImplicitNewmark::new(0.4, 0.1),
+        &Coupled2,
+        S2,
+        10,
+        0.1,
+    );
+    let e_li_big = reversibility_error(
+        LinearlyImplicitNewmark::new(0.4, 0.5),
+        &Coupled2,
+        S2,
+        10,
+        0.1,
+    );
     eprintln!(
         "reversibility (10 steps of h = 0.1 and back): Newmark tol 1e-14 {e_nm:.2e}, \
          Newmark default tol {e_nm_default:.2e}, push-forward {e_pf:.2e}, one-step Newmark \

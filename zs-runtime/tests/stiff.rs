@@ -6,6 +6,7 @@
 //!
 //! Measured values are printed: `cargo test -p zs-runtime --test stiff -- --nocapture`.
 
+use zs_runtime::verify::{self, advance, max_diff, rk4_reference, slope};
 use zs_runtime::{
     Potential, State, StepError, Stepper, StiffSplit, VelocityVerlet, ZhangSkeelSimplified,
     ZhangSkeelStiff,
@@ -216,63 +217,8 @@ fn hand_written_derivatives_are_consistent() {
 // ---------------------------------------------------------------------------------------------
 // Helpers.
 
-fn advance<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
-    stepper: &mut S,
-    p: &P,
-    mut s: State<N>,
-    n: usize,
-) -> State<N> {
-    for _ in 0..n {
-        stepper.step(p, &mut s).expect("step failed");
-    }
-    s
-}
-
-fn rk4<P: Potential<N>, const N: usize>(p: &P, s: State<N>, t_end: f64, n: usize) -> State<N> {
-    let m = p.masses();
-    let acc = |q: &[f64; N]| -> [f64; N] {
-        let g = p.gradient(q);
-        core::array::from_fn(|i| -g[i] / m[i])
-    };
-    let axpy = |x: &[f64; N], a: f64, y: &[f64; N]| -> [f64; N] {
-        core::array::from_fn(|i| x[i] + a * y[i])
-    };
-    let h = t_end / n as f64;
-    let (mut q, mut v) = (s.q, s.v);
-    for _ in 0..n {
-        let (k1q, k1v) = (v, acc(&q));
-        let (q2, v2) = (axpy(&q, 0.5 * h, &k1q), axpy(&v, 0.5 * h, &k1v));
-        let (k2q, k2v) = (v2, acc(&q2));
-        let (q3, v3) = (axpy(&q, 0.5 * h, &k2q), axpy(&v, 0.5 * h, &k2v));
-        let (k3q, k3v) = (v3, acc(&q3));
-        let (q4, v4) = (axpy(&q, h, &k3q), axpy(&v, h, &k3v));
-        let (k4q, k4v) = (v4, acc(&q4));
-        for i in 0..N {
-            q[i] += h / 6.0 * (k1q[i] + 2.0 * k2q[i] + 2.0 * k3q[i] + k4q[i]);
-            v[i] += h / 6.0 * (k1v[i] + 2.0 * k2v[i] + 2.0 * k3v[i] + k4v[i]);
-        }
-    }
-    State::at(q, v, s.t + t_end)
-}
-
-fn max_diff<const N: usize>(a: &State<N>, b: &State<N>) -> f64 {
-    (0..N)
-        .map(|i| (a.q[i] - b.q[i]).abs().max((a.v[i] - b.v[i]).abs()))
-        .fold(0.0, f64::max)
-}
-
-fn slope(hs: &[f64], errs: &[f64]) -> f64 {
-    let xs: Vec<f64> = hs.iter().map(|h| h.ln()).collect();
-    let ys: Vec<f64> = errs.iter().map(|e| e.ln()).collect();
-    let n = xs.len() as f64;
-    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
-    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
-    sxy / sxx
-}
-
 fn assert_order_2<P: StiffSplit<2>>(name: &str, p: &P, beta: f64, t_end: f64, h0: f64) {
-    let reference = rk4(p, S2, t_end, 40_000);
+    let reference = rk4_reference(p, S2, t_end, 40_000);
     let hs: Vec<f64> = (0..4).map(|k| h0 / f64::powi(2.0, k)).collect();
     let errs: Vec<f64> = hs
         .iter()
@@ -320,12 +266,7 @@ fn order_two() {
 }
 
 fn reversibility_error<P: StiffSplit<2>>(p: &P, h: f64, n: usize) -> f64 {
-    let mut st = ZhangSkeelStiff::new(0.4, h);
-    let s1 = advance(&mut st, p, S2, n);
-    assert!(max_diff(&s1, &S2) > 0.1, "the test must move the state");
-    st.set_h(-h);
-    let back = advance(&mut st, p, s1, n);
-    max_diff(&back, &S2).max(back.t.abs())
+    verify::reversibility_error(ZhangSkeelStiff::new(0.4, h), p, S2, n, 0.1)
 }
 
 #[test]
