@@ -673,26 +673,13 @@ macro_rules! constrained_common {
 /// [`Shake::multipliers`] reports.
 ///
 /// ```
-/// use zs_runtime::{MechanicalSystem, Potential, Shake, ShakeSolver, State};
+/// use zs_runtime::{mechanical_system, Shake, ShakeSolver, State};
 /// /// A planar pendulum of length 1 under gravity: V = y, g = x² + y² - 1.
 /// struct Pendulum;
-/// impl Potential<2> for Pendulum {
-///     fn masses(&self) -> [f64; 2] { [1.0; 2] }
+/// #[mechanical_system]
+/// impl Pendulum {
 ///     fn potential(&self, q: &[f64; 2]) -> f64 { q[1] }
-///     fn gradient(&self, _: &[f64; 2]) -> [f64; 2] { [0.0, 1.0] }
-///     fn hessian(&self, _: &[f64; 2]) -> [[f64; 2]; 2] { [[0.0; 2]; 2] }
-///     fn third_contraction(&self, _: &[f64; 2], _: &[f64; 2]) -> [f64; 2] { [0.0; 2] }
-/// }
-/// impl MechanicalSystem<2, 1> for Pendulum {
 ///     fn constraints(&self, q: &[f64; 2]) -> [f64; 1] { [q[0] * q[0] + q[1] * q[1] - 1.0] }
-///     fn constraint_jacobian(&self, q: &[f64; 2]) -> [[f64; 2]; 1] { [[2.0 * q[0], 2.0 * q[1]]] }
-///     // The penalized methods are not used by SHAKE.
-///     fn penalized_potential(&self, _: f64, _: &[f64; 2]) -> f64 { unimplemented!() }
-///     fn penalized_gradient(&self, _: f64, _: &[f64; 2]) -> [f64; 2] { unimplemented!() }
-///     fn penalized_hessian(&self, _: f64, _: &[f64; 2]) -> [[f64; 2]; 2] { unimplemented!() }
-///     fn penalized_third_contraction(&self, _: f64, _: &[f64; 2], _: &[f64; 2]) -> [f64; 2] {
-///         unimplemented!()
-///     }
 /// }
 /// let mut shake = Shake::new(0.01).with_solver(ShakeSolver::Newton).with_tolerance(1e-13);
 /// let mut s = State::new([1.0, 0.0], [0.0, 0.0]); // horizontal, at rest
