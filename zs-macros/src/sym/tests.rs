@@ -231,11 +231,12 @@ fn large_dense_system_builds_fast() {
 /// worst `|engine − reference|` is 40 `u·S` (shallow), 18 `u·S` (deep), 0.6 `u·S` (identities).
 /// `1e-10·S ≈ 1e6 u·S` leaves room for constant factors, not for a wrong rule: a wrong sign,
 /// factor or missing term of magnitude `t` is caught unless `t < 1e-10·S`. Deliberately broken
-/// engines were all caught (sign in the atan2 rule, missing factor in the powf rule, `tanh' = 1 +
-/// tanh²`, `sin'` off by 1e-9 relative, `exp'` off by 1e-10, the division rule off by 1e-8, an
-/// adjoint overwritten instead of accumulated at a shared node, the Hessian's mirrored half,
-/// the direction of `T`, like terms off by 1e-9, `(xᵃ)ᵇ → x^(a+b)`, no canonical order of
-/// products). `prop::condition_scale_cases` shows both parts of `S` at work.
+/// engines were each caught by these properties at the default case counts: a sign in the
+/// atan2 rule, a missing factor in the powf rule, `tanh' = 1 + tanh²`, `sin'` off by 1e-9
+/// relative, `exp'` off by 1e-10, the division rule off by 1e-8, an adjoint overwritten instead
+/// of accumulated at a shared node, the Hessian's mirrored half, the direction of `T`, like
+/// terms off by 1e-9, `(xᵃ)ᵇ → x^(a+b)`, no canonical order of products.
+/// `prop::condition_scale_cases` shows both parts of `S` at work.
 ///
 /// Why not relative to `|reference|`: a quantity that is a difference of large terms cannot be
 /// computed with relative accuracy to its own magnitude by any floating-point method. num-dual's
@@ -968,15 +969,16 @@ mod prop {
     /// the wrappers that keep its arguments in their domains) to the current head and, for
     /// binary operations, to an operand drawn from *any* earlier node (a coordinate a quarter
     /// of the time); half of the steps then combine the result with a second earlier node. A
-    /// DAG with heavy sharing whose longest path has at least one node per step (measured for
-    /// 100–160 steps: 390–790 nodes, depth 270–580, ~100 nodes used more than once, operands
-    /// reaching back over 300–790 nodes). Every function of the engine appears, with the simplifier's identities
-    /// (`x+0`, `x·1`, `x·0`, `x−x`, `x/x`, `−(−x)`, `(xᵃ)ᵇ`, like terms, constant folding,
-    /// `a+b − (b+a)`) spliced into the chain. Values stay in range at every point: domains
-    /// by construction (`ln`/`sqrt`/divisions of `c + x²`, `acos`/`asin` of `0.9·(sin | tanh |
-    /// x/√(1+x²))`, `tan` of `1.2·(sin | tanh)`, `powf` of positive bases, bounded `exp` and
-    /// `tanh` arguments), magnitudes by damping (every 8 steps, and whenever the head exceeds
-    /// 10) and reviving (below 1e-3). Returns the ops and the output's index.
+    /// DAG with heavy sharing whose longest path has at least one node per step (measured over
+    /// 20000 cases of 100–160 steps: 338–825 nodes, depth 247–559, 54–152 nodes used more than
+    /// once, operands reaching back over 254–772 nodes). Every function of the engine appears,
+    /// with the simplifier's identities (`x+0`, `x·1`, `x·0`, `x−x`, `x/x`, `−(−x)`, `(xᵃ)ᵇ`,
+    /// like terms, constant folding, `a+b − (b+a)`) spliced into the chain. Values stay in
+    /// range at every point: domains by construction (`ln`/`sqrt`/divisions of `c + x²`,
+    /// `acos`/`asin` of `0.9·(sin | tanh | x/√(1+x²))`, `tan` of `1.2·(sin | tanh)`, `powf` of
+    /// positive bases, bounded `exp` and `tanh` arguments), magnitudes by damping (every 8
+    /// steps, and whenever the head exceeds 10) and reviving (below 1e-3). Returns the ops and
+    /// the output's index.
     fn build_deep(n_q: usize, pts: &[Vec<f64>], steps: &[DeepRaw]) -> (Vec<Op>, usize) {
         use Binary::{Add as BAdd, Atan2, Div, Mul as BMul, Powf, Sub as BSub};
         let mut d = Dag::new(n_q, pts);
@@ -1743,7 +1745,7 @@ mod prop {
             ..ProptestConfig::default()
         })]
 
-        /// Deep random DAGs (100–160 chained steps: 350–800 nodes, depth 250–580, every
+        /// Deep random DAGs (100–160 chained steps: 340–830 nodes, depth 250–560, every
         /// function, heavy sharing; see `build_deep`): values at 4 points, derivatives at 2,
         /// against the raw expression. About 180 cases/s at opt-level 2.
         #[test]
