@@ -16,6 +16,7 @@ use std::hint::black_box;
 
 use zs_runtime::{MechanicalSystem, Potential, State, ZhangSkeel};
 use zs_systems::double_pendulum::dual::DoublePendulumDual;
+use zs_systems::double_pendulum::hand_step::HandZhangSkeel;
 use zs_systems::double_pendulum::reference::DoublePendulumReference;
 use zs_systems::double_pendulum::{DoublePendulum, BETA, H, OMEGA};
 
@@ -58,8 +59,16 @@ fn main() {
         ("generated", true) => derivatives(&sys.penalized(OMEGA), steps),
         ("reference", true) => derivatives(&reference.penalized(OMEGA), steps),
         ("num-dual", true) => derivatives(&DoublePendulumDual::new(&sys, OMEGA), steps),
+        ("hand", false) => {
+            let mut zs = HandZhangSkeel::new(BETA, H, OMEGA, sys.l1, sys.l2, sys.gravity);
+            let mut s = DoublePendulum::initial_state();
+            for _ in 0..steps {
+                black_box(&mut zs).step(&mut s);
+            }
+            s
+        }
         (other, _) => {
-            eprintln!("step_count: unknown variant {other} (generated, reference, num-dual)");
+            eprintln!("step_count: unknown variant {other} (generated, reference, num-dual, hand)");
             std::process::exit(2);
         }
     };

@@ -54,7 +54,7 @@ fn moving_state<S: MechanicalSystem<4, 2>>(sys: &S) -> State<4> {
     s
 }
 
-fn order<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+fn order<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     name: &str,
     make: impl Fn(f64) -> S,
     p: &P,
@@ -195,7 +195,7 @@ fn large_step_stability<S: MechanicalSystem<4, 2>>(label: &str, sys: &S) {
     let energy = |s: &State<4>| s.kinetic_energy(&p.masses()) + p.potential(&s.q);
     let e0 = energy(&s0);
     let steps = 1000; // t = 100
-    let report = |name: &str, stepper: &mut dyn Stepper<_, 4>| -> (f64, f64) {
+    let report = |name: &str, stepper: &mut dyn Stepper<_, [f64; 4]>| -> (f64, f64) {
         let mut s = s0;
         let (mut de, mut g) = (0.0f64, 0.0f64);
         for _ in 0..steps {

@@ -43,7 +43,7 @@ fn moving_state<S: MechanicalSystem<4, 2>>(sys: &S) -> State<4> {
 
 /// Errors at `t_end` for `h0, h0/2, h0/4, h0/8` against `reference`; asserts the fitted slope
 /// is within 0.1 of `order`.
-fn check_order<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+fn check_order<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     name: &str,
     order: f64,
     make: impl Fn(f64) -> S,
@@ -269,7 +269,7 @@ fn bounded_at_the_papers_step() {
     let s0 = DoublePendulum::initial_state();
     let energy = |s: &State<4>| s.kinetic_energy(&p.masses()) + p.potential(&s.q);
     let e0 = energy(&s0);
-    let report = |name: &str, stepper: &mut dyn Stepper<_, 4>| -> (f64, f64) {
+    let report = |name: &str, stepper: &mut dyn Stepper<_, [f64; 4]>| -> (f64, f64) {
         let mut s = s0;
         let (mut de, mut g) = (0.0f64, 0.0f64);
         for _ in 0..1000 {
@@ -322,7 +322,7 @@ fn one_step_newmark_drifts_at_the_papers_step() {
     let energy = |s: &State<4>| s.kinetic_energy(&p.masses()) + p.potential(&s.q);
     let e0 = energy(&s0);
     // Largest |ΔE| over steps [0, 50) and [200, 250).
-    let windows = |stepper: &mut dyn Stepper<_, 4>| -> (f64, f64) {
+    let windows = |stepper: &mut dyn Stepper<_, [f64; 4]>| -> (f64, f64) {
         let mut s = s0;
         let (mut first, mut last) = (0.0f64, 0.0f64);
         for k in 0..250 {

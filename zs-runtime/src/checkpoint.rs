@@ -1,7 +1,7 @@
 //! Checkpoint and restart, bit for bit.
 //!
 //! A [`Checkpoint`] is everything a run needs to continue exactly as if it had never stopped:
-//! the [`State`] (every `f64` stored as its bit pattern), the run's step count and plan, the
+//! the [`StateOf`] (every `f64` stored as its bit pattern), the run's step count and plan, the
 //! stepper's own state ([`Resumable`]) and the observers' ([`crate::Observer::save_checkpoint`],
 //! e.g. how many bytes of the CSV file belong to the run so far). [`crate::driver::run_checkpointed`]
 //! writes one every `K` steps and [`crate::driver::resume`] continues from one; the resumed
@@ -37,7 +37,7 @@
 //! - the last line is `end` and the FNV-1a 64-bit hash of every byte before it, so a file
 //!   that was truncated or edited is rejected rather than silently resumed.
 //!
-//! Files are written atomically ([`crate::output::write_atomic`]: `FILE.tmp`, flush, fsync,
+//! Files are written atomically ([`crate::files::write_atomic`]: `FILE.tmp`, flush, fsync,
 //! rename, fsync of the directory): a crash while checkpointing leaves the previous checkpoint
 //! intact.
 //!
@@ -49,7 +49,8 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::State;
+use crate::vector::Vector;
+use crate::StateOf;
 
 /// Magic word of line 1.
 pub const MAGIC: &str = "zs-checkpoint";
@@ -122,7 +123,7 @@ impl Value {
 
 /// A checkpoint: typed `key → value` entries with exact `f64`s (see the [module docs](self)).
 ///
-/// Keys group by prefix: `state.*` (the [`State`]), `run.*` (the driver), `stepper.*`
+/// Keys group by prefix: `state.*` (the [`StateOf`]), `run.*` (the driver), `stepper.*`
 /// ([`Resumable`]), `observer.<i>.*` (the `i`-th observer), and any prefix a program adds
 /// (the `zs` CLI uses `cli.*`). Use [`Checkpoint::scope_mut`] / [`Checkpoint::scope`] to
 /// read and write under a prefix.
@@ -155,35 +156,43 @@ impl Checkpoint {
     }
 
     /// A checkpoint holding `state` (`n`, `state.t`, `state.q`, `state.v`).
-    pub fn with_state<const N: usize>(state: &State<N>) -> Self {
+    pub fn with_state<V: Vector>(state: &StateOf<V>) -> Self {
         let mut c = Self::new();
         c.set_state(state);
         c
     }
 
     /// Store `state` (overwriting a previous one).
-    pub fn set_state<const N: usize>(&mut self, state: &State<N>) {
-        self.set_u64("n", N as u64);
+    pub fn set_state<V: Vector>(&mut self, state: &StateOf<V>) {
+        self.set_u64("n", state.q.len() as u64);
         self.set_f64("state.t", state.t);
-        self.set_f64s("state.q", &state.q);
-        self.set_f64s("state.v", &state.v);
+        self.set_f64s("state.q", state.q.as_slice());
+        self.set_f64s("state.v", state.v.as_slice());
     }
 
     /// The stored state, bit for bit.
     ///
     /// # Errors
-    /// If absent or of another dimension than `N`.
-    pub fn state<const N: usize>(&self) -> Result<State<N>, CheckpointError> {
+    /// If absent, or of another dimension than `V` holds (`[f64; N]`: `N`; `Vec<f64>` holds
+    /// any, the caller compares with its system).
+    pub fn state<V: Vector>(&self) -> Result<StateOf<V>, CheckpointError> {
         let n = self.u64("n")?;
-        if n != N as u64 {
-            return Err(CheckpointError::Mismatch(format!(
-                "the checkpoint has {n} coordinates, the system {N}"
-            )));
-        }
         let t = self.f64("state.t")?;
-        let q = self.f64_array::<N>("state.q")?;
-        let v = self.f64_array::<N>("state.v")?;
-        Ok(State { q, v, t })
+        let q = self.f64s("state.q")?;
+        let v = self.f64s("state.v")?;
+        let mismatch = || {
+            CheckpointError::Mismatch(format!(
+                "the checkpoint has {n} coordinates, the system {}",
+                V::default_zeros().len()
+            ))
+        };
+        if q.len() as u64 != n || v.len() as u64 != n {
+            return Err(mismatch());
+        }
+        match (V::try_from_slice(&q), V::try_from_slice(&v)) {
+            (Some(q), Some(v)) => Ok(StateOf { q, v, t }),
+            _ => Err(mismatch()),
+        }
     }
 
     fn insert(&mut self, key: &str, v: Value) {
@@ -467,7 +476,7 @@ impl Checkpoint {
     /// # Errors
     /// Any I/O error; the previous file at `path`, if any, is then left intact.
     pub fn write(&self, path: impl AsRef<Path>) -> io::Result<()> {
-        crate::output::write_atomic(path.as_ref(), self.to_text().as_bytes())
+        crate::files::write_atomic(path.as_ref(), self.to_text().as_bytes())
     }
 
     /// Read a checkpoint file.
@@ -603,6 +612,7 @@ pub trait Resumable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::State;
 
     fn sample() -> Checkpoint {
         let mut c = Checkpoint::with_state(&State::at(
@@ -687,6 +697,9 @@ mod tests {
             Err(CheckpointError::Type { .. })
         ));
         assert!(matches!(c.u64("nope"), Err(CheckpointError::Missing(_))));
-        assert!(matches!(c.state::<2>(), Err(CheckpointError::Mismatch(_))));
+        assert!(matches!(
+            c.state::<[f64; 2]>(),
+            Err(CheckpointError::Mismatch(_))
+        ));
     }
 }

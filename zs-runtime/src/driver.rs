@@ -31,11 +31,12 @@ use std::time::{Duration, Instant};
 
 use crate::checkpoint::{Checkpoint, CheckpointError, Resumable};
 use crate::observers::Observer;
-use crate::{State, StepError, Stepper};
+use crate::vector::Vector;
+use crate::{StateOf, StepError, Stepper};
 
 /// What a run did.
 #[derive(Debug)]
-pub struct RunSummary<const N: usize> {
+pub struct RunSummary<V: Vector> {
     /// [`Stepper::name`] of the stepper.
     pub stepper: &'static str,
     /// Steps planned for the whole run (a resumed run counts the steps before its checkpoint).
@@ -59,23 +60,23 @@ pub struct RunSummary<const N: usize> {
     /// stays valid).
     pub output_error: Option<std::io::Error>,
     /// The last good state (the final one when the run succeeded).
-    pub last_state: State<N>,
+    pub last_state: StateOf<V>,
 }
 
 /// A run that stopped on a failed step: the error (with the failing step's index and start
 /// time), the last good state and the number of good steps. The state the caller passed to
 /// the driver holds the same last good state.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunFailure<const N: usize> {
+pub struct RunFailure<V: Vector> {
     /// Why the step failed.
     pub error: StepError,
     /// The last good state (bit-for-bit the state after `steps` good steps).
-    pub last_good: State<N>,
+    pub last_good: StateOf<V>,
     /// Good steps completed, counted from the start of the run.
     pub steps: u64,
 }
 
-impl<const N: usize> std::fmt::Display for RunFailure<N> {
+impl<V: Vector> std::fmt::Display for RunFailure<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -85,19 +86,19 @@ impl<const N: usize> std::fmt::Display for RunFailure<N> {
     }
 }
 
-impl<const N: usize> std::error::Error for RunFailure<N> {}
+impl<V: Vector> std::error::Error for RunFailure<V> {}
 
-impl<const N: usize> RunSummary<N> {
+impl<V: Vector> RunSummary<V> {
     /// True when every planned step succeeded and every observer finished cleanly.
     pub fn is_ok(&self) -> bool {
         self.error.is_none() && self.output_error.is_none() && self.steps == self.planned_steps
     }
 
     /// The failure, if a step failed.
-    pub fn failure(&self) -> Option<RunFailure<N>> {
+    pub fn failure(&self) -> Option<RunFailure<V>> {
         self.error.clone().map(|error| RunFailure {
             error,
-            last_good: self.last_state,
+            last_good: self.last_state.clone(),
             steps: self.steps,
         })
     }
@@ -138,16 +139,16 @@ pub fn planned_steps(t0: f64, t_end: f64, h: f64) -> Option<u64> {
 /// and a guard's rejection ([`StepError::GuardViolated`], see [`crate::guards`]). An `h` that
 /// points away from `t_end` (or is zero or not finite) is reported as
 /// [`StepError::InvalidStepSize`] without stepping.
-pub fn run<P, S, const N: usize>(
+pub fn run<P, S, V: Vector>(
     stepper: &mut S,
     target: &P,
-    state: &mut State<N>,
+    state: &mut StateOf<V>,
     t_end: f64,
-    observers: &mut [&mut dyn Observer<P, N>],
-) -> RunSummary<N>
+    observers: &mut [&mut dyn Observer<P, V>],
+) -> RunSummary<V>
 where
     P: ?Sized,
-    S: Stepper<P, N> + ?Sized,
+    S: Stepper<P, V> + ?Sized,
 {
     let Some(n) = plan(&*stepper, state.t, t_end) else {
         return invalid_h(&*stepper, state, observers);
@@ -157,16 +158,16 @@ where
 }
 
 /// Run exactly `n` steps of the stepper's `h` (no adjustment of the last step).
-pub fn run_steps<P, S, const N: usize>(
+pub fn run_steps<P, S, V: Vector>(
     stepper: &mut S,
     target: &P,
-    state: &mut State<N>,
+    state: &mut StateOf<V>,
     n: u64,
-    observers: &mut [&mut dyn Observer<P, N>],
-) -> RunSummary<N>
+    observers: &mut [&mut dyn Observer<P, V>],
+) -> RunSummary<V>
 where
     P: ?Sized,
-    S: Stepper<P, N> + ?Sized,
+    S: Stepper<P, V> + ?Sized,
 {
     let mut loop_ = Loop::new(n, None, 0);
     loop_.run(stepper, target, state, observers, true, None)
@@ -212,24 +213,24 @@ impl Checkpointing {
 /// ([`Observer::save_checkpoint`]), plus `checkpointing.meta`. No checkpoint is written after
 /// the last step. A checkpoint that cannot be written is reported in
 /// [`RunSummary::output_error`] and the run goes on.
-pub fn run_checkpointed<P, S, const N: usize>(
+pub fn run_checkpointed<P, S, V: Vector>(
     stepper: &mut S,
     target: &P,
-    state: &mut State<N>,
+    state: &mut StateOf<V>,
     t_end: f64,
-    observers: &mut [&mut dyn Observer<P, N>],
+    observers: &mut [&mut dyn Observer<P, V>],
     checkpointing: &Checkpointing,
-) -> RunSummary<N>
+) -> RunSummary<V>
 where
     P: ?Sized,
-    S: Stepper<P, N> + Resumable + ?Sized,
+    S: Stepper<P, V> + Resumable + ?Sized,
 {
     let Some(n) = plan(&*stepper, state.t, t_end) else {
         return invalid_h(&*stepper, state, observers);
     };
     let t0 = state.t;
     let mut loop_ = Loop::new(n, Some(t_end), 0);
-    let mut hook = |s: &S, st: &State<N>, done: u64, obs: &mut [&mut dyn Observer<P, N>]| {
+    let mut hook = |s: &S, st: &StateOf<V>, done: u64, obs: &mut [&mut dyn Observer<P, V>]| {
         write_checkpoint(s, st, t0, t_end, n, done, obs, checkpointing)
     };
     loop_.run(
@@ -253,17 +254,17 @@ where
 /// Before any step: the checkpoint is for another stepper ([`Stepper::name`]), dimension or
 /// number of observers, lacks an entry, or an observer cannot be restored (e.g. its file is
 /// shorter than at the checkpoint).
-pub fn resume<P, S, const N: usize>(
+pub fn resume<P, S, V: Vector>(
     stepper: &mut S,
     target: &P,
-    state: &mut State<N>,
+    state: &mut StateOf<V>,
     checkpoint: &Checkpoint,
-    observers: &mut [&mut dyn Observer<P, N>],
+    observers: &mut [&mut dyn Observer<P, V>],
     checkpointing: Option<&Checkpointing>,
-) -> Result<RunSummary<N>, CheckpointError>
+) -> Result<RunSummary<V>, CheckpointError>
 where
     P: ?Sized,
-    S: Stepper<P, N> + Resumable + ?Sized,
+    S: Stepper<P, V> + Resumable + ?Sized,
 {
     let name = checkpoint.str("stepper")?;
     if name != stepper.name() {
@@ -272,7 +273,14 @@ where
             stepper.name()
         )));
     }
-    let restored = checkpoint.state::<N>()?;
+    let restored: StateOf<V> = checkpoint.state()?;
+    if restored.q.len() != state.q.len() {
+        return Err(CheckpointError::Mismatch(format!(
+            "the checkpoint has {} coordinates, the system {}",
+            restored.q.len(),
+            state.q.len()
+        )));
+    }
     let t0 = checkpoint.f64("run.t0")?;
     let t_end = checkpoint.f64("run.t_end")?;
     let planned = checkpoint.u64("run.planned")?;
@@ -297,7 +305,7 @@ where
     let mut loop_ = Loop::new(planned, Some(t_end), done);
     Ok(match checkpointing {
         Some(c) => {
-            let mut hook = |s: &S, st: &State<N>, d: u64, obs: &mut [&mut dyn Observer<P, N>]| {
+            let mut hook = |s: &S, st: &StateOf<V>, d: u64, obs: &mut [&mut dyn Observer<P, V>]| {
                 write_checkpoint(s, st, t0, t_end, planned, d, obs, c)
             };
             loop_.run(
@@ -314,19 +322,19 @@ where
 }
 
 #[allow(clippy::too_many_arguments)]
-fn write_checkpoint<P, S, const N: usize>(
+fn write_checkpoint<P, S, V: Vector>(
     stepper: &S,
-    state: &State<N>,
+    state: &StateOf<V>,
     t0: f64,
     t_end: f64,
     planned: u64,
     done: u64,
-    observers: &mut [&mut dyn Observer<P, N>],
+    observers: &mut [&mut dyn Observer<P, V>],
     checkpointing: &Checkpointing,
 ) -> std::io::Result<()>
 where
     P: ?Sized,
-    S: Stepper<P, N> + Resumable + ?Sized,
+    S: Stepper<P, V> + Resumable + ?Sized,
 {
     let mut cp = checkpointing.meta.clone();
     cp.set_state(state);
@@ -343,7 +351,7 @@ where
     cp.write(&checkpointing.path)
 }
 
-fn plan<P: ?Sized, S: Stepper<P, N> + ?Sized, const N: usize>(
+fn plan<P: ?Sized, S: Stepper<P, V> + ?Sized, V: Vector>(
     stepper: &S,
     t0: f64,
     t_end: f64,
@@ -356,14 +364,14 @@ fn plan<P: ?Sized, S: Stepper<P, N> + ?Sized, const N: usize>(
     }
 }
 
-fn invalid_h<P, S, const N: usize>(
+fn invalid_h<P, S, V: Vector>(
     stepper: &S,
-    state: &State<N>,
-    observers: &mut [&mut dyn Observer<P, N>],
-) -> RunSummary<N>
+    state: &StateOf<V>,
+    observers: &mut [&mut dyn Observer<P, V>],
+) -> RunSummary<V>
 where
     P: ?Sized,
-    S: Stepper<P, N> + ?Sized,
+    S: Stepper<P, V> + ?Sized,
 {
     let error = StepError::InvalidStepSize {
         step: stepper.steps_taken(),
@@ -377,8 +385,8 @@ where
 
 /// A checkpoint hook: called with the stepper, the state, the number of steps done and the
 /// observers after every `every`-th step.
-type Hook<'h, P, S, const N: usize> =
-    &'h mut dyn FnMut(&S, &State<N>, u64, &mut [&mut dyn Observer<P, N>]) -> std::io::Result<()>;
+type Hook<'h, P, S, V> =
+    &'h mut dyn FnMut(&S, &StateOf<V>, u64, &mut [&mut dyn Observer<P, V>]) -> std::io::Result<()>;
 
 /// The stepping loop's bookkeeping.
 struct Loop {
@@ -404,18 +412,18 @@ impl Loop {
         }
     }
 
-    fn run<P, S, const N: usize>(
+    fn run<P, S, V: Vector>(
         &mut self,
         stepper: &mut S,
         target: &P,
-        state: &mut State<N>,
-        observers: &mut [&mut dyn Observer<P, N>],
+        state: &mut StateOf<V>,
+        observers: &mut [&mut dyn Observer<P, V>],
         fresh: bool,
-        mut hook: Option<(u64, Hook<'_, P, S, N>)>,
-    ) -> RunSummary<N>
+        mut hook: Option<(u64, Hook<'_, P, S, V>)>,
+    ) -> RunSummary<V>
     where
         P: ?Sized,
-        S: Stepper<P, N> + ?Sized,
+        S: Stepper<P, V> + ?Sized,
     {
         if fresh {
             for o in observers.iter_mut() {
@@ -425,8 +433,11 @@ impl Loop {
         let h = stepper.h();
         let n = self.planned;
         let clock = Instant::now();
+        // The state before each step (restored when the driver rejects a state), allocated
+        // once: `clone_from` reuses its storage.
+        let mut before = state.clone();
         while self.done < n {
-            let before = *state;
+            before.clone_from(state);
             let k = stepper.steps_taken();
             let last = self.done + 1 == n;
             let result = match self.t_end {
@@ -451,7 +462,7 @@ impl Loop {
             if let Err(e) = result {
                 // The stepper leaves the state untouched on error; a state rejected by the
                 // driver (non-finite, guard) is discarded here.
-                *state = before;
+                state.clone_from(&before);
                 self.error = Some(e);
                 break;
             }
@@ -474,16 +485,16 @@ impl Loop {
         self.finish(stepper, observers, state, wall)
     }
 
-    fn finish<P, S, const N: usize>(
+    fn finish<P, S, V: Vector>(
         &mut self,
         stepper: &S,
-        observers: &mut [&mut dyn Observer<P, N>],
-        state: &State<N>,
+        observers: &mut [&mut dyn Observer<P, V>],
+        state: &StateOf<V>,
         wall: Duration,
-    ) -> RunSummary<N>
+    ) -> RunSummary<V>
     where
         P: ?Sized,
-        S: Stepper<P, N> + ?Sized,
+        S: Stepper<P, V> + ?Sized,
     {
         if let Some(e) = &self.error {
             for o in observers.iter_mut() {
@@ -512,17 +523,17 @@ impl Loop {
             },
             error: self.error.take(),
             output_error,
-            last_state: *state,
+            last_state: state.clone(),
         }
     }
 }
 
 /// The driver's own checks of a state a stepper returned as `Ok`: finite, and accepted by
 /// every guard.
-fn accept<P: ?Sized, const N: usize>(
+fn accept<P: ?Sized, V: Vector>(
     target: &P,
-    state: &State<N>,
-    observers: &mut [&mut dyn Observer<P, N>],
+    state: &StateOf<V>,
+    observers: &mut [&mut dyn Observer<P, V>],
     step: u64,
     t: f64,
 ) -> Result<(), StepError> {

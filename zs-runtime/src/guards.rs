@@ -4,14 +4,14 @@
 //! A guard is an [`Observer`] whose [`Observer::check`] rejects a state. The driver calls
 //! `check` on every observer after each successful step and *before* any observer sees the new
 //! state; on the first rejection it discards the state (the caller keeps the state from before
-//! the step), stops, and reports [`StepError::GuardViolated`] with the step index, the guarded
+//! the step), stops, and reports [`crate::StepError::GuardViolated`] with the step index, the guarded
 //! quantity, its value and the limit. Observers (CSV rows included) thus hold exactly the states
 //! up to the last good one.
 //!
 //! - [`EnergyGuard`]: `|E - E₀| ≤ limit` for the total energy `E = ½vᵀMv + V(q)` of the
 //!   run's target (for a penalized run, `V_ω` of Tao & Owhadi eq. 7, the energy a symplectic
 //!   method nearly conserves), with an absolute or a relative limit;
-//! - [`ConstraintGuard`]: `‖g(q)‖ ≤ limit` for the constraints of a [`MechanicalSystem`]
+//! - [`ConstraintGuard`]: `‖g(q)‖ ≤ limit` for the constraints of a [`crate::ConstrainedModel`]
 //!   (e.g. the penalized double pendulum, where `g = O(1/ω)` holds only approximately).
 //!
 //! Checking allocates nothing.
@@ -37,36 +37,16 @@
 //! assert_eq!(summary.last_state, state); // the state before the offending step
 //! ```
 
+use core::marker::PhantomData;
+
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
-use crate::observers::{constraint_norm, total_energy, Observer};
-use crate::{MechanicalSystem, Potential, State, StepError};
+use crate::model::{ConstrainedModel, ConstraintSpace};
+use crate::observers::{total_energy, Observer};
+use crate::vector::Vector;
+use crate::{Model, StateOf};
 
-/// A guard's rejection of a state: the guarded quantity, its value and the limit. The driver
-/// turns it into [`StepError::GuardViolated`] with [`GuardViolation::at`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct GuardViolation {
-    /// The guarded quantity (e.g. `"energy drift |E - E0|"`).
-    pub what: &'static str,
-    /// Its value in the rejected state (may be NaN or infinite).
-    pub value: f64,
-    /// The limit it exceeded.
-    pub limit: f64,
-}
+pub use crate::observers::GuardViolation;
 
-impl GuardViolation {
-    /// The [`StepError`] of step `step` started at time `t`.
-    pub fn at(self, step: u64, t: f64) -> StepError {
-        StepError::GuardViolated {
-            step,
-            t,
-            what: self.what,
-            value: self.value,
-            limit: self.limit,
-        }
-    }
-}
-
-/// `Err` unless `value ≤ limit` (NaN is a violation).
 #[inline]
 fn within(what: &'static str, value: f64, limit: f64) -> Result<(), GuardViolation> {
     if value <= limit {
@@ -148,7 +128,7 @@ impl EnergyGuard {
         self.max_seen
     }
 
-    fn drift<P: Potential<N> + ?Sized, const N: usize>(&self, target: &P, s: &State<N>) -> f64 {
+    fn drift<P: Model<V> + ?Sized, V: Vector>(&self, target: &P, s: &StateOf<V>) -> f64 {
         match self.initial {
             Some(e0) => (total_energy(target, s) - e0).abs(),
             None => 0.0,
@@ -156,16 +136,16 @@ impl EnergyGuard {
     }
 }
 
-impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for EnergyGuard {
-    fn start(&mut self, target: &P, state: &State<N>) {
+impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for EnergyGuard {
+    fn start(&mut self, target: &P, state: &StateOf<V>) {
         self.initial = Some(total_energy(target, state));
         self.max_seen = 0.0;
     }
-    fn check(&mut self, target: &P, state: &State<N>) -> Result<(), GuardViolation> {
+    fn check(&mut self, target: &P, state: &StateOf<V>) -> Result<(), GuardViolation> {
         let limit = self.limit().unwrap_or(f64::INFINITY);
         within(ENERGY_DRIFT, self.drift(target, state), limit)
     }
-    fn observe(&mut self, target: &P, state: &State<N>) {
+    fn observe(&mut self, target: &P, state: &StateOf<V>) {
         let d = self.drift(target, state);
         if d > self.max_seen {
             self.max_seen = d;
@@ -186,14 +166,18 @@ impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for EnergyGuard {
 /// Stops a run when the constraint residual `‖g(q)‖` of `system` exceeds a limit, whatever the
 /// target of the run (typically `system.penalized(ω)`).
 #[derive(Debug)]
-pub struct ConstraintGuard<'a, S: ?Sized, const N: usize, const M: usize> {
+pub struct ConstraintGuard<'a, S: ?Sized, V, C> {
     system: &'a S,
+    storage: PhantomData<fn() -> (V, C)>,
     limit: f64,
     max_seen: f64,
 }
 
-impl<'a, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>
-    ConstraintGuard<'a, S, N, M>
+impl<'a, S, V, C> ConstraintGuard<'a, S, V, C>
+where
+    S: ConstrainedModel<V, C> + ?Sized,
+    V: ConstraintSpace<C>,
+    C: Vector,
 {
     /// Stop when `‖g(q)‖ > max_residual`.
     ///
@@ -206,6 +190,7 @@ impl<'a, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>
         );
         Self {
             system,
+            storage: PhantomData,
             limit: max_residual,
             max_seen: 0.0,
         }
@@ -222,18 +207,22 @@ impl<'a, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>
     }
 }
 
-impl<P: ?Sized, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize> Observer<P, N>
-    for ConstraintGuard<'_, S, N, M>
+impl<P, S, V, C> Observer<P, V> for ConstraintGuard<'_, S, V, C>
+where
+    P: ?Sized,
+    S: ConstrainedModel<V, C> + ?Sized,
+    V: ConstraintSpace<C>,
+    C: Vector,
 {
-    fn check(&mut self, _target: &P, state: &State<N>) -> Result<(), GuardViolation> {
+    fn check(&mut self, _target: &P, state: &StateOf<V>) -> Result<(), GuardViolation> {
         within(
             CONSTRAINT_RESIDUAL,
-            constraint_norm(self.system, &state.q),
+            self.system.constraint_norm(&state.q),
             self.limit,
         )
     }
-    fn observe(&mut self, _target: &P, state: &State<N>) {
-        let r = constraint_norm(self.system, &state.q);
+    fn observe(&mut self, _target: &P, state: &StateOf<V>) {
+        let r = self.system.constraint_norm(&state.q);
         if r > self.max_seen {
             self.max_seen = r;
         }

@@ -37,15 +37,19 @@ extern crate self as zs_runtime;
 pub mod checkpoint;
 pub mod driver;
 pub mod error;
+pub mod files;
 pub mod guards;
 pub mod integrators;
 pub mod linalg;
+pub mod model;
 pub mod multipliers;
 pub mod observers;
 pub mod output;
+pub mod sparse;
 pub mod state;
 pub mod stepper;
 pub mod system;
+pub mod vector;
 pub mod verify;
 
 pub use checkpoint::{Checkpoint, CheckpointError, Resumable};
@@ -59,13 +63,15 @@ pub use integrators::{
     Yoshida4, ZhangSkeelStiff,
 };
 pub use linalg::Factorization;
+pub use model::{ConstrainedModel, ConstraintSpace, HessianPart, Jacobian, Model, StiffModel};
 pub use observers::{ConstraintObserver, EnergyObserver, MomentumObserver, Observer};
 pub use output::CsvRecorder;
-pub use state::State;
+pub use state::{DynState, State, StateOf};
 pub use stepper::Stepper;
 pub use system::{
     ConstraintCurvature, FastPotential, MechanicalSystem, Penalized, Potential, StiffSplit,
 };
+pub use vector::Vector;
 pub use zs_macros::mechanical_system;
 
 // SHAKE and RATTLE, and the multipliers of a penalized run (issue 3).

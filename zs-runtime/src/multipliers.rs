@@ -351,8 +351,8 @@ impl<'a, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>
     }
 }
 
-impl<P: ?Sized, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize> Observer<P, N>
-    for PenalizedMultipliers<'_, S, N, M>
+impl<P: ?Sized, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>
+    Observer<P, [f64; N]> for PenalizedMultipliers<'_, S, N, M>
 {
     fn observe(&mut self, _target: &P, state: &State<N>) {
         self.record(state.t, &state.q);

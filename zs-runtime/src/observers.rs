@@ -1,15 +1,44 @@
 //! Observers: quantities monitored along a run by the [`crate::driver`].
 //!
-//! An [`Observer<P, N>`] sees the target `P` the stepper integrates (a [`Potential`] for
+//! An [`Observer<P, V>`] sees the target `P` the stepper integrates (a [`Model`] for
 //! unconstrained and penalized methods) and the state after every step, so it can compute
 //! e.g. the total energy `½vᵀMv + V(q)` of that potential. Observers that need more context
-//! (the constraints `g` of a [`MechanicalSystem`] while the target is its penalized potential)
+//! (the constraints `g` of a [`crate::MechanicalSystem`] while the target is its penalized potential)
 //! hold it themselves. Observers preallocate at construction: observing a step allocates
 //! nothing.
 
+use core::marker::PhantomData;
+
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
-use crate::guards::GuardViolation;
-use crate::{MechanicalSystem, Potential, State, StepError};
+use crate::model::{ConstrainedModel, ConstraintSpace};
+use crate::vector::Vector;
+use crate::{Model, StateOf, StepError};
+
+/// A guard's rejection of a state (see [`crate::guards`]): the guarded quantity, its value and
+/// the limit it exceeded. Defined here, with the [`Observer`] trait that returns it, so that the
+/// guards build on the observers and not the other way round.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GuardViolation {
+    /// The guarded quantity (e.g. `"energy drift |E - E0|"`).
+    pub what: &'static str,
+    /// Its value in the rejected state.
+    pub value: f64,
+    /// The limit.
+    pub limit: f64,
+}
+
+impl GuardViolation {
+    /// The [`StepError::GuardViolated`] of step `step`, started at time `t`.
+    pub fn at(self, step: u64, t: f64) -> StepError {
+        StepError::GuardViolated {
+            step,
+            t,
+            what: self.what,
+            value: self.value,
+            limit: self.limit,
+        }
+    }
+}
 
 /// Something that watches a run.
 ///
@@ -27,19 +56,19 @@ use crate::{MechanicalSystem, Potential, State, StepError};
 /// [`Observer::start`]. The defaults save nothing: such an observer restarts from scratch.
 ///
 /// All methods but `observe` have defaults, so an observer needs only `observe`.
-pub trait Observer<P: ?Sized, const N: usize> {
+pub trait Observer<P: ?Sized, V> {
     /// The initial state. The default forwards to [`Observer::observe`].
-    fn start(&mut self, target: &P, state: &State<N>) {
+    fn start(&mut self, target: &P, state: &StateOf<V>) {
         self.observe(target, state);
     }
     /// Guard: inspect the state a step just produced, before any observer sees it, and reject
     /// it with a [`GuardViolation`] (see [`crate::guards`]). The default accepts everything.
-    fn check(&mut self, target: &P, state: &State<N>) -> Result<(), GuardViolation> {
+    fn check(&mut self, target: &P, state: &StateOf<V>) -> Result<(), GuardViolation> {
         let _ = (target, state);
         Ok(())
     }
     /// The state after a step.
-    fn observe(&mut self, target: &P, state: &State<N>);
+    fn observe(&mut self, target: &P, state: &StateOf<V>);
     /// The run stopped on `error` before its planned end; called before
     /// [`Observer::finish`]. The default does nothing; [`crate::CsvRecorder`] marks its file
     /// as ended early.
@@ -65,24 +94,18 @@ pub trait Observer<P: ?Sized, const N: usize> {
 }
 
 /// Total energy `½ vᵀ M v + V(q)` of `state` under `potential`.
-pub fn total_energy<P: Potential<N> + ?Sized, const N: usize>(
-    potential: &P,
-    state: &State<N>,
-) -> f64 {
-    state.kinetic_energy(&potential.masses()) + potential.potential(&state.q)
+pub fn total_energy<P: Model<V> + ?Sized, V: Vector>(potential: &P, state: &StateOf<V>) -> f64 {
+    potential.kinetic_energy(&state.v) + potential.potential_at(&state.q)
 }
 
 /// Euclidean norm `‖g(q)‖` of the constraint residual.
-pub fn constraint_norm<S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>(
-    system: &S,
-    q: &[f64; N],
-) -> f64 {
-    system
-        .constraints(q)
-        .iter()
-        .map(|g| g * g)
-        .sum::<f64>()
-        .sqrt()
+pub fn constraint_norm<S, V, C>(system: &S, q: &V) -> f64
+where
+    S: ConstrainedModel<V, C> + ?Sized,
+    V: ConstraintSpace<C>,
+    C: Vector,
+{
+    system.constraint_norm(q)
 }
 
 /// Total energy `E = ½vᵀMv + V(q)` of the target potential along the run: initial value, largest
@@ -165,8 +188,8 @@ impl EnergyObserver {
     }
 }
 
-impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for EnergyObserver {
-    fn observe(&mut self, target: &P, state: &State<N>) {
+impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for EnergyObserver {
+    fn observe(&mut self, target: &P, state: &StateOf<V>) {
         self.record(total_energy(target, state));
     }
     fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
@@ -178,23 +201,28 @@ impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for EnergyObserver
     }
 }
 
-/// The constraint residual `‖g(q)‖` of a [`MechanicalSystem`] along a run (typically a penalized
+/// The constraint residual `‖g(q)‖` of a [`ConstrainedModel`] along a run (typically a penalized
 /// run, where `g = 0` holds only approximately): the largest and the last value.
 #[derive(Debug)]
-pub struct ConstraintObserver<'a, S: ?Sized, const N: usize, const M: usize> {
+pub struct ConstraintObserver<'a, S: ?Sized, V, C> {
     system: &'a S,
+    storage: PhantomData<fn() -> (V, C)>,
     max: f64,
     last: f64,
     samples: u64,
 }
 
-impl<'a, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>
-    ConstraintObserver<'a, S, N, M>
+impl<'a, S, V, C> ConstraintObserver<'a, S, V, C>
+where
+    S: ConstrainedModel<V, C> + ?Sized,
+    V: ConstraintSpace<C>,
+    C: Vector,
 {
     /// Observe the constraints of `system`, whatever the target of the run.
     pub fn new(system: &'a S) -> Self {
         Self {
             system,
+            storage: PhantomData,
             max: 0.0,
             last: f64::NAN,
             samples: 0,
@@ -214,11 +242,15 @@ impl<'a, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>
     }
 }
 
-impl<P: ?Sized, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize> Observer<P, N>
-    for ConstraintObserver<'_, S, N, M>
+impl<P, S, V, C> Observer<P, V> for ConstraintObserver<'_, S, V, C>
+where
+    P: ?Sized,
+    S: ConstrainedModel<V, C> + ?Sized,
+    V: ConstraintSpace<C>,
+    C: Vector,
 {
-    fn observe(&mut self, _target: &P, state: &State<N>) {
-        let r = constraint_norm(self.system, &state.q);
+    fn observe(&mut self, _target: &P, state: &StateOf<V>) {
+        let r = self.system.constraint_norm(&state.q);
         self.samples += 1;
         self.last = r;
         if r > self.max || r.is_nan() {
@@ -244,52 +276,62 @@ impl<P: ?Sized, S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usi
 /// group. Conserved by every method here when the potential is translation-invariant along
 /// the group's direction.
 #[derive(Debug, Clone)]
-pub struct MomentumObserver<const N: usize> {
+pub struct MomentumObserver {
     groups: Vec<Vec<usize>>,
+    /// `Some(dim)`: the groups are made per component at the first state.
+    by_component: Option<usize>,
     initial: Vec<f64>,
     last: Vec<f64>,
     max_dev: Vec<f64>,
+    masses: Vec<f64>,
+    /// The dimension the groups were made and checked for.
+    prepared: Option<usize>,
     started: bool,
 }
 
-impl<const N: usize> MomentumObserver<N> {
-    /// One momentum per group of coordinate indices.
-    ///
-    /// # Panics
-    /// If an index is `≥ N`.
+impl MomentumObserver {
+    /// One momentum per group of coordinate indices (checked against the system's dimension at
+    /// the first state: an index out of range panics there).
     pub fn new(groups: Vec<Vec<usize>>) -> Self {
-        for g in &groups {
-            for &i in g {
-                assert!(
-                    i < N,
-                    "MomentumObserver: coordinate {i} out of range 0..{N}"
-                );
-            }
-        }
         let k = groups.len();
         Self {
             groups,
+            by_component: None,
             initial: vec![0.0; k],
             last: vec![0.0; k],
             max_dev: vec![0.0; k],
+            masses: Vec::new(),
+            prepared: None,
             started: false,
         }
     }
 
-    /// Particles in `dim` dimensions stored as `(x₁, y₁, …, x₂, y₂, …)`: one group per component,
-    /// `{c, c + dim, c + 2·dim, …}` for `c < dim`.
+    /// Make the groups and buffers for a system of `n` coordinates now (otherwise done at the
+    /// first state): nothing is allocated during the run.
     ///
     /// # Panics
-    /// If `dim` is 0 or does not divide `N`.
-    pub fn by_component(dim: usize) -> Self {
-        assert!(
-            dim > 0 && N % dim == 0,
-            "MomentumObserver: {dim} does not divide {N}"
-        );
-        Self::new((0..dim).map(|c| (c..N).step_by(dim).collect()).collect())
+    /// As at the first state: an index out of range, or `n` not a multiple of the
+    /// `by_component` dimension.
+    pub fn with_dimension(mut self, n: usize) -> Self {
+        self.prepare(n);
+        self
     }
 
-    /// The coordinate groups.
+    /// Particles in `dim` dimensions stored as `(x₁, y₁, …, x₂, y₂, …)`: one group per component,
+    /// `{c, c + dim, c + 2·dim, …}` for `c < dim` (made at the first state, whose dimension `dim`
+    /// must divide).
+    ///
+    /// # Panics
+    /// If `dim` is 0.
+    pub fn by_component(dim: usize) -> Self {
+        assert!(dim > 0, "MomentumObserver: the dimension must be positive");
+        let mut o = Self::new(vec![Vec::new(); dim]);
+        o.by_component = Some(dim);
+        o
+    }
+
+    /// The coordinate groups (for [`MomentumObserver::by_component`], once the first state was
+    /// seen).
     pub fn groups(&self) -> &[Vec<usize>] {
         &self.groups
     }
@@ -306,8 +348,32 @@ impl<const N: usize> MomentumObserver<N> {
         &self.max_dev
     }
 
+    /// Make the groups for a system of `n` coordinates and check them.
+    ///
+    /// # Panics
+    /// If an index is out of range or `n` is not a multiple of the `by_component` dimension.
+    fn prepare(&mut self, n: usize) {
+        if self.prepared == Some(n) {
+            return;
+        }
+        if let Some(dim) = self.by_component {
+            assert!(n % dim == 0, "MomentumObserver: {dim} does not divide {n}");
+            self.groups = (0..dim).map(|c| (c..n).step_by(dim).collect()).collect();
+        }
+        for g in &self.groups {
+            for &i in g {
+                assert!(
+                    i < n,
+                    "MomentumObserver: coordinate {i} out of range 0..{n}"
+                );
+            }
+        }
+        self.masses.resize(n, 0.0);
+        self.prepared = Some(n);
+    }
+
     /// Record the momenta of `v` with masses `masses`.
-    pub fn record(&mut self, masses: &[f64; N], v: &[f64; N]) {
+    pub fn record(&mut self, masses: &[f64], v: &[f64]) {
         for (k, g) in self.groups.iter().enumerate() {
             let p: f64 = g.iter().map(|&i| masses[i] * v[i]).sum();
             self.last[k] = p;
@@ -324,9 +390,17 @@ impl<const N: usize> MomentumObserver<N> {
     }
 }
 
-impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for MomentumObserver<N> {
-    fn observe(&mut self, target: &P, state: &State<N>) {
-        self.record(&target.masses(), &state.v);
+impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for MomentumObserver {
+    fn start(&mut self, target: &P, state: &StateOf<V>) {
+        self.prepare(state.v.len());
+        self.observe(target, state);
+    }
+    fn observe(&mut self, target: &P, state: &StateOf<V>) {
+        self.prepare(state.v.len());
+        let mut masses = core::mem::take(&mut self.masses);
+        target.masses_into_slice(&mut masses);
+        self.record(&masses, state.v.as_slice());
+        self.masses = masses;
     }
     fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
         out.set_f64s("initial", &self.initial);
@@ -356,12 +430,12 @@ impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for MomentumObserv
     }
 }
 
-/// Adapts a closure `FnMut(&P, &State<N>)` into an [`Observer`].
+/// Adapts a closure `FnMut(&P, &StateOf<V>)` into an [`Observer`].
 #[derive(Debug, Clone)]
 pub struct FnObserver<F>(pub F);
 
-impl<P: ?Sized, F: FnMut(&P, &State<N>), const N: usize> Observer<P, N> for FnObserver<F> {
-    fn observe(&mut self, target: &P, state: &State<N>) {
+impl<P: ?Sized, V, F: FnMut(&P, &StateOf<V>)> Observer<P, V> for FnObserver<F> {
+    fn observe(&mut self, target: &P, state: &StateOf<V>) {
         (self.0)(target, state);
     }
 }

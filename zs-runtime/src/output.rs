@@ -26,57 +26,19 @@
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Seek, SeekFrom, Write as _};
+use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+pub use crate::files::{incomplete_marker_of, sync_parent_dir, write_atomic};
+
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
-use crate::observers::{constraint_norm, total_energy, Observer};
-use crate::{MechanicalSystem, Potential, State, StepError};
+use crate::files::tmp_path_of;
+use crate::model::{ConstrainedModel, ConstraintSpace};
+use crate::observers::{total_energy, Observer};
+use crate::vector::Vector;
+use crate::{Model, StateOf, StepError};
 
-/// Write `bytes` to `path` atomically: to `<path>.tmp`, flush, `fsync`, rename to `path`,
-/// `fsync` the directory (on Unix). A crash at any point leaves either the old `path` (if any)
-/// or the new one complete, never a truncated file under `path`.
-///
-/// # Errors
-/// Any I/O error (then `<path>.tmp` may remain and `path` is untouched).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = tmp_path_of(path);
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.flush()?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    sync_parent_dir(path);
-    Ok(())
-}
-
-/// Make a rename in `path`'s directory durable (Unix: `fsync` of the directory). Best effort:
-/// a directory that cannot be opened for syncing (some filesystems) is not an error, the rename
-/// itself having succeeded.
-pub fn sync_parent_dir(path: &Path) {
-    #[cfg(unix)]
-    {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-}
-
-/// The sidecar that marks `path` as ended early: `<path>.incomplete`.
-pub fn incomplete_marker_of(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".incomplete");
-    PathBuf::from(s)
-}
-
-type Residual<'a, const N: usize> = Box<dyn Fn(&[f64; N]) -> f64 + 'a>;
+type Residual<'a, V> = Box<dyn Fn(&V) -> f64 + 'a>;
 
 /// Writes every k-th state of a run to a CSV file (see the [module docs](self)).
 ///
@@ -87,7 +49,7 @@ type Residual<'a, const N: usize> = Box<dyn Fn(&[f64; N]) -> f64 + 'a>;
 ///
 /// Floats are written in Rust's shortest round-trip form (exponent notation for very large or
 /// small magnitudes). Writing a row reuses one buffer; the `csv` writer buffers the file.
-pub struct CsvRecorder<'a, const N: usize> {
+pub struct CsvRecorder<'a, V> {
     path: PathBuf,
     tmp_path: PathBuf,
     writer: Option<csv::Writer<File>>,
@@ -95,8 +57,10 @@ pub struct CsvRecorder<'a, const N: usize> {
     seen: u64,
     rows: u64,
     energy: bool,
-    residual: Option<Residual<'a, N>>,
+    residual: Option<Residual<'a, V>>,
     names: Option<Vec<String>>,
+    /// Coordinates per state: `N` for `[f64; N]`, else from the names or the first state.
+    dimension: usize,
     header_written: bool,
     buf: String,
     error: Option<io::Error>,
@@ -106,7 +70,7 @@ pub struct CsvRecorder<'a, const N: usize> {
     last_row_t: f64,
 }
 
-impl<const N: usize> std::fmt::Debug for CsvRecorder<'_, N> {
+impl<V> std::fmt::Debug for CsvRecorder<'_, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CsvRecorder")
             .field("path", &self.path)
@@ -118,7 +82,7 @@ impl<const N: usize> std::fmt::Debug for CsvRecorder<'_, N> {
     }
 }
 
-impl<'a, const N: usize> CsvRecorder<'a, N> {
+impl<'a, V: Vector> CsvRecorder<'a, V> {
     /// Record every `every`-th state to `path` (created through `path.tmp`).
     ///
     /// # Errors
@@ -172,6 +136,7 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
             residual: None,
             names: None,
             header_written: false,
+            dimension: V::default_zeros().len(),
             buf: String::with_capacity(32),
             error: None,
             ended_early: None,
@@ -186,17 +151,22 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
     }
 
     /// Add a `constraint_norm` column: `‖g(q)‖` of `system`.
-    pub fn with_constraints<S: MechanicalSystem<N, M> + ?Sized, const M: usize>(
+    pub fn with_constraints<S: ConstrainedModel<V, C> + ?Sized, C: Vector>(
         mut self,
         system: &'a S,
-    ) -> Self {
-        self.residual = Some(Box::new(move |q| constraint_norm(system, q)));
+    ) -> Self
+    where
+        V: ConstraintSpace<C>,
+    {
+        self.residual = Some(Box::new(move |q| system.constraint_norm(q)));
         self
     }
 
     /// Name the coordinates: the columns become `t, <name>…, v_<name>…`.
-    pub fn with_names(mut self, names: [&str; N]) -> Self {
-        self.names = Some(names.iter().map(|s| s.to_string()).collect());
+    pub fn with_names(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        self.dimension = names.len();
+        self.names = Some(names);
         self
     }
 
@@ -272,8 +242,8 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
                 h.extend(names.iter().map(|n| format!("v_{n}")));
             }
             None => {
-                h.extend((0..N).map(|i| format!("q{i}")));
-                h.extend((0..N).map(|i| format!("v{i}")));
+                h.extend((0..self.dimension).map(|i| format!("q{i}")));
+                h.extend((0..self.dimension).map(|i| format!("v{i}")));
             }
         }
         if self.energy {
@@ -294,7 +264,7 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
         Ok(())
     }
 
-    fn write_row<P: Potential<N> + ?Sized>(&mut self, target: &P, state: &State<N>) {
+    fn write_row<P: Model<V> + ?Sized>(&mut self, target: &P, state: &StateOf<V>) {
         if self.error.is_some() {
             return;
         }
@@ -312,17 +282,17 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
         }
     }
 
-    fn write_row_inner<P: Potential<N> + ?Sized>(
+    fn write_row_inner<P: Model<V> + ?Sized>(
         &mut self,
         w: &mut csv::Writer<File>,
         target: &P,
-        state: &State<N>,
+        state: &StateOf<V>,
     ) -> io::Result<()> {
         if !self.header_written {
             self.write_header(w)?;
         }
         self.field(w, state.t)?;
-        for x in state.q.iter().chain(state.v.iter()) {
+        for x in state.q.as_slice().iter().chain(state.v.as_slice()) {
             self.field(w, *x)?;
         }
         if self.energy {
@@ -350,7 +320,7 @@ impl<'a, const N: usize> CsvRecorder<'a, N> {
     }
 }
 
-impl<const N: usize> CsvRecorder<'_, N> {
+impl<V: Vector> CsvRecorder<'_, V> {
     fn save(&mut self, out: &mut ScopeMut<'_>) -> io::Result<()> {
         if let Some(e) = &self.error {
             // Keep the error for `finish`, which then leaves the `.tmp` file unrenamed.
@@ -416,12 +386,22 @@ impl<const N: usize> CsvRecorder<'_, N> {
     }
 }
 
-impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for CsvRecorder<'_, N> {
-    fn start(&mut self, target: &P, state: &State<N>) {
+impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for CsvRecorder<'_, V> {
+    fn start(&mut self, target: &P, state: &StateOf<V>) {
         self.seen = 0;
+        self.dimension = state.q.len();
+        if let Some(names) = &self.names {
+            assert_eq!(
+                names.len(),
+                self.dimension,
+                "CsvRecorder: {} column names for {} coordinates",
+                names.len(),
+                self.dimension
+            );
+        }
         self.write_row(target, state);
     }
-    fn observe(&mut self, target: &P, state: &State<N>) {
+    fn observe(&mut self, target: &P, state: &StateOf<V>) {
         self.seen += 1;
         if self.seen % self.every == 0 {
             self.write_row(target, state);
@@ -439,12 +419,6 @@ impl<P: Potential<N> + ?Sized, const N: usize> Observer<P, N> for CsvRecorder<'_
     fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
         self.restore(from)
     }
-}
-
-fn tmp_path_of(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".tmp");
-    PathBuf::from(s)
 }
 
 /// The I/O error inside a `csv` error (so that e.g. "disk full" keeps its

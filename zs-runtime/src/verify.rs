@@ -45,7 +45,7 @@ use crate::{Potential, State, Stepper};
 /// # Panics
 ///
 /// If a step fails.
-pub fn advance<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+pub fn advance<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     stepper: &mut S,
     p: &P,
     mut s: State<N>,
@@ -126,7 +126,7 @@ pub const SYMPLECTICITY_DELTA: f64 = 1e-6;
 /// # Panics
 ///
 /// If a step fails.
-pub fn symplecticity_defect<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+pub fn symplecticity_defect<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     make: impl Fn() -> S,
     p: &P,
     s0: State<N>,
@@ -139,7 +139,7 @@ pub fn symplecticity_defect<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
 /// # Panics
 ///
 /// If a step fails.
-pub fn symplecticity_defect_with_delta<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+pub fn symplecticity_defect_with_delta<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     make: impl Fn() -> S,
     p: &P,
     s0: State<N>,
@@ -209,7 +209,7 @@ pub fn symplecticity_defect_with_delta<P: Potential<N>, S: Stepper<P, N>, const 
 ///
 /// If a step fails, or if the forward leg moves the state by no more than `min_motion` (in
 /// [`max_diff`]): the measurement would then say nothing.
-pub fn reversibility_error<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+pub fn reversibility_error<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     mut stepper: S,
     p: &P,
     s0: State<N>,

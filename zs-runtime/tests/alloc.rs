@@ -201,11 +201,11 @@ fn steps_allocate_nothing_after_set_up() {
     let mut zs = ZhangSkeel::new(0.4, 0.05);
     let mut s = s0;
     let mut energy = EnergyObserver::new();
-    let mut momentum = MomentumObserver::<6>::by_component(1);
+    let mut momentum = MomentumObserver::by_component(1).with_dimension(6);
     zs.step(&Fpu, &mut s).unwrap();
     let mut ok = false;
     let n_driver = allocations_during(|| {
-        let observers: &mut [&mut dyn Observer<Fpu, 6>] = &mut [&mut energy, &mut momentum];
+        let observers: &mut [&mut dyn Observer<Fpu, [f64; 6]>] = &mut [&mut energy, &mut momentum];
         let summary = run_steps(&mut zs, &Fpu, &mut s, STEPS as u64, observers);
         ok = summary.is_ok();
     });

@@ -104,7 +104,7 @@ const S0: State<2> = State {
 /// crash after `crash_at` steps.
 fn straight_vs_resumed<S>(tag: &str, make: impl Fn() -> S, t_end: f64, every: u64, crash_at: u64)
 where
-    S: for<'a> Stepper<Penalized<'a, Pendulum, 2, 1>, 2> + Resumable,
+    S: for<'a> Stepper<Penalized<'a, Pendulum, 2, 1>, [f64; 2]> + Resumable,
 {
     let sys = Pendulum;
     let target = sys.penalized(10.0);
@@ -336,10 +336,10 @@ fn a_langevin_checkpoint_restores_parameters_seed_and_stream_position() {
 
 #[test]
 fn a_checkpoint_taken_with_a_condition_limit_restores_it() {
-    let mut zs = ZhangSkeel::<2>::new(0.4, 0.05).with_max_condition(1e9);
+    let mut zs = ZhangSkeel::<[f64; 2]>::new(0.4, 0.05).with_max_condition(1e9);
     let mut cp = Checkpoint::new();
     zs.save(&mut cp.scope_mut("stepper"));
-    let mut back = ZhangSkeel::<2>::new(0.25, 1.0);
+    let mut back = ZhangSkeel::<[f64; 2]>::new(0.25, 1.0);
     back.restore(&cp.scope("stepper")).unwrap();
     assert_eq!(
         (back.beta(), back.h(), back.max_condition()),
@@ -483,7 +483,7 @@ fn a_trajectory_file_shorter_than_at_the_checkpoint_is_rejected() {
     let mut csv = CsvRecorder::reopen(&csv_path, 1).unwrap();
     let mut s = S0;
     let mut crash = FnObserver(|_: &_, _: &State<2>| {});
-    let obs: &mut [&mut dyn Observer<Penalized<'_, Pendulum, 2, 1>, 2>] =
+    let obs: &mut [&mut dyn Observer<Penalized<'_, Pendulum, 2, 1>, [f64; 2]>] =
         &mut [&mut csv, &mut crash];
     let e = resume(
         &mut VelocityVerlet::new(0.01),
@@ -497,6 +497,6 @@ fn a_trajectory_file_shorter_than_at_the_checkpoint_is_rejected() {
     assert!(e.to_string().contains("fewer than the"), "{e}");
     // Reopening a file that does not exist is an I/O error.
     std::fs::remove_file(&tmp).unwrap();
-    assert!(CsvRecorder::<2>::reopen(&csv_path, 1).is_err());
+    assert!(CsvRecorder::<[f64; 2]>::reopen(&csv_path, 1).is_err());
     std::fs::remove_file(&ck).unwrap();
 }

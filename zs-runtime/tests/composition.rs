@@ -48,7 +48,7 @@ impl Potential<1> for NanOutside {
 
 /// Global error at `t_end` for `h0, h0/2, h0/4, h0/8` against RK4 with 40 000 steps (its own
 /// error ~ (t_end/40 000)⁴, below 1e-15 here); returns the fitted slope and the errors.
-fn measured_order<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+fn measured_order<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     make: impl Fn(f64) -> S,
     p: &P,
     s0: State<N>,
@@ -229,8 +229,8 @@ fn evaluations_per_macro_step() {
     assert_eq!(y.steps_taken(), n);
     assert_eq!(y.inner().steps_taken(), 3 * n);
     assert_eq!(y.inner().h(), 0.1, "the inner step size is restored");
-    assert_eq!(Stepper::<Coupled2, 2>::h(&y), 0.1);
-    assert_eq!(Stepper::<Coupled2, 2>::name(&y), "yoshida4");
+    assert_eq!(Stepper::<Coupled2, [f64; 2]>::h(&y), 0.1);
+    assert_eq!(Stepper::<Coupled2, [f64; 2]>::name(&y), "yoshida4");
     assert!((s.t - 10.0).abs() < 1e-12);
 }
 

@@ -294,7 +294,7 @@ fn csv_has_header_and_every_kth_row_and_no_tmp_left() {
         "written through the .tmp file"
     );
     let mut constraints = ConstraintObserver::new(&sys);
-    let mut momentum = MomentumObserver::<4>::by_component(2);
+    let mut momentum = MomentumObserver::by_component(2);
     let mut energy = EnergyObserver::new();
     let summary = run(
         &mut zs,
@@ -370,15 +370,15 @@ fn csv_has_header_and_every_kth_row_and_no_tmp_left() {
 
 #[test]
 fn csv_recorder_rejects_bad_arguments_and_is_atomic() {
-    assert!(CsvRecorder::<1>::create(temp_path("zero.csv"), 0).is_err());
-    assert!(CsvRecorder::<1>::create("/nonexistent-dir/zs/x.csv", 1).is_err());
+    assert!(CsvRecorder::<[f64; 1]>::create(temp_path("zero.csv"), 0).is_err());
+    assert!(CsvRecorder::<[f64; 1]>::create("/nonexistent-dir/zs/x.csv", 1).is_err());
     // A recorder dropped without `finish` (an interrupted run) leaves only the .tmp file.
     let path = temp_path("interrupted.csv");
     {
         let mut csv = CsvRecorder::create(&path, 1).unwrap();
         let s = State::new([0.1], [0.0]);
-        Observer::<Pendulum, 1>::start(&mut csv, &Pendulum, &s);
-        Observer::<Pendulum, 1>::observe(&mut csv, &Pendulum, &s);
+        Observer::<Pendulum, [f64; 1]>::start(&mut csv, &Pendulum, &s);
+        Observer::<Pendulum, [f64; 1]>::observe(&mut csv, &Pendulum, &s);
     }
     assert!(!path.exists());
     let tmp = PathBuf::from(format!("{}.tmp", path.display()));

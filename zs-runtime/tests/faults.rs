@@ -29,7 +29,7 @@ fn bits<const N: usize>(s: &State<N>) -> Vec<u64> {
 }
 
 /// `k` steps of `stepper` by hand: the reference for "the last good state".
-fn by_hand<P: ?Sized, S: Stepper<P, N>, const N: usize>(
+fn by_hand<P: ?Sized, S: Stepper<P, [f64; N]>, const N: usize>(
     mut stepper: S,
     target: &P,
     mut s: State<N>,
@@ -308,7 +308,7 @@ impl Faulty {
     }
 }
 
-impl<P: ?Sized> Stepper<P, 1> for Faulty {
+impl<P: ?Sized> Stepper<P, [f64; 1]> for Faulty {
     fn step(&mut self, _: &P, s: &mut State<1>) -> Result<(), StepError> {
         if Some(self.steps) == self.not_converged_at {
             return Err(StepError::NotConverged {
@@ -380,7 +380,7 @@ fn solver_not_converged_is_reported_with_iterations_and_residual() {
     let mut s = State::new([0.0], [1.0]);
     let mut stepper = Faulty::new(None, Some(7));
     let summary = run(&mut stepper, &NanBeyondOne, &mut s, 10.0, &mut []);
-    let failure: RunFailure<1> = summary.failure().unwrap();
+    let failure: RunFailure<[f64; 1]> = summary.failure().unwrap();
     match failure.error {
         StepError::NotConverged {
             step,
@@ -408,7 +408,7 @@ fn solver_not_converged_is_reported_with_iterations_and_residual() {
 
 /// The first step at which `stepper` fails, by hand: its index, its error and the state
 /// before it.
-fn first_failure<P: ?Sized, S: Stepper<P, N>, const N: usize>(
+fn first_failure<P: ?Sized, S: Stepper<P, [f64; N]>, const N: usize>(
     mut stepper: S,
     target: &P,
     mut s: State<N>,
@@ -798,7 +798,7 @@ fn a_successful_run_removes_a_stale_incomplete_marker() {
 #[test]
 fn guards_see_the_new_state_before_any_observer() {
     struct Order<'a>(&'a std::cell::RefCell<Vec<String>>, &'static str);
-    impl Observer<Spring, 1> for Order<'_> {
+    impl Observer<Spring, [f64; 1]> for Order<'_> {
         fn start(&mut self, _: &Spring, _: &State<1>) {
             self.0.borrow_mut().push(format!("{}:start", self.1));
         }

@@ -317,7 +317,7 @@ fn projected_kick_is_tangent() {
 
 /// Runs `steps` macro steps of each method from `x0` (generic over the trait, so the three
 /// are used through `Stepper` exactly as a driver would).
-fn run<T: Stepper<SpringPendulum, 2>>(
+fn run<T: Stepper<SpringPendulum, [f64; 2]>>(
     st: &mut T,
     sys: &SpringPendulum,
     x0: State<2>,
@@ -381,7 +381,7 @@ fn micro_step_verlet_conserves_the_fast_energy() {
     }
 }
 
-fn reversal_error<T: Stepper<SpringPendulum, 2>>(mut st: T, sys: &SpringPendulum) -> f64 {
+fn reversal_error<T: Stepper<SpringPendulum, [f64; 2]>>(mut st: T, sys: &SpringPendulum) -> f64 {
     let x0 = state(sys, 0.9, 0.8, -0.4);
     let h = st.h();
     let x1 = run(&mut st, sys, x0, 5);
@@ -420,7 +420,7 @@ fn all_three_methods_are_reversible() {
 
 /// `max |JᵀΩJ − Ω|` of the one-step map in canonical variables `(q, p = Mv)`, by central
 /// differences with step `d`.
-fn symplecticity_defect<T: Stepper<SpringPendulum, 2> + Clone>(
+fn symplecticity_defect<T: Stepper<SpringPendulum, [f64; 2]> + Clone>(
     st: &T,
     sys: &SpringPendulum,
     z0: [f64; 4],

@@ -98,7 +98,7 @@ fn bits<const N: usize>(s: &State<N>) -> Vec<u64> {
 }
 
 /// Steps `stepper` until it fails; returns the error, checking the failed step changed nothing.
-fn step_until_error<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+fn step_until_error<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     stepper: &mut S,
     p: &P,
     state: &mut State<N>,
@@ -392,11 +392,11 @@ fn zhang_skeel_step_matches_equation_3_by_hand() {
 
 #[test]
 fn accessors_and_stepper_trait() {
-    let mut zs = ZhangSkeel::<2>::new(0.4, 0.1);
+    let mut zs = ZhangSkeel::<[f64; 2]>::new(0.4, 0.1);
     assert_eq!((zs.beta(), zs.h(), zs.steps_taken()), (0.4, 0.1, 0));
     zs.set_beta(0.3);
     assert_eq!(zs.beta(), 0.3);
-    fn name<S: Stepper<Saddle, 2>>(s: &S) -> &'static str {
+    fn name<S: Stepper<Saddle, [f64; 2]>>(s: &S) -> &'static str {
         s.name()
     }
     assert_eq!(name(&zs), "zhang-skeel");
@@ -406,7 +406,7 @@ fn accessors_and_stepper_trait() {
     );
     assert_eq!(name(&VelocityVerlet::new(0.1)), "velocity-verlet");
     // Through a trait object.
-    let mut steppers: Vec<Box<dyn Stepper<Saddle, 2>>> = vec![
+    let mut steppers: Vec<Box<dyn Stepper<Saddle, [f64; 2]>>> = vec![
         Box::new(ZhangSkeel::new(0.4, 0.1)),
         Box::new(ZhangSkeelSimplified::new(0.4, 0.1)),
         Box::new(VelocityVerlet::new(0.1)),

@@ -101,7 +101,7 @@ fn batch_means(xs: &[f64], batches: usize) -> (f64, f64, f64) {
 }
 
 /// Run `steps` GLA steps after `burn_in`, recording `p_i²/m_i` and `k_i q_i²` per component.
-fn sample<S: Stepper<Oscillators<N>, N>, const N: usize>(
+fn sample<S: Stepper<Oscillators<N>, [f64; N]>, const N: usize>(
     gla: &mut Langevin<S>,
     p: &Oscillators<N>,
     burn_in: usize,
@@ -305,8 +305,8 @@ fn zero_friction_is_the_inner_stepper() {
     assert_eq!(gla.steps_taken(), 100);
     assert_eq!(gla.inner().steps_taken(), 100);
     assert_eq!((gla.gamma(), gla.kt()), (0.0, 1.0));
-    assert_eq!(Stepper::<Oscillators<2>, 2>::name(&gla), "langevin");
-    assert_eq!(Stepper::<Oscillators<2>, 2>::h(&gla), 0.1);
+    assert_eq!(Stepper::<Oscillators<2>, [f64; 2]>::name(&gla), "langevin");
+    assert_eq!(Stepper::<Oscillators<2>, [f64; 2]>::h(&gla), 0.1);
 }
 
 #[test]
@@ -342,7 +342,7 @@ fn errors_leave_state_and_noise_untouched() {
 #[test]
 #[should_panic(expected = "kT")]
 fn negative_temperature_is_rejected() {
-    let _ = Langevin::new(VelocityVerlet::<1>::new(0.1), 1.0, -1.0, 0);
+    let _ = Langevin::new(VelocityVerlet::<[f64; 1]>::new(0.1), 1.0, -1.0, 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -355,7 +355,7 @@ fn issue_3_steppers_allocate_nothing_per_step() {
         m: [1.0, 3.0, 2.0],
     };
     let s0 = State::new([0.3, -0.2, 0.1], [0.1, 0.0, -0.2]);
-    fn count<S: Stepper<Oscillators<3>, 3>>(
+    fn count<S: Stepper<Oscillators<3>, [f64; 3]>>(
         name: &str,
         mut st: S,
         p: &Oscillators<3>,

@@ -194,7 +194,7 @@ fn steps_and_observation_allocate_nothing_after_set_up() {
             est.observe(&target, &s);
         }
     }));
-    let mut observers: [&mut dyn Observer<_, 2>; 1] = [&mut est];
+    let mut observers: [&mut dyn Observer<_, [f64; 2]>; 1] = [&mut est];
     let mut summary = None;
     let n_driver = allocations_during(|| {
         summary = Some(run_steps(

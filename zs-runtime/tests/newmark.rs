@@ -122,7 +122,7 @@ fn hand_written_derivatives_are_consistent() {
 // Helpers (the measurement recipes of `tests/properties.rs`).
 
 /// Global error at `t_end` for `h0, h0/2, h0/4, h0/8` against RK4; asserts slope 2 ± 0.1.
-fn assert_order_2<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+fn assert_order_2<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     name: &str,
     make: impl Fn(f64) -> S,
     p: &P,
@@ -412,7 +412,7 @@ fn failed_step_in_the_middle_reports_its_index() {
 // ---------------------------------------------------------------------------------------------
 // Error paths.
 
-fn check_errors<S: Stepper<NanBeyondOne, 1> + Stepper<InvertedHarmonic, 1>>(
+fn check_errors<S: Stepper<NanBeyondOne, [f64; 1]> + Stepper<InvertedHarmonic, [f64; 1]>>(
     name: &str,
     make: impl Fn(f64, f64) -> S,
 ) {
@@ -421,7 +421,8 @@ fn check_errors<S: Stepper<NanBeyondOne, 1> + Stepper<InvertedHarmonic, 1>>(
         let mut st = make(0.25, h);
         let s0 = State::at([0.5], [1.0], 3.0);
         let mut s = s0;
-        let e = Stepper::<NanBeyondOne, 1>::step(&mut st, &NanBeyondOne, &mut s).unwrap_err();
+        let e =
+            Stepper::<NanBeyondOne, [f64; 1]>::step(&mut st, &NanBeyondOne, &mut s).unwrap_err();
         assert!(
             matches!(e, StepError::InvalidStepSize { step: 0, .. }),
             "{name}: {e:?}"
@@ -431,9 +432,9 @@ fn check_errors<S: Stepper<NanBeyondOne, 1> + Stepper<InvertedHarmonic, 1>>(
     // NaN gradient on the second step of free flight (q: 0.5 → 0.9 → 1.3).
     let mut st = make(0.25, 0.4);
     let mut s = State::new([0.5], [1.0]);
-    Stepper::<NanBeyondOne, 1>::step(&mut st, &NanBeyondOne, &mut s).unwrap();
+    Stepper::<NanBeyondOne, [f64; 1]>::step(&mut st, &NanBeyondOne, &mut s).unwrap();
     let s1 = s;
-    let e = Stepper::<NanBeyondOne, 1>::step(&mut st, &NanBeyondOne, &mut s).unwrap_err();
+    let e = Stepper::<NanBeyondOne, [f64; 1]>::step(&mut st, &NanBeyondOne, &mut s).unwrap_err();
     assert!(
         matches!(e, StepError::NonFinite { step: 1, .. }),
         "{name}: {e:?}"
@@ -443,7 +444,8 @@ fn check_errors<S: Stepper<NanBeyondOne, 1> + Stepper<InvertedHarmonic, 1>>(
     let mut st = make(0.25, 2.0);
     let s0 = State::new([0.3], [0.1]);
     let mut s = s0;
-    let e = Stepper::<InvertedHarmonic, 1>::step(&mut st, &InvertedHarmonic, &mut s).unwrap_err();
+    let e = Stepper::<InvertedHarmonic, [f64; 1]>::step(&mut st, &InvertedHarmonic, &mut s)
+        .unwrap_err();
     assert!(
         matches!(e, StepError::SingularMatrix { step: 0, .. }),
         "{name}: {e:?}"
@@ -464,7 +466,12 @@ fn error_paths_leave_the_state_untouched() {
 #[test]
 fn caches_are_exact_and_counted() {
     // Stepping with the cache gives bit-for-bit the trajectory of a stepper reset every step.
-    fn compare<S: Stepper<Coupled2, 2>>(name: &str, mut a: S, mut b: S, reset: impl Fn(&mut S)) {
+    fn compare<S: Stepper<Coupled2, [f64; 2]>>(
+        name: &str,
+        mut a: S,
+        mut b: S,
+        reset: impl Fn(&mut S),
+    ) {
         let (mut sa, mut sb) = (S2, S2);
         for _ in 0..30 {
             a.step(&Coupled2, &mut sa).unwrap();
@@ -535,7 +542,7 @@ fn caches_are_exact_and_counted() {
 
 #[test]
 fn accessors_and_names() {
-    let nm = Newmark::<2>::new(0.3, 0.1)
+    let nm = Newmark::<[f64; 2]>::new(0.3, 0.1)
         .with_tolerance(1e-10)
         .with_max_iterations(7);
     assert_eq!(
@@ -543,14 +550,17 @@ fn accessors_and_names() {
         (0.3, 0.1, 1e-10, 7)
     );
     assert!(nm.last_residual().is_nan());
-    assert_eq!(Stepper::<Coupled2, 2>::name(&nm), "newmark");
-    let li = LinearlyImplicitNewmark::<2>::new(0.3, 0.1);
+    assert_eq!(Stepper::<Coupled2, [f64; 2]>::name(&nm), "newmark");
+    let li = LinearlyImplicitNewmark::<[f64; 2]>::new(0.3, 0.1);
     assert_eq!(
-        Stepper::<Coupled2, 2>::name(&li),
+        Stepper::<Coupled2, [f64; 2]>::name(&li),
         "linearly-implicit-newmark"
     );
-    let mut pf = PushForwardNewmark::<2>::new(0.3, 0.1).with_tolerance(1e-9);
-    assert_eq!(Stepper::<Coupled2, 2>::name(&pf), "push-forward-newmark");
+    let mut pf = PushForwardNewmark::<[f64; 2]>::new(0.3, 0.1).with_tolerance(1e-9);
+    assert_eq!(
+        Stepper::<Coupled2, [f64; 2]>::name(&pf),
+        "push-forward-newmark"
+    );
     assert_eq!((pf.beta(), pf.tolerance()), (0.3, 1e-9));
     pf.set_beta(0.25);
     assert_eq!(pf.beta(), 0.25);
@@ -559,11 +569,11 @@ fn accessors_and_names() {
 #[test]
 #[should_panic(expected = "tolerance")]
 fn zero_tolerance_is_rejected() {
-    let _ = Newmark::<1>::new(0.25, 0.1).with_tolerance(0.0);
+    let _ = Newmark::<[f64; 1]>::new(0.25, 0.1).with_tolerance(0.0);
 }
 
 #[test]
 #[should_panic(expected = "at least one")]
 fn zero_iteration_cap_is_rejected() {
-    let _ = PushForwardNewmark::<1>::new(0.25, 0.1).with_max_iterations(0);
+    let _ = PushForwardNewmark::<[f64; 1]>::new(0.25, 0.1).with_max_iterations(0);
 }

@@ -47,9 +47,9 @@ fn a_recorder_dropped_without_finish_leaves_only_the_tmp_file() {
     {
         let mut csv = CsvRecorder::create(&path, 1).unwrap();
         let s = State::new([0.1], [0.0]);
-        Observer::<Spring, 1>::start(&mut csv, &Spring, &s);
+        Observer::<Spring, [f64; 1]>::start(&mut csv, &Spring, &s);
         for _ in 0..10 {
-            Observer::<Spring, 1>::observe(&mut csv, &Spring, &s);
+            Observer::<Spring, [f64; 1]>::observe(&mut csv, &Spring, &s);
         }
         assert_eq!(csv.rows(), 11);
     }

@@ -110,7 +110,7 @@ fn hand_written_derivatives_are_consistent() {
 }
 
 /// Global error at `t_end` for `h, h/2, h/4, h/8` and the fitted order.
-fn measured_order<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+fn measured_order<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     make: impl Fn(f64) -> S,
     p: &P,
     s0: State<N>,
@@ -137,7 +137,7 @@ fn assert_order_2(name: &str, (k, errs): (f64, Vec<f64>)) {
 
 /// Largest `E_k / E_0` over `n` steps, and `(max E over the first tenth) / (max over the last
 /// tenth)` — `None` if a step failed (overflow) first.
-fn energy_growth<P: Potential<N>, S: Stepper<P, N>, const N: usize>(
+fn energy_growth<P: Potential<N>, S: Stepper<P, [f64; N]>, const N: usize>(
     stepper: &mut S,
     p: &P,
     s0: State<N>,

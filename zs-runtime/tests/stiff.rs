@@ -321,7 +321,7 @@ fn stable_at_large_steps_with_a_stiff_spring() {
     let e0 = energy(&s0);
     // Largest |E − E0| / |E0| over the first and over the last tenth of `n` steps (infinite if
     // a step failed).
-    let run = |stepper: &mut dyn Stepper<Spring, 2>, n: usize| -> (f64, f64) {
+    let run = |stepper: &mut dyn Stepper<Spring, [f64; 2]>, n: usize| -> (f64, f64) {
         let mut s = s0;
         let (mut first, mut last) = (0.0f64, 0.0f64);
         for k in 0..n {
@@ -425,5 +425,5 @@ fn cache_is_exact_and_counted() {
     a.step(&p, &mut sa).unwrap();
     assert_eq!(a.stats().cache_hits, 30, "a new β drops it");
     assert_eq!((a.beta(), a.h()), (0.3, -0.1));
-    assert_eq!(Stepper::<Spring, 2>::name(&a), "zhang-skeel-stiff");
+    assert_eq!(Stepper::<Spring, [f64; 2]>::name(&a), "zhang-skeel-stiff");
 }

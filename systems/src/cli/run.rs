@@ -181,11 +181,11 @@ struct Run<'t, 'a> {
 impl<'t> Run<'t, '_> {
     /// Run `stepper` to `args.t_end` (or resume it) with energy, constraint, CSV, guard and
     /// progress observers, and print the summary table.
-    fn drive<S: Stepper<Target<'t>, 4> + Resumable>(
+    fn drive<S: Stepper<Target<'t>, [f64; 4]> + Resumable>(
         &self,
         stepper: &mut S,
         mut state: State<4>,
-    ) -> Result<RunSummary<4>, String> {
+    ) -> Result<RunSummary<[f64; 4]>, String> {
         let (system, target, args) = (self.system, self.target, self.args);
         let planned = driver::planned_steps(state.t, args.t_end, stepper.h())
             .ok_or_else(|| format!("h = {} cannot reach t = {}", stepper.h(), args.t_end))?;
@@ -242,7 +242,7 @@ impl<'t> Run<'t, '_> {
             // The same observers in the same order for a fresh and a resumed run (the
             // checkpoint stores them by position; the guards are part of the compared
             // arguments).
-            let mut observers: Vec<&mut dyn Observer<Target<'t>, 4>> =
+            let mut observers: Vec<&mut dyn Observer<Target<'t>, [f64; 4]>> =
                 vec![&mut energy, &mut residual, &mut csv];
             if let Some(g) = energy_guard.as_mut() {
                 observers.push(g);
@@ -341,7 +341,7 @@ fn report_solves(cholesky: u64, lu: u64) {
     println!("  linear solves    {cholesky:>14} Cholesky, {lu} pivoted-LU fallbacks (M + βh²H indefinite)");
 }
 
-fn finish(summary: RunSummary<4>, args: &RunArgs) -> Result<(), String> {
+fn finish(summary: RunSummary<[f64; 4]>, args: &RunArgs) -> Result<(), String> {
     if let Some(e) = summary.output_error {
         return Err(format!("writing the output failed: {e}"));
     }

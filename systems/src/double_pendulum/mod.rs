@@ -25,6 +25,7 @@
 
 pub mod dual;
 pub mod generalized;
+pub mod hand_step;
 pub mod reference;
 
 use zs_runtime::{mechanical_system, State};

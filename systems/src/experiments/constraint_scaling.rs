@@ -228,7 +228,7 @@ pub fn run_one(cfg: &Config, integrator: Integrator, h: f64, omega: f64) -> Poin
     }
 }
 
-fn run_with<S: for<'a> Stepper<Penalized<'a, DoublePendulum, 4, 2>, 4>>(
+fn run_with<S: for<'a> Stepper<Penalized<'a, DoublePendulum, 4, 2>, [f64; 4]>>(
     cfg: &Config,
     integrator: Integrator,
     mut stepper: S,

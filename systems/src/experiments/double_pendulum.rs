@@ -385,7 +385,7 @@ fn measure(
 }
 
 /// Run `stepper` from the paper's initial state to `cfg.t_end`, recording every `cfg.h`.
-fn run_stepper<P: ?Sized, S: Stepper<P, 4>>(
+fn run_stepper<P: ?Sized, S: Stepper<P, [f64; 4]>>(
     cfg: &Config,
     method: Method,
     mut stepper: S,
@@ -407,7 +407,11 @@ fn run_stepper<P: ?Sized, S: Stepper<P, 4>>(
 
 /// Take every step of a complete run (what is timed); returns the final state so that the work
 /// cannot be optimized away.
-fn bare_run<P: ?Sized, S: Stepper<P, 4>>(mut stepper: S, target: &P, steps: u64) -> State<4> {
+fn bare_run<P: ?Sized, S: Stepper<P, [f64; 4]>>(
+    mut stepper: S,
+    target: &P,
+    steps: u64,
+) -> State<4> {
     let mut state = DoublePendulum::initial_state();
     for _ in 0..steps {
         if stepper.step(target, &mut state).is_err() {
@@ -439,9 +443,15 @@ fn run_and_timer<'a>(
     // Each arm: the measured run, and a closure doing one complete bare run (what is timed).
     let pair: (MethodRun, Timer<'a>) = match method {
         Method::Shake => (
-            run_stepper(cfg, method, Shake::<4, 2>::new(h), sys, reference),
+            run_stepper(
+                cfg,
+                method,
+                Shake::<[f64; 4], [f64; 2]>::new(h),
+                sys,
+                reference,
+            ),
             Box::new(move || {
-                std::hint::black_box(bare_run(Shake::<4, 2>::new(h), sys, steps));
+                std::hint::black_box(bare_run(Shake::<[f64; 4], [f64; 2]>::new(h), sys, steps));
             }),
         ),
         Method::Verlet => (

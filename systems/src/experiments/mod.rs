@@ -400,7 +400,7 @@ pub struct Trajectory<const N: usize> {
 ///
 /// # Panics
 /// If `every` is zero.
-pub fn integrate<P: ?Sized, S: Stepper<P, N>, const N: usize>(
+pub fn integrate<P: ?Sized, S: Stepper<P, [f64; N]>, const N: usize>(
     stepper: &mut S,
     target: &P,
     mut state: State<N>,

@@ -206,7 +206,7 @@ pub fn run(cfg: &Config) -> Outcome {
     let steps = whole_steps(cfg.t_end, cfg.h);
 
     // SHAKE: λ_n at t_n after each step.
-    let mut shake = Shake::<4, 2>::new(cfg.h);
+    let mut shake = Shake::<[f64; 4], [f64; 2]>::new(cfg.h);
     let mut state = DoublePendulum::initial_state();
     let mut shake_t = Vec::with_capacity(steps as usize);
     let mut shake_l = Vec::with_capacity(steps as usize);

@@ -1,7 +1,8 @@
 //! Composition to higher order (`INTEGRATORS.md` §10; Tao & Owhadi Remark 2.1): the
 //! triple jump of Yoshida (1990) / Suzuki, applied to any symmetric second-order stepper.
 
-use crate::{State, StepError, Stepper};
+use crate::vector::Vector;
+use crate::{StateOf, StepError, Stepper};
 
 /// `w1 = 1 / (2 − 2^{1/3})`, the outer weight of the triple jump.
 pub const YOSHIDA4_W1: f64 = 1.351_207_191_959_657_6;
@@ -67,12 +68,18 @@ pub(crate) fn restamp(e: StepError, step: u64, t: f64) -> StepError {
 pub struct Yoshida4<S> {
     inner: S,
     steps: u64,
+    /// `q`, `v` at the start of the macro step (restored on failure); sized at the first step.
+    saved: (Vec<f64>, Vec<f64>),
 }
 
 impl<S> Yoshida4<S> {
     /// The triple jump of `inner`; the macro step is `inner`'s step size.
     pub fn new(inner: S) -> Self {
-        Self { inner, steps: 0 }
+        Self {
+            inner,
+            steps: 0,
+            saved: (Vec::new(), Vec::new()),
+        }
     }
 
     /// Number of macro steps completed.
@@ -104,34 +111,51 @@ impl<S> Yoshida4<S> {
     ///
     /// On error `state` is restored to its value at the start of the macro step, and the inner
     /// error is returned with this macro step's index and start time.
-    pub fn step<P: ?Sized, const N: usize>(
+    pub fn step<P: ?Sized, V: Vector>(
         &mut self,
         target: &P,
-        state: &mut State<N>,
+        state: &mut StateOf<V>,
     ) -> Result<(), StepError>
     where
-        S: Stepper<P, N>,
+        S: Stepper<P, V>,
     {
-        let (h, k) = (self.inner.h(), self.steps);
-        let saved = *state;
+        let (h, k, t0) = (self.inner.h(), self.steps, state.t);
+        save(&mut self.saved, state);
         for w in Self::weights() {
             self.inner.set_h(w * h);
             if let Err(e) = self.inner.step(target, state) {
                 self.inner.set_h(h);
-                *state = saved;
-                return Err(restamp(e, k, saved.t));
+                restore(&self.saved, state, t0);
+                return Err(restamp(e, k, t0));
             }
         }
         self.inner.set_h(h);
         // Three substeps sum to h up to rounding: keep time exact to the macro grid.
-        state.t = saved.t + h;
+        state.t = t0 + h;
         self.steps += 1;
         Ok(())
     }
 }
 
-impl<P: ?Sized, S: Stepper<P, N>, const N: usize> Stepper<P, N> for Yoshida4<S> {
-    fn step(&mut self, target: &P, state: &mut State<N>) -> Result<(), StepError> {
+/// Copy `q`, `v` into `saved` (resized at the first call only).
+pub(crate) fn save<V: Vector>(saved: &mut (Vec<f64>, Vec<f64>), state: &StateOf<V>) {
+    for (buf, x) in [(&mut saved.0, &state.q), (&mut saved.1, &state.v)] {
+        if buf.len() != x.len() {
+            buf.resize(x.len(), 0.0);
+        }
+        buf.copy_from_slice(x.as_slice());
+    }
+}
+
+/// Put back what [`save`] kept, and the time `t`.
+pub(crate) fn restore<V: Vector>(saved: &(Vec<f64>, Vec<f64>), state: &mut StateOf<V>, t: f64) {
+    state.q.as_mut_slice().copy_from_slice(&saved.0);
+    state.v.as_mut_slice().copy_from_slice(&saved.1);
+    state.t = t;
+}
+
+impl<P: ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Yoshida4<S> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         Yoshida4::step(self, target, state)
     }
     fn h(&self) -> f64 {

@@ -78,11 +78,11 @@
 //! and one or two `m × m` symmetric solves (`ν_n`; RATTLE's `μ`). Nothing is allocated. Call
 //! `reset()` before stepping a different system with the same integrator.
 
-use nalgebra::SMatrix;
-
 use super::{check_finite, check_h, same_bits};
-use crate::linalg::{singular_threshold, solve_matrix, SolveFailure};
-use crate::{MechanicalSystem, State, StepError, Stepper};
+use crate::linalg::singular_threshold;
+use crate::model::{ConstrainedModel, ConstraintSolve, ConstraintSpace, Jacobian};
+use crate::vector::Vector;
+use crate::{StateOf, StepError, Stepper};
 
 /// Default absolute tolerance on `max_c |g_c(q_n+1)|`.
 pub const DEFAULT_TOLERANCE: f64 = 1e-12;
@@ -144,47 +144,113 @@ impl Default for ShakeStats {
     }
 }
 
-/// `∇V(q)` and `G(q)` at the end of the last step, keyed by the bit pattern of `q`.
-#[derive(Debug, Clone, Copy)]
-struct Cache<const N: usize, const M: usize> {
-    q: [f64; N],
-    grad: [f64; N],
-    jac: [[f64; N]; M],
+/// Buffers of a SHAKE/RATTLE step, made at the first step (set-up): `∇V(q_n)` and `G(q_n)`
+/// with their key `q_n` (the cache), the predictor, the constraint solve's iterate, the momenta
+/// and the `m × m` solver.
+#[derive(Debug)]
+struct Work<V: ConstraintSpace<C>, C: Vector> {
+    m: V,
+    minv: V,
+    grad0: V,
+    grad1: V,
+    jac0: V::Jacobian,
+    cache_q: V,
+    cached: bool,
+    p0: V,
+    p_bar: V,
+    p: V,
+    v1: V,
+    /// `d_c = M⁻¹∇g_c(q_n)`.
+    d: V::Jacobian,
+    /// The iterate `Q` (then `q_n+1`), `Λ = (h²/2)λ`, `g(Q)`, `G(Q)`.
+    q: V,
+    big_lambda: C,
+    g: C,
+    jac: V::Jacobian,
+    /// Right-hand sides / solutions of the `m × m` systems.
+    k: C,
+    k_nu: C,
+    solver: V::ConstraintSolver,
+    /// Results of the step being computed (moved into [`Core`] on success).
+    lambda: C,
+    solved: C,
+    mu: C,
 }
 
-/// The result of a converged constraint solve.
-struct Solved<const N: usize, const M: usize> {
-    /// `q_n+1`.
-    q: [f64; N],
-    /// `Λ = (h²/2) λ_solved`.
-    big_lambda: [f64; M],
-    /// `G(q_n+1)`, evaluated by the final convergence check.
-    jac: [[f64; N]; M],
-    iterations: usize,
-    residual: f64,
+impl<V: ConstraintSpace<C>, C: Vector> Work<V, C> {
+    fn new<S: ConstrainedModel<V, C> + ?Sized>(s: &S) -> Self {
+        let (n, m) = (s.dimension(), s.constraint_count());
+        Self {
+            m: V::zeros(n),
+            minv: V::zeros(n),
+            grad0: V::zeros(n),
+            grad1: V::zeros(n),
+            jac0: s.new_jacobian(),
+            cache_q: V::zeros(n),
+            cached: false,
+            p0: V::zeros(n),
+            p_bar: V::zeros(n),
+            p: V::zeros(n),
+            v1: V::zeros(n),
+            d: s.new_jacobian(),
+            q: V::zeros(n),
+            big_lambda: C::zeros(m),
+            g: C::zeros(m),
+            jac: s.new_jacobian(),
+            k: C::zeros(m),
+            k_nu: C::zeros(m),
+            solver: s.new_constraint_solver(),
+            lambda: C::zeros(m),
+            solved: C::zeros(m),
+            mu: C::zeros(m),
+        }
+    }
+
+    fn fits<S: ConstrainedModel<V, C> + ?Sized>(&self, s: &S) -> bool {
+        self.m.len() == s.dimension() && self.g.len() == s.constraint_count()
+    }
 }
 
 /// The engine shared by [`Shake`] (`project = false`) and [`Rattle`] (`project = true`).
-#[derive(Debug, Clone)]
-struct Core<const N: usize, const M: usize> {
+#[derive(Debug)]
+struct Core<V: ConstraintSpace<C>, C: Vector> {
     h: f64,
     tolerance: f64,
     max_iterations: usize,
     solver: ShakeSolver,
     steps: u64,
-    cache: Option<Cache<N, M>>,
-    /// λ_n (incoming normal velocity removed).
-    lambda: [f64; M],
-    /// λ_solved of INTEGRATORS.md §7.
-    solved: [f64; M],
-    /// RATTLE's μ at q_n+1 (zero for SHAKE).
-    mu: [f64; M],
+    /// λ_n (incoming normal velocity removed), λ_solved of INTEGRATORS.md §7, RATTLE's μ at
+    /// q_n+1 (zero for SHAKE); `None` before the first step.
+    lambda: Option<C>,
+    solved: Option<C>,
+    mu: Option<C>,
     /// t_n of the last completed step (NaN before any).
     lambda_t: f64,
     stats: ShakeStats,
+    work: Option<Work<V, C>>,
 }
 
-impl<const N: usize, const M: usize> Core<N, M> {
+/// Parameters, counters, statistics and the last multipliers; the buffers and the cached
+/// `∇V(q_n)`, `G(q_n)` are rebuilt (recomputed bit for bit) at the copy's first step.
+impl<V: ConstraintSpace<C>, C: Vector> Clone for Core<V, C> {
+    fn clone(&self) -> Self {
+        Self {
+            h: self.h,
+            tolerance: self.tolerance,
+            max_iterations: self.max_iterations,
+            solver: self.solver,
+            steps: self.steps,
+            lambda: self.lambda.clone(),
+            solved: self.solved.clone(),
+            mu: self.mu.clone(),
+            lambda_t: self.lambda_t,
+            stats: self.stats,
+            work: None,
+        }
+    }
+}
+
+impl<V: ConstraintSpace<C>, C: Vector> Core<V, C> {
     fn new(h: f64) -> Self {
         Self {
             h,
@@ -192,12 +258,12 @@ impl<const N: usize, const M: usize> Core<N, M> {
             max_iterations: DEFAULT_MAX_ITERATIONS,
             solver: ShakeSolver::default(),
             steps: 0,
-            cache: None,
-            lambda: [0.0; M],
-            solved: [0.0; M],
-            mu: [0.0; M],
+            lambda: None,
+            solved: None,
+            mu: None,
             lambda_t: f64::NAN,
             stats: ShakeStats::default(),
+            work: None,
         }
     }
 
@@ -209,246 +275,266 @@ impl<const N: usize, const M: usize> Core<N, M> {
         self.tolerance = tolerance;
     }
 
-    fn constraints_and_jacobian<S: MechanicalSystem<N, M> + ?Sized>(
-        &mut self,
-        system: &S,
-        q: &[f64; N],
-        step: u64,
-        t: f64,
-    ) -> Result<([f64; M], [[f64; N]; M]), StepError> {
-        self.stats.constraint_evaluations += 1;
-        let g = system.constraints(q);
-        check_finite(&g, "constraints", step, t)?;
-        let jac = system.constraint_jacobian(q);
-        if !jac.iter().all(|row| row.iter().all(|x| x.is_finite())) {
-            return Err(StepError::NonFinite {
-                step,
-                t,
-                what: "constraint Jacobian",
-            });
-        }
-        Ok((g, jac))
-    }
-
-    fn gradient<S: MechanicalSystem<N, M> + ?Sized>(
-        &mut self,
-        system: &S,
-        q: &[f64; N],
-        step: u64,
-        t: f64,
-    ) -> Result<[f64; N], StepError> {
-        self.stats.gradient_evaluations += 1;
-        let g = system.gradient(q);
-        check_finite(&g, "gradient", step, t)?;
-        Ok(g)
-    }
-
-    /// Solve `g(q̄ - Σ_c d_c Λ_c) = 0` for `Λ` from `Λ = 0`, where `d_c = M⁻¹∇g_c(q_n)`.
-    fn solve<S: MechanicalSystem<N, M> + ?Sized>(
-        &mut self,
-        system: &S,
-        q_bar: [f64; N],
-        d: &[[f64; N]; M],
-        step: u64,
-        t: f64,
-    ) -> Result<Solved<N, M>, StepError> {
-        let mut q = q_bar;
-        let mut big_lambda = [0.0; M];
-        let mut iterations = 0usize;
-        loop {
-            let (g, jac) = self.constraints_and_jacobian(system, &q, step, t)?;
-            let residual = max_abs(&g);
-            if residual <= self.tolerance {
-                return Ok(Solved {
-                    q,
-                    big_lambda,
-                    jac,
-                    iterations,
-                    residual,
-                });
-            }
-            if iterations >= self.max_iterations {
-                return Err(StepError::NotConverged {
-                    step,
-                    t,
-                    solver: "SHAKE",
-                    iterations,
-                    residual,
-                });
-            }
-            match self.solver {
-                ShakeSolver::GaussSeidel => {
-                    // One sweep: constraint c is corrected with g_c and ∇g_c at the current Q.
-                    for c in 0..M {
-                        let (gc, jc) = if c == 0 {
-                            (g[0], jac[0])
-                        } else {
-                            let (g, jac) = self.constraints_and_jacobian(system, &q, step, t)?;
-                            (g[c], jac[c])
-                        };
-                        let denom = dot(&jc, &d[c]);
-                        let scale = norm(&jc) * norm(&d[c]);
-                        // `scale` is finite (checked G, positive masses); NaN cannot reach here.
-                        if denom.abs() <= singular_threshold(1) * scale || denom.is_nan() {
-                            return Err(StepError::SingularMatrix {
-                                step,
-                                t,
-                                n: 1,
-                                pivot: denom.abs(),
-                                max_pivot: scale,
-                            });
-                        }
-                        let dl = gc / denom;
-                        big_lambda[c] += dl;
-                        for i in 0..N {
-                            q[i] -= d[c][i] * dl;
-                        }
-                    }
-                }
-                ShakeSolver::Newton => {
-                    // A_rc = ∇g_r(Q) · M⁻¹∇g_c(q_n): the Jacobian of Λ ↦ -g(q̄ - Σ d_c Λ_c).
-                    let a: [[f64; M]; M] =
-                        core::array::from_fn(|r| core::array::from_fn(|c| dot(&jac[r], &d[c])));
-                    let dl = lu_solve(a, g).map_err(|e| e.at(step, t))?;
-                    for c in 0..M {
-                        big_lambda[c] += dl[c];
-                        for i in 0..N {
-                            q[i] -= d[c][i] * dl[c];
-                        }
-                    }
-                }
-            }
-            iterations += 1;
-            check_finite(&q, "SHAKE iterate", step, t)?;
+    fn reset(&mut self) {
+        if let Some(w) = &mut self.work {
+            w.cached = false;
         }
     }
 
-    /// `K` with `(G M⁻¹ Gᵀ) K = G M⁻¹ p`: `p - GᵀK` is the M-orthogonal projection of `p` onto
-    /// the tangent space `{G M⁻¹ p = 0}`.
-    fn normal_impulse(
-        jac: &[[f64; N]; M],
-        minv: &[f64; N],
-        p: &[f64; N],
-        step: u64,
-        t: f64,
-    ) -> Result<[f64; M], StepError> {
-        let a = SMatrix::<f64, M, M>::from_fn(|r, c| {
-            (0..N).map(|i| jac[r][i] * minv[i] * jac[c][i]).sum()
-        });
-        let rhs: [f64; M] =
-            core::array::from_fn(|r| (0..N).map(|i| jac[r][i] * minv[i] * p[i]).sum());
-        solve_matrix(a, &rhs)
-            .map(|(k, _)| k)
-            .map_err(|e| e.at(step, t))
+    /// A multiplier vector, or zeros of the system's size before the first step.
+    fn multipliers_or_zero(x: &Option<C>) -> C {
+        x.clone().unwrap_or_else(C::default_zeros)
     }
 
-    fn step<S: MechanicalSystem<N, M> + ?Sized>(
+    fn step<S: ConstrainedModel<V, C> + ?Sized>(
         &mut self,
         project: bool,
         system: &S,
-        state: &mut State<N>,
+        state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
         let (h, k, t) = (self.h, self.steps, state.t);
         check_h(h, k, t)?;
         let half = 0.5 * h;
-        let masses = system.masses();
-        let minv: [f64; N] = core::array::from_fn(|i| 1.0 / masses[i]);
-        check_finite(&minv, "inverse masses", k, t)?;
-
-        let (grad0, jac0) = match &self.cache {
-            Some(c) if same_bits(&c.q, &state.q) => {
-                self.stats.cache_hits += 1;
-                (c.grad, c.jac)
-            }
-            _ => {
-                let grad = self.gradient(system, &state.q, k, t)?;
-                let (_, jac) = self.constraints_and_jacobian(system, &state.q, k, t)?;
-                self.cache = Some(Cache {
-                    q: state.q,
-                    grad,
-                    jac,
-                });
-                (grad, jac)
-            }
+        let w = match &mut self.work {
+            Some(w) if w.fits(system) => w,
+            slot => slot.insert(Work::new(system)),
         };
+        let (n, m) = (w.m.len(), w.g.len());
+        system.masses_into(&mut w.m);
+        for i in 0..n {
+            w.minv[i] = 1.0 / w.m[i];
+        }
+        check_finite(&w.minv, "inverse masses", k, t)?;
 
-        let p0: [f64; N] = core::array::from_fn(|i| masses[i] * state.v[i]);
+        let stats = &mut self.stats;
+        if w.cached && same_bits(&w.cache_q, &state.q) {
+            stats.cache_hits += 1;
+        } else {
+            w.cached = false;
+            stats.gradient_evaluations += 1;
+            system.gradient_into(&state.q, &mut w.grad0);
+            check_finite(&w.grad0, "gradient", k, t)?;
+            stats.constraint_evaluations += 1;
+            system.constraints_jacobian_into(&state.q, &mut w.g, &mut w.jac0);
+            check_constraints::<V, C>(&w.g, &w.jac0, k, t)?;
+            w.cache_q.copy_from(&state.q);
+            w.cached = true;
+        }
+
         // Unconstrained half kick and drift: p̄ = p_n - (h/2)∇V(q_n), q̄ = q_n + h M⁻¹ p̄.
-        let p_bar: [f64; N] = core::array::from_fn(|i| p0[i] - half * grad0[i]);
-        let q_bar: [f64; N] = core::array::from_fn(|i| state.q[i] + h * minv[i] * p_bar[i]);
-        check_finite(&q_bar, "new position", k, t)?;
+        for i in 0..n {
+            w.p0[i] = w.m[i] * state.v[i];
+            w.p_bar[i] = w.p0[i] - half * w.grad0[i];
+            w.q[i] = state.q[i] + h * w.minv[i] * w.p_bar[i];
+        }
+        check_finite(&w.q, "new position", k, t)?;
         // d_c = M⁻¹∇g_c(q_n): q_n+1 = q̄ - Σ_c d_c Λ_c, Λ = (h²/2) λ.
-        let d: [[f64; N]; M] =
-            core::array::from_fn(|c| core::array::from_fn(|i| minv[i] * jac0[c][i]));
-        let solved = self.solve(system, q_bar, &d, k, t)?;
+        w.d.scale_columns(&w.jac0, &w.minv);
+        let (iterations, residual) = solve_constraints(
+            self.solver,
+            self.tolerance,
+            self.max_iterations,
+            stats,
+            system,
+            w,
+            k,
+            t,
+        )?;
 
         // p½ = p̄ - (h/2) G(q_n)ᵀ λ = p̄ - G(q_n)ᵀ Λ / h.
-        let mut p: [f64; N] = core::array::from_fn(|i| {
-            p_bar[i]
-                - (0..M)
-                    .map(|c| jac0[c][i] * solved.big_lambda[c])
-                    .sum::<f64>()
-                    / h
-        });
-        let q1 = solved.q;
-        let grad1 = self.gradient(system, &q1, k, t)?;
-        for i in 0..N {
-            p[i] -= half * grad1[i];
+        w.p.copy_from(&w.p_bar);
+        w.jac0.sub_transpose_mul(&w.big_lambda, h, &mut w.p);
+        stats.gradient_evaluations += 1;
+        system.gradient_into(&w.q, &mut w.grad1);
+        check_finite(&w.grad1, "gradient", k, t)?;
+        for i in 0..n {
+            w.p[i] -= half * w.grad1[i];
         }
-        let mut mu = [0.0; M];
         if project {
             // RATTLE: p_n+1 -= G(q_n+1)ᵀ K with G M⁻¹ p_n+1 = 0; μ = K / (h/2).
-            let kk = Self::normal_impulse(&solved.jac, &minv, &p, k, t)?;
-            for (i, pi) in p.iter_mut().enumerate() {
-                *pi -= (0..M).map(|c| solved.jac[c][i] * kk[c]).sum::<f64>();
+            normal_impulse(&mut w.solver, &w.jac, &w.minv, &w.p, &mut w.k, k, t)?;
+            w.jac.sub_transpose_mul(&w.k, 1.0, &mut w.p);
+            for c in 0..m {
+                w.mu[c] = w.k[c] / half;
             }
-            mu = core::array::from_fn(|c| kk[c] / half);
+        } else {
+            w.mu.as_mut_slice().fill(0.0);
         }
-        let v1: [f64; N] = core::array::from_fn(|i| minv[i] * p[i]);
-        check_finite(&v1, "new velocity", k, t)?;
+        for i in 0..n {
+            w.v1[i] = w.minv[i] * w.p[i];
+        }
+        check_finite(&w.v1, "new velocity", k, t)?;
 
         // Reported multipliers: λ_solved, and λ_n = λ_solved - ν_n (module docs).
         let scale = 0.5 * h * h;
-        let solved_lambda: [f64; M] = core::array::from_fn(|c| solved.big_lambda[c] / scale);
-        let k_nu = Self::normal_impulse(&jac0, &minv, &p0, k, t)?;
-        let lambda: [f64; M] = core::array::from_fn(|c| solved_lambda[c] - k_nu[c] / half);
-        check_finite(&lambda, "multipliers", k, t)?;
+        for c in 0..m {
+            w.solved[c] = w.big_lambda[c] / scale;
+        }
+        normal_impulse(&mut w.solver, &w.jac0, &w.minv, &w.p0, &mut w.k_nu, k, t)?;
+        for c in 0..m {
+            w.lambda[c] = w.solved[c] - w.k_nu[c] / half;
+        }
+        check_finite(&w.lambda, "multipliers", k, t)?;
 
-        state.q = q1;
-        state.v = v1;
+        state.q.copy_from(&w.q);
+        state.v.copy_from(&w.v1);
         state.t = t + h;
-        self.cache = Some(Cache {
-            q: q1,
-            grad: grad1,
-            jac: solved.jac,
-        });
+        core::mem::swap(&mut w.grad0, &mut w.grad1);
+        core::mem::swap(&mut w.jac0, &mut w.jac);
+        w.cache_q.copy_from(&w.q);
         self.steps += 1;
-        self.lambda = lambda;
-        self.solved = solved_lambda;
-        self.mu = mu;
+        for (dst, src) in [
+            (&mut self.lambda, &w.lambda),
+            (&mut self.solved, &w.solved),
+            (&mut self.mu, &w.mu),
+        ] {
+            match dst {
+                Some(x) => x.copy_from(src),
+                None => *dst = Some(src.clone()),
+            }
+        }
         self.lambda_t = t;
-        let s = &mut self.stats;
-        s.iterations += solved.iterations as u64;
-        s.max_iterations = s.max_iterations.max(solved.iterations);
-        s.last_iterations = solved.iterations;
-        s.last_residual = solved.residual;
+        stats.iterations += iterations as u64;
+        stats.max_iterations = stats.max_iterations.max(iterations);
+        stats.last_iterations = iterations;
+        stats.last_residual = residual;
         Ok(())
     }
 }
 
-#[inline]
-fn dot<const N: usize>(a: &[f64; N], b: &[f64; N]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+fn check_constraints<V: ConstraintSpace<C>, C: Vector>(
+    g: &C,
+    jac: &V::Jacobian,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    check_finite(g, "constraints", step, t)?;
+    if jac.is_finite() {
+        Ok(())
+    } else {
+        Err(StepError::NonFinite {
+            step,
+            t,
+            what: "constraint Jacobian",
+        })
+    }
 }
 
-#[inline]
-fn norm<const N: usize>(a: &[f64; N]) -> f64 {
-    dot(a, a).sqrt()
+/// Solve `g(q̄ - Σ_c d_c Λ_c) = 0` for `Λ` from `Λ = 0`: `w.q` holds `q̄` on entry and `q_n+1`
+/// on success, `w.big_lambda` receives `Λ`, `w.jac` the Jacobian at `q_n+1` (evaluated by the
+/// final convergence check). Returns the iterations and the final residual.
+#[allow(clippy::too_many_arguments)]
+fn solve_constraints<V: ConstraintSpace<C>, C: Vector, S: ConstrainedModel<V, C> + ?Sized>(
+    solver: ShakeSolver,
+    tolerance: f64,
+    max_iterations: usize,
+    stats: &mut ShakeStats,
+    system: &S,
+    w: &mut Work<V, C>,
+    step: u64,
+    t: f64,
+) -> Result<(usize, f64), StepError> {
+    let m = w.g.len();
+    w.big_lambda.as_mut_slice().fill(0.0);
+    let mut iterations = 0usize;
+    loop {
+        stats.constraint_evaluations += 1;
+        system.constraints_jacobian_into(&w.q, &mut w.g, &mut w.jac);
+        check_constraints::<V, C>(&w.g, &w.jac, step, t)?;
+        let residual = max_abs(w.g.as_slice());
+        if residual <= tolerance {
+            return Ok((iterations, residual));
+        }
+        if iterations >= max_iterations {
+            return Err(StepError::NotConverged {
+                step,
+                t,
+                solver: "SHAKE",
+                iterations,
+                residual,
+            });
+        }
+        match solver {
+            ShakeSolver::GaussSeidel => {
+                // One sweep: constraint c is corrected with g_c and ∇g_c at the current Q.
+                for c in 0..m {
+                    let gc = if c == 0 {
+                        w.g[0]
+                    } else {
+                        stats.constraint_evaluations += 1;
+                        let gc = system.constraint_row_into(&w.q, c, &mut w.g, &mut w.jac);
+                        if !gc.is_finite() {
+                            return Err(StepError::NonFinite {
+                                step,
+                                t,
+                                what: "constraints",
+                            });
+                        }
+                        if !w.jac.row_is_finite(c) {
+                            return Err(StepError::NonFinite {
+                                step,
+                                t,
+                                what: "constraint Jacobian",
+                            });
+                        }
+                        gc
+                    };
+                    let denom = w.jac.rows_dot(&w.d, c);
+                    let scale = w.jac.row_norm(c) * w.d.row_norm(c);
+                    // `scale` is finite (checked G, positive masses); NaN cannot reach here.
+                    if denom.abs() <= singular_threshold(1) * scale || denom.is_nan() {
+                        return Err(StepError::SingularMatrix {
+                            step,
+                            t,
+                            n: 1,
+                            pivot: denom.abs(),
+                            max_pivot: scale,
+                        });
+                    }
+                    let dl = gc / denom;
+                    w.big_lambda[c] += dl;
+                    w.d.sub_row(c, dl, &mut w.q);
+                }
+            }
+            ShakeSolver::Newton => {
+                // A_rc = ∇g_r(Q) · M⁻¹∇g_c(q_n): the Jacobian of Λ ↦ -g(q̄ - Σ d_c Λ_c).
+                w.k.copy_from(&w.g);
+                w.solver
+                    .solve_newton(&w.jac, &w.d, &mut w.k)
+                    .map_err(|e| e.at(step, t))?;
+                for c in 0..m {
+                    w.big_lambda[c] += w.k[c];
+                }
+                for c in 0..m {
+                    w.d.sub_row(c, w.k[c], &mut w.q);
+                }
+            }
+        }
+        iterations += 1;
+        check_finite(&w.q, "SHAKE iterate", step, t)?;
+    }
+}
+
+/// `K` with `(G M⁻¹ Gᵀ) K = G M⁻¹ p` into `out`: `p - GᵀK` is the M-orthogonal projection of `p`
+/// onto the tangent space `{G M⁻¹ p = 0}`.
+fn normal_impulse<V: ConstraintSpace<C>, C: Vector>(
+    solver: &mut V::ConstraintSolver,
+    jac: &V::Jacobian,
+    minv: &V,
+    p: &V,
+    out: &mut C,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    for r in 0..out.len() {
+        out[r] = jac.weighted_row_dot(r, minv, p);
+    }
+    solver.solve_gram(jac, minv, out).map_err(|e| e.at(step, t))
 }
 
 /// `max_c |x_c|`, NaN-propagating (a NaN residual never counts as converged).
 #[inline]
-fn max_abs<const M: usize>(x: &[f64; M]) -> f64 {
+fn max_abs(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |m: f64, v| {
         let a = v.abs();
         if a > m || a.is_nan() {
@@ -459,67 +545,9 @@ fn max_abs<const M: usize>(x: &[f64; M]) -> f64 {
     })
 }
 
-/// Solve the general (not necessarily symmetric) `a x = b` by LU with partial pivoting on the
-/// stack. [`crate::linalg::solve_matrix`] is not used here: its Cholesky attempt reads only the
-/// lower triangle, which is right for the symmetric matrices it is meant for and wrong for the
-/// Newton Jacobian `G(Q) M⁻¹ G(q_n)ᵀ`. Singular (zero pivot, or pivot ratio below `m·ε`) →
-/// [`SolveFailure::Singular`].
-fn lu_solve<const M: usize>(
-    mut a: [[f64; M]; M],
-    mut b: [f64; M],
-) -> Result<[f64; M], SolveFailure> {
-    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-    for k in 0..M {
-        let mut p = k;
-        for i in k + 1..M {
-            if a[i][k].abs() > a[p][k].abs() {
-                p = i;
-            }
-        }
-        let best = a[p][k].abs();
-        lo = lo.min(best);
-        hi = hi.max(best);
-        if best == 0.0 || !best.is_finite() {
-            return Err(SolveFailure::Singular {
-                n: M,
-                pivot: best,
-                max_pivot: hi,
-            });
-        }
-        a.swap(k, p);
-        b.swap(k, p);
-        for i in k + 1..M {
-            let f = a[i][k] / a[k][k];
-            let row_k = a[k];
-            for (x, y) in a[i][k..].iter_mut().zip(&row_k[k..]) {
-                *x -= f * y;
-            }
-            b[i] -= f * b[k];
-        }
-    }
-    if M > 0 && lo < singular_threshold(M) * hi {
-        return Err(SolveFailure::Singular {
-            n: M,
-            pivot: lo,
-            max_pivot: hi,
-        });
-    }
-    for i in (0..M).rev() {
-        let s: f64 = (i + 1..M).map(|j| a[i][j] * b[j]).sum();
-        b[i] = (b[i] - s) / a[i][i];
-    }
-    if b.iter().all(|x| x.is_finite()) {
-        Ok(b)
-    } else {
-        Err(SolveFailure::NonFinite {
-            what: "linear solve solution",
-        })
-    }
-}
-
 macro_rules! constrained_common {
     ($ty:ident, $project:expr, $name:literal) => {
-        impl<const N: usize, const M: usize> $ty<N, M> {
+        impl<V: ConstraintSpace<C>, C: Vector> $ty<V, C> {
             /// The integrator with step `h` (negative: integrate backwards), the
             /// [`ShakeSolver::GaussSeidel`] solver, tolerance [`DEFAULT_TOLERANCE`] on
             /// `max_c |g_c|` and at most [`DEFAULT_MAX_ITERATIONS`] iterations per step.
@@ -583,7 +611,7 @@ macro_rules! constrained_common {
             /// Forget the cached `∇V(q)`, `G(q)`. Required before stepping a *different
             /// system* with this integrator (the cache key is the position only).
             pub fn reset(&mut self) {
-                self.core.cache = None;
+                self.core.reset();
             }
 
             /// Number of steps completed (the index reported by the next failing step).
@@ -601,15 +629,15 @@ macro_rules! constrained_common {
             /// penalized run, the **negative** of Tao & Owhadi's eq. 8 sign (see the
             /// [module docs](self), which also define `λ_n = λ_solved - ν_n`). Zero before the
             /// first step.
-            pub fn multipliers(&self) -> [f64; M] {
-                self.core.lambda
+            pub fn multipliers(&self) -> C {
+                Core::<V, C>::multipliers_or_zero(&self.core.lambda)
             }
 
             /// The `λ` solved for in the last completed step, as in `INTEGRATORS.md` §7
             /// (`p½ = p_n - (h/2)∇V(q_n) - (h/2)G(q_n)ᵀλ`): [`Self::multipliers`] plus the
             /// multiplier `ν_n` that removes the normal component of the incoming velocity.
-            pub fn solved_multipliers(&self) -> [f64; M] {
-                self.core.solved
+            pub fn solved_multipliers(&self) -> C {
+                Core::<V, C>::multipliers_or_zero(&self.core.solved)
             }
 
             /// `t_n`, the time the last step started from: the time [`Self::multipliers`]
@@ -627,19 +655,19 @@ macro_rules! constrained_common {
             /// [`StepError::SingularMatrix`] when a Newton Jacobian, a Gauss–Seidel denominator
             /// or `G M⁻¹ Gᵀ` is singular (dependent constraints), [`StepError::NonFinite`] when a
             /// gradient, constraint value, iterate or new state is not finite.
-            pub fn step<S: MechanicalSystem<N, M> + ?Sized>(
+            pub fn step<S: ConstrainedModel<V, C> + ?Sized>(
                 &mut self,
                 system: &S,
-                state: &mut State<N>,
+                state: &mut StateOf<V>,
             ) -> Result<(), StepError> {
                 self.core.step($project, system, state)
             }
         }
 
-        impl<S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize> Stepper<S, N>
-            for $ty<N, M>
+        impl<S: ConstrainedModel<V, C> + ?Sized, V: ConstraintSpace<C>, C: Vector> Stepper<S, V>
+            for $ty<V, C>
         {
-            fn step(&mut self, target: &S, state: &mut State<N>) -> Result<(), StepError> {
+            fn step(&mut self, target: &S, state: &mut StateOf<V>) -> Result<(), StepError> {
                 self.core.step($project, target, state)
             }
             fn h(&self) -> f64 {
@@ -659,7 +687,7 @@ macro_rules! constrained_common {
 }
 
 /// SHAKE (Ryckaert, Ciccotti, Berendsen; seed 002 eq. 4, `INTEGRATORS.md` §7) on the unpenalized
-/// constrained system of a [`MechanicalSystem`]:
+/// constrained system of a [`crate::MechanicalSystem`]:
 ///
 /// ```text
 /// p½    = p_n - (h/2) ∇V(q_n) - (h/2) G(q_n)ᵀ λ
@@ -691,8 +719,8 @@ macro_rules! constrained_common {
 /// assert!(shake.multipliers()[0] > 0.0);
 /// ```
 #[derive(Debug, Clone)]
-pub struct Shake<const N: usize, const M: usize> {
-    core: Core<N, M>,
+pub struct Shake<V: ConstraintSpace<C>, C: Vector> {
+    core: Core<V, C>,
 }
 
 /// RATTLE (Andersen; seed 002, `INTEGRATORS.md` §8): [`Shake`] followed by the projection of the
@@ -706,24 +734,25 @@ pub struct Shake<const N: usize, const M: usize> {
 /// after every step; symplectic, symmetric (time-reversible), order 2 in positions and velocities
 /// (seed 002; measured in the tests). Same positions as SHAKE from the same start.
 #[derive(Debug, Clone)]
-pub struct Rattle<const N: usize, const M: usize> {
-    core: Core<N, M>,
+pub struct Rattle<V: ConstraintSpace<C>, C: Vector> {
+    core: Core<V, C>,
 }
 
 constrained_common!(Shake, false, "shake");
 constrained_common!(Rattle, true, "rattle");
 
-impl<const N: usize, const M: usize> Rattle<N, M> {
+impl<V: ConstraintSpace<C>, C: Vector> Rattle<V, C> {
     /// RATTLE's velocity multipliers `μ ≈ λ(t_n+1)` of the last completed step (the
     /// projection at `q_n+1`; same sign as [`Rattle::multipliers`]). Zero before the first step.
-    pub fn velocity_multipliers(&self) -> [f64; M] {
-        self.core.mu
+    pub fn velocity_multipliers(&self) -> C {
+        Core::<V, C>::multipliers_or_zero(&self.core.mu)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linalg::{lu_solve_general as lu_solve, SolveFailure};
 
     #[test]
     fn lu_solves_a_nonsymmetric_system() {
@@ -759,6 +788,6 @@ mod tests {
     fn max_abs_propagates_nan() {
         assert_eq!(max_abs(&[1.0, -3.0, 2.0]), 3.0);
         assert!(max_abs(&[1.0, f64::NAN, 2.0]).is_nan());
-        assert_eq!(max_abs::<0>(&[]), 0.0);
+        assert_eq!(max_abs(&[]), 0.0);
     }
 }

@@ -734,7 +734,7 @@ impl<const N: usize, const M: usize> ProjectedImpulse<N, M> {
     }
 }
 
-impl<S: FastPotential<N> + ?Sized, const N: usize> Stepper<S, N> for Impulse<N> {
+impl<S: FastPotential<N> + ?Sized, const N: usize> Stepper<S, [f64; N]> for Impulse<N> {
     fn step(&mut self, target: &S, state: &mut State<N>) -> Result<(), StepError> {
         Impulse::step(self, target, state)
     }
@@ -752,7 +752,7 @@ impl<S: FastPotential<N> + ?Sized, const N: usize> Stepper<S, N> for Impulse<N> 
     }
 }
 
-impl<S, const N: usize, const M: usize> Stepper<S, N> for MollifiedImpulse<N, M>
+impl<S, const N: usize, const M: usize> Stepper<S, [f64; N]> for MollifiedImpulse<N, M>
 where
     S: FastPotential<N> + ConstraintCurvature<N, M> + ?Sized,
 {
@@ -773,7 +773,7 @@ where
     }
 }
 
-impl<S, const N: usize, const M: usize> Stepper<S, N> for ProjectedImpulse<N, M>
+impl<S, const N: usize, const M: usize> Stepper<S, [f64; N]> for ProjectedImpulse<N, M>
 where
     S: FastPotential<N> + MechanicalSystem<N, M> + ?Sized,
 {

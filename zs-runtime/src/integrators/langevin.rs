@@ -5,15 +5,16 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use super::composition::restamp;
-use crate::{Potential, State, StepError, Stepper};
+use super::composition::{restamp, restore, save};
+use crate::vector::Vector;
+use crate::{Model, StateOf, StepError, Stepper};
 
 /// Where a [`Langevin`] integrator's noise stream stands: enough to restart it bit for bit.
 ///
 /// The stream is ChaCha8 (`rand_chacha::ChaCha8Rng`) seeded with `ChaCha8Rng::seed_from_u64(seed)`,
 /// and `word_pos` is its position in 32-bit words. ChaCha is counter-based, so the position can
 /// be saved and set exactly, whatever number of words the normal sampler consumed; a checkpoint
-/// that stores the [`State`] and this value resumes the identical trajectory (see
+/// that stores the [`crate::State`] and this value resumes the identical trajectory (see
 /// [`Langevin::set_rng_state`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RngState {
@@ -84,6 +85,11 @@ pub struct Langevin<S> {
     seed: u64,
     rng: ChaCha8Rng,
     steps: u64,
+    /// The state before the step (restored when the Ornstein–Uhlenbeck update fails), the masses
+    /// and the new velocities: sized at the first step.
+    saved: (Vec<f64>, Vec<f64>),
+    masses: Vec<f64>,
+    v: Vec<f64>,
 }
 
 fn check_parameters(gamma: f64, kt: f64) {
@@ -112,6 +118,9 @@ impl<S> Langevin<S> {
             seed,
             rng: ChaCha8Rng::seed_from_u64(seed),
             steps: 0,
+            saved: (Vec::new(), Vec::new()),
+            masses: Vec::new(),
+            v: Vec::new(),
         }
     }
 
@@ -171,7 +180,7 @@ impl<S> Langevin<S> {
         self.rng.set_word_pos(word_pos);
     }
 
-    /// Seed and position of the noise stream: save it beside the [`State`] to checkpoint.
+    /// Seed and position of the noise stream: save it beside the [`crate::State`] to checkpoint.
     pub fn rng_state(&self) -> RngState {
         RngState {
             seed: self.seed,
@@ -200,35 +209,40 @@ impl<S> Langevin<S> {
     /// On error `state` and the noise stream are unchanged: [`StepError::InvalidStepSize`] for
     /// `h ≤ 0` or non-finite, the inner step's error re-stamped with this stepper's index, or
     /// [`StepError::NonFinite`] if the new velocities are not finite.
-    pub fn step<P: Potential<N> + ?Sized, const N: usize>(
+    pub fn step<P: Model<V> + ?Sized, V: Vector>(
         &mut self,
         target: &P,
-        state: &mut State<N>,
+        state: &mut StateOf<V>,
     ) -> Result<(), StepError>
     where
-        S: Stepper<P, N>,
+        S: Stepper<P, V>,
     {
         let (h, k, t) = (self.inner.h(), self.steps, state.t);
         if !(h.is_finite() && h > 0.0) {
             return Err(StepError::InvalidStepSize { step: k, t, h });
         }
-        let saved = *state;
+        save(&mut self.saved, state);
         self.inner
             .step(target, state)
             .map_err(|e| restamp(e, k, t))?;
-        let m = target.masses();
-        let word_pos = self.rng.get_word_pos();
-        let mut v = state.v;
-        for i in 0..N {
-            // c = e^{−γh/m}, 1 − c² = −expm1(−2γh/m) (accurate for small γh/m).
-            let x = self.gamma * h / m[i];
-            let c = (-x).exp();
-            let sigma = (self.kt * -(-2.0 * x).exp_m1() / m[i]).sqrt();
-            let xi: f64 = StandardNormal.sample(&mut self.rng);
-            v[i] = c * v[i] + sigma * xi;
+        let n = state.v.len();
+        if self.masses.len() != n {
+            self.masses.resize(n, 0.0);
+            self.v.resize(n, 0.0);
         }
-        if !v.iter().all(|x| x.is_finite()) {
-            *state = saved;
+        target.masses_into_slice(&mut self.masses);
+        let word_pos = self.rng.get_word_pos();
+        for i in 0..n {
+            // c = e^{−γh/m}, 1 − c² = −expm1(−2γh/m) (accurate for small γh/m).
+            let m = self.masses[i];
+            let x = self.gamma * h / m;
+            let c = (-x).exp();
+            let sigma = (self.kt * -(-2.0 * x).exp_m1() / m).sqrt();
+            let xi: f64 = StandardNormal.sample(&mut self.rng);
+            self.v[i] = c * state.v[i] + sigma * xi;
+        }
+        if !self.v.iter().all(|x| x.is_finite()) {
+            restore(&self.saved, state, t);
             self.rng.set_word_pos(word_pos);
             return Err(StepError::NonFinite {
                 step: k,
@@ -236,14 +250,14 @@ impl<S> Langevin<S> {
                 what: "Ornstein-Uhlenbeck velocities",
             });
         }
-        state.v = v;
+        state.v.as_mut_slice().copy_from_slice(&self.v);
         self.steps += 1;
         Ok(())
     }
 }
 
-impl<P: Potential<N> + ?Sized, S: Stepper<P, N>, const N: usize> Stepper<P, N> for Langevin<S> {
-    fn step(&mut self, target: &P, state: &mut State<N>) -> Result<(), StepError> {
+impl<P: Model<V> + ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Langevin<S> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         Langevin::step(self, target, state)
     }
     fn h(&self) -> f64 {

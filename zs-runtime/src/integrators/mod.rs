@@ -51,7 +51,10 @@ pub use impulse::{
     ProjectionFailure, ProjectionOptions,
 };
 
+use crate::vector::Vector;
 use crate::StepError;
+
+pub(crate) use crate::vector::same_bits;
 
 /// `Err(InvalidStepSize)` unless `h` is finite and nonzero.
 #[inline]
@@ -65,22 +68,30 @@ pub(crate) fn check_h(h: f64, step: u64, t: f64) -> Result<(), StepError> {
 
 /// `Err(NonFinite { what })` unless every entry of `x` is finite.
 #[inline]
-pub(crate) fn check_finite<const N: usize>(
-    x: &[f64; N],
+pub(crate) fn check_finite<V: Vector>(
+    x: &V,
     what: &'static str,
     step: u64,
     t: f64,
 ) -> Result<(), StepError> {
-    if x.iter().all(|v| v.is_finite()) {
+    if crate::vector::all_finite(x) {
         Ok(())
     } else {
         Err(StepError::NonFinite { step, t, what })
     }
 }
 
-/// True when `a` and `b` are the same bit patterns (so `-0.0 ≠ 0.0` and `NaN == NaN` of equal bits):
-/// the cache key comparison.
+/// `Err(NonFinite { what })` unless every entry of the matrix `h` is finite.
 #[inline]
-pub(crate) fn same_bits<const N: usize>(a: &[f64; N], b: &[f64; N]) -> bool {
-    a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+pub(crate) fn check_matrix<V: Vector>(
+    h: &V::Matrix,
+    what: &'static str,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    if V::matrix_is_finite(h) {
+        Ok(())
+    } else {
+        Err(StepError::NonFinite { step, t, what })
+    }
 }

@@ -19,9 +19,12 @@
 //! residual is that of the returned (or, on failure, the last) iterate. Its round-off floor is a
 //! few ulps of `‖q‖∞` (≈ 1e-16 relative): a tolerance below ~1e-15 may never be met.
 
-use super::{check_finite, check_h, same_bits};
-use crate::linalg::{solve_shifted, Factorization};
-use crate::{Potential, State, StepError, Stepper};
+use super::zhang_skeel::Eval;
+use super::{check_finite, check_h, check_matrix, same_bits};
+use crate::linalg::{Factorization, ShiftedSolve, SolveOptions};
+use crate::model::HessianPart;
+use crate::vector::{inf_norm, Vector};
+use crate::{Model, StateOf, StepError, Stepper};
 
 /// Default Newton tolerance on the relative position residual `ρ` (see the module docs).
 pub const DEFAULT_NEWTON_TOLERANCE: f64 = 1e-12;
@@ -52,9 +55,10 @@ impl NewmarkStats {
     fn count(&mut self, how: Factorization) {
         self.newton_iterations += 1;
         self.hessian_evaluations += 1;
-        match how {
-            Factorization::Cholesky => self.cholesky_solves += 1,
-            Factorization::Lu => self.lu_fallbacks += 1,
+        if how.is_cholesky() {
+            self.cholesky_solves += 1;
+        } else {
+            self.lu_fallbacks += 1;
         }
     }
 }
@@ -74,42 +78,99 @@ fn check_max_iterations(n: usize) {
     assert!(n >= 1, "Newmark: at least one Newton iteration is needed");
 }
 
-fn inf_norm<const N: usize>(x: &[f64; N]) -> f64 {
-    x.iter().fold(0.0f64, |m, v| m.max(v.abs()))
-}
-
-fn check_hessian<const N: usize>(h: &[[f64; N]; N], step: u64, t: f64) -> Result<(), StepError> {
-    if h.iter().all(|row| row.iter().all(|v| v.is_finite())) {
-        Ok(())
-    } else {
-        Err(StepError::NonFinite {
-            step,
-            t,
-            what: "Hessian",
-        })
-    }
+/// One Newton iteration's linear solve, `(M + sH(y)) δ = rhs` with `rhs` given in `delta`:
+/// evaluates `H(y)` into `e.hess` and counts the iteration.
+#[allow(clippy::too_many_arguments)]
+fn newton_solve<V: Vector, P: Model<V> + ?Sized>(
+    stats: &mut NewmarkStats,
+    e: &mut Eval<V>,
+    potential: &P,
+    y: &V,
+    s: f64,
+    delta: &mut V,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    potential.hessian_into(y, &mut e.hess);
+    check_matrix::<V>(&e.hess, "Hessian", step, t)?;
+    let how = e
+        .solver
+        .solve_shifted(&e.m, s, &e.hess, delta, &SolveOptions::default())
+        .map_err(|err| err.at(step, t))?;
+    stats.count(how);
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
 // Newmark (eq. 12) and its linearly-implicit variant share one engine.
 
-/// `(q, a(q) = −M⁻¹∇V(q))` at the end of the last step; `a` does not depend on `h`.
-type AccelCache<const N: usize> = Option<([f64; N], [f64; N])>;
+/// Buffers of a Newmark step, made at the first step: the evaluation (masses, gradient,
+/// Hessian, solver), `a_k` with its key `q_k` (it does not depend on `h`), the Newton iterate and
+/// its residual, the new velocity.
+#[derive(Debug)]
+struct NewmarkWork<V: Vector> {
+    eval: Eval<V>,
+    a0: V,
+    a1: V,
+    c: V,
+    q: V,
+    r: V,
+    delta: V,
+    v1: V,
+    cache_q: V,
+    cached: bool,
+}
 
-#[derive(Debug, Clone)]
-struct NewmarkCore<const N: usize> {
+impl<V: Vector> NewmarkWork<V> {
+    fn new<P: Model<V> + ?Sized>(p: &P) -> Self {
+        let n = p.dimension();
+        Self {
+            eval: Eval::new(p, HessianPart::Full),
+            a0: V::zeros(n),
+            a1: V::zeros(n),
+            c: V::zeros(n),
+            q: V::zeros(n),
+            r: V::zeros(n),
+            delta: V::zeros(n),
+            v1: V::zeros(n),
+            cache_q: V::zeros(n),
+            cached: false,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct NewmarkCore<V: Vector> {
     beta: f64,
     h: f64,
     tol: f64,
     max_iter: usize,
     steps: u64,
-    cache: AccelCache<N>,
     stats: NewmarkStats,
     last_iterations: usize,
     last_residual: f64,
+    work: Option<NewmarkWork<V>>,
 }
 
-impl<const N: usize> NewmarkCore<N> {
+/// Parameters, counters and statistics; the buffers and the cached `a_k` are rebuilt
+/// (recomputed bit for bit) at the copy's first step.
+impl<V: Vector> Clone for NewmarkCore<V> {
+    fn clone(&self) -> Self {
+        Self {
+            beta: self.beta,
+            h: self.h,
+            tol: self.tol,
+            max_iter: self.max_iter,
+            steps: self.steps,
+            stats: self.stats,
+            last_iterations: self.last_iterations,
+            last_residual: self.last_residual,
+            work: None,
+        }
+    }
+}
+
+impl<V: Vector> NewmarkCore<V> {
     fn new(beta: f64, h: f64) -> Self {
         check_beta(beta);
         Self {
@@ -118,71 +179,73 @@ impl<const N: usize> NewmarkCore<N> {
             tol: DEFAULT_NEWTON_TOLERANCE,
             max_iter: DEFAULT_NEWTON_MAX_ITERATIONS,
             steps: 0,
-            cache: None,
             stats: NewmarkStats::default(),
             last_iterations: 0,
             last_residual: f64::NAN,
+            work: None,
         }
     }
 
-    fn gradient<P: Potential<N> + ?Sized>(
-        &mut self,
-        potential: &P,
-        q: &[f64; N],
-        step: u64,
-        t: f64,
-    ) -> Result<[f64; N], StepError> {
-        self.stats.gradient_evaluations += 1;
-        let g = potential.gradient(q);
-        check_finite(&g, "gradient", step, t)?;
-        Ok(g)
+    fn reset(&mut self) {
+        if let Some(w) = &mut self.work {
+            w.cached = false;
+        }
     }
 
     /// One step of eq. 12; `exact = false` stops after exactly one Newton step.
-    fn step<P: Potential<N> + ?Sized>(
+    fn step<P: Model<V> + ?Sized>(
         &mut self,
         exact: bool,
         potential: &P,
-        state: &mut State<N>,
+        state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
         let (h, k, t) = (self.h, self.steps, state.t);
         check_h(h, k, t)?;
-        let m = potential.masses();
-        let (h2, s) = (h * h, self.beta * h * h);
-        let a0 = match &self.cache {
-            Some((q, a)) if same_bits(q, &state.q) => {
-                self.stats.cache_hits += 1;
-                *a
-            }
-            _ => {
-                let g = self.gradient(potential, &state.q, k, t)?;
-                let a: [f64; N] = core::array::from_fn(|i| -g[i] / m[i]);
-                check_finite(&a, "acceleration", k, t)?;
-                self.cache = Some((state.q, a));
-                a
-            }
+        let w = match &mut self.work {
+            Some(w) if w.eval.fits(potential, HessianPart::Full) => w,
+            slot => slot.insert(NewmarkWork::new(potential)),
         };
-        // F(q) = M(q − c_k) + βh²∇V(q), c_k = q_k + h q̇_k + (h²/2)(1 − 2β) a_k.
-        let c: [f64; N] = core::array::from_fn(|i| {
-            state.q[i] + h * state.v[i] + 0.5 * h2 * (1.0 - 2.0 * self.beta) * a0[i]
-        });
-        // Predictor q_k + h q̇_k + (h²/2) a_k.
-        let mut q: [f64; N] =
-            core::array::from_fn(|i| state.q[i] + h * state.v[i] + 0.5 * h2 * a0[i]);
-        check_finite(&q, "Newmark predictor", k, t)?;
+        let n = state.q.len();
+        potential.masses_into(&mut w.eval.m);
+        let (h2, s) = (h * h, self.beta * h * h);
+        if w.cached && same_bits(&w.cache_q, &state.q) {
+            self.stats.cache_hits += 1;
+        } else {
+            w.cached = false;
+            self.stats.gradient_evaluations += 1;
+            potential.gradient_into(&state.q, &mut w.eval.g);
+            check_finite(&w.eval.g, "gradient", k, t)?;
+            for i in 0..n {
+                w.a0[i] = -w.eval.g[i] / w.eval.m[i];
+            }
+            check_finite(&w.a0, "acceleration", k, t)?;
+            w.cache_q.copy_from(&state.q);
+            w.cached = true;
+        }
+        // F(q) = M(q − c_k) + βh²∇V(q), c_k = q_k + h q̇_k + (h²/2)(1 − 2β) a_k;
+        // predictor q_k + h q̇_k + (h²/2) a_k.
+        for i in 0..n {
+            w.c[i] = state.q[i] + h * state.v[i] + 0.5 * h2 * (1.0 - 2.0 * self.beta) * w.a0[i];
+            w.q[i] = state.q[i] + h * state.v[i] + 0.5 * h2 * w.a0[i];
+        }
+        check_finite(&w.q, "Newmark predictor", k, t)?;
         let mut iterations = 0usize;
-        let (g1, residual) = loop {
-            let g = self.gradient(potential, &q, k, t)?;
+        let residual = loop {
+            self.stats.gradient_evaluations += 1;
+            potential.gradient_into(&w.q, &mut w.eval.g);
+            check_finite(&w.eval.g, "gradient", k, t)?;
             // r = M⁻¹F(q)
-            let r: [f64; N] = core::array::from_fn(|i| q[i] - c[i] + s * g[i] / m[i]);
-            let rho = inf_norm(&r) / inf_norm(&q).max(1.0);
+            for i in 0..n {
+                w.r[i] = w.q[i] - w.c[i] + s * w.eval.g[i] / w.eval.m[i];
+            }
+            let rho = inf_norm(&w.r) / inf_norm(&w.q).max(1.0);
             let done = if exact {
                 rho <= self.tol
             } else {
                 iterations == 1
             };
             if done {
-                break (g, rho);
+                break rho;
             }
             if !rho.is_finite() {
                 return Err(StepError::NonFinite {
@@ -202,27 +265,40 @@ impl<const N: usize> NewmarkCore<N> {
                     residual: rho,
                 });
             }
-            let hess = potential.hessian(&q);
-            check_hessian(&hess, k, t)?;
             // (M + βh²H(q)) δ = −F(q) = −M r
-            let rhs: [f64; N] = core::array::from_fn(|i| -m[i] * r[i]);
-            let (delta, how) = solve_shifted(&m, s, &hess, &rhs).map_err(|e| e.at(k, t))?;
-            self.stats.count(how);
-            for i in 0..N {
-                q[i] += delta[i];
+            for i in 0..n {
+                w.delta[i] = -w.eval.m[i] * w.r[i];
             }
-            check_finite(&q, "Newton iterate", k, t)?;
+            newton_solve(
+                &mut self.stats,
+                &mut w.eval,
+                potential,
+                &w.q,
+                s,
+                &mut w.delta,
+                k,
+                t,
+            )?;
+            for i in 0..n {
+                w.q[i] += w.delta[i];
+            }
+            check_finite(&w.q, "Newton iterate", k, t)?;
             iterations += 1;
         };
-        let a1: [f64; N] = core::array::from_fn(|i| -g1[i] / m[i]);
-        check_finite(&a1, "acceleration", k, t)?;
+        for i in 0..n {
+            w.a1[i] = -w.eval.g[i] / w.eval.m[i];
+        }
+        check_finite(&w.a1, "acceleration", k, t)?;
         // q̇_k+1 = q̇_k + (h/2)(a_k + a_k+1)
-        let v1: [f64; N] = core::array::from_fn(|i| state.v[i] + 0.5 * h * (a0[i] + a1[i]));
-        check_finite(&v1, "new velocity", k, t)?;
-        state.q = q;
-        state.v = v1;
+        for i in 0..n {
+            w.v1[i] = state.v[i] + 0.5 * h * (w.a0[i] + w.a1[i]);
+        }
+        check_finite(&w.v1, "new velocity", k, t)?;
+        state.q.copy_from(&w.q);
+        state.v.copy_from(&w.v1);
         state.t = t + h;
-        self.cache = Some((q, a1));
+        core::mem::swap(&mut w.a0, &mut w.a1);
+        w.cache_q.copy_from(&w.q);
         self.steps += 1;
         self.last_iterations = iterations;
         self.last_residual = residual;
@@ -272,8 +348,8 @@ impl<const N: usize> NewmarkCore<N> {
 /// assert!(nm.stats().max_step_iterations <= 5);
 /// ```
 #[derive(Debug, Clone)]
-pub struct Newmark<const N: usize> {
-    core: NewmarkCore<N>,
+pub struct Newmark<V: Vector> {
+    core: NewmarkCore<V>,
 }
 
 /// "One-step" (linearly-implicit) Newmark: eq. 12 with **exactly one** Newton step from the
@@ -291,13 +367,13 @@ pub struct Newmark<const N: usize> {
 ///
 /// Cost per step: two gradients, one Hessian and one `n×n` solve (`a_k` is cached).
 #[derive(Debug, Clone)]
-pub struct LinearlyImplicitNewmark<const N: usize> {
-    core: NewmarkCore<N>,
+pub struct LinearlyImplicitNewmark<V: Vector> {
+    core: NewmarkCore<V>,
 }
 
 macro_rules! newmark_common {
     ($ty:ident, $exact:expr, $name:literal) => {
-        impl<const N: usize> $ty<N> {
+        impl<V: Vector> $ty<V> {
             /// The integrator with parameter `beta` (β; unconditionally linearly stable for
             /// β ≥ ¼) and step `h` (negative: integrate backwards). An invalid `h` (zero,
             /// non-finite) is reported by `step` as [`StepError::InvalidStepSize`].
@@ -337,7 +413,7 @@ macro_rules! newmark_common {
 
             /// Forget the cached acceleration (required before stepping a different potential).
             pub fn reset(&mut self) {
-                self.core.cache = None;
+                self.core.reset();
             }
 
             /// Number of steps completed (the index reported by the next failing step).
@@ -367,17 +443,17 @@ macro_rules! newmark_common {
             /// and the time it started from: [`StepError::InvalidStepSize`],
             /// [`StepError::SingularMatrix`] (`M + βh²H` singular), [`StepError::NonFinite`],
             /// and, for [`Newmark`], [`StepError::NotConverged`].
-            pub fn step<P: Potential<N> + ?Sized>(
+            pub fn step<P: Model<V> + ?Sized>(
                 &mut self,
                 potential: &P,
-                state: &mut State<N>,
+                state: &mut StateOf<V>,
             ) -> Result<(), StepError> {
                 self.core.step($exact, potential, state)
             }
         }
 
-        impl<P: Potential<N> + ?Sized, const N: usize> Stepper<P, N> for $ty<N> {
-            fn step(&mut self, target: &P, state: &mut State<N>) -> Result<(), StepError> {
+        impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for $ty<V> {
+            fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
                 self.core.step($exact, target, state)
             }
             fn h(&self) -> f64 {
@@ -399,7 +475,7 @@ macro_rules! newmark_common {
 newmark_common!(Newmark, true, "newmark");
 newmark_common!(LinearlyImplicitNewmark, false, "linearly-implicit-newmark");
 
-impl<const N: usize> Newmark<N> {
+impl<V: Vector> Newmark<V> {
     /// Newton tolerance on the relative residual `ρ` (default [`DEFAULT_NEWTON_TOLERANCE`]).
     ///
     /// # Panics
@@ -434,13 +510,20 @@ impl<const N: usize> Newmark<N> {
 // ---------------------------------------------------------------------------------------------
 // Push-forward Newmark (eq. 14).
 
-/// `a(x)` at the end of the last step, keyed by the bit patterns of `x` and `h²` (`a` depends on
-/// `h` through `βh²`).
-#[derive(Debug, Clone, Copy)]
-struct PfCache<const N: usize> {
-    x: [f64; N],
-    h2_bits: u64,
-    a: [f64; N],
+/// Buffers of a push-forward Newmark step, made at the first step: the evaluation, `a_k` with
+/// its key (the bits of `x_k` and `h²`; `a` depends on `h` through `βh²`), the Newton iterate.
+#[derive(Debug)]
+struct PfWork<V: Vector> {
+    eval: Eval<V>,
+    a0: V,
+    a1: V,
+    y: V,
+    r: V,
+    delta: V,
+    x1: V,
+    v1: V,
+    cache_x: V,
+    cache_key: Option<u64>,
 }
 
 /// Push-forward Newmark (Tao & Owhadi, Integrator 3, eq. 14): Newmark pushed forward by
@@ -466,20 +549,38 @@ struct PfCache<const N: usize> {
 /// Cost per step: one nonlinear solve (at `x_k+1`; `a_k` is cached, keyed by the bit patterns of
 /// `x` and `h²`), each Newton iteration one gradient, one Hessian and one `n×n` solve, plus one
 /// gradient to confirm convergence.
-#[derive(Debug, Clone)]
-pub struct PushForwardNewmark<const N: usize> {
+#[derive(Debug)]
+pub struct PushForwardNewmark<V: Vector> {
     beta: f64,
     h: f64,
     tol: f64,
     max_iter: usize,
     steps: u64,
-    cache: Option<PfCache<N>>,
     stats: NewmarkStats,
     last_iterations: usize,
     last_residual: f64,
+    work: Option<PfWork<V>>,
 }
 
-impl<const N: usize> PushForwardNewmark<N> {
+/// Parameters, counters and statistics; the buffers and the cached `a_k` are rebuilt
+/// (recomputed bit for bit) at the copy's first step.
+impl<V: Vector> Clone for PushForwardNewmark<V> {
+    fn clone(&self) -> Self {
+        Self {
+            beta: self.beta,
+            h: self.h,
+            tol: self.tol,
+            max_iter: self.max_iter,
+            steps: self.steps,
+            stats: self.stats,
+            last_iterations: self.last_iterations,
+            last_residual: self.last_residual,
+            work: None,
+        }
+    }
+}
+
+impl<V: Vector> PushForwardNewmark<V> {
     /// The integrator with parameter `beta` (β) and step `h` (negative: integrate backwards).
     ///
     /// # Panics
@@ -492,10 +593,10 @@ impl<const N: usize> PushForwardNewmark<N> {
             tol: DEFAULT_NEWTON_TOLERANCE,
             max_iter: DEFAULT_NEWTON_MAX_ITERATIONS,
             steps: 0,
-            cache: None,
             stats: NewmarkStats::default(),
             last_iterations: 0,
             last_residual: f64::NAN,
+            work: None,
         }
     }
 
@@ -543,7 +644,7 @@ impl<const N: usize> PushForwardNewmark<N> {
     pub fn set_beta(&mut self, beta: f64) {
         check_beta(beta);
         self.beta = beta;
-        self.cache = None;
+        self.reset();
     }
 
     /// The Newton tolerance.
@@ -558,7 +659,9 @@ impl<const N: usize> PushForwardNewmark<N> {
 
     /// Forget the cached `a` (required before stepping a different potential).
     pub fn reset(&mut self) {
-        self.cache = None;
+        if let Some(w) = &mut self.work {
+            w.cache_key = None;
+        }
     }
 
     /// Number of steps completed (the index reported by the next failing step).
@@ -581,31 +684,156 @@ impl<const N: usize> PushForwardNewmark<N> {
         self.last_residual
     }
 
-    /// Solve `M a + ∇V(x + βh² a) = 0` by Newton from `a = 0`; returns `(a, iterations)`.
-    fn solve_a<P: Potential<N> + ?Sized>(
+    /// Advance `state` by one step of size `h` (time included).
+    ///
+    /// On error `state` is unchanged and the error carries the index of the failing step and the
+    /// time it started from: [`StepError::InvalidStepSize`], [`StepError::SingularMatrix`],
+    /// [`StepError::NonFinite`], [`StepError::NotConverged`].
+    pub fn step<P: Model<V> + ?Sized>(
         &mut self,
         potential: &P,
-        m: &[f64; N],
-        x: &[f64; N],
-        h2: f64,
+        state: &mut StateOf<V>,
+    ) -> Result<(), StepError> {
+        let (h, k, t) = (self.h, self.steps, state.t);
+        check_h(h, k, t)?;
+        let n = potential.dimension();
+        let w = match &mut self.work {
+            Some(w) if w.eval.fits(potential, HessianPart::Full) => w,
+            slot => slot.insert(PfWork {
+                eval: Eval::new(potential, HessianPart::Full),
+                a0: V::zeros(n),
+                a1: V::zeros(n),
+                y: V::zeros(n),
+                r: V::zeros(n),
+                delta: V::zeros(n),
+                x1: V::zeros(n),
+                v1: V::zeros(n),
+                cache_x: V::zeros(n),
+                cache_key: None,
+            }),
+        };
+        potential.masses_into(&mut w.eval.m);
+        let h2 = h * h;
+        let h2_bits = h2.to_bits();
+        let solver = PfSolve {
+            s: self.beta * h2,
+            h2,
+            tol: self.tol,
+            max_iter: self.max_iter,
+        };
+        let mut iterations = 0;
+        if w.cache_key == Some(h2_bits) && same_bits(&w.cache_x, &state.q) {
+            self.stats.cache_hits += 1;
+        } else {
+            w.cache_key = None;
+            iterations += solver.solve(
+                &mut self.stats,
+                &mut self.last_residual,
+                PfBuffers {
+                    eval: &mut w.eval,
+                    y: &mut w.y,
+                    r: &mut w.r,
+                    delta: &mut w.delta,
+                    a: &mut w.a0,
+                },
+                potential,
+                &state.q,
+                k,
+                t,
+            )?;
+            w.cache_x.copy_from(&state.q);
+            w.cache_key = Some(h2_bits);
+        }
+        // x_k+1 = x_k + h v_k + ½h² a_k
+        for i in 0..n {
+            w.x1[i] = state.q[i] + h * state.v[i] + 0.5 * h2 * w.a0[i];
+        }
+        check_finite(&w.x1, "new position", k, t)?;
+        iterations += solver.solve(
+            &mut self.stats,
+            &mut self.last_residual,
+            PfBuffers {
+                eval: &mut w.eval,
+                y: &mut w.y,
+                r: &mut w.r,
+                delta: &mut w.delta,
+                a: &mut w.a1,
+            },
+            potential,
+            &w.x1,
+            k,
+            t,
+        )?;
+        // v_k+1 = v_k + ½h (a_k + a_k+1)
+        for i in 0..n {
+            w.v1[i] = state.v[i] + 0.5 * h * (w.a0[i] + w.a1[i]);
+        }
+        check_finite(&w.v1, "new velocity", k, t)?;
+        state.q.copy_from(&w.x1);
+        state.v.copy_from(&w.v1);
+        state.t = t + h;
+        core::mem::swap(&mut w.a0, &mut w.a1);
+        w.cache_x.copy_from(&w.x1);
+        w.cache_key = Some(h2_bits);
+        self.steps += 1;
+        self.last_iterations = iterations;
+        self.stats.max_step_iterations = self.stats.max_step_iterations.max(iterations);
+        Ok(())
+    }
+}
+
+/// The nonlinear solve of eq. 14 at one position.
+struct PfSolve {
+    s: f64,
+    h2: f64,
+    tol: f64,
+    max_iter: usize,
+}
+
+/// The buffers one nonlinear solve works in; `a` receives the solution.
+struct PfBuffers<'w, V: Vector> {
+    eval: &'w mut Eval<V>,
+    y: &'w mut V,
+    r: &'w mut V,
+    delta: &'w mut V,
+    a: &'w mut V,
+}
+
+impl PfSolve {
+    /// Solve `M a + ∇V(x + βh² a) = 0` by Newton from `a = 0` into `w.a`; returns the
+    /// iterations.
+    #[allow(clippy::too_many_arguments)]
+    fn solve<V: Vector, P: Model<V> + ?Sized>(
+        &self,
+        stats: &mut NewmarkStats,
+        last_residual: &mut f64,
+        w: PfBuffers<'_, V>,
+        potential: &P,
+        x: &V,
         step: u64,
         t: f64,
-    ) -> Result<([f64; N], usize), StepError> {
-        let s = self.beta * h2;
+    ) -> Result<usize, StepError> {
+        let n = x.len();
+        let s = self.s;
         let scale = inf_norm(x).max(1.0);
-        let mut a = [0.0; N];
+        let a = w.a;
+        a.as_mut_slice().fill(0.0);
         let mut iterations = 0usize;
         loop {
-            let y: [f64; N] = core::array::from_fn(|i| x[i] + s * a[i]);
-            self.stats.gradient_evaluations += 1;
-            let g = potential.gradient(&y);
-            check_finite(&g, "gradient", step, t)?;
+            for i in 0..n {
+                w.y[i] = x[i] + s * a[i];
+            }
+            stats.gradient_evaluations += 1;
+            potential.gradient_into(w.y, &mut w.eval.g);
+            check_finite(&w.eval.g, "gradient", step, t)?;
             // r = M⁻¹G(a) = a + M⁻¹∇V(y)
-            let r: [f64; N] = core::array::from_fn(|i| a[i] + g[i] / m[i]);
-            let rho = 0.5 * h2 * inf_norm(&r) / scale;
-            self.last_residual = rho;
+            for i in 0..n {
+                w.r[i] = a[i] + w.eval.g[i] / w.eval.m[i];
+            }
+            let rho = 0.5 * self.h2 * inf_norm(w.r) / scale;
+            *last_residual = rho;
             if rho <= self.tol {
-                return Ok((a, iterations));
+                return Ok(iterations);
             }
             if !rho.is_finite() {
                 return Err(StepError::NonFinite {
@@ -623,77 +851,22 @@ impl<const N: usize> PushForwardNewmark<N> {
                     residual: rho,
                 });
             }
-            let hess = potential.hessian(&y);
-            check_hessian(&hess, step, t)?;
             // (M + βh²H(y)) δ = −G(a) = −M r
-            let rhs: [f64; N] = core::array::from_fn(|i| -m[i] * r[i]);
-            let (delta, how) = solve_shifted(m, s, &hess, &rhs).map_err(|e| e.at(step, t))?;
-            self.stats.count(how);
-            for i in 0..N {
-                a[i] += delta[i];
+            for i in 0..n {
+                w.delta[i] = -w.eval.m[i] * w.r[i];
             }
-            check_finite(&a, "Newton iterate", step, t)?;
+            newton_solve(stats, w.eval, potential, w.y, s, w.delta, step, t)?;
+            for i in 0..n {
+                a[i] += w.delta[i];
+            }
+            check_finite(a, "Newton iterate", step, t)?;
             iterations += 1;
         }
     }
-
-    /// Advance `state` by one step of size `h` (time included).
-    ///
-    /// On error `state` is unchanged and the error carries the index of the failing step and the
-    /// time it started from: [`StepError::InvalidStepSize`], [`StepError::SingularMatrix`],
-    /// [`StepError::NonFinite`], [`StepError::NotConverged`].
-    pub fn step<P: Potential<N> + ?Sized>(
-        &mut self,
-        potential: &P,
-        state: &mut State<N>,
-    ) -> Result<(), StepError> {
-        let (h, k, t) = (self.h, self.steps, state.t);
-        check_h(h, k, t)?;
-        let m = potential.masses();
-        let h2 = h * h;
-        let h2_bits = h2.to_bits();
-        let mut iterations = 0;
-        let a0 = match &self.cache {
-            Some(c) if c.h2_bits == h2_bits && same_bits(&c.x, &state.q) => {
-                self.stats.cache_hits += 1;
-                c.a
-            }
-            _ => {
-                let (a, it) = self.solve_a(potential, &m, &state.q, h2, k, t)?;
-                iterations += it;
-                self.cache = Some(PfCache {
-                    x: state.q,
-                    h2_bits,
-                    a,
-                });
-                a
-            }
-        };
-        // x_k+1 = x_k + h v_k + ½h² a_k
-        let x1: [f64; N] = core::array::from_fn(|i| state.q[i] + h * state.v[i] + 0.5 * h2 * a0[i]);
-        check_finite(&x1, "new position", k, t)?;
-        let (a1, it) = self.solve_a(potential, &m, &x1, h2, k, t)?;
-        iterations += it;
-        // v_k+1 = v_k + ½h (a_k + a_k+1)
-        let v1: [f64; N] = core::array::from_fn(|i| state.v[i] + 0.5 * h * (a0[i] + a1[i]));
-        check_finite(&v1, "new velocity", k, t)?;
-        state.q = x1;
-        state.v = v1;
-        state.t = t + h;
-        self.cache = Some(PfCache {
-            x: x1,
-            h2_bits,
-            a: a1,
-        });
-        self.steps += 1;
-        self.last_iterations = iterations;
-        self.stats.max_step_iterations = self.stats.max_step_iterations.max(iterations);
-        Ok(())
-    }
 }
 
-impl<P: Potential<N> + ?Sized, const N: usize> Stepper<P, N> for PushForwardNewmark<N> {
-    fn step(&mut self, target: &P, state: &mut State<N>) -> Result<(), StepError> {
+impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for PushForwardNewmark<V> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         PushForwardNewmark::step(self, target, state)
     }
     fn h(&self) -> f64 {

@@ -3,7 +3,8 @@
 
 use super::{check_finite, check_h, same_bits};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
-use crate::{Potential, State, StepError, Stepper};
+use crate::vector::Vector;
+use crate::{Model, StateOf, StepError, Stepper};
 
 /// Velocity Verlet:
 ///
@@ -36,16 +37,43 @@ use crate::{Potential, State, StepError, Stepper};
 /// assert!((s.q[0] - 1f64.cos()).abs() < 1e-4);
 /// assert!((s.t - 1.0).abs() < 1e-12);
 /// ```
-#[derive(Debug, Clone)]
-pub struct VelocityVerlet<const N: usize> {
+#[derive(Debug)]
+pub struct VelocityVerlet<V: Vector> {
     h: f64,
     steps: u64,
     evaluations: u64,
-    /// `(q, a(q))` at the end of the last step.
-    cache: Option<([f64; N], [f64; N])>,
+    work: Option<Work<V>>,
 }
 
-impl<const N: usize> VelocityVerlet<N> {
+/// A copy of the parameters and counters; the buffers and the cached acceleration are rebuilt
+/// (recomputed bit for bit) at the copy's first step.
+impl<V: Vector> Clone for VelocityVerlet<V> {
+    fn clone(&self) -> Self {
+        Self {
+            h: self.h,
+            steps: self.steps,
+            evaluations: self.evaluations,
+            work: None,
+        }
+    }
+}
+
+/// Buffers made at the first step: masses, gradient, `a(q)` with its key `q`, and the new
+/// state.
+#[derive(Debug)]
+struct Work<V> {
+    m: V,
+    g: V,
+    a0: V,
+    a1: V,
+    v_half: V,
+    x1: V,
+    v1: V,
+    cache_q: V,
+    cached: bool,
+}
+
+impl<V: Vector> VelocityVerlet<V> {
     /// Velocity Verlet with step `h` (negative: integrate backwards). An invalid `h` (zero,
     /// non-finite) is reported by [`VelocityVerlet::step`] as [`StepError::InvalidStepSize`].
     pub fn new(h: f64) -> Self {
@@ -53,7 +81,7 @@ impl<const N: usize> VelocityVerlet<N> {
             h,
             steps: 0,
             evaluations: 0,
-            cache: None,
+            work: None,
         }
     }
 
@@ -69,7 +97,9 @@ impl<const N: usize> VelocityVerlet<N> {
 
     /// Forget the cached acceleration (required before stepping a different potential).
     pub fn reset(&mut self) {
-        self.cache = None;
+        if let Some(w) = &mut self.work {
+            w.cached = false;
+        }
     }
 
     /// Number of steps completed.
@@ -84,56 +114,78 @@ impl<const N: usize> VelocityVerlet<N> {
     }
 
     /// Advance `state` by one step of size [`VelocityVerlet::h`]; on error `state` is unchanged.
-    pub fn step<P: Potential<N> + ?Sized>(
+    pub fn step<P: Model<V> + ?Sized>(
         &mut self,
         potential: &P,
-        state: &mut State<N>,
+        state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
         let (h, k, t) = (self.h, self.steps, state.t);
         check_h(h, k, t)?;
-        let a0 = match &self.cache {
-            Some((q, a)) if same_bits(q, &state.q) => *a,
-            _ => {
-                let a = self.acceleration(potential, &state.q, k, t)?;
-                self.cache = Some((state.q, a));
-                a
-            }
+        let n = potential.dimension();
+        let w = match &mut self.work {
+            Some(w) if w.m.len() == n => w,
+            slot => slot.insert(Work {
+                m: V::zeros(n),
+                g: V::zeros(n),
+                a0: V::zeros(n),
+                a1: V::zeros(n),
+                v_half: V::zeros(n),
+                x1: V::zeros(n),
+                v1: V::zeros(n),
+                cache_q: V::zeros(n),
+                cached: false,
+            }),
         };
+        potential.masses_into(&mut w.m);
+        if !(w.cached && same_bits(&w.cache_q, &state.q)) {
+            w.cached = false;
+            self.evaluations += 1;
+            acceleration(potential, &state.q, &w.m, &mut w.g, &mut w.a0, k, t)?;
+            w.cache_q.copy_from(&state.q);
+            w.cached = true;
+        }
         let half = 0.5 * h;
-        let v_half: [f64; N] = core::array::from_fn(|i| state.v[i] + half * a0[i]);
-        let x1: [f64; N] = core::array::from_fn(|i| state.q[i] + h * v_half[i]);
-        check_finite(&x1, "new position", k, t)?;
-        let a1 = self.acceleration(potential, &x1, k, t)?;
-        let v1: [f64; N] = core::array::from_fn(|i| v_half[i] + half * a1[i]);
-        check_finite(&v1, "new velocity", k, t)?;
-        let t1 = t + h;
-        state.q = x1;
-        state.v = v1;
-        state.t = t1;
-        self.cache = Some((x1, a1));
+        for i in 0..n {
+            w.v_half[i] = state.v[i] + half * w.a0[i];
+            w.x1[i] = state.q[i] + h * w.v_half[i];
+        }
+        check_finite(&w.x1, "new position", k, t)?;
+        self.evaluations += 1;
+        acceleration(potential, &w.x1, &w.m, &mut w.g, &mut w.a1, k, t)?;
+        for i in 0..n {
+            w.v1[i] = w.v_half[i] + half * w.a1[i];
+        }
+        check_finite(&w.v1, "new velocity", k, t)?;
+        state.q.copy_from(&w.x1);
+        state.v.copy_from(&w.v1);
+        state.t = t + h;
+        core::mem::swap(&mut w.a0, &mut w.a1);
+        w.cache_q.copy_from(&w.x1);
         self.steps += 1;
         Ok(())
     }
-
-    fn acceleration<P: Potential<N> + ?Sized>(
-        &mut self,
-        potential: &P,
-        q: &[f64; N],
-        step: u64,
-        t: f64,
-    ) -> Result<[f64; N], StepError> {
-        self.evaluations += 1;
-        let g = potential.gradient(q);
-        check_finite(&g, "gradient", step, t)?;
-        let m = potential.masses();
-        let a = core::array::from_fn(|i| -g[i] / m[i]);
-        check_finite(&a, "acceleration", step, t)?;
-        Ok(a)
-    }
 }
 
-impl<P: Potential<N> + ?Sized, const N: usize> Stepper<P, N> for VelocityVerlet<N> {
-    fn step(&mut self, target: &P, state: &mut State<N>) -> Result<(), StepError> {
+/// `a = -M⁻¹∇V(q)`, with `g` as scratch for the gradient.
+fn acceleration<V: Vector, P: Model<V> + ?Sized>(
+    potential: &P,
+    q: &V,
+    m: &V,
+    g: &mut V,
+    a: &mut V,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    potential.gradient_into(q, g);
+    check_finite(g, "gradient", step, t)?;
+    for i in 0..g.len() {
+        a[i] = -g[i] / m[i];
+    }
+    check_finite(a, "acceleration", step, t)
+}
+
+impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         VelocityVerlet::step(self, target, state)
     }
     fn h(&self) -> f64 {
@@ -152,7 +204,7 @@ impl<P: Potential<N> + ?Sized, const N: usize> Stepper<P, N> for VelocityVerlet<
 
 /// Saves `h` and the step counter (exact bits); the cached acceleration is recomputed from the
 /// restored state by the same code, giving the same bits.
-impl<const N: usize> Resumable for VelocityVerlet<N> {
+impl<V: Vector> Resumable for VelocityVerlet<V> {
     fn save(&self, out: &mut ScopeMut<'_>) {
         out.set_f64("h", self.h);
         out.set_u64("steps", self.steps);
@@ -160,7 +212,7 @@ impl<const N: usize> Resumable for VelocityVerlet<N> {
     fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
         self.h = from.f64("h")?;
         self.steps = from.u64("steps")?;
-        self.cache = None;
+        self.reset();
         Ok(())
     }
 }

@@ -4,8 +4,10 @@
 
 use super::{check_finite, check_h, same_bits};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
-use crate::linalg::{solve_shifted_with, Factorization, SolveOptions};
-use crate::{Potential, State, StepError, Stepper};
+use crate::linalg::{ShiftedSolve, SolveOptions};
+use crate::model::HessianPart;
+use crate::vector::{all_finite, Vector};
+use crate::{Model, StateOf, StepError, Stepper};
 
 /// Work counters of a [`ZhangSkeel`] or [`ZhangSkeelSimplified`] integrator.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -17,31 +19,227 @@ pub struct ZsStats {
     pub cache_hits: u64,
     /// Solves done by Cholesky (`M + βh²H` positive definite).
     pub cholesky_solves: u64,
-    /// Solves that fell back to pivoted LU (`M + βh²H` indefinite, e.g. on a non-convex
-    /// potential such as the penalized double pendulum).
+    /// Solves that fell back from Cholesky (`M + βh²H` indefinite, e.g. on a non-convex
+    /// potential such as the penalized double pendulum): pivoted LU, or the sparse backend's
+    /// `LDLᵀ`.
     pub lu_fallbacks: u64,
 }
 
-/// `f(x)` cached at the end of a step, keyed by the bit patterns of `q` and `h²`.
-#[derive(Debug, Clone, Copy)]
-struct Cache<const N: usize> {
-    q: [f64; N],
-    h2_bits: u64,
-    f: [f64; N],
+impl ZsStats {
+    pub(crate) fn count(&mut self, how: crate::linalg::Factorization) {
+        if how.is_cholesky() {
+            self.cholesky_solves += 1;
+        } else {
+            self.lu_fallbacks += 1;
+        }
+    }
+}
+
+/// The buffers of one evaluation of `f(x)`: masses, gradient, Hessian, the solver (with its
+/// symbolic phase done), the third contraction.
+#[derive(Debug)]
+pub(crate) struct Eval<V: Vector> {
+    pub(crate) layout: u64,
+    pub(crate) m: V,
+    pub(crate) g: V,
+    pub(crate) hess: V::Matrix,
+    pub(crate) solver: V::Solver,
+    pub(crate) tc: V,
+}
+
+impl<V: Vector> Eval<V> {
+    pub(crate) fn new<P: Model<V> + ?Sized>(p: &P, part: HessianPart) -> Self {
+        let n = p.dimension();
+        Self {
+            layout: p.matrix_layout(part),
+            m: V::zeros(n),
+            g: V::zeros(n),
+            hess: p.new_matrix(part),
+            solver: p.new_solver(part),
+            tc: V::zeros(n),
+        }
+    }
+
+    /// True when the buffers fit `p` (same dimension and matrix layout).
+    #[inline]
+    pub(crate) fn fits<P: Model<V> + ?Sized>(&self, p: &P, part: HessianPart) -> bool {
+        self.layout == p.matrix_layout(part) && self.m.len() == p.dimension()
+    }
+}
+
+/// The buffers of a Z&S step, made at the first step (set-up) and reused: `F_k = -f_k` with its
+/// key (the bits of `q` and `h²`), `x_k+1`, `F_k+1`, `v_k+1`.
+#[derive(Debug)]
+struct Work<V: Vector> {
+    eval: Eval<V>,
+    f0: V,
+    f1: V,
+    x1: V,
+    v1: V,
+    cache_q: V,
+    /// `Some(h²)` bits when `f0` is `f(cache_q)`.
+    cache_key: Option<u64>,
+}
+
+impl<V: Vector> Work<V> {
+    fn new<P: Model<V> + ?Sized>(p: &P) -> Self {
+        let n = p.dimension();
+        Self {
+            eval: Eval::new(p, HessianPart::Full),
+            f0: V::zeros(n),
+            f1: V::zeros(n),
+            x1: V::zeros(n),
+            v1: V::zeros(n),
+            cache_q: V::zeros(n),
+            cache_key: None,
+        }
+    }
 }
 
 /// The shared engine: `third = true` is Z&S (eq. 3), `false` is Z&Ss (eq. 18).
-#[derive(Debug, Clone)]
-struct Core<const N: usize> {
+#[derive(Debug)]
+struct Core<V: Vector> {
     beta: f64,
     h: f64,
     steps: u64,
-    cache: Option<Cache<N>>,
     stats: ZsStats,
     solve: SolveOptions,
+    work: Option<Work<V>>,
 }
 
-impl<const N: usize> Core<N> {
+/// A copy of the parameters, counters and statistics; the buffers (and the cached `f_k`) are
+/// not copied: the copy rebuilds them at its first step, recomputing `f_k` bit for bit.
+impl<V: Vector> Clone for Core<V> {
+    fn clone(&self) -> Self {
+        Self {
+            beta: self.beta,
+            h: self.h,
+            steps: self.steps,
+            stats: self.stats,
+            solve: self.solve,
+            work: None,
+        }
+    }
+}
+
+/// `F = -f(x)` into `out`, with `f` of eq. 3: solve `(M + βh²H(x)) a = -∇V(x)`, then (Z&S
+/// only) `f = a - ½ β² h⁴ M⁻¹ T(x; a)`. Depends on `h` only through `h²`. `e.m` must hold the
+/// masses.
+///
+/// The solve runs in place on the gradient: `(M + βh²H) y = ∇V` gives `y = -a`, and since `T`
+/// is quadratic in its direction, `T(x; a) = T(x; y)` and `F = y + ½β²h⁴ M⁻¹T(x; y)`. The step
+/// then subtracts `F` where eq. 3 adds `f` — the same bits (negation is exact), with no copy or
+/// negation of the gradient on the step's critical path.
+///
+/// The finiteness of `∇V`, `H` and `T` is not tested on its own: a non-finite gradient or
+/// Hessian makes the solve fail (the solvers test their matrix and right-hand side), a
+/// non-finite `T` makes `F` non-finite, and `F` is tested (one branch-free test). Only when
+/// something failed are the inputs examined, to name the first bad one.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn f_into<V: Vector, P: Model<V> + ?Sized>(
+    third: bool,
+    beta: f64,
+    h2: f64,
+    options: &SolveOptions,
+    stats: &mut ZsStats,
+    e: &mut Eval<V>,
+    potential: &P,
+    x: &V,
+    out: &mut V,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    stats.evaluations += 1;
+    potential.gradient_hessian_into(x, out, &mut e.hess);
+    let how = match e
+        .solver
+        .solve_shifted(&e.m, beta * h2, &e.hess, out, options)
+    {
+        Ok(how) => how,
+        Err(err) => return Err(solve_failure::<V>(err, &e.hess, "Hessian", step, t)),
+    };
+    stats.count(how);
+    if !third {
+        return Ok(());
+    }
+    potential.third_contraction_into(x, out, &mut e.tc);
+    let c = 0.5 * beta * beta * h2 * h2;
+    for i in 0..out.len() {
+        out[i] += c * e.tc[i] / e.m[i];
+    }
+    if all_finite(out) {
+        Ok(())
+    } else {
+        Err(third_failure(&e.tc, step, t))
+    }
+}
+
+/// The error of a failed shifted solve whose right-hand side was the gradient, naming the first
+/// non-finite input as the solvers report them (they test the matrix first, before touching
+/// the right-hand side, then the right-hand side): the gradient, then the matrix, called
+/// `hessian_name` (when the Hessian itself is not finite; otherwise the masses are). Out of
+/// line: only failing steps get here.
+#[cold]
+#[inline(never)]
+pub(crate) fn solve_failure<V: Vector>(
+    err: crate::linalg::SolveFailure,
+    hess: &V::Matrix,
+    hessian_name: &'static str,
+    step: u64,
+    t: f64,
+) -> StepError {
+    use crate::linalg::SolveFailure::NonFinite;
+    let what = match err {
+        NonFinite {
+            what: "right-hand side",
+        } => "gradient",
+        NonFinite {
+            what: "linear system matrix",
+        } if !V::matrix_is_finite(hess) => hessian_name,
+        _ => return err.at(step, t),
+    };
+    StepError::NonFinite { step, t, what }
+}
+
+/// [`f_into`] at the start of a step whose `f_k` is not cached (the first step, or after the
+/// state was changed): out of line, so that the steady-state evaluation at `x_k+1` is the only
+/// copy inlined into the step (where the masses of a fixed-size system are constants).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn f_at_start<V: Vector, P: Model<V> + ?Sized>(
+    third: bool,
+    beta: f64,
+    h2: f64,
+    options: &SolveOptions,
+    stats: &mut ZsStats,
+    e: &mut Eval<V>,
+    potential: &P,
+    x: &V,
+    out: &mut V,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    f_into(
+        third, beta, h2, options, stats, e, potential, x, out, step, t,
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn third_failure<V: Vector>(tc: &V, step: u64, t: f64) -> StepError {
+    StepError::NonFinite {
+        step,
+        t,
+        what: if all_finite(tc) {
+            "f (Z&S eq. 3)"
+        } else {
+            "third contraction"
+        },
+    }
+}
+
+impl<V: Vector> Core<V> {
     fn new(beta: f64, h: f64) -> Self {
         assert!(
             beta.is_finite(),
@@ -51,99 +249,89 @@ impl<const N: usize> Core<N> {
             beta,
             h,
             steps: 0,
-            cache: None,
             stats: ZsStats::default(),
             solve: SolveOptions::default(),
+            work: None,
         }
     }
 
-    /// `f(x)`: solve `(M + βh²H(x)) a = -∇V(x)`, then (Z&S only)
-    /// `f = a - ½ β² h⁴ M⁻¹ T(x; a)`. Depends on `h` only through `h²`.
-    fn f<P: Potential<N> + ?Sized>(
-        &mut self,
-        third: bool,
-        potential: &P,
-        x: &[f64; N],
-        h2: f64,
-        step: u64,
-        t: f64,
-    ) -> Result<[f64; N], StepError> {
-        self.stats.evaluations += 1;
-        let m = potential.masses();
-        let (g, hess) = potential.gradient_hessian(x);
-        check_finite(&g, "gradient", step, t)?;
-        if !hess.iter().all(|row| row.iter().all(|v| v.is_finite())) {
-            return Err(StepError::NonFinite {
-                step,
-                t,
-                what: "Hessian",
-            });
+    fn drop_cache(&mut self) {
+        if let Some(w) = &mut self.work {
+            w.cache_key = None;
         }
-        let rhs: [f64; N] = core::array::from_fn(|i| -g[i]);
-        let (a, how) = solve_shifted_with(&m, self.beta * h2, &hess, &rhs, &self.solve)
-            .map_err(|e| e.at(step, t))?;
-        match how {
-            Factorization::Cholesky => self.stats.cholesky_solves += 1,
-            Factorization::Lu => self.stats.lu_fallbacks += 1,
-        }
-        if !third {
-            return Ok(a);
-        }
-        let tc = potential.third_contraction(x, &a);
-        check_finite(&tc, "third contraction", step, t)?;
-        let c = 0.5 * self.beta * self.beta * h2 * h2;
-        let f = core::array::from_fn(|i| a[i] - c * tc[i] / m[i]);
-        check_finite(&f, "f (Z&S eq. 3)", step, t)?;
-        Ok(f)
     }
 
-    fn step<P: Potential<N> + ?Sized>(
+    fn step<P: Model<V> + ?Sized>(
         &mut self,
         third: bool,
         potential: &P,
-        state: &mut State<N>,
+        state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
         let (h, k, t) = (self.h, self.steps, state.t);
         check_h(h, k, t)?;
         let h2 = h * h;
         let h2_bits = h2.to_bits();
-        let f0 = match &self.cache {
-            Some(c) if c.h2_bits == h2_bits && same_bits(&c.q, &state.q) => {
-                self.stats.cache_hits += 1;
-                c.f
-            }
-            _ => {
-                let f = self.f(third, potential, &state.q, h2, k, t)?;
-                self.cache = Some(Cache {
-                    q: state.q,
-                    h2_bits,
-                    f,
-                });
-                f
-            }
+        let (beta, options) = (self.beta, self.solve);
+        let w = match &mut self.work {
+            Some(w) if w.eval.fits(potential, HessianPart::Full) => w,
+            slot => slot.insert(Work::new(potential)),
         };
-        // x_k+1 = x_k + h v_k + ½ h² f_k
-        let x1: [f64; N] = core::array::from_fn(|i| state.q[i] + h * state.v[i] + 0.5 * h2 * f0[i]);
-        check_finite(&x1, "new position", k, t)?;
-        let f1 = self.f(third, potential, &x1, h2, k, t)?;
+        potential.masses_into(&mut w.eval.m);
+        if w.cache_key == Some(h2_bits) && same_bits(&w.cache_q, &state.q) {
+            self.stats.cache_hits += 1;
+        } else {
+            w.cache_key = None;
+            f_at_start(
+                third,
+                beta,
+                h2,
+                &options,
+                &mut self.stats,
+                &mut w.eval,
+                potential,
+                &state.q,
+                &mut w.f0,
+                k,
+                t,
+            )?;
+            w.cache_q.copy_from(&state.q);
+            w.cache_key = Some(h2_bits);
+        }
+        // x_k+1 = x_k + h v_k + ½ h² f_k, with F = -f (see `f_into`)
+        let n = state.q.len();
+        for i in 0..n {
+            w.x1[i] = state.q[i] + h * state.v[i] - 0.5 * h2 * w.f0[i];
+        }
+        check_finite(&w.x1, "new position", k, t)?;
+        f_into(
+            third,
+            beta,
+            h2,
+            &options,
+            &mut self.stats,
+            &mut w.eval,
+            potential,
+            &w.x1,
+            &mut w.f1,
+            k,
+            t,
+        )?;
         // v_k+1 = v_k + ½ h (f_k + f_k+1)
-        let v1: [f64; N] = core::array::from_fn(|i| state.v[i] + 0.5 * h * (f0[i] + f1[i]));
-        check_finite(&v1, "new velocity", k, t)?;
-        let t1 = t + h;
-        state.q = x1;
-        state.v = v1;
-        state.t = t1;
-        self.cache = Some(Cache {
-            q: x1,
-            h2_bits,
-            f: f1,
-        });
+        for i in 0..n {
+            w.v1[i] = state.v[i] - 0.5 * h * (w.f0[i] + w.f1[i]);
+        }
+        check_finite(&w.v1, "new velocity", k, t)?;
+        state.q.copy_from(&w.x1);
+        state.v.copy_from(&w.v1);
+        state.t = t + h;
+        core::mem::swap(&mut w.f0, &mut w.f1);
+        w.cache_q.copy_from(&w.x1);
         self.steps += 1;
         Ok(())
     }
 }
 
-impl<const N: usize> Core<N> {
+impl<V: Vector> Core<V> {
     fn save(&self, out: &mut ScopeMut<'_>) {
         out.set_f64("h", self.h);
         out.set_f64("beta", self.beta);
@@ -163,14 +351,14 @@ impl<const N: usize> Core<N> {
         self.beta = beta;
         self.solve = SolveOptions { max_condition };
         self.steps = from.u64("steps")?;
-        self.cache = None;
+        self.drop_cache();
         Ok(())
     }
 }
 
 macro_rules! zs_common {
     ($ty:ident, $third:expr, $name:literal) => {
-        impl<const N: usize> $ty<N> {
+        impl<V: Vector> $ty<V> {
             /// The integrator with parameter `beta` (β; the paper uses 0.4, or 0.3 for DNA) and
             /// step `h` (negative: integrate backwards).
             ///
@@ -211,7 +399,7 @@ macro_rules! zs_common {
                     "Zhang-Skeel: beta must be finite, got {beta}"
                 );
                 self.core.beta = beta;
-                self.core.cache = None;
+                self.core.drop_cache();
             }
 
             /// Reject near-singular linear systems: a step whose `M + βh²H` has an estimated
@@ -224,7 +412,7 @@ macro_rules! zs_common {
             /// If `max_condition` is NaN or below 1.
             pub fn with_max_condition(mut self, max_condition: f64) -> Self {
                 self.core.solve = SolveOptions::with_max_condition(max_condition);
-                self.core.cache = None;
+                self.core.drop_cache();
                 self
             }
 
@@ -236,7 +424,7 @@ macro_rules! zs_common {
             /// Forget the cached `f_k`. Required before stepping a *different potential* with
             /// this integrator (the cache key is the position and `h²`, not the potential).
             pub fn reset(&mut self) {
-                self.core.cache = None;
+                self.core.drop_cache();
             }
 
             /// Number of steps completed (the index reported by the next failing step).
@@ -261,10 +449,10 @@ macro_rules! zs_common {
             /// non-finite `h`, [`StepError::SingularMatrix`] when `M + βh²H` is singular to
             /// working precision, [`StepError::NonFinite`] when a gradient, Hessian, third
             /// contraction, solution or new state is not finite.
-            pub fn step<P: Potential<N> + ?Sized>(
+            pub fn step<P: Model<V> + ?Sized>(
                 &mut self,
                 potential: &P,
-                state: &mut State<N>,
+                state: &mut StateOf<V>,
             ) -> Result<(), StepError> {
                 self.core.step($third, potential, state)
             }
@@ -272,7 +460,7 @@ macro_rules! zs_common {
 
         /// Saves `h`, β, the condition limit and the step counter (exact bits); the cached
         /// `f` is recomputed from the restored state by the same code, giving the same bits.
-        impl<const N: usize> Resumable for $ty<N> {
+        impl<V: Vector> Resumable for $ty<V> {
             fn save(&self, out: &mut ScopeMut<'_>) {
                 self.core.save(out);
             }
@@ -281,8 +469,8 @@ macro_rules! zs_common {
             }
         }
 
-        impl<P: Potential<N> + ?Sized, const N: usize> Stepper<P, N> for $ty<N> {
-            fn step(&mut self, target: &P, state: &mut State<N>) -> Result<(), StepError> {
+        impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for $ty<V> {
+            fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
                 self.core.step($third, target, state)
             }
             fn h(&self) -> f64 {
@@ -337,8 +525,8 @@ macro_rules! zs_common {
 /// assert_eq!(zs.steps_taken(), 1000);
 /// ```
 #[derive(Debug, Clone)]
-pub struct ZhangSkeel<const N: usize> {
-    core: Core<N>,
+pub struct ZhangSkeel<V: Vector> {
+    core: Core<V>,
 }
 
 /// Simplified Zhang & Skeel (Z&Ss): Tao & Owhadi, Integrator 4, eq. 18 — [`ZhangSkeel`] with
@@ -355,8 +543,8 @@ pub struct ZhangSkeel<const N: usize> {
 /// gives a commutation condition under which it is, which always holds for one degree of
 /// freedom). Cheaper than Z&S: no third contraction.
 #[derive(Debug, Clone)]
-pub struct ZhangSkeelSimplified<const N: usize> {
-    core: Core<N>,
+pub struct ZhangSkeelSimplified<V: Vector> {
+    core: Core<V>,
 }
 
 zs_common!(ZhangSkeel, true, "zhang-skeel");

@@ -1,20 +1,28 @@
 //! Simplified Zhang & Skeel for stiff systems (Z&Ss-stiff; Tao & Owhadi Integrator 5, eq. 19):
 //! `INTEGRATORS.md` §4.
 
+use super::zhang_skeel::{solve_failure, Eval};
 use super::{check_finite, check_h, same_bits};
-use crate::linalg::{solve_shifted, Factorization};
-use crate::{State, StepError, Stepper, StiffSplit, ZsStats};
+use crate::linalg::{ShiftedSolve, SolveOptions};
+use crate::model::HessianPart;
+use crate::vector::Vector;
+use crate::{StateOf, StepError, Stepper, StiffModel, ZsStats};
 
-/// `a(x)` cached at the end of a step, keyed by the bit patterns of `x` and `h²`.
-#[derive(Debug, Clone, Copy)]
-struct Cache<const N: usize> {
-    x: [f64; N],
-    h2_bits: u64,
-    a: [f64; N],
+/// Buffers made at the first step: the evaluation of `a(x)` (stiff-Hessian pattern), `a_k` with
+/// its key (the bits of `x` and `h²`), the new state.
+#[derive(Debug)]
+struct Work<V: Vector> {
+    eval: Eval<V>,
+    a0: V,
+    a1: V,
+    x1: V,
+    v1: V,
+    cache_x: V,
+    cache_key: Option<u64>,
 }
 
 /// Simplified Z&S for stiff systems (Tao & Owhadi, Integrator 5, eq. 19), for a potential split
-/// `V = V0 + ε⁻¹V1` into a soft part and a stiff part ([`StiffSplit`]; `ε⁻¹` is folded into
+/// `V = V0 + ε⁻¹V1` into a soft part and a stiff part ([`crate::StiffSplit`]; `ε⁻¹` is folded into
 /// `V1`):
 ///
 /// ```text
@@ -31,24 +39,38 @@ struct Cache<const N: usize> {
 /// definite; not symplectic in general (like Z&Ss, eq. 18). It is what the paper uses for the
 /// water cluster (§4.3), composed with the Ornstein–Uhlenbeck flow in [`crate::Langevin`].
 ///
-/// Cost per step: one `(∇V, Hess V1)` evaluation and one dense `n×n` solve (Cholesky, falling
-/// back to pivoted LU); `a_k+1` is cached for the next step, keyed by the bit patterns of `x`
-/// and `h²` (call [`ZhangSkeelStiff::reset`] before stepping a different potential).
+/// Cost per step: one `(∇V, Hess V1)` evaluation and one solve with `M + βh²Hess V1`; `a_k+1`
+/// is cached for the next step, keyed by the bit patterns of `x` and `h²` (call
+/// [`ZhangSkeelStiff::reset`] before stepping a different potential).
 ///
-/// *Future work:* the paper's point (§4.3) is that for water the stiff Hessian couples only the
-/// atoms of one molecule, so `M + βh²Hess V1` is block diagonal (one 9×9 block per molecule) and
-/// the solve is O(N) in the number of molecules. This implementation factors the dense `n×n`
-/// matrix (O(n³)); a block-diagonal solve needs the block structure from the system definition.
-#[derive(Debug, Clone)]
-pub struct ZhangSkeelStiff<const N: usize> {
+/// The solve is in the pattern of the stiff Hessian only ([`crate::HessianPart::Stiff`]): for a
+/// fixed-size system the dense `n×n` solve; for an assembled system whose stiff terms act within
+/// bodies — rigid water, where the penalty couples only the atoms of one molecule (paper §4.3) —
+/// a block-diagonal solve, one block per body, O(N).
+#[derive(Debug)]
+pub struct ZhangSkeelStiff<V: Vector> {
     beta: f64,
     h: f64,
     steps: u64,
-    cache: Option<Cache<N>>,
     stats: ZsStats,
+    work: Option<Work<V>>,
 }
 
-impl<const N: usize> ZhangSkeelStiff<N> {
+/// A copy of the parameters and counters; the buffers and the cached `a_k` are rebuilt
+/// (recomputed bit for bit) at the copy's first step.
+impl<V: Vector> Clone for ZhangSkeelStiff<V> {
+    fn clone(&self) -> Self {
+        Self {
+            beta: self.beta,
+            h: self.h,
+            steps: self.steps,
+            stats: self.stats,
+            work: None,
+        }
+    }
+}
+
+impl<V: Vector> ZhangSkeelStiff<V> {
     /// The integrator with parameter `beta` (β) and step `h` (negative: integrate backwards).
     /// An invalid `h` (zero, non-finite) is reported by `step` as
     /// [`StepError::InvalidStepSize`].
@@ -64,8 +86,8 @@ impl<const N: usize> ZhangSkeelStiff<N> {
             beta,
             h,
             steps: 0,
-            cache: None,
             stats: ZsStats::default(),
+            work: None,
         }
     }
 
@@ -95,12 +117,14 @@ impl<const N: usize> ZhangSkeelStiff<N> {
             "Zhang-Skeel stiff: beta must be finite, got {beta}"
         );
         self.beta = beta;
-        self.cache = None;
+        self.reset();
     }
 
     /// Forget the cached `a_k` (required before stepping a different potential).
     pub fn reset(&mut self) {
-        self.cache = None;
+        if let Some(w) = &mut self.work {
+            w.cache_key = None;
+        }
     }
 
     /// Number of steps completed (the index reported by the next failing step).
@@ -119,86 +143,111 @@ impl<const N: usize> ZhangSkeelStiff<N> {
         self.stats.lu_fallbacks
     }
 
-    /// `a(x)`: solve `(M + βh² Hess V1(x)) a = −∇V(x)`.
-    fn accel<P: StiffSplit<N> + ?Sized>(
-        &mut self,
-        potential: &P,
-        x: &[f64; N],
-        h2: f64,
-        step: u64,
-        t: f64,
-    ) -> Result<[f64; N], StepError> {
-        self.stats.evaluations += 1;
-        let m = potential.masses();
-        let (g, h1) = potential.gradient_stiff_hessian(x);
-        check_finite(&g, "gradient", step, t)?;
-        if !h1.iter().all(|row| row.iter().all(|v| v.is_finite())) {
-            return Err(StepError::NonFinite {
-                step,
-                t,
-                what: "stiff Hessian",
-            });
-        }
-        let rhs: [f64; N] = core::array::from_fn(|i| -g[i]);
-        let (a, how) = solve_shifted(&m, self.beta * h2, &h1, &rhs).map_err(|e| e.at(step, t))?;
-        match how {
-            Factorization::Cholesky => self.stats.cholesky_solves += 1,
-            Factorization::Lu => self.stats.lu_fallbacks += 1,
-        }
-        Ok(a)
-    }
-
     /// Advance `state` by one step of size `h` (time included).
     ///
     /// On error `state` is unchanged and the error carries the index of the failing step and the
     /// time it started from: [`StepError::InvalidStepSize`], [`StepError::SingularMatrix`]
     /// (`M + βh²Hess V1` singular), [`StepError::NonFinite`].
-    pub fn step<P: StiffSplit<N> + ?Sized>(
+    pub fn step<P: StiffModel<V> + ?Sized>(
         &mut self,
         potential: &P,
-        state: &mut State<N>,
+        state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
         let (h, k, t) = (self.h, self.steps, state.t);
         check_h(h, k, t)?;
         let h2 = h * h;
         let h2_bits = h2.to_bits();
-        let a0 = match &self.cache {
-            Some(c) if c.h2_bits == h2_bits && same_bits(&c.x, &state.q) => {
-                self.stats.cache_hits += 1;
-                c.a
-            }
-            _ => {
-                let a = self.accel(potential, &state.q, h2, k, t)?;
-                self.cache = Some(Cache {
-                    x: state.q,
-                    h2_bits,
-                    a,
-                });
-                a
-            }
+        let beta = self.beta;
+        let n = potential.dimension();
+        let w = match &mut self.work {
+            Some(w) if w.eval.fits(potential, HessianPart::Stiff) => w,
+            slot => slot.insert(Work {
+                eval: Eval::new(potential, HessianPart::Stiff),
+                a0: V::zeros(n),
+                a1: V::zeros(n),
+                x1: V::zeros(n),
+                v1: V::zeros(n),
+                cache_x: V::zeros(n),
+                cache_key: None,
+            }),
         };
+        potential.masses_into(&mut w.eval.m);
+        if w.cache_key == Some(h2_bits) && same_bits(&w.cache_x, &state.q) {
+            self.stats.cache_hits += 1;
+        } else {
+            w.cache_key = None;
+            accel(
+                beta,
+                h2,
+                &mut self.stats,
+                &mut w.eval,
+                potential,
+                &state.q,
+                &mut w.a0,
+                k,
+                t,
+            )?;
+            w.cache_x.copy_from(&state.q);
+            w.cache_key = Some(h2_bits);
+        }
         // x_k+1 = x_k + h v_k + ½h² a_k
-        let x1: [f64; N] = core::array::from_fn(|i| state.q[i] + h * state.v[i] + 0.5 * h2 * a0[i]);
-        check_finite(&x1, "new position", k, t)?;
-        let a1 = self.accel(potential, &x1, h2, k, t)?;
+        for i in 0..n {
+            w.x1[i] = state.q[i] + h * state.v[i] - 0.5 * h2 * w.a0[i];
+        }
+        check_finite(&w.x1, "new position", k, t)?;
+        accel(
+            beta,
+            h2,
+            &mut self.stats,
+            &mut w.eval,
+            potential,
+            &w.x1,
+            &mut w.a1,
+            k,
+            t,
+        )?;
         // v_k+1 = v_k + ½h (a_k + a_k+1)
-        let v1: [f64; N] = core::array::from_fn(|i| state.v[i] + 0.5 * h * (a0[i] + a1[i]));
-        check_finite(&v1, "new velocity", k, t)?;
-        state.q = x1;
-        state.v = v1;
+        for i in 0..n {
+            w.v1[i] = state.v[i] - 0.5 * h * (w.a0[i] + w.a1[i]);
+        }
+        check_finite(&w.v1, "new velocity", k, t)?;
+        state.q.copy_from(&w.x1);
+        state.v.copy_from(&w.v1);
         state.t = t + h;
-        self.cache = Some(Cache {
-            x: x1,
-            h2_bits,
-            a: a1,
-        });
+        core::mem::swap(&mut w.a0, &mut w.a1);
+        w.cache_x.copy_from(&w.x1);
         self.steps += 1;
         Ok(())
     }
 }
 
-impl<P: StiffSplit<N> + ?Sized, const N: usize> Stepper<P, N> for ZhangSkeelStiff<N> {
-    fn step(&mut self, target: &P, state: &mut State<N>) -> Result<(), StepError> {
+/// `-a(x)` into `out`: solve `(M + βh² Hess V1(x)) a = −∇V(x)` (as `y = -a`, in place on the
+/// gradient; the step subtracts it where eq. 19 adds `a`: the same bits).
+#[allow(clippy::too_many_arguments)]
+fn accel<V: Vector, P: StiffModel<V> + ?Sized>(
+    beta: f64,
+    h2: f64,
+    stats: &mut ZsStats,
+    e: &mut Eval<V>,
+    potential: &P,
+    x: &V,
+    out: &mut V,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    stats.evaluations += 1;
+    // (M + βh² Hess V1) y = ∇V in place on the gradient: y = -a, which the step subtracts.
+    potential.gradient_stiff_hessian_into(x, out, &mut e.hess);
+    let how = e
+        .solver
+        .solve_shifted(&e.m, beta * h2, &e.hess, out, &SolveOptions::default())
+        .map_err(|err| solve_failure::<V>(err, &e.hess, "stiff Hessian", step, t))?;
+    stats.count(how);
+    Ok(())
+}
+
+impl<P: StiffModel<V> + ?Sized, V: Vector> Stepper<P, V> for ZhangSkeelStiff<V> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         ZhangSkeelStiff::step(self, target, state)
     }
     fn h(&self) -> f64 {

@@ -1,0 +1,57 @@
+//! Files written so that they never look complete when they are not: the temporary-name,
+//! `fsync`, rename discipline every result and checkpoint file of the crate follows. The
+//! lowest layer of the output modules: [`crate::checkpoint`] and [`crate::output`] build on it.
+
+use std::fs::File;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+
+/// Write `bytes` to `path` atomically: to `<path>.tmp`, flush, `fsync`, rename to `path`,
+/// `fsync` the directory (on Unix). A crash at any point leaves either the old `path` (if any)
+/// or the new one complete, never a truncated file under `path`.
+///
+/// # Errors
+/// Any I/O error (then `<path>.tmp` may remain and `path` is untouched).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = tmp_path_of(path);
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.flush()?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    sync_parent_dir(path);
+    Ok(())
+}
+
+/// Make a rename in `path`'s directory durable (Unix: `fsync` of the directory). Best effort:
+/// a directory that cannot be opened for syncing (some filesystems) is not an error, the rename
+/// itself having succeeded.
+pub fn sync_parent_dir(path: &Path) {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+/// The sidecar that marks `path` as ended early: `<path>.incomplete`.
+pub fn incomplete_marker_of(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".incomplete");
+    PathBuf::from(s)
+}
+
+/// `<path>.tmp`, where a file is written before it is renamed to `path`.
+pub fn tmp_path_of(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".tmp");
+    PathBuf::from(s)
+}

@@ -1,0 +1,170 @@
+//! The one linear solve of a linearly-implicit step: `(M + s·H) a = b` with `M` the diagonal
+//! mass matrix, `H` a symmetric Hessian and `s = βh²` (Z&S eq. 3, third line; Z&Ss eq. 18).
+//!
+//! [`ShiftedSolve`] is the interface the integrators call, with a two-phase life: a solver is
+//! made once per sparsity pattern (set-up), then factors and solves each step without
+//! allocating. Backends:
+//! - [`dense`]: `[[f64; N]; N]` on the stack, unrolled Cholesky with a pivoted-LU fallback, for
+//!   the fixed-size systems ([`DenseSolver`]);
+//! - [`crate::sparse`]: assembled systems — block diagonal (one dense block per body, e.g. the
+//!   stiff Hessian of rigid water) or general sparse symmetric via faer (symbolic Cholesky once,
+//!   numeric `LLᵀ` each step, `LDLᵀ` and pivoting-LU fallbacks when indefinite).
+//!
+//! Every backend reports the same typed failures ([`SolveFailure`]): a non-finite matrix or
+//! right-hand side, a matrix singular to working precision (smallest/largest pivot below
+//! `n·ε`), an estimated condition number above a user-set limit, a non-finite solution.
+
+pub mod dense;
+
+pub use dense::{
+    condition_estimate, condition_estimate_array, lu_solve_general, solve_array, solve_array_with,
+    solve_matrix, solve_matrix_with, solve_shifted, solve_shifted_in_place, solve_shifted_with,
+    DenseSolver,
+};
+
+use crate::StepError;
+
+/// Which factorization solved the system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Factorization {
+    /// Cholesky: the matrix was symmetric positive definite.
+    Cholesky,
+    /// LU with partial pivoting: Cholesky failed (indefinite matrix) or was ill-balanced.
+    Lu,
+    /// `LDLᵀ` without pivoting (the sparse backend, [`crate::sparse`]): Cholesky failed on an
+    /// indefinite matrix whose `LDLᵀ` is well balanced and accurate (checked backward error).
+    Ldlt,
+}
+
+impl Factorization {
+    /// True for [`Factorization::Cholesky`]: the matrix was found positive definite. Every other
+    /// factorization is a fallback on an indefinite or ill-balanced matrix (counted as such in
+    /// the steppers' statistics, e.g. [`crate::ZsStats::lu_fallbacks`]).
+    pub fn is_cholesky(self) -> bool {
+        self == Factorization::Cholesky
+    }
+}
+
+/// The shifted solve `(M + s·H) x = b` of every linearly-implicit step (Z&S eq. 3, Z&Ss eq. 18,
+/// eq. 19, the Newton steps of Newmark eqs. 12, 14), behind one interface with a two-phase life:
+/// the solver is made once per sparsity pattern ([`crate::Model::new_solver`]: for the sparse
+/// backend that is the symbolic factorization and all scratch memory), then each call factors
+/// the numeric values and solves, allocating nothing.
+///
+/// Backends: [`DenseSolver`] (the unrolled stack solve of this module, fixed sizes) and
+/// [`crate::sparse::SparseSolver`] (block diagonal, or sparse `LLᵀ` via faer with `LDLᵀ` and
+/// pivoting-LU fallbacks).
+pub trait ShiftedSolve<V: crate::vector::Vector> {
+    /// Factor `diag(masses) + scale·hessian` and overwrite `x` (holding `b`) by the solution.
+    ///
+    /// Failures, as [`solve_shifted_with`]: a non-finite matrix or right-hand side, a matrix
+    /// singular to working precision, an estimated condition number above
+    /// `options.max_condition`, a non-finite solution. On failure `x` is unspecified.
+    fn solve_shifted(
+        &mut self,
+        masses: &V,
+        scale: f64,
+        hessian: &V::Matrix,
+        x: &mut V,
+        options: &SolveOptions,
+    ) -> Result<Factorization, SolveFailure>;
+}
+
+/// Why [`solve_shifted`] failed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SolveFailure {
+    /// The matrix is singular to working precision: a zero pivot, or
+    /// `pivot / max_pivot < N·ε` in the pivoted LU.
+    Singular {
+        /// Dimension.
+        n: usize,
+        /// Smallest pivot magnitude.
+        pivot: f64,
+        /// Largest pivot magnitude.
+        max_pivot: f64,
+    },
+    /// The matrix was factored, but its estimated condition number exceeds the user's limit
+    /// ([`SolveOptions::max_condition`]).
+    IllConditioned {
+        /// Dimension.
+        n: usize,
+        /// Estimate `κ̂₁ ≤ κ₁(A) = ‖A‖₁‖A⁻¹‖₁` (Hager–Higham).
+        condition: f64,
+        /// The limit it exceeded.
+        limit: f64,
+    },
+    /// A non-finite value in the matrix, the right-hand side or the solution.
+    NonFinite {
+        /// Which one (`"linear system matrix"`, `"right-hand side"`, `"linear solve solution"`).
+        what: &'static str,
+    },
+}
+
+impl SolveFailure {
+    /// The [`StepError`] of step `step` started at time `t`.
+    pub fn at(self, step: u64, t: f64) -> StepError {
+        match self {
+            SolveFailure::Singular {
+                n,
+                pivot,
+                max_pivot,
+            } => StepError::SingularMatrix {
+                step,
+                t,
+                n,
+                pivot,
+                max_pivot,
+            },
+            SolveFailure::IllConditioned {
+                n,
+                condition,
+                limit,
+            } => StepError::IllConditioned {
+                step,
+                t,
+                n,
+                condition,
+                limit,
+            },
+            SolveFailure::NonFinite { what } => StepError::NonFinite { step, t, what },
+        }
+    }
+}
+
+/// Options of [`solve_shifted_with`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SolveOptions {
+    /// Reject a factored matrix whose estimated 1-norm condition number exceeds this limit
+    /// ([`SolveFailure::IllConditioned`]). `f64::INFINITY` (the default) turns the check off and
+    /// skips the estimate. A limit near `1/ε ≈ 4.5e15` only adds to the pivot test; limits like
+    /// `1e8`–`1e12` stop a run whose linear systems lose more than 8–12 digits.
+    pub max_condition: f64,
+}
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        Self {
+            max_condition: f64::INFINITY,
+        }
+    }
+}
+
+impl SolveOptions {
+    /// Options with a condition-number limit.
+    ///
+    /// # Panics
+    /// If `max_condition` is NaN or below 1 (every matrix has `κ ≥ 1`).
+    pub fn with_max_condition(max_condition: f64) -> Self {
+        assert!(
+            max_condition >= 1.0,
+            "SolveOptions: max_condition must be >= 1, got {max_condition}"
+        );
+        Self { max_condition }
+    }
+}
+
+/// Relative pivot threshold below which a matrix is declared singular: `N·ε`.
+#[inline]
+pub fn singular_threshold(n: usize) -> f64 {
+    n.max(1) as f64 * f64::EPSILON
+}

@@ -1,0 +1,332 @@
+//! What an integrator needs of a system, whatever its storage: the traits every stepper is
+//! written against, once.
+//!
+//! A fixed-size system (`#[mechanical_system]` with `potential`) implements the contract's
+//! [`Potential<N>`] / [`StiffSplit<N>`] / [`MechanicalSystem<N, M>`], which return arrays by
+//! value; the blanket impls here make every such type a [`Model<[f64; N]>`](Model) (and
+//! [`StiffModel`], [`ConstrainedModel`]) with no cost: after inlining, `gradient_into(q, g)` is
+//! `*g = gradient(q)`. An assembled system (`assembly::Assembled`) implements the same
+//! traits over `Vec<f64>`, scattering per-term kernels into preallocated storage.
+//!
+//! Methods write into buffers the caller owns (`*_into`), so that a step on an assembled
+//! system allocates nothing; their names differ from the contract's so that both traits can be
+//! imported together without ambiguity.
+
+use crate::linalg::SolveFailure;
+use crate::vector::Vector;
+use crate::{MechanicalSystem, Potential, StiffSplit};
+
+/// Which Hessian a matrix holds, hence which sparsity pattern it has: the whole `Hess V`
+/// (Z&S, Newmark), or only the stiff part `Hess V1` that Z&Ss-stiff (eq. 19) puts in its solve
+/// (block diagonal for rigid water: one block per molecule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HessianPart {
+    /// `Hess V`.
+    Full,
+    /// `Hess V1` of the split `V = V0 + V1` ([`StiffModel`]).
+    Stiff,
+}
+
+/// A potential with a constant diagonal mass matrix, as the integrators see it.
+pub trait Model<V: Vector> {
+    /// Number of coordinates `n`.
+    fn dimension(&self) -> usize;
+    /// An identifier of the layout of the matrices and solvers this model makes for `part`
+    /// (their pattern): a stepper that sees it change rebuilds its workspace. Fixed-size
+    /// systems have one layout per `N` (0).
+    #[inline]
+    fn matrix_layout(&self, part: HessianPart) -> u64 {
+        let _ = part;
+        0
+    }
+    /// A zero matrix in the pattern of `part` (set-up).
+    fn new_matrix(&self, part: HessianPart) -> V::Matrix;
+    /// The solver of `(M + sH) x = b` for that pattern, after its symbolic phase (set-up).
+    fn new_solver(&self, part: HessianPart) -> V::Solver;
+    /// The diagonal of `M`.
+    fn masses_into(&self, m: &mut V);
+    /// The diagonal of `M` into a slice of length `n` (for steppers that keep type-independent
+    /// buffers, such as [`crate::Langevin`]).
+    fn masses_into_slice(&self, m: &mut [f64]);
+    /// `½ vᵀ M v`.
+    fn kinetic_energy(&self, v: &V) -> f64;
+    /// `V(q)`.
+    fn potential_at(&self, q: &V) -> f64;
+    /// `∇V(q)`.
+    fn gradient_into(&self, q: &V, g: &mut V);
+    /// `Hess V(q)`.
+    fn hessian_into(&self, q: &V, h: &mut V::Matrix);
+    /// `∇V(q)` and `Hess V(q)` in one evaluation.
+    fn gradient_hessian_into(&self, q: &V, g: &mut V, h: &mut V::Matrix);
+    /// `T(q; a)_i = Σ_jk ∂³V/∂q_i∂q_j∂q_k a_j a_k`.
+    fn third_contraction_into(&self, q: &V, a: &V, out: &mut V);
+}
+
+/// A [`Model`] whose potential is split `V = V0 + V1` into a soft and a stiff part
+/// (Tao & Owhadi eq. 19, `ε⁻¹` folded into `V1`): the view of [`StiffSplit`] Z&Ss-stiff uses.
+pub trait StiffModel<V: Vector>: Model<V> {
+    /// `∇V(q)` of the total potential and `Hess V1(q)` of the stiff part, into a matrix made by
+    /// [`Model::new_matrix`]`(HessianPart::Stiff)`.
+    fn gradient_stiff_hessian_into(&self, q: &V, g: &mut V, h: &mut V::Matrix);
+}
+
+impl<P: Potential<N> + ?Sized, const N: usize> Model<[f64; N]> for P {
+    #[inline]
+    fn dimension(&self) -> usize {
+        N
+    }
+    #[inline]
+    fn new_matrix(&self, _part: HessianPart) -> [[f64; N]; N] {
+        [[0.0; N]; N]
+    }
+    #[inline]
+    fn new_solver(&self, _part: HessianPart) -> crate::linalg::DenseSolver<N> {
+        crate::linalg::DenseSolver
+    }
+    #[inline]
+    fn masses_into(&self, m: &mut [f64; N]) {
+        *m = self.masses();
+    }
+    #[inline]
+    fn masses_into_slice(&self, m: &mut [f64]) {
+        m.copy_from_slice(&self.masses());
+    }
+    #[inline]
+    fn kinetic_energy(&self, v: &[f64; N]) -> f64 {
+        let m = self.masses();
+        0.5 * (0..N).map(|i| m[i] * v[i] * v[i]).sum::<f64>()
+    }
+    #[inline]
+    fn potential_at(&self, q: &[f64; N]) -> f64 {
+        self.potential(q)
+    }
+    #[inline]
+    fn gradient_into(&self, q: &[f64; N], g: &mut [f64; N]) {
+        *g = self.gradient(q);
+    }
+    #[inline]
+    fn hessian_into(&self, q: &[f64; N], h: &mut [[f64; N]; N]) {
+        *h = self.hessian(q);
+    }
+    #[inline]
+    fn gradient_hessian_into(&self, q: &[f64; N], g: &mut [f64; N], h: &mut [[f64; N]; N]) {
+        (*g, *h) = self.gradient_hessian(q);
+    }
+    #[inline]
+    fn third_contraction_into(&self, q: &[f64; N], a: &[f64; N], out: &mut [f64; N]) {
+        *out = self.third_contraction(q, a);
+    }
+}
+
+impl<P: StiffSplit<N> + ?Sized, const N: usize> StiffModel<[f64; N]> for P {
+    #[inline]
+    fn gradient_stiff_hessian_into(&self, q: &[f64; N], g: &mut [f64; N], h: &mut [[f64; N]; N]) {
+        (*g, *h) = self.gradient_stiff_hessian(q);
+    }
+}
+
+/// Storage of a constraint Jacobian `G = Dg` (row `c` is `∇g_c`) and the operations SHAKE and
+/// RATTLE perform with it: `[[f64; N]; M]` for fixed-size systems, a sparse row list for
+/// assembled ones (each constraint touches one or two bodies).
+pub trait Jacobian<V: Vector, C: Vector>: Clone + core::fmt::Debug + Send + Sync {
+    /// `∇g_c · x`.
+    fn row_dot(&self, c: usize, x: &V) -> f64;
+    /// `∇g_c · d_c` with `d_c` row `c` of `other` (a Jacobian of the same system).
+    fn rows_dot(&self, other: &Self, c: usize) -> f64;
+    /// `|∇g_c|`.
+    fn row_norm(&self, c: usize) -> f64;
+    /// `x -= alpha · row_c`.
+    fn sub_row(&self, c: usize, alpha: f64, x: &mut V);
+    /// `self = source · diag(w)` (row `c` becomes `w ∘ ∇g_c`): `M⁻¹∇g_c` for `w = M⁻¹`.
+    fn scale_columns(&mut self, source: &Self, w: &V);
+    /// `x -= Gᵀ y / divisor`, entry by entry as `x_i -= (Σ_c G_ci y_c) / divisor`.
+    fn sub_transpose_mul(&self, y: &C, divisor: f64, x: &mut V);
+    /// `Σ_i G_ci w_i x_i`.
+    fn weighted_row_dot(&self, c: usize, w: &V, x: &V) -> f64;
+    /// True when every entry of row `c` is finite.
+    fn row_is_finite(&self, c: usize) -> bool;
+    /// True when every entry is finite.
+    fn is_finite(&self) -> bool;
+}
+
+/// The linear systems of SHAKE and RATTLE with an `m × m` matrix built from Jacobians: the
+/// symmetric `G M⁻¹ Gᵀ` of the velocity projection and the nonsymmetric Newton matrix
+/// `G(Q) M⁻¹ G(q_n)ᵀ` of the constraint solve. Two-phase like [`crate::linalg::ShiftedSolve`]:
+/// the pattern (which constraints share a coordinate) is fixed at set-up.
+pub trait ConstraintSolve<V: Vector, C: Vector, J: Jacobian<V, C>>:
+    core::fmt::Debug + Send + Sync
+{
+    /// Solve `(G W Gᵀ) x = b` (`W = diag(w)`, here `M⁻¹`), `b` given in `x`; symmetric positive
+    /// semi-definite, singular when the constraints are dependent.
+    fn solve_gram(&mut self, jac: &J, w: &V, x: &mut C) -> Result<(), SolveFailure>;
+    /// Solve `A x = b` with `A_rc = ∇g_r(Q) · d_c` (`a` holds `G(Q)`, `d` holds the rows
+    /// `d_c`), `b` given in `x`; general (not symmetric).
+    fn solve_newton(&mut self, a: &J, d: &J, x: &mut C) -> Result<(), SolveFailure>;
+}
+
+/// Coordinates `Self` with constraint values stored as `C`: fixes how a constraint Jacobian is
+/// stored and how the `m × m` systems of SHAKE/RATTLE are solved, as [`Vector`] does for the
+/// Hessian (`[f64; N]` with `[f64; M]`: dense on the stack; `Vec<f64>` with `Vec<f64>`: sparse).
+pub trait ConstraintSpace<C: Vector>: Vector {
+    /// Storage of `G`.
+    type Jacobian: Jacobian<Self, C>;
+    /// The solver of the `m × m` systems.
+    type ConstraintSolver: ConstraintSolve<Self, C, Self::Jacobian>;
+}
+
+impl<const N: usize, const M: usize> ConstraintSpace<[f64; M]> for [f64; N] {
+    type Jacobian = [[f64; N]; M];
+    type ConstraintSolver = DenseConstraintSolver;
+}
+
+/// A system with holonomic constraints `g(q) = 0` (`m` of them, stored as `C`), as SHAKE and
+/// RATTLE see it: the view of [`MechanicalSystem`] over any storage.
+pub trait ConstrainedModel<V: ConstraintSpace<C>, C: Vector>: Model<V> {
+    /// Number of constraints `m`.
+    fn constraint_count(&self) -> usize;
+    /// A zero Jacobian (set-up).
+    fn new_jacobian(&self) -> V::Jacobian;
+    /// The `m × m` solver (set-up).
+    fn new_constraint_solver(&self) -> V::ConstraintSolver;
+    /// `g(q)`.
+    fn constraints_into(&self, q: &V, g: &mut C);
+    /// `g(q)` and `G(q)`.
+    fn constraints_jacobian_into(&self, q: &V, g: &mut C, jac: &mut V::Jacobian);
+    /// `g_c(q)` and `∇g_c(q)` (into row `c` of `jac`; other rows may be left as they were, and
+    /// `g` may receive other constraints' values too). Fixed-size systems evaluate every
+    /// constraint; assembled systems only the one term.
+    fn constraint_row_into(&self, q: &V, c: usize, g: &mut C, jac: &mut V::Jacobian) -> f64;
+    /// `|g(q)|` (Euclidean), without keeping `g`.
+    fn constraint_norm(&self, q: &V) -> f64;
+}
+
+/// The dense `[[f64; N]; M]` Jacobian of a fixed-size system.
+impl<const N: usize, const M: usize> Jacobian<[f64; N], [f64; M]> for [[f64; N]; M] {
+    #[inline]
+    fn row_dot(&self, c: usize, x: &[f64; N]) -> f64 {
+        self[c].iter().zip(x).map(|(a, b)| a * b).sum()
+    }
+    #[inline]
+    fn rows_dot(&self, other: &Self, c: usize) -> f64 {
+        self[c].iter().zip(&other[c]).map(|(a, b)| a * b).sum()
+    }
+    #[inline]
+    fn row_norm(&self, c: usize) -> f64 {
+        self.rows_dot(self, c).sqrt()
+    }
+    #[inline]
+    fn sub_row(&self, c: usize, alpha: f64, x: &mut [f64; N]) {
+        for i in 0..N {
+            x[i] -= self[c][i] * alpha;
+        }
+    }
+    #[inline]
+    fn scale_columns(&mut self, source: &Self, w: &[f64; N]) {
+        for c in 0..M {
+            for i in 0..N {
+                self[c][i] = w[i] * source[c][i];
+            }
+        }
+    }
+    #[inline]
+    fn sub_transpose_mul(&self, y: &[f64; M], divisor: f64, x: &mut [f64; N]) {
+        for i in 0..N {
+            x[i] -= (0..M).map(|c| self[c][i] * y[c]).sum::<f64>() / divisor;
+        }
+    }
+    #[inline]
+    fn weighted_row_dot(&self, c: usize, w: &[f64; N], x: &[f64; N]) -> f64 {
+        (0..N).map(|i| self[c][i] * w[i] * x[i]).sum()
+    }
+    #[inline]
+    fn row_is_finite(&self, c: usize) -> bool {
+        self[c].iter().all(|x| x.is_finite())
+    }
+    #[inline]
+    fn is_finite(&self) -> bool {
+        self.iter().all(|row| row.iter().all(|x| x.is_finite()))
+    }
+}
+
+/// The `m × m` solves of a fixed-size system, on the stack: `G M⁻¹ Gᵀ` by the symmetric solve of
+/// [`crate::linalg`] (Cholesky, falling back to LU), the Newton matrix by LU with partial
+/// pivoting (it is not symmetric).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DenseConstraintSolver;
+
+impl<const N: usize, const M: usize> ConstraintSolve<[f64; N], [f64; M], [[f64; N]; M]>
+    for DenseConstraintSolver
+{
+    fn solve_gram(
+        &mut self,
+        jac: &[[f64; N]; M],
+        w: &[f64; N],
+        x: &mut [f64; M],
+    ) -> Result<(), SolveFailure> {
+        let a: [[f64; M]; M] = core::array::from_fn(|r| {
+            core::array::from_fn(|c| (0..N).map(|i| jac[r][i] * w[i] * jac[c][i]).sum())
+        });
+        let (k, _) = crate::linalg::solve_array(&a, x)?;
+        *x = k;
+        Ok(())
+    }
+
+    fn solve_newton(
+        &mut self,
+        a: &[[f64; N]; M],
+        d: &[[f64; N]; M],
+        x: &mut [f64; M],
+    ) -> Result<(), SolveFailure> {
+        let m: [[f64; M]; M] = core::array::from_fn(|r| {
+            core::array::from_fn(|c| a[r].iter().zip(&d[c]).map(|(p, q)| p * q).sum())
+        });
+        *x = crate::linalg::lu_solve_general(m, *x)?;
+        Ok(())
+    }
+}
+
+impl<S: MechanicalSystem<N, M> + ?Sized, const N: usize, const M: usize>
+    ConstrainedModel<[f64; N], [f64; M]> for S
+{
+    #[inline]
+    fn constraint_count(&self) -> usize {
+        M
+    }
+    #[inline]
+    fn new_jacobian(&self) -> [[f64; N]; M] {
+        [[0.0; N]; M]
+    }
+    #[inline]
+    fn new_constraint_solver(&self) -> DenseConstraintSolver {
+        DenseConstraintSolver
+    }
+    #[inline]
+    fn constraints_into(&self, q: &[f64; N], g: &mut [f64; M]) {
+        *g = self.constraints(q);
+    }
+    #[inline]
+    fn constraints_jacobian_into(&self, q: &[f64; N], g: &mut [f64; M], jac: &mut [[f64; N]; M]) {
+        *g = self.constraints(q);
+        *jac = self.constraint_jacobian(q);
+    }
+    #[inline]
+    fn constraint_row_into(
+        &self,
+        q: &[f64; N],
+        c: usize,
+        g: &mut [f64; M],
+        jac: &mut [[f64; N]; M],
+    ) -> f64 {
+        *g = self.constraints(q);
+        jac[c] = self.constraint_jacobian(q)[c];
+        g[c]
+    }
+    #[inline]
+    fn constraint_norm(&self, q: &[f64; N]) -> f64 {
+        self.constraints(q)
+            .iter()
+            .map(|g| g * g)
+            .sum::<f64>()
+            .sqrt()
+    }
+}

@@ -1,0 +1,75 @@
+//! The block-diagonal backend: `M + sH` with one `d × d` block per body, solved body by body by
+//! the dense unrolled solve of [`crate::linalg::dense`] (Cholesky, falling back to pivoted LU),
+//! monomorphized for each block size up to [`MAX_BLOCK`]. O(B) for `B` bodies, no allocation.
+
+use super::{BlockLayout, SparseMatrix};
+use crate::linalg::{solve_shifted_with, Factorization, SolveFailure, SolveOptions};
+
+/// The largest block (coordinates per body) the block-diagonal backend handles: rigid water
+/// has 9, a rigid body in `R^{3×3}` 9, point masses 2 or 3.
+pub const MAX_BLOCK: usize = 12;
+
+#[derive(Debug)]
+pub(super) struct BlockDiagonal {
+    block: usize,
+    /// Index of each body's diagonal block.
+    diagonal: Vec<u32>,
+}
+
+impl BlockDiagonal {
+    pub(super) fn new(layout: &BlockLayout) -> Self {
+        debug_assert!(layout.is_block_diagonal() && layout.block() <= MAX_BLOCK);
+        Self {
+            block: layout.block(),
+            diagonal: (0..layout.bodies())
+                .map(|i| layout.diagonal(i) as u32)
+                .collect(),
+        }
+    }
+
+    pub(super) fn solve(
+        &self,
+        masses: &[f64],
+        scale: f64,
+        h: &SparseMatrix,
+        x: &mut [f64],
+        options: &SolveOptions,
+    ) -> Result<Factorization, SolveFailure> {
+        macro_rules! dispatch {
+            ($($d:literal)*) => {
+                match self.block {
+                    $($d => solve_blocks::<$d>(&self.diagonal, masses, scale, h.values(), x, options),)*
+                    d => unreachable!("block size {d} > MAX_BLOCK"),
+                }
+            };
+        }
+        dispatch!(1 2 3 4 5 6 7 8 9 10 11 12)
+    }
+}
+
+/// Every block's solve; the result is [`Factorization::Cholesky`] when every block was, else
+/// [`Factorization::Lu`]. A failing block's error is returned as the dense solve reports it
+/// (its `n` is the block size).
+fn solve_blocks<const D: usize>(
+    diagonal: &[u32],
+    masses: &[f64],
+    scale: f64,
+    values: &[f64],
+    x: &mut [f64],
+    options: &SolveOptions,
+) -> Result<Factorization, SolveFailure> {
+    let mut how = Factorization::Cholesky;
+    for (b, &k) in diagonal.iter().enumerate() {
+        let blk = &values[k as usize * D * D..][..D * D];
+        let h: [[f64; D]; D] = core::array::from_fn(|i| core::array::from_fn(|j| blk[i * D + j]));
+        let m: [f64; D] = core::array::from_fn(|i| masses[b * D + i]);
+        let xb = &mut x[b * D..(b + 1) * D];
+        let rhs: [f64; D] = core::array::from_fn(|i| xb[i]);
+        let (sol, f) = solve_shifted_with(&m, scale, &h, &rhs, options)?;
+        xb.copy_from_slice(&sol);
+        if !f.is_cholesky() {
+            how = Factorization::Lu;
+        }
+    }
+    Ok(how)
+}

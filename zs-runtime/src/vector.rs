@@ -1,0 +1,158 @@
+//! The storage of coordinates, and the linear algebra that goes with it.
+//!
+//! Every integrator is written once, generically over a [`Vector`]: `[f64; N]` for the
+//! fixed-size systems `#[mechanical_system]` unrolls completely (stack arrays, loops with
+//! `const` bounds that LLVM unrolls, a dense unrolled solve), `Vec<f64>` for systems assembled
+//! over a topology at run time (`assembly`: sizes read at run time, a sparse Hessian in
+//! a pattern fixed at set-up, an O(N) solve). The vector type also fixes how a Hessian is
+//! stored ([`Vector::Matrix`]) and how the shifted system `(M + sH) x = b` of the
+//! linearly-implicit methods is solved ([`Vector::Solver`], see [`crate::linalg`]), so a stepper
+//! is generic over one parameter only (`ZhangSkeel<V>`).
+
+use core::fmt::Debug;
+use core::ops::{Index, IndexMut};
+
+use crate::linalg::{DenseSolver, ShiftedSolve};
+use crate::sparse::{SparseMatrix, SparseSolver};
+
+/// Coordinates (and velocities, gradients, ...) of a mechanical system.
+///
+/// Implemented by `[f64; N]` (fixed-size systems) and `Vec<f64>` (assembled systems). Steppers
+/// keep their buffers of this type; for `Vec<f64>` they are allocated once, at the first step
+/// (set-up), and reused: no step allocates.
+pub trait Vector:
+    Clone + Debug + PartialEq + Send + Sync + 'static + Index<usize, Output = f64> + IndexMut<usize>
+{
+    /// Storage of a symmetric matrix over these coordinates (a Hessian): `[[f64; N]; N]`, or a
+    /// [`SparseMatrix`] in the pattern of an assembled system.
+    type Matrix: Debug + Send + Sync;
+    /// The two-phase solver of `(M + sH) x = b` for [`Vector::Matrix`] (pattern once, factor and
+    /// solve each step).
+    type Solver: ShiftedSolve<Self> + Debug + Send + Sync;
+
+    /// `len` zeros. For `[f64; N]`, `len` must be `N`.
+    fn zeros(len: usize) -> Self;
+    /// A vector holding `x`, or `None` if this type cannot hold `x.len()` entries.
+    fn try_from_slice(x: &[f64]) -> Option<Self>;
+    /// The zeros a vector of this type holds before its size is known: `[0.0; N]`, or an
+    /// empty `Vec`.
+    fn default_zeros() -> Self;
+    /// True when every entry of `m` is finite.
+    fn matrix_is_finite(m: &Self::Matrix) -> bool;
+    /// The entries.
+    fn as_slice(&self) -> &[f64];
+    /// The entries, mutably.
+    fn as_mut_slice(&mut self) -> &mut [f64];
+    /// Number of entries.
+    #[inline]
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+    /// True when there are no entries.
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Overwrite with `other` (same length), reusing the storage.
+    #[inline]
+    fn copy_from(&mut self, other: &Self) {
+        self.as_mut_slice().copy_from_slice(other.as_slice());
+    }
+}
+
+impl<const N: usize> Vector for [f64; N] {
+    type Matrix = [[f64; N]; N];
+    type Solver = DenseSolver<N>;
+
+    #[inline]
+    fn zeros(len: usize) -> Self {
+        assert_eq!(len, N, "[f64; {N}]: cannot hold {len} coordinates");
+        [0.0; N]
+    }
+    #[inline]
+    fn try_from_slice(x: &[f64]) -> Option<Self> {
+        <[f64; N]>::try_from(x).ok()
+    }
+    #[inline]
+    fn default_zeros() -> Self {
+        [0.0; N]
+    }
+    #[inline]
+    fn matrix_is_finite(m: &[[f64; N]; N]) -> bool {
+        m.iter().all(|row| row.iter().all(|v| v.is_finite()))
+    }
+    #[inline]
+    fn as_slice(&self) -> &[f64] {
+        self
+    }
+    #[inline]
+    fn as_mut_slice(&mut self) -> &mut [f64] {
+        self
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        N
+    }
+    #[inline]
+    fn copy_from(&mut self, other: &Self) {
+        *self = *other;
+    }
+}
+
+impl Vector for Vec<f64> {
+    type Matrix = SparseMatrix;
+    type Solver = SparseSolver;
+
+    fn zeros(len: usize) -> Self {
+        vec![0.0; len]
+    }
+    fn try_from_slice(x: &[f64]) -> Option<Self> {
+        Some(x.to_vec())
+    }
+    fn default_zeros() -> Self {
+        Vec::new()
+    }
+    fn matrix_is_finite(m: &SparseMatrix) -> bool {
+        m.is_finite()
+    }
+    #[inline]
+    fn as_slice(&self) -> &[f64] {
+        self
+    }
+    #[inline]
+    fn as_mut_slice(&mut self) -> &mut [f64] {
+        self
+    }
+}
+
+/// True when every entry is finite. Branch-free: `Σ 0·x_i` is `±0` when every `x_i` is finite
+/// and NaN otherwise (`0·∞` is NaN, and a NaN survives the sum), so the test is one comparison
+/// however long `x` is (it vectorizes, and costs the hot path of a step almost nothing).
+#[inline]
+pub fn all_finite<V: Vector>(x: &V) -> bool {
+    slice_finite(x.as_slice())
+}
+
+/// [`all_finite`] on a slice.
+#[inline]
+pub fn slice_finite(x: &[f64]) -> bool {
+    let mut acc = 0.0;
+    for v in x {
+        acc += 0.0 * v;
+    }
+    acc == 0.0
+}
+
+/// True when `a` and `b` hold the same bit patterns (so `-0.0 ≠ 0.0`, and NaNs of equal bits
+/// are equal): the key of the steppers' caches.
+#[inline]
+pub fn same_bits<V: Vector>(a: &V, b: &V) -> bool {
+    let (a, b) = (a.as_slice(), b.as_slice());
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// `max_i |x_i|` (0 for an empty vector; a NaN entry is skipped by `f64::max`).
+#[inline]
+pub fn inf_norm<V: Vector>(x: &V) -> f64 {
+    x.as_slice().iter().fold(0.0f64, |m, v| m.max(v.abs()))
+}
