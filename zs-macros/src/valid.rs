@@ -30,7 +30,101 @@ pub struct Shape {
     pub stiff_ok: bool,
     /// `fast_potential` exists and its signature is valid.
     pub fast_ok: bool,
+    /// The definition is written with term functions (an assembled system): what their
+    /// signatures say. `None` for a fixed-size definition (`potential`).
+    pub terms: Option<TermShape>,
 }
+
+/// The term functions of an assembled system, as their signatures describe them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TermShape {
+    /// Coordinates per body `D`, when it could be read.
+    pub d: Option<usize>,
+    /// For each of [`TERM_ROLES`]: present with a valid signature (the body can be lowered).
+    pub ok: [bool; TERM_ROLES.len()],
+    /// Components of `body_constraints` and of `bond_constraints`, when valid.
+    pub body_constraints: Option<usize>,
+    /// See `body_constraints`.
+    pub bond_constraints: Option<usize>,
+    /// `body_masses` exists and takes `&self` (`Some(true)`) or nothing (`Some(false)`).
+    pub masses_self: Option<bool>,
+}
+
+/// A term function: its name, the number of bodies it acts on, and whether it returns one
+/// value per constraint (`[f64; K]`) rather than an energy (`f64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TermRole {
+    /// The method name.
+    pub name: &'static str,
+    /// Bodies: 1 (site, body constraints) or 2 (bond, pair, bond constraints).
+    pub bodies: usize,
+    /// Returns `[f64; K]` (constraints).
+    pub constraints: bool,
+    /// Its expected signature, for messages.
+    pub sig: &'static str,
+}
+
+/// The term functions of an assembled system, in the order of [`TermShape::ok`].
+pub const TERM_ROLES: [TermRole; 7] = [
+    TermRole {
+        name: "site_potential",
+        bodies: 1,
+        constraints: false,
+        sig: "fn site_potential(&self, x: &[f64; D]) -> f64",
+    },
+    TermRole {
+        name: "stiff_site_potential",
+        bodies: 1,
+        constraints: false,
+        sig: "fn stiff_site_potential(&self, x: &[f64; D]) -> f64",
+    },
+    TermRole {
+        name: "bond_potential",
+        bodies: 2,
+        constraints: false,
+        sig: "fn bond_potential(&self, a: &[f64; D], b: &[f64; D]) -> f64",
+    },
+    TermRole {
+        name: "stiff_bond_potential",
+        bodies: 2,
+        constraints: false,
+        sig: "fn stiff_bond_potential(&self, a: &[f64; D], b: &[f64; D]) -> f64",
+    },
+    TermRole {
+        name: "pair_potential",
+        bodies: 2,
+        constraints: false,
+        sig: "fn pair_potential(&self, a: &[f64; D], b: &[f64; D]) -> f64",
+    },
+    TermRole {
+        name: "body_constraints",
+        bodies: 1,
+        constraints: true,
+        sig: "fn body_constraints(&self, x: &[f64; D]) -> [f64; K]",
+    },
+    TermRole {
+        name: "bond_constraints",
+        bodies: 2,
+        constraints: true,
+        sig: "fn bond_constraints(&self, a: &[f64; D], b: &[f64; D]) -> [f64; K]",
+    },
+];
+
+/// Index of a role in [`TERM_ROLES`].
+pub fn term_role(name: &str) -> Option<usize> {
+    TERM_ROLES.iter().position(|r| r.name == name)
+}
+
+const BODY_MASSES_SIG: &str = "fn body_masses(&self) -> [f64; D]";
+
+/// The roles of a fixed-size definition, which cannot be mixed with term functions.
+const FIXED_ROLES: [&str; 5] = [
+    "potential",
+    "constraints",
+    "masses",
+    "stiff_potential",
+    "fast_potential",
+];
 
 const POTENTIAL_SIG: &str = "fn potential(&self, q: &[f64; N]) -> f64";
 const CONSTRAINTS_SIG: &str = "fn constraints(&self, q: &[f64; N]) -> [f64; M]";
@@ -59,6 +153,15 @@ pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
                  (optionally `{MASSES_SIG}` and `{CONSTRAINTS_SIG}`)"
             ),
         );
+        return shape;
+    }
+
+    if input
+        .methods
+        .iter()
+        .any(|m| term_role(&m.name.to_string()).is_some() || m.name == "body_masses")
+    {
+        shape.terms = Some(check_terms(cx, input));
         return shape;
     }
 
@@ -172,6 +275,179 @@ pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
         shape.fast_ok = check_scalar_role(cx, w, FAST_SIG, shape.n);
     }
     shape
+}
+
+/// Checks the term functions of an assembled system (and that no fixed-size role is mixed in).
+fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
+    let mut t = TermShape::default();
+    for name in FIXED_ROLES {
+        if let Some(m) = input.method(name) {
+            let instead = match name {
+                "constraints" => "`body_constraints` / `bond_constraints`",
+                "masses" => "`body_masses`",
+                "stiff_potential" => "`stiff_site_potential` / `stiff_bond_potential`",
+                _ => "`site_potential`, `bond_potential`, `pair_potential`",
+            };
+            cx.error_spanned_by(
+                m.name,
+                format!(
+                    "`{name}` defines a fixed-size system, but this block defines an assembled one \
+                     with term functions: use {instead} (or write the whole system as \
+                     `potential`, without term functions)"
+                ),
+            );
+        }
+    }
+    // The first valid `&[f64; D]` fixes D; later ones must agree.
+    let mut d: Option<(usize, &'static str)> = None;
+    for (k, role) in TERM_ROLES.iter().enumerate() {
+        let Some(m) = input.method(role.name) else {
+            continue;
+        };
+        let mut ok = check_receiver(cx, m, role.sig);
+        if m.params.len() != role.bodies {
+            let what = if role.bodies == 1 {
+                "one parameter besides `&self`, the body's coordinates `x: &[f64; D]`"
+            } else {
+                "two parameters besides `&self`, the two bodies' coordinates `a: &[f64; D], \
+                 b: &[f64; D]`"
+            };
+            cx.error_spanned_by(
+                &m.original.sig.inputs,
+                format!("`{}` must take {what}: expected `{}`", role.name, role.sig),
+            );
+            continue;
+        }
+        for p in &m.params {
+            if ast::pat_ident(p.pat).is_none() {
+                ok = false;
+                cx.error_spanned_by(
+                    p.pat,
+                    format!(
+                        "the parameters of `{}` must be plain names such as `x`",
+                        role.name
+                    ),
+                );
+            }
+            match p.kind.coordinate_array() {
+                Some(Some(len)) => match d {
+                    None => d = Some((len, role.name)),
+                    Some((d0, first)) if d0 != len => {
+                        ok = false;
+                        let at = ast::array_len_expr(p.ty).expect("array type");
+                        cx.error_spanned_by(
+                            at,
+                            format!(
+                                "a body has {d0} coordinates in `{first}` but {len} here: every \
+                                 term function takes the same `&[f64; D]`"
+                            ),
+                        );
+                    }
+                    Some(_) => {}
+                },
+                Some(None) => {
+                    ok = false;
+                    let at = ast::array_len_expr(p.ty).expect("array type");
+                    cx.error_spanned_by(
+                        at,
+                        "the number of coordinates per body D in `&[f64; D]` must be an integer \
+                         literal (it is read at expansion time)",
+                    );
+                }
+                None => {
+                    ok = false;
+                    cx.error_spanned_by(
+                        p.ty,
+                        format!(
+                            "a body's coordinates must have type `&[f64; D]` with D an integer \
+                             literal: expected `{}`",
+                            role.sig
+                        ),
+                    );
+                }
+            }
+        }
+        let ret_ok = if role.constraints {
+            match m.return_ty() {
+                Ty::Array(elem, Some(c)) if *elem == Ty::F64 && c > 0 => {
+                    if role.bodies == 1 {
+                        t.body_constraints = Some(c);
+                    } else {
+                        t.bond_constraints = Some(c);
+                    }
+                    true
+                }
+                _ => {
+                    report_return(
+                        cx,
+                        m,
+                        &format!(
+                            "`{}` must return `[f64; K]`, one value per constraint, K a positive \
+                             integer literal: expected `{}`",
+                            role.name, role.sig
+                        ),
+                    );
+                    false
+                }
+            }
+        } else if m.return_ty() == Ty::F64 {
+            true
+        } else {
+            report_return(
+                cx,
+                m,
+                &format!(
+                    "`{}` must return `f64`, the term's energy: expected `{}`",
+                    role.name, role.sig
+                ),
+            );
+            false
+        };
+        t.ok[k] = ok && ret_ok;
+    }
+    t.d = d.map(|(d, _)| d);
+    if let Some(m) = input.method("body_masses") {
+        t.masses_self = check_masses_of(cx, m, t.d, "body_masses", BODY_MASSES_SIG, "D", "a body");
+    }
+    if !TERM_ROLES.iter().any(|r| input.method(r.name).is_some()) {
+        cx.error_spanned_by(
+            input.original.self_ty.to_token_stream(),
+            "`body_masses` alone defines no system: add term functions (`site_potential`, \
+             `bond_potential`, `pair_potential`, `body_constraints`, `bond_constraints`)",
+        );
+    }
+    if t.d.is_none() {
+        t.ok = [false; TERM_ROLES.len()];
+    }
+    t
+}
+
+/// `&self` and no generics; reports and returns `false` otherwise.
+fn check_receiver(cx: &Ctxt, m: &Method<'_>, sig: &str) -> bool {
+    let name = m.name;
+    let mut ok = true;
+    match m.receiver {
+        SelfArg::Ref => {}
+        SelfArg::None => {
+            ok = false;
+            cx.error_spanned_by(
+                name,
+                format!("`{name}` must take `&self`: expected `{sig}`"),
+            );
+        }
+        SelfArg::Other(r) => {
+            ok = false;
+            cx.error_spanned_by(r, format!("`{name}` must take `&self`: expected `{sig}`"));
+        }
+    }
+    if !m.original.sig.generics.params.is_empty() {
+        ok = false;
+        cx.error_spanned_by(
+            &m.original.sig.generics,
+            format!("`{name}` cannot be generic: expected `{sig}`"),
+        );
+    }
+    ok
 }
 
 /// Checks an optional scalar role (`stiff_potential`, `fast_potential`):
@@ -302,16 +578,28 @@ fn report_return(cx: &Ctxt, m: &Method<'_>, msg: &str) {
 
 /// Checks `fn masses(&self) -> [f64; N]`; returns whether it takes `&self`.
 fn check_masses(cx: &Ctxt, m: &Method<'_>, n: Option<usize>) -> Option<bool> {
+    check_masses_of(cx, m, n, "masses", MASSES_SIG, "N", "the system")
+}
+
+/// Checks a masses role `fn name(&self) -> [f64; len]` (`masses` of a fixed-size system with
+/// `len = N`, `body_masses` of an assembled one with `len = D`); returns whether it takes
+/// `&self`.
+fn check_masses_of(
+    cx: &Ctxt,
+    m: &Method<'_>,
+    n: Option<usize>,
+    name: &str,
+    sig: &str,
+    len_name: &str,
+    owner: &str,
+) -> Option<bool> {
     let mut ok = true;
     let takes_self = match m.receiver {
         SelfArg::Ref => true,
         SelfArg::None => false,
         SelfArg::Other(r) => {
             ok = false;
-            cx.error_spanned_by(
-                r,
-                format!("`masses` must take `&self`: expected `{MASSES_SIG}`"),
-            );
+            cx.error_spanned_by(r, format!("`{name}` must take `&self`: expected `{sig}`"));
             true
         }
     };
@@ -319,7 +607,7 @@ fn check_masses(cx: &Ctxt, m: &Method<'_>, n: Option<usize>) -> Option<bool> {
         ok = false;
         cx.error_spanned_by(
             &m.original.sig.inputs,
-            format!("`masses` takes no parameters: expected `{MASSES_SIG}`"),
+            format!("`{name}` takes no parameters: expected `{sig}`"),
         );
     }
     match (m.return_ty(), n) {
@@ -330,12 +618,24 @@ fn check_masses(cx: &Ctxt, m: &Method<'_>, n: Option<usize>) -> Option<bool> {
                     unreachable!()
                 };
                 let len = ast::array_len_expr(ty).expect("array type");
+                let from = if name == "masses" {
+                    format!("(from `q: &[f64; {n}]`)")
+                } else {
+                    format!("(from `&[f64; {n}]` in the term functions)")
+                };
                 cx.error_spanned_by(
                     len,
-                    format!(
-                        "`masses` returns {k} masses but the system has N = {n} coordinates \
-                         (from `q: &[f64; {n}]`): expected `-> [f64; {n}]`"
-                    ),
+                    if name == "masses" {
+                        format!(
+                            "`masses` returns {k} masses but the system has {len_name} = {n} \
+                             coordinates {from}: expected `-> [f64; {n}]`"
+                        )
+                    } else {
+                        format!(
+                            "`{name}` returns {k} masses but {owner} has {len_name} = {n} \
+                             coordinates {from}: expected `-> [f64; {n}]`"
+                        )
+                    },
                 );
             }
         }
@@ -346,8 +646,8 @@ fn check_masses(cx: &Ctxt, m: &Method<'_>, n: Option<usize>) -> Option<bool> {
                 cx,
                 m,
                 format!(
-                    "`masses` must return `[f64; N]`, the diagonal of the mass matrix: expected \
-                     `{MASSES_SIG}` with N an integer literal"
+                    "`{name}` must return `[f64; {len_name}]`, the diagonal of the mass matrix: \
+                     expected `{sig}` with {len_name} an integer literal"
                 )
                 .as_str(),
             );

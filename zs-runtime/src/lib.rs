@@ -34,6 +34,7 @@
 // The macro expands to paths under `::zs_runtime`; this lets the crate's own tests use it.
 extern crate self as zs_runtime;
 
+pub mod assembly;
 pub mod checkpoint;
 pub mod driver;
 pub mod error;

@@ -5,7 +5,7 @@
 //! [`Potential<N>`] / [`StiffSplit<N>`] / [`MechanicalSystem<N, M>`], which return arrays by
 //! value; the blanket impls here make every such type a [`Model<[f64; N]>`](Model) (and
 //! [`StiffModel`], [`ConstrainedModel`]) with no cost: after inlining, `gradient_into(q, g)` is
-//! `*g = gradient(q)`. An assembled system (`assembly::Assembled`) implements the same
+//! `*g = gradient(q)`. An assembled system ([`crate::assembly::Assembled`]) implements the same
 //! traits over `Vec<f64>`, scattering per-term kernels into preallocated storage.
 //!
 //! Methods write into buffers the caller owns (`*_into`), so that a step on an assembled

@@ -3,7 +3,7 @@
 //! Every integrator is written once, generically over a [`Vector`]: `[f64; N]` for the
 //! fixed-size systems `#[mechanical_system]` unrolls completely (stack arrays, loops with
 //! `const` bounds that LLVM unrolls, a dense unrolled solve), `Vec<f64>` for systems assembled
-//! over a topology at run time (`assembly`: sizes read at run time, a sparse Hessian in
+//! over a topology at run time ([`crate::assembly`]: sizes read at run time, a sparse Hessian in
 //! a pattern fixed at set-up, an O(N) solve). The vector type also fixes how a Hessian is
 //! stored ([`Vector::Matrix`]) and how the shifted system `(M + sH) x = b` of the
 //! linearly-implicit methods is solved ([`Vector::Solver`], see [`crate::linalg`]), so a stepper

@@ -27,16 +27,15 @@ use std::sync::Arc;
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::ldlt::factor::LdltRegularization;
 use faer::linalg::cholesky::llt::factor::LltRegularization;
-use faer::perm::PermRef;
 use faer::sparse::linalg::cholesky::{
     factorize_symbolic_cholesky, CholeskySymbolicParams, SymbolicCholesky, SymbolicCholeskyRaw,
     SymmetricOrdering,
 };
-use faer::sparse::linalg::lu::{factorize_symbolic_lu, simplicial, LuSymbolicParams};
 use faer::sparse::linalg::SupernodalThreshold;
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
 use faer::{Conj, MatMut, Par, Side};
 
+use super::lu::SparseLu;
 use super::{inverse_norm_estimate, BlockLayout, SparseMatrix};
 use crate::linalg::{singular_threshold, Factorization, SolveFailure, SolveOptions};
 
@@ -128,15 +127,38 @@ impl Gathered {
     }
 }
 
-/// The LU fallback's structures.
+/// The LU fallback: the both-triangle pattern with its gather map, and the LU on it.
 #[derive(Debug)]
 struct LuFallback {
-    full: Gathered,
-    col_fwd: Vec<u32>,
-    col_inv: Vec<u32>,
-    row_fwd: Vec<u32>,
-    row_inv: Vec<u32>,
-    numeric: simplicial::SimplicialLu<u32, f64>,
+    gather: Vec<u32>,
+    diag: Vec<u32>,
+    lu: SparseLu,
+}
+
+impl LuFallback {
+    fn new(layout: &BlockLayout) -> Self {
+        let full = Gathered::new(layout, false);
+        let (col_ptr, row_idx) = (
+            full.pattern.col_ptr().to_vec(),
+            full.pattern.row_idx().to_vec(),
+        );
+        Self {
+            gather: full.gather,
+            diag: full.diag,
+            lu: SparseLu::new(layout.dimension(), col_ptr, row_idx),
+        }
+    }
+
+    /// Values `diag(m) + s·h` in the both-triangle pattern.
+    fn fill(&mut self, masses: &[f64], scale: f64, h: &[f64]) {
+        let values = self.lu.values_mut();
+        for (v, &g) in values.iter_mut().zip(&self.gather) {
+            *v = scale * h[g as usize];
+        }
+        for (c, &p) in self.diag.iter().enumerate() {
+            values[p as usize] += masses[c];
+        }
+    }
 }
 
 pub(super) struct FaerSolver {
@@ -169,7 +191,6 @@ impl FaerSolver {
     pub(super) fn new(layout: Arc<BlockLayout>) -> Self {
         let n = layout.dimension();
         let lower = Gathered::new(&layout, true);
-        let full = Gathered::new(&layout, false);
         let symbolic = factorize_symbolic_cholesky(
             lower.pattern.as_ref(),
             Side::Lower,
@@ -184,21 +205,14 @@ impl FaerSolver {
             SymbolicCholeskyRaw::Simplicial(s) => s.col_ptr().to_vec(),
             SymbolicCholeskyRaw::Supernodal(_) => unreachable!("simplicial was forced"),
         };
-        let lu_symbolic = factorize_symbolic_lu(full.pattern.as_ref(), LuSymbolicParams::default())
-            .expect("faer: symbolic LU (out of memory)");
-        let (col_fwd, col_inv) = {
-            let (f, i) = lu_symbolic.col_perm().arrays();
-            (f.to_vec(), i.to_vec())
-        };
         let par = Par::Seq;
         let req = StackReq::any_of(&[
             symbolic.factorize_numeric_llt_scratch::<f64>(par, Default::default()),
             symbolic.factorize_numeric_ldlt_scratch::<f64>(par, Default::default()),
             symbolic.solve_in_place_scratch::<f64>(1, par),
-            simplicial::factorize_simplicial_numeric_lu_scratch::<u32, f64>(n, n),
-            simplicial::solve_in_place_scratch::<u32, f64>(n, 1, par),
         ]);
         let l_values = vec![0.0; symbolic.len_val()];
+        let lu = LuFallback::new(&layout);
         Self {
             layout,
             n,
@@ -206,14 +220,7 @@ impl FaerSolver {
             symbolic,
             l_col_ptr,
             l_values,
-            lu: LuFallback {
-                full,
-                col_fwd,
-                col_inv,
-                row_fwd: vec![0; n],
-                row_inv: vec![0; n],
-                numeric: simplicial::SimplicialLu::new(),
-            },
+            lu,
             mem: MemBuffer::new(req),
             rhs: vec![0.0; n],
             work: [vec![0.0; n], vec![0.0; n], vec![0.0; n]],
@@ -302,52 +309,11 @@ impl FaerSolver {
         }
 
         // 3. LU with partial pivoting.
-        let lu = &mut self.lu;
-        lu.full.fill(masses, scale, h.values());
-        {
-            let stack = MemStack::new(&mut self.mem);
-            let col = PermRef::new_checked(&lu.col_fwd, &lu.col_inv, n);
-            if simplicial::factorize_simplicial_numeric_lu(
-                &mut lu.row_fwd,
-                &mut lu.row_inv,
-                &mut lu.numeric,
-                lu.full.matrix(),
-                col,
-                stack,
-            )
-            .is_err()
-            {
-                return Err(SolveFailure::Singular {
-                    n,
-                    pivot: 0.0,
-                    max_pivot: f64::NAN,
-                });
-            }
-        }
-        let (lo, hi) = {
-            let u = lu.numeric.u_factor_unsorted();
-            let (cp, ri, vals) = (u.symbolic().col_ptr(), u.symbolic().row_idx(), u.val());
-            let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-            for j in 0..n {
-                let (a, b) = (cp[j] as usize, cp[j + 1] as usize);
-                let p = (a..b)
-                    .find(|&s| ri[s] as usize == j)
-                    .map_or(0.0, |s| vals[s].abs());
-                lo = lo.min(p);
-                hi = hi.max(p);
-            }
-            (lo, hi)
-        };
-        if n > 0 && (lo == 0.0 || lo < threshold * hi || !hi.is_finite()) {
-            return Err(SolveFailure::Singular {
-                n,
-                pivot: lo,
-                max_pivot: hi,
-            });
-        }
-        self.solve_lu(x);
+        self.lu.fill(masses, scale, h.values());
+        x.copy_from_slice(&self.rhs);
+        self.lu.lu.factor_solve(x)?;
         self.check_condition_lu(options)?;
-        finish(x, Factorization::Lu)
+        Ok(Factorization::Lu)
     }
 
     fn solve_llt(&mut self, x: &mut [f64]) {
@@ -367,20 +333,6 @@ impl FaerSolver {
         let stack = MemStack::new(&mut self.mem);
         let f = faer::sparse::linalg::cholesky::LdltRef::new(&self.symbolic, &self.l_values);
         f.solve_in_place_with_conj(
-            Conj::No,
-            MatMut::from_column_major_slice_mut(x, n, 1),
-            Par::Seq,
-            stack,
-        );
-    }
-
-    fn solve_lu(&mut self, x: &mut [f64]) {
-        let n = self.n;
-        let lu = &self.lu;
-        let stack = MemStack::new(&mut self.mem);
-        lu.numeric.solve_in_place_with_conj(
-            PermRef::new_checked(&lu.row_fwd, &lu.row_inv, n),
-            PermRef::new_checked(&lu.col_fwd, &lu.col_inv, n),
             Conj::No,
             MatMut::from_column_major_slice_mut(x, n, 1),
             Par::Seq,
@@ -469,37 +421,11 @@ impl FaerSolver {
         if options.max_condition == f64::INFINITY {
             return Ok(());
         }
-        // ‖A‖₁ from the full pattern's values.
-        let a = self.lu.full.matrix();
-        let (cp, v) = (a.symbolic().col_ptr(), a.val());
-        let a_norm = (0..self.n)
-            .map(|c| {
-                (cp[c] as usize..cp[c + 1] as usize)
-                    .map(|s| v[s].abs())
-                    .sum::<f64>()
-            })
-            .fold(0.0f64, f64::max);
+        let a_norm = self.lu.lu.norm_1();
         let n = self.n;
-        let lu = &self.lu;
+        let lu = &mut self.lu.lu;
         let [x, s, z] = &mut self.work;
-        let mem = &mut self.mem;
-        let inv = inverse_norm_estimate(
-            n,
-            |y| {
-                let stack = MemStack::new(mem);
-                lu.numeric.solve_in_place_with_conj(
-                    PermRef::new_checked(&lu.row_fwd, &lu.row_inv, n),
-                    PermRef::new_checked(&lu.col_fwd, &lu.col_inv, n),
-                    Conj::No,
-                    MatMut::from_column_major_slice_mut(y, n, 1),
-                    Par::Seq,
-                    stack,
-                );
-            },
-            x,
-            s,
-            z,
-        );
+        let inv = inverse_norm_estimate(n, |y| lu.solve_again(y), x, s, z);
         reject(n, a_norm * inv, options.max_condition)
     }
 }

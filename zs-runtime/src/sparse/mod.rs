@@ -21,6 +21,7 @@
 
 mod block;
 mod faer_backend;
+pub mod lu;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 use crate::linalg::{Factorization, ShiftedSolve, SolveFailure, SolveOptions};
 
 pub use block::MAX_BLOCK;
+pub use lu::SparseLu;
 
 /// The block pattern of a symmetric matrix with `d × d` blocks (see the [module docs](self)).
 #[derive(Debug)]

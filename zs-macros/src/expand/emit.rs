@@ -1,0 +1,264 @@
+//! Straight-line code from graph outputs: one `let tK: f64` per scheduled instruction, shared
+//! subexpressions computed once per generated function.
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+
+use crate::lower::ParamExpr;
+use crate::sym::{schedule, Binary, Graph, Instr, NodeId, Operand, Unary, Var};
+
+/// Above this many instructions, a function declares its temporaries in chunks instead of one
+/// `let` each (rustc overflows its stack on thousands of nested `let` scopes with debuginfo).
+pub const MAX_LETS: usize = 1000;
+/// Temporaries declared per `let` in chunked functions.
+const DECL_CHUNK: usize = 64;
+
+/// How generated code reads coordinate `i` (`Var::Q(i)`) and direction entry `j` (`Var::Dir`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coords {
+    /// `q[i]`, `a[j]`: a fixed-size system's `&[f64; N]`.
+    Flat,
+    /// `q[i / D][i % D]`: a term's bodies, `&[[f64; D]; K]`.
+    Blocks(usize),
+}
+
+/// Emits straight-line function bodies from graph outputs.
+pub struct Emitter<'l> {
+    /// The run-time parameters (`self.field`, ...) the graph's `Var::Param`s stand for.
+    pub params: &'l [ParamExpr],
+    /// `use` items re-emitted in bodies that read parameters.
+    pub uses: &'l [syn::ItemUse],
+    /// How coordinates are read.
+    pub coords: Coords,
+}
+
+impl Emitter<'_> {
+    /// A body computing `outputs` (scheduled together, so they share common subexpressions),
+    /// assembled into the return value by `assemble` from one token stream per output.
+    pub fn body(
+        &self,
+        graph: &Graph,
+        outputs: &[NodeId],
+        assemble: impl FnOnce(&[TokenStream]) -> TokenStream,
+    ) -> TokenStream {
+        let prog = schedule(graph, outputs);
+        let mut lets = Vec::new();
+        let vars = prog.vars();
+        if vars.iter().any(|v| matches!(v, Var::Param(_))) {
+            for u in self.uses {
+                lets.push(u.to_token_stream());
+            }
+        }
+        for v in vars {
+            match v {
+                Var::Q(i) => {
+                    let name = var_ident(v);
+                    let at = self.index(i as usize);
+                    lets.push(quote!(let #name: f64 = q #at;));
+                }
+                Var::Dir(j) => {
+                    let name = var_ident(v);
+                    let at = self.index(j as usize);
+                    lets.push(quote!(let #name: f64 = a #at;));
+                }
+                Var::Param(k) => {
+                    let name = var_ident(v);
+                    let expr = &self.params[k as usize].tokens;
+                    // The user's span: a wrong field name or type is reported at their tokens.
+                    // `as f64`: numeric fields and constants of other types (`f32`, integers)
+                    // are converted as `self.k as f64` or `f64::from(self.k)` in the user's
+                    // code would; other types are a cast error at the user's tokens.
+                    let span = first_span(expr);
+                    lets.push(quote_spanned!(span=> let #name: f64 = #expr as f64;));
+                }
+                Var::Lambda(c) => {
+                    let name = var_ident(v);
+                    let c = usize_lit(c as usize);
+                    lets.push(quote!(let #name: f64 = lambda[#c];));
+                }
+                Var::Omega => {}
+            }
+        }
+        // rustc nests one scope per `let`; with debuginfo, a few thousand nested scopes in one
+        // function overflow the compiler's stack. Large functions therefore declare their
+        // temporaries in chunks (`let (t0, ..., t63): (f64, ..., f64);`) and assign them:
+        // the same SSA values once optimized, with ~64 times fewer scopes.
+        let chunked = prog.instrs.len() > MAX_LETS;
+        if chunked {
+            let ids: Vec<Ident> = (0..prog.instrs.len())
+                .map(|k| format_ident!("t{}", k))
+                .collect();
+            for chunk in ids.chunks(DECL_CHUNK) {
+                let tys = chunk.iter().map(|_| quote!(f64));
+                lets.push(quote!(let (#(#chunk,)*): (#(#tys,)*);));
+            }
+        }
+        for ins in &prog.instrs {
+            let dst = format_ident!("t{}", ins.dst());
+            let rhs = match *ins {
+                Instr::Unary { op, a, .. } => {
+                    let a = operand(a);
+                    match op {
+                        Unary::Neg => quote!(-#a),
+                        Unary::Sqrt => quote!(f64::sqrt(#a)),
+                        Unary::Exp => quote!(f64::exp(#a)),
+                        Unary::Ln => quote!(f64::ln(#a)),
+                        Unary::Sin => quote!(f64::sin(#a)),
+                        Unary::Cos => quote!(f64::cos(#a)),
+                        Unary::Tan => quote!(f64::tan(#a)),
+                        Unary::Tanh => quote!(f64::tanh(#a)),
+                        Unary::Acos => quote!(f64::acos(#a)),
+                        Unary::Asin => quote!(f64::asin(#a)),
+                        Unary::Atan => quote!(f64::atan(#a)),
+                    }
+                }
+                Instr::Binary { op, a, b, .. } => {
+                    let (a, b) = (operand(a), operand(b));
+                    match op {
+                        Binary::Add => quote!(#a + #b),
+                        Binary::Sub => quote!(#a - #b),
+                        Binary::Mul => quote!(#a * #b),
+                        Binary::Div => quote!(#a / #b),
+                        Binary::Powf => quote!(f64::powf(#a, #b)),
+                        Binary::Atan2 => quote!(f64::atan2(#a, #b)),
+                    }
+                }
+                Instr::Powi { a, n, .. } => {
+                    let a = operand(a);
+                    let k = Literal::i32_unsuffixed(n.unsigned_abs() as i32);
+                    if n < 0 {
+                        quote!(f64::powi(#a, -#k))
+                    } else {
+                        quote!(f64::powi(#a, #k))
+                    }
+                }
+            };
+            lets.push(if chunked {
+                quote!(#dst = #rhs;)
+            } else {
+                quote!(let #dst: f64 = #rhs;)
+            });
+        }
+        let outs: Vec<TokenStream> = prog.outputs.iter().map(|&o| operand(o)).collect();
+        let result = assemble(&outs);
+        quote! {
+            #(#lets)*
+            #result
+        }
+    }
+}
+
+impl Emitter<'_> {
+    /// `[i]` or `[i / D][i % D]`.
+    fn index(&self, i: usize) -> TokenStream {
+        match self.coords {
+            Coords::Flat => {
+                let i = usize_lit(i);
+                quote!([#i])
+            }
+            Coords::Blocks(d) => {
+                let (b, k) = (usize_lit(i / d), usize_lit(i % d));
+                quote!([#b][#k])
+            }
+        }
+    }
+}
+
+pub fn usize_lit(n: usize) -> Literal {
+    Literal::usize_unsuffixed(n)
+}
+
+fn first_span(ts: &TokenStream) -> Span {
+    ts.clone()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |t| t.span())
+}
+
+fn var_ident(v: Var) -> Ident {
+    match v {
+        Var::Q(i) => format_ident!("q{}", i),
+        Var::Dir(j) => format_ident!("a{}", j),
+        Var::Param(k) => format_ident!("p{}", k),
+        Var::Omega => format_ident!("omega"),
+        Var::Lambda(c) => format_ident!("lambda{}", c),
+    }
+}
+
+fn operand(o: Operand) -> TokenStream {
+    match o {
+        Operand::Const(c) => f64_tokens(c),
+        Operand::Var(v) => var_ident(v).into_token_stream(),
+        Operand::Temp(k) => format_ident!("t{}", k).into_token_stream(),
+    }
+}
+
+/// An `f64` constant as tokens (parenthesized when negative, named when not finite).
+pub fn f64_tokens(c: f64) -> TokenStream {
+    if c.is_nan() {
+        quote!(f64::NAN)
+    } else if c == f64::INFINITY {
+        quote!(f64::INFINITY)
+    } else if c == f64::NEG_INFINITY {
+        quote!(f64::NEG_INFINITY)
+    } else if c.is_sign_negative() {
+        let lit = Literal::f64_unsuffixed(-c);
+        quote!((-#lit))
+    } else {
+        Literal::f64_unsuffixed(c).into_token_stream()
+    }
+}
+
+pub fn vector(outs: &[TokenStream]) -> TokenStream {
+    quote!([#(#outs),*])
+}
+
+pub fn matrix(outs: &[TokenStream], cols: usize) -> TokenStream {
+    let rows = outs.chunks(cols.max(1)).map(vector);
+    if cols == 0 {
+        return quote!([]);
+    }
+    quote!([#(#rows),*])
+}
+
+/// Graph outputs of one differentiated scalar function.
+pub struct Derived {
+    pub value: NodeId,
+    pub gradient: Vec<NodeId>,
+    pub hessian: Vec<Vec<NodeId>>,
+    pub third: Vec<NodeId>,
+}
+
+impl Derived {
+    pub fn new(graph: &mut Graph, f: NodeId, n: usize) -> Self {
+        let gradient = graph.gradient(f, n);
+        let hessian = graph.hessian(&gradient);
+        let third = graph.third_contraction(&gradient);
+        Derived {
+            value: f,
+            gradient,
+            hessian,
+            third,
+        }
+    }
+
+    pub fn hessian_flat(&self) -> Vec<NodeId> {
+        self.hessian.iter().flatten().copied().collect()
+    }
+
+    /// `(value, gradient, hessian, third contraction, gradient + hessian)` bodies.
+    pub fn bodies(&self, em: &Emitter<'_>, graph: &Graph, n: usize) -> [TokenStream; 5] {
+        let value = em.body(graph, &[self.value], |o| o[0].clone());
+        let gradient = em.body(graph, &self.gradient, vector);
+        let hessian = em.body(graph, &self.hessian_flat(), |o| matrix(o, n));
+        let third = em.body(graph, &self.third, vector);
+        let mut both = self.gradient.clone();
+        both.extend(self.hessian_flat());
+        let gradient_hessian = em.body(graph, &both, |o| {
+            let g = vector(&o[..n]);
+            let h = matrix(&o[n..], n);
+            quote!((#g, #h))
+        });
+        [value, gradient, hessian, third, gradient_hessian]
+    }
+}

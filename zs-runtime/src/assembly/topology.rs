@@ -1,0 +1,282 @@
+//! Which bodies a system has and how they are connected: the run-time half of an assembled
+//! system's definition (the per-term kernels are the compile-time half).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A mistake in a [`Topology`] or in its combination with a system: reported when the system is
+/// assembled ([`super::Assembled::new`]), before any step.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TopologyError {
+    /// A bond, exclusion or pin names a body that does not exist.
+    #[error("{what} names body {body}, but the system has {bodies} bodies (0..{bodies})")]
+    BodyOutOfRange {
+        /// `"bond"`, `"exclusion"` or `"pin"`.
+        what: &'static str,
+        /// The offending index.
+        body: usize,
+        /// Number of bodies.
+        bodies: usize,
+    },
+    /// A bond or an exclusion of a body with itself.
+    #[error("{what} ({body}, {body}) joins a body to itself")]
+    SelfPair {
+        /// `"bond"` or `"exclusion"`.
+        what: &'static str,
+        /// The body.
+        body: usize,
+    },
+    /// The same unordered pair is bonded twice.
+    #[error("bond ({0}, {1}) is listed twice")]
+    DuplicateBond(usize, usize),
+    /// A pinned body's position does not have one value per coordinate of a body.
+    #[error("body {body} is pinned at {given} coordinates, a body has {expected}")]
+    PinLength {
+        /// The body.
+        body: usize,
+        /// Coordinates given.
+        given: usize,
+        /// Coordinates per body of the system.
+        expected: usize,
+    },
+    /// A pinned position is not finite.
+    #[error("body {body} is pinned at a non-finite position")]
+    PinNotFinite {
+        /// The body.
+        body: usize,
+    },
+    /// Every body is pinned: nothing moves.
+    #[error("all {0} bodies are pinned: the system has no coordinates")]
+    NothingFree(usize),
+    /// The system has no bodies at all.
+    #[error("the topology has no bodies")]
+    Empty,
+    /// More bodies or terms than the 32-bit indices of the assembly hold.
+    #[error("{0} is too large (at most {max})", max = u32::MAX - 1)]
+    TooLarge(&'static str),
+}
+
+/// The bodies of an assembled system and how its terms apply to them
+/// ([`super::Assembled`]): `bodies` bodies (numbered from 0), a bond list (each bond term and
+/// bond constraint applies to each bond), exclusions (unordered pairs the pair term skips) and
+/// pinned bodies (held in place at a given position: they are not coordinates of the system,
+/// but the terms that involve them see that position — the pivot of the pendulum chain).
+///
+/// ```
+/// use zs_runtime::assembly::Topology;
+/// // The chain of 10 pendula: body 0 is the pivot at the origin, bonds 0-1, 1-2, ..., 9-10.
+/// let chain = Topology::chain(11).pin(0, [0.0, 0.0]);
+/// assert_eq!(chain.bonds().len(), 10);
+/// // A DNA ring of 200 base pairs: bonds k-(k+1) and 199-0.
+/// let ring = Topology::ring(200);
+/// assert_eq!(ring.bonds().last(), Some(&(199, 0)));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Topology {
+    bodies: usize,
+    bonds: Vec<(usize, usize)>,
+    exclusions: BTreeSet<(usize, usize)>,
+    exclude_bonded: bool,
+    pinned: BTreeMap<usize, Vec<f64>>,
+}
+
+impl Topology {
+    /// `bodies` unconnected bodies (site and pair terms apply; no bonds).
+    pub fn new(bodies: usize) -> Self {
+        Self {
+            bodies,
+            ..Self::default()
+        }
+    }
+
+    /// `bodies` bodies bonded in a line: `(0, 1), (1, 2), …, (n−2, n−1)`.
+    pub fn chain(bodies: usize) -> Self {
+        Self::new(bodies).bonds_from((1..bodies).map(|k| (k - 1, k)))
+    }
+
+    /// `bodies` bodies bonded in a ring: the chain plus `(n−1, 0)` (periodic boundaries; needs
+    /// at least 3 bodies to have distinct bonds).
+    pub fn ring(bodies: usize) -> Self {
+        let mut t = Self::chain(bodies);
+        if bodies >= 3 {
+            t.bonds.push((bodies - 1, 0));
+        }
+        t
+    }
+
+    /// Add the bond `(i, j)` (order kept: a bond term sees body `i` first).
+    pub fn bond(mut self, i: usize, j: usize) -> Self {
+        self.bonds.push((i, j));
+        self
+    }
+
+    /// Add several bonds.
+    pub fn bonds_from(mut self, bonds: impl IntoIterator<Item = (usize, usize)>) -> Self {
+        self.bonds.extend(bonds);
+        self
+    }
+
+    /// Skip the pair term for the unordered pair `{i, j}`.
+    pub fn exclude(mut self, i: usize, j: usize) -> Self {
+        self.exclusions.insert((i.min(j), i.max(j)));
+        self
+    }
+
+    /// Skip the pair term for every bonded pair.
+    pub fn exclude_bonded(mut self) -> Self {
+        self.exclude_bonded = true;
+        self
+    }
+
+    /// Hold body `i` at `position` (one value per coordinate of a body).
+    pub fn pin(mut self, i: usize, position: impl Into<Vec<f64>>) -> Self {
+        self.pinned.insert(i, position.into());
+        self
+    }
+
+    /// Number of bodies (pinned ones included).
+    pub fn bodies(&self) -> usize {
+        self.bodies
+    }
+
+    /// The bonds, in the order given.
+    pub fn bonds(&self) -> &[(usize, usize)] {
+        &self.bonds
+    }
+
+    /// The pinned bodies and their positions.
+    pub fn pinned(&self) -> &BTreeMap<usize, Vec<f64>> {
+        &self.pinned
+    }
+
+    /// True when the pair term skips `{i, j}`.
+    pub fn is_excluded(&self, i: usize, j: usize) -> bool {
+        let key = (i.min(j), i.max(j));
+        self.exclusions.contains(&key)
+            || (self.exclude_bonded && self.bonds.iter().any(|&(a, b)| (a.min(b), a.max(b)) == key))
+    }
+
+    /// Check the topology for a system whose bodies have `dim` coordinates.
+    ///
+    /// # Errors
+    /// The first problem found, in the order of [`TopologyError`]'s variants.
+    pub fn validate(&self, dim: usize) -> Result<(), TopologyError> {
+        let n = self.bodies;
+        if n == 0 {
+            return Err(TopologyError::Empty);
+        }
+        if n >= u32::MAX as usize {
+            return Err(TopologyError::TooLarge("the number of bodies"));
+        }
+        if self.bonds.len() >= u32::MAX as usize {
+            return Err(TopologyError::TooLarge("the number of bonds"));
+        }
+        let range = |what, body: usize| {
+            if body < n {
+                Ok(())
+            } else {
+                Err(TopologyError::BodyOutOfRange {
+                    what,
+                    body,
+                    bodies: n,
+                })
+            }
+        };
+        let mut seen = BTreeSet::new();
+        for &(i, j) in &self.bonds {
+            range("bond", i)?;
+            range("bond", j)?;
+            if i == j {
+                return Err(TopologyError::SelfPair {
+                    what: "bond",
+                    body: i,
+                });
+            }
+            if !seen.insert((i.min(j), i.max(j))) {
+                return Err(TopologyError::DuplicateBond(i, j));
+            }
+        }
+        for &(i, j) in &self.exclusions {
+            range("exclusion", i)?;
+            range("exclusion", j)?;
+            if i == j {
+                return Err(TopologyError::SelfPair {
+                    what: "exclusion",
+                    body: i,
+                });
+            }
+        }
+        for (&i, p) in &self.pinned {
+            range("pin", i)?;
+            if p.len() != dim {
+                return Err(TopologyError::PinLength {
+                    body: i,
+                    given: p.len(),
+                    expected: dim,
+                });
+            }
+            if !p.iter().all(|x| x.is_finite()) {
+                return Err(TopologyError::PinNotFinite { body: i });
+            }
+        }
+        if self.pinned.len() == n {
+            return Err(TopologyError::NothingFree(n));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builders_and_validation() {
+        let t = Topology::ring(4);
+        assert_eq!(t.bonds(), &[(0, 1), (1, 2), (2, 3), (3, 0)]);
+        assert!(t.validate(1).is_ok());
+        assert_eq!(Topology::ring(2).bonds(), &[(0, 1)]);
+        assert_eq!(
+            Topology::new(3).bond(0, 3).validate(1),
+            Err(TopologyError::BodyOutOfRange {
+                what: "bond",
+                body: 3,
+                bodies: 3
+            })
+        );
+        assert_eq!(
+            Topology::new(3).bond(1, 1).validate(1),
+            Err(TopologyError::SelfPair {
+                what: "bond",
+                body: 1
+            })
+        );
+        assert_eq!(
+            Topology::new(3).bond(0, 1).bond(1, 0).validate(1),
+            Err(TopologyError::DuplicateBond(1, 0))
+        );
+        assert_eq!(
+            Topology::new(2).pin(0, [0.0]).validate(2),
+            Err(TopologyError::PinLength {
+                body: 0,
+                given: 1,
+                expected: 2
+            })
+        );
+        assert_eq!(
+            Topology::new(1).pin(0, [0.0]).validate(1),
+            Err(TopologyError::NothingFree(1))
+        );
+        assert_eq!(Topology::new(0).validate(1), Err(TopologyError::Empty));
+        assert_eq!(
+            Topology::new(2).pin(1, [f64::NAN]).validate(1),
+            Err(TopologyError::PinNotFinite { body: 1 })
+        );
+        let t = Topology::chain(3).exclude(2, 0).exclude_bonded();
+        assert!(t.is_excluded(0, 2) && t.is_excluded(1, 0) && t.is_excluded(2, 1));
+        assert!(!Topology::chain(3).is_excluded(0, 1));
+        assert!(TopologyError::NothingFree(3)
+            .to_string()
+            .contains("all 3 bodies"));
+    }
+}
