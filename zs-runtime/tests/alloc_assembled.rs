@@ -1,0 +1,154 @@
+//! Steps on assembled systems allocate nothing after set-up, with the terms evaluated on a
+//! 2-thread rayon pool: counted in every thread of the process (this binary holds one test, so
+//! nothing else runs). The stepping loops run inside `ThreadPool::install`, as the driver and
+//! the command line do: called from outside a pool, rayon's injector allocates a block every
+//! few dozen injected jobs (`../shared/notes/structured-systems.md`).
+
+#[path = "support/assembled.rs"]
+mod assembled;
+#[path = "support/counting_alloc.rs"]
+#[allow(dead_code)]
+mod counting_alloc;
+
+use counting_alloc::allocations_in_all_threads_during;
+use zs_runtime::driver::run_steps;
+use zs_runtime::observers::Observer;
+use zs_runtime::{
+    ConstraintObserver, EnergyObserver, Langevin, LinearlyImplicitNewmark, Model, Rattle,
+    VelocityVerlet, Yoshida4, ZhangSkeel, ZhangSkeelSimplified, ZhangSkeelStiff,
+};
+
+const STEPS: usize = 50;
+
+#[test]
+fn assembled_steps_allocate_nothing_after_set_up_with_rayon_on() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let mut counts = Vec::new();
+    pool.install(|| {
+        // DNA ring, 20 000 base pairs: parallel evaluation, sparse (faer) solves.
+        let (dna, q, v) = assembled::dna(20_000);
+        assert!(dna.is_parallel());
+        let mut s = dna.state(q, v);
+        let mut zs = ZhangSkeel::new(0.3, 2.0);
+        zs.step(&dna, &mut s).unwrap();
+        counts.push((
+            "Z&S, DNA 20 000",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..STEPS {
+                    zs.step(&dna, &mut s).unwrap();
+                }
+            }),
+        ));
+        let mut zss = ZhangSkeelSimplified::new(0.3, 2.0);
+        zss.step(&dna, &mut s).unwrap();
+        counts.push((
+            "Z&Ss, DNA",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..STEPS {
+                    zss.step(&dna, &mut s).unwrap();
+                }
+            }),
+        ));
+        let mut vv = VelocityVerlet::new(0.2);
+        vv.step(&dna, &mut s).unwrap();
+        counts.push((
+            "Verlet, DNA",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..STEPS {
+                    vv.step(&dna, &mut s).unwrap();
+                }
+            }),
+        ));
+        let mut nm = LinearlyImplicitNewmark::new(0.3, 1.0);
+        nm.step(&dna, &mut s).unwrap();
+        counts.push((
+            "one-step Newmark, DNA",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..STEPS {
+                    nm.step(&dna, &mut s).unwrap();
+                }
+            }),
+        ));
+        let mut y4 = Yoshida4::new(ZhangSkeel::new(0.3, 1.0));
+        y4.step(&dna, &mut s).unwrap();
+        counts.push((
+            "Yoshida4(Z&S), DNA",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..10 {
+                    y4.step(&dna, &mut s).unwrap();
+                }
+            }),
+        ));
+        // The driver with observers on it: a run allocates its backup of the state and the
+        // summary's copy of the last state (two `Vec`s each) once, whatever its length.
+        let mut zs = ZhangSkeel::new(0.3, 2.0);
+        let mut energy = EnergyObserver::new();
+        zs.step(&dna, &mut s).unwrap();
+        let mut per_run = [0; 2];
+        for (i, steps) in [10u64, 40].into_iter().enumerate() {
+            per_run[i] = allocations_in_all_threads_during(|| {
+                let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut energy];
+                assert!(run_steps(&mut zs, &dna, &mut s, steps, observers).is_ok());
+            });
+        }
+        assert_eq!(per_run, [4, 4], "driver runs of 10 and 40 steps");
+        counts.push((
+            "driver + energy observer, DNA, per step",
+            per_run[1] - per_run[0],
+        ));
+
+        // 300 beads with all pairs (44 850 pair terms, parallel), penalized body constraints:
+        // GLA around Z&Ss-stiff with the block-diagonal stiff solve.
+        let (beads, q, v) = assembled::beads(300);
+        let p = beads.penalized(40.0);
+        let mut s = beads.state(q, v);
+        let mut gla = Langevin::new(ZhangSkeelStiff::new(0.4, 0.05), 0.01, 0.02, 3);
+        gla.step(&p, &mut s).unwrap();
+        counts.push((
+            "GLA + Z&Ss-stiff, beads 300",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..STEPS {
+                    gla.step(&p, &mut s).unwrap();
+                }
+            }),
+        ));
+        let mut zs = ZhangSkeel::new(0.4, 0.05);
+        zs.step(&p, &mut s).unwrap();
+        let mut constraints = ConstraintObserver::new(&beads);
+        let mut per_run = [0; 2];
+        for (i, steps) in [5u64, 15].into_iter().enumerate() {
+            per_run[i] = allocations_in_all_threads_during(|| {
+                let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut constraints];
+                assert!(run_steps(&mut zs, &p, &mut s, steps, observers).is_ok());
+            });
+        }
+        assert_eq!(per_run, [4, 4], "driver runs of 5 and 15 steps");
+        counts.push((
+            "driver + constraint observer, Z&S (sparse full Hessian), beads, per step",
+            per_run[1] - per_run[0],
+        ));
+        // RATTLE on the unpenalized constrained beads (sparse Jacobian, Gram solve).
+        let mut rattle = Rattle::new(0.01);
+        let mut s = beads.state(assembled::beads(300).1, vec![0.0; 600]);
+        rattle.step(&beads, &mut s).unwrap();
+        counts.push((
+            "RATTLE, beads",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..10 {
+                    rattle.step(&beads, &mut s).unwrap();
+                }
+            }),
+        ));
+        assert!(Model::dimension(&beads) == 600);
+    });
+    eprintln!("allocations over the windows: {counts:?}");
+    assert!(counts.iter().all(|&(_, n)| n == 0), "{counts:?}");
+    // The counter sees worker threads: a parallel allocation is counted.
+    let n = allocations_in_all_threads_during(|| {
+        pool.install(|| rayon::join(|| drop(std::hint::black_box(vec![1u8; 8])), || ()));
+    });
+    assert!(n >= 1);
+}

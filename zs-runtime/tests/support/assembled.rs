@@ -1,0 +1,76 @@
+//! Assembled test systems shared by the parallel and allocation tests.
+
+use zs_runtime::assembly::{Assembled, Topology};
+use zs_runtime::mechanical_system;
+
+/// The DNA base-pair chain of Tao & Owhadi §4.4 (`SYSTEMS.md`).
+pub struct Dna {
+    pub epsilon: f64,
+    pub a: f64,
+    pub x0: f64,
+}
+
+#[mechanical_system]
+impl Dna {
+    fn site_potential(&self, theta: &[f64; 1]) -> f64 {
+        let u = (-self.a * (1.0 - theta[0].cos() - self.x0)).exp() - 1.0;
+        self.epsilon * u * u
+    }
+    fn bond_potential(&self, left: &[f64; 1], right: &[f64; 1]) -> f64 {
+        0.5 * (right[0] - left[0]).powi(2)
+    }
+}
+
+/// A periodic DNA ring of `n` base pairs at a deterministic, non-uniform start
+/// (`θ_k = 0.8 + 0.1 sin(1.7 k)`, `θ̇_k = cos(4πk/n)/√n`).
+pub fn dna(n: usize) -> (Assembled<Dna, 1>, Vec<f64>, Vec<f64>) {
+    let sys = Assembled::new(
+        Dna {
+            epsilon: 1.0 / 1400.0,
+            a: 7.0,
+            x0: 0.3,
+        },
+        Topology::ring(n),
+    )
+    .unwrap();
+    let q = (0..n).map(|k| 0.8 + 0.1 * (1.7 * k as f64).sin()).collect();
+    let v = (0..n)
+        .map(|k| (4.0 * std::f64::consts::PI * k as f64 / n as f64).cos() / (n as f64).sqrt())
+        .collect();
+    (sys, q, v)
+}
+
+/// Points in the plane, each held near an ellipse by a body constraint (a stiff penalty: the
+/// stiff Hessian is block diagonal), every pair interacting through a soft repulsion.
+pub struct Beads {
+    pub strength: f64,
+}
+
+#[mechanical_system]
+impl Beads {
+    fn site_potential(&self, x: &[f64; 2]) -> f64 {
+        0.05 * (x[0] * x[0] + x[1] * x[1])
+    }
+    fn pair_potential(&self, a: &[f64; 2], b: &[f64; 2]) -> f64 {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2);
+        self.strength / (0.5 + r2)
+    }
+    fn body_constraints(&self, x: &[f64; 2]) -> [f64; 1] {
+        [(x[0] - 0.1 * x[1]).powi(2) + x[1] * x[1] - 1.0]
+    }
+}
+
+/// `n` beads at deterministic positions on their constraint ellipses, scattered around them,
+/// with small velocities.
+pub fn beads(n: usize) -> (Assembled<Beads, 2>, Vec<f64>, Vec<f64>) {
+    let sys = Assembled::new(Beads { strength: 0.01 }, Topology::new(n)).unwrap();
+    let mut q = Vec::with_capacity(2 * n);
+    let mut v = Vec::with_capacity(2 * n);
+    for k in 0..n {
+        let phi = 2.399_963 * k as f64;
+        // (x − 0.1y)² + y² = 1 with x − 0.1y = cos φ, y = sin φ.
+        q.extend([phi.cos() + 0.1 * phi.sin(), phi.sin()]);
+        v.extend([0.1 * (1.3 * k as f64).sin(), 0.1 * (0.7 * k as f64).cos()]);
+    }
+    (sys, q, v)
+}
