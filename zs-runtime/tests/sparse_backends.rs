@@ -3,6 +3,7 @@
 //! assembled pair system.
 
 #[path = "support/assembled.rs"]
+#[allow(dead_code)]
 mod assembled;
 
 use std::sync::Arc;
