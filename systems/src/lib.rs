@@ -10,6 +10,10 @@
 //! - [`triatomic`]: a flexible water-like triatomic molecule in 3D (9 DOF, Morse bonds and a
 //!   harmonic bond angle);
 //! - [`rigid_body`]: the penalized magnetized rigid body of Z&S §4.5 (9 DOF, `R ∈ R^{3×3}`).
+//! - [`chain`]: the chain of `n` pendula of Z&S §4.2 (an assembled system: a site term per
+//!   mass, a bond constraint per rod, the pivot pinned; `n` at run time);
+//! - [`dna`]: the DNA base-pair ring of Z&S §4.4 (an assembled system: a site and a bond term,
+//!   `N` at run time);
 //! - [`stiff_spring`]: the stiff spring double pendulum of seed 003 Example 1 (4 DOF, slow
 //!   gravity `U`, fast springs `W` with stiffness `k_i/ε²`, their minimum manifold as 2
 //!   constraints), for the impulse family; [`stiff_spring::convergence_table`] is Figs. 1–3.
@@ -18,7 +22,9 @@
 //!
 //! [`testing`] has the error measures and finite differences the derivative tests use.
 
+pub mod chain;
 pub mod cli;
+pub mod dna;
 pub mod double_pendulum;
 pub mod experiments;
 pub mod rigid_body;
@@ -26,6 +32,8 @@ pub mod stiff_spring;
 pub mod testing;
 pub mod triatomic;
 
+pub use chain::PendulumChain;
+pub use dna::DnaChain;
 pub use double_pendulum::DoublePendulum;
 pub use rigid_body::MagnetizedRigidBody;
 pub use stiff_spring::StiffSpringDoublePendulum;
