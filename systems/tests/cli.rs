@@ -87,11 +87,11 @@ fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
         (&["run", "pendulum"], &["'pendulum'", "double-pendulum"], 2),
         (
             &["run", "double-pendulum", "--integrator", "rk4"],
-            &["'rk4'", "--integrator", "zs, zss, verlet"],
+            &["'rk4'", "--integrator", "zs, zss, zss-stiff, verlet"],
             2,
         ),
-        (&["simulate"], &["'simulate'", "run, reproduce"], 2),
-        (&[], &["missing subcommand", "run, reproduce"], 2),
+        (&["simulate"], &["'simulate'", "run, eval, reproduce"], 2),
+        (&[], &["missing subcommand", "run, eval, reproduce"], 2),
         (&["run"], &["missing required argument", "<SYSTEM>"], 2),
         (
             &["run", "double-pendulum", "--t-ed", "5"],
@@ -170,17 +170,60 @@ fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
             &["--max-residual", ">= 0"],
             2,
         ),
-        // Run-time checks: missing output directory, unreadable or invalid checkpoint.
+        // Options that do not apply to the system or the integrator.
         (
-            &["run", "double-pendulum", "--out", "no-such-dir/x.csv"],
-            &["output directory no-such-dir does not exist"],
+            &["run", "double-pendulum", "--n", "4"],
+            &["--n applies to chain and dna"],
             1,
         ),
         (
-            &["run", "double-pendulum", "--checkpoint", "no-such-dir/x.ck"],
-            &["checkpoint directory no-such-dir does not exist"],
+            &["run", "dna", "--omega", "3"],
+            &["--omega does not apply to dna", "no constraints"],
             1,
         ),
+        (
+            &["run", "dna", "--integrator", "shake"],
+            &["--integrator shake does not apply to dna"],
+            1,
+        ),
+        (
+            &["run", "chain", "--integrator", "rattle", "--omega", "20"],
+            &["--omega does not apply to rattle", "Lagrange multipliers"],
+            1,
+        ),
+        (
+            &["run", "chain", "--gamma", "0.1"],
+            &["missing required argument", "--kt"],
+            2,
+        ),
+        (&["run", "chain", "--n", "0"], &["--n", "'0'"], 2),
+        (&["run", "dna", "--n", "2"], &["at least 3 base pairs"], 1),
+        (
+            &["run", "chain", "--init", "missing.csv"],
+            &["cannot read the state file missing.csv"],
+            1,
+        ),
+        (
+            &["run", "chain", "--init", "garbage.ck"],
+            &["garbage.ck has 1 columns after `t`", "20 coordinates"],
+            1,
+        ),
+        (
+            &["eval", "dna", "--in", "garbage.ck", "--n", "1"],
+            &["at least 3 base pairs"],
+            1,
+        ),
+        (
+            &["eval", "chain", "--in", "garbage.ck", "--n", "1"],
+            &["garbage.ck has 1 columns after `t`", "2 coordinates"],
+            1,
+        ),
+        (
+            &["eval", "chain"],
+            &["missing required argument", "--in"],
+            2,
+        ),
+        // Unreadable or invalid checkpoint.
         (
             &["run", "double-pendulum", "--resume", "missing.ck"],
             &["cannot read the checkpoint missing.ck", "No such file"],
@@ -462,4 +505,138 @@ fn a_killed_run_resumes_to_the_same_file() {
         return;
     }
     panic!("the run always finished before it could be killed");
+}
+
+/// Parse a CSV written by `zs`: header and numeric rows.
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().split(',').map(String::from).collect();
+    let rows = lines
+        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+        .collect();
+    (header, rows)
+}
+
+#[test]
+fn assembled_systems_run_continue_from_state_files_and_evaluate() {
+    let d = dir("assembled");
+    // The chain of 10 pendula, into a directory that does not exist yet.
+    let o = zs(
+        &d,
+        &["run", "chain", "--t-end", "2", "--out", "new/dir/chain.csv"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (header, rows) = read_csv(&d.join("new/dir/chain.csv"));
+    assert_eq!(header.len(), 1 + 20 + 20 + 2);
+    assert_eq!((&header[1][..], &header[20][..]), ("x1", "y10"));
+    assert_eq!(
+        (&header[21][..], &header[42][..]),
+        ("v_x1", "constraint_norm")
+    );
+    assert_eq!(rows.len(), 41, "h = 0.05, T = 2");
+    // Continue from its last row: the new file starts where the first ended, bit for bit.
+    let o = zs(
+        &d,
+        &[
+            "run",
+            "chain",
+            "--init",
+            "new/dir/chain.csv",
+            "--t-end",
+            "3",
+            "--out",
+            "c2.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (_, rows2) = read_csv(&d.join("c2.csv"));
+    assert_eq!(rows2[0][..41], rows[40][..41]);
+    assert_eq!(rows2.last().unwrap()[0], 3.0);
+    // eval: the penalized potential plus the kinetic energy is the run's energy column.
+    let o = zs(
+        &d,
+        &[
+            "eval",
+            "chain",
+            "--in",
+            "c2.csv",
+            "--omega",
+            "20",
+            "--out",
+            "e/chain.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (eh, evals) = read_csv(&d.join("e/chain.csv"));
+    assert_eq!(
+        (&eh[0][..], &eh[1][..], eh.len()),
+        ("potential", "dV_x1", 21)
+    );
+    assert_eq!(evals.len(), rows2.len());
+    for (e, r) in evals.iter().zip(&rows2) {
+        let kinetic: f64 = 0.5 * r[21..41].iter().map(|v| v * v).sum::<f64>();
+        let energy = r[41];
+        assert!(
+            (e[0] + kinetic - energy).abs() <= 1e-12 * energy.abs(),
+            "{e:?} {r:?}"
+        );
+    }
+    // SHAKE on the unpenalized chain keeps the constraints to its tolerance.
+    let o = zs(
+        &d,
+        &[
+            "run",
+            "chain",
+            "--integrator",
+            "shake",
+            "--t-end",
+            "2",
+            "--out",
+            "s.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (_, s) = read_csv(&d.join("s.csv"));
+    assert!(s.iter().all(|r| r[42] < 1e-11), "‖g‖ column");
+
+    // The DNA ring: the seed sets the initial angles; the same seed, the same file.
+    for (out, seed) in [("d7a.csv", "7"), ("d7b.csv", "7"), ("d8.csv", "8")] {
+        let o = zs(
+            &d,
+            &[
+                "run", "dna", "--n", "50", "--seed", seed, "--t-end", "20", "--out", out,
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let read = |f: &str| std::fs::read(d.join(f)).unwrap();
+    assert_eq!(read("d7a.csv"), read("d7b.csv"));
+    let (dh, d7) = read_csv(&d.join("d7a.csv"));
+    let (_, d8) = read_csv(&d.join("d8.csv"));
+    assert_eq!((&dh[1][..], dh.len()), ("theta0", 1 + 50 + 50 + 1));
+    assert_ne!(d7[0][1..51], d8[0][1..51]);
+    // Mean angle 0.8 ± 0.1/√50·(a few): the paper's θ_k(0) = 0.8 + 0.1 ξ_k.
+    let mean: f64 = d7[0][1..51].iter().sum::<f64>() / 50.0;
+    assert!((mean - 0.8).abs() < 0.06, "{mean}");
+    // Its threads do not change its bits.
+    let o = zs(
+        &d,
+        &[
+            "run",
+            "dna",
+            "--n",
+            "50",
+            "--seed",
+            "7",
+            "--t-end",
+            "20",
+            "--threads",
+            "1",
+            "--out",
+            "d7c.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read("d7a.csv"), read("d7c.csv"));
 }

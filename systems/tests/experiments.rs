@@ -112,7 +112,7 @@ fn constraint_scaling_writes_csv_svg_and_a_table() {
 }
 
 #[test]
-fn cli_reproduce_writes_into_out_dir_and_rejects_a_missing_one() {
+fn cli_reproduce_writes_into_out_dir_and_rejects_one_it_cannot_create() {
     let exe = env!("CARGO_BIN_EXE_zs");
     let dir = scratch("cli");
     let ok = Command::new(exe)
@@ -130,16 +130,17 @@ fn cli_reproduce_writes_into_out_dir_and_rejects_a_missing_one() {
     assert!(dir.join("constraint-scaling.csv").is_file());
     assert!(dir.join("constraint-scaling.svg").is_file());
 
-    let missing = dir.join("does-not-exist");
+    // A directory that cannot be created (under a file): one line, non-zero exit.
+    std::fs::write(dir.join("a-file"), "x").unwrap();
     let bad = Command::new(exe)
         .args(["reproduce", "constraint-scaling", "--out-dir"])
-        .arg(&missing)
+        .arg(dir.join("a-file/sub"))
         .output()
         .unwrap();
     assert!(!bad.status.success());
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(stderr.contains("cannot create the output directory"), "{stderr}");
 
     let unknown = Command::new(exe)
         .args(["reproduce", "no-such-experiment"])

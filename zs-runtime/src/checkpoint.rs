@@ -609,6 +609,26 @@ pub trait Resumable {
     fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError>;
 }
 
+impl<R: Resumable + ?Sized> Resumable for Box<R> {
+    fn save(&self, out: &mut ScopeMut<'_>) {
+        (**self).save(out);
+    }
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        (**self).restore(from)
+    }
+}
+
+/// `Err(Mismatch)` unless `x` is finite (a restored parameter).
+pub(crate) fn finite_param(what: &str, x: f64) -> Result<f64, CheckpointError> {
+    if x.is_finite() {
+        Ok(x)
+    } else {
+        Err(CheckpointError::Mismatch(format!(
+            "{what} = {x} in the checkpoint is not finite"
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,3 +20,23 @@ pub trait Stepper<P: ?Sized, V> {
     /// Short name, e.g. `"zhang-skeel"`.
     fn name(&self) -> &'static str;
 }
+
+/// A boxed stepper steps like the stepper it holds (for choosing one at run time, e.g. from a
+/// command line, as `Box<dyn Stepper<P, V>>`).
+impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
+        (**self).step(target, state)
+    }
+    fn h(&self) -> f64 {
+        (**self).h()
+    }
+    fn set_h(&mut self, h: f64) {
+        (**self).set_h(h);
+    }
+    fn steps_taken(&self) -> u64 {
+        (**self).steps_taken()
+    }
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+}

@@ -1,23 +1,30 @@
-//! The `zs` command line: argument parsing and dispatch (`run` in [`run`]).
+//! The `zs` command line: argument parsing and dispatch (`run` in [`run`], `eval` in [`eval`],
+//! `reproduce` in [`reproduce`]).
 //!
 //! ```text
-//! zs run double-pendulum [--integrator zs|zss|verlet] [--h H] [--t-end T] [--omega W]
-//!                        [--beta B] [--out FILE] [--every K] [--gravity physical|printed]
-//!                        [--max-energy-drift D] [--max-residual R] [--max-condition C]
-//!                        [--checkpoint FILE [--checkpoint-every K]] [--resume FILE]
+//! zs run double-pendulum|chain|dna [--integrator NAME] [--h H] [--t-end T] [--omega W]
+//!        [--beta B] [--out FILE] [--every K] [--init FILE] [--n N] [--seed S]
+//!        [--gamma G --kt KT] [--gravity physical|printed] [--threads P]
+//!        [--max-energy-drift D] [--max-residual R] [--max-condition C]
+//!        [--checkpoint FILE [--checkpoint-every K]] [--resume FILE]
+//! zs eval double-pendulum|chain|dna --in FILE [--n N] [--omega W] [--out FILE]
+//! zs reproduce <experiment> [--out-dir DIR]
 //! ```
 //!
-//! `run` integrates the penalized system `V + ½ω²|g|²` (Tao & Owhadi eq. 7) from the paper's
-//! initial state, shows progress on long runs, prints a summary (steps/s, energy drift,
-//! max ‖g‖) and writes the trajectory as CSV (written to `FILE.tmp`, renamed when complete;
-//! a run stopped by a failed step keeps its rows up to the last good state and is marked by
-//! `FILE.incomplete`, see [`zs_runtime::output`]).
+//! `run` integrates a system (`CONTRACT.md`: the penalized `V + ½ω²|g|²` for the penalty
+//! methods, the constrained system for `shake`/`rattle`) from the paper's initial state or the
+//! last row of `--init FILE`, shows progress on long runs, prints a summary and writes the
+//! trajectory as CSV (written to `FILE.tmp`, renamed when complete; a run stopped by a failed
+//! step keeps its rows up to the last good state and is marked by `FILE.incomplete`, see
+//! [`zs_runtime::output`]). `eval` writes the potential and its gradient at every row of a
+//! state file. State files: [`state_file`].
 //!
 //! Errors: every bad argument and every failure is reported as **one line** on stderr,
 //! `zs: <message>`, with a non-zero exit status: 2 for a command line clap rejects (unknown
 //! subcommand, system, integrator or option, a value that is not a number or out of range), 1
-//! for a run that cannot start or that fails (missing output directory, unreadable checkpoint,
-//! failed step). `--help` and `--version` print to stdout and exit 0.
+//! for a run that cannot start or that fails (an option that does not apply to the system, an
+//! unreadable state file or checkpoint, a failed step). Missing output directories are created.
+//! `--help` and `--version` print to stdout and exit 0.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,10 +32,10 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::double_pendulum;
-
+pub mod eval;
 pub mod reproduce;
 pub mod run;
+pub mod state_file;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -44,15 +51,32 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Integrate one of the papers' systems and write its trajectory as CSV.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
+    /// Evaluate the potential and its gradient at every state of a CSV file.
+    Eval(EvalArgs),
     /// Reproduce one of the papers' experiments: CSV, SVG figure and a table of measurements.
     Reproduce(reproduce::ReproduceArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SystemName {
-    /// Planar double pendulum of Tao & Owhadi §4.1, penalized (4 DOF, 2 constraints).
+    /// Planar double pendulum of Tao & Owhadi §4.1 (4 DOF, 2 constraints).
     DoublePendulum,
+    /// Chain of n pendula of Tao & Owhadi §4.2 (2n DOF, n constraints; --n, default 10).
+    Chain,
+    /// DNA base-pair ring of Tao & Owhadi §4.4 (N DOF, unconstrained; --n, default 200).
+    Dna,
+}
+
+impl SystemName {
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemName::DoublePendulum => "double-pendulum",
+            SystemName::Chain => "chain",
+            SystemName::Dna => "dna",
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +85,34 @@ pub enum IntegratorName {
     Zs,
     /// Simplified Zhang & Skeel (Integrator 4, eq. 18): no third-derivative term.
     Zss,
+    /// Z&Ss for stiff systems (Integrator 5, eq. 19): only the penalty's Hessian in the solve.
+    ZssStiff,
     /// Velocity Verlet (explicit; needs h·ω < 2).
     Verlet,
+    /// Newmark, γ = ½ (Integrator 2, eq. 12), Newton to a tolerance.
+    Newmark,
+    /// One-step (linearly implicit) Newmark: exactly one Newton step (Fig. 1 row 5).
+    Newmark1,
+    /// Push-forward Newmark (Integrator 3, eq. 14).
+    Pushforward,
+    /// SHAKE (seed 002) on the constrained system: Lagrange multipliers, no penalty.
+    Shake,
+    /// RATTLE (seed 002): SHAKE with velocities projected onto the tangent space.
+    Rattle,
+}
+
+impl IntegratorName {
+    /// True for the methods that integrate the penalized potential (all but SHAKE, RATTLE).
+    pub fn is_penalty_method(self) -> bool {
+        !matches!(self, IntegratorName::Shake | IntegratorName::Rattle)
+    }
+    /// True for the linearly implicit methods (a shifted solve each step).
+    pub fn solves(self) -> bool {
+        !matches!(
+            self,
+            IntegratorName::Verlet | IntegratorName::Shake | IntegratorName::Rattle
+        )
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,32 +131,56 @@ pub struct RunArgs {
     /// Integrator.
     #[arg(long, value_enum, default_value = "zs")]
     pub integrator: IntegratorName,
-    /// Step size h (default: 0.1 for zs/zss, 0.1/ω for verlet, as in the paper).
+    /// Step size h (default: the paper's for the system and method, e.g. 0.1 and 0.1/ω for the
+    /// double pendulum's zs and verlet, 0.05 for the chain, 2 and 0.2 for the DNA's zs and
+    /// verlet).
     #[arg(long, value_parser = positive_f64, allow_negative_numbers = true)]
     pub h: Option<f64>,
-    /// Final time T.
-    #[arg(long = "t-end", default_value_t = 50.0, value_parser = positive_f64, allow_negative_numbers = true)]
-    pub t_end: f64,
-    /// Penalty frequency ω of V + ½ω²|g|².
-    #[arg(long, default_value_t = double_pendulum::OMEGA, value_parser = positive_f64, allow_negative_numbers = true)]
-    pub omega: f64,
-    /// Z&S parameter β (unconditionally linearly stable for β ≥ 1/4).
-    #[arg(long, default_value_t = double_pendulum::BETA, value_parser = nonnegative_f64, allow_negative_numbers = true)]
-    pub beta: f64,
-    /// Output CSV file.
-    #[arg(long, default_value = "double-pendulum.csv")]
-    pub out: PathBuf,
+    /// Final time T (default: 50 double pendulum, 100 chain, 500 DNA).
+    #[arg(long = "t-end", value_parser = positive_f64, allow_negative_numbers = true)]
+    pub t_end: Option<f64>,
+    /// Penalty frequency ω of V + ½ω²|g|² (default 20; constrained systems only).
+    #[arg(long, value_parser = positive_f64, allow_negative_numbers = true)]
+    pub omega: Option<f64>,
+    /// Z&S / Newmark parameter β (default: 0.4, 0.3 for the DNA; unconditionally linearly
+    /// stable for β ≥ 1/4).
+    #[arg(long, value_parser = nonnegative_f64, allow_negative_numbers = true)]
+    pub beta: Option<f64>,
+    /// Output CSV file (default: <system>.csv; a missing directory is created).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Record every k-th step (the initial state is always recorded).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub every: u64,
-    /// Sign of gravity in V.
-    #[arg(long, value_enum, default_value = "physical")]
-    pub gravity: GravitySign,
+    /// Start from the last row of this state file (a CSV written by `zs run --out`: t, the
+    /// coordinates, the velocities) instead of the paper's initial state.
+    #[arg(long, value_name = "FILE")]
+    pub init: Option<PathBuf>,
+    /// Number of pendula (chain, default 10) or base pairs (dna, default 200).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    pub n: Option<u64>,
+    /// Seed of the random numbers: the DNA's initial angles and the Langevin noise (default 0).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Langevin friction γ: wrap the integrator in the Geometric Langevin Algorithm
+    /// (eq. 27; needs --kt).
+    #[arg(long, value_parser = nonnegative_f64, allow_negative_numbers = true, requires = "kt")]
+    pub gamma: Option<f64>,
+    /// Langevin temperature kT (needs --gamma).
+    #[arg(long, value_parser = nonnegative_f64, allow_negative_numbers = true, requires = "gamma")]
+    pub kt: Option<f64>,
+    /// Sign of gravity in V (pendula).
+    #[arg(long, value_enum)]
+    pub gravity: Option<GravitySign>,
+    /// Threads evaluating the terms of an assembled system (chain, dna; default: rayon's, one
+    /// per core). The results are the same bits whatever the number.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    pub threads: Option<u64>,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
-    /// Guard: stop (exit 1, trajectory kept up to the last good step) when the penalized energy
-    /// drifts by more than D, |E - E0| > D.
+    /// Guard: stop (exit 1, trajectory kept up to the last good step) when the energy drifts by
+    /// more than D, |E - E0| > D.
     #[arg(long = "max-energy-drift", value_name = "D", value_parser = nonnegative_f64, allow_negative_numbers = true)]
     pub max_energy_drift: Option<f64>,
     /// Guard: stop when the constraint residual exceeds R, ‖g(q)‖ > R.
@@ -132,6 +206,30 @@ pub struct RunArgs {
     /// final OUT is byte-for-byte the same file.
     #[arg(long, value_name = "FILE")]
     pub resume: Option<PathBuf>,
+}
+
+/// Arguments of `zs eval`.
+#[derive(clap::Args, Debug)]
+pub struct EvalArgs {
+    /// System whose potential to evaluate.
+    #[arg(value_enum)]
+    pub system: SystemName,
+    /// State file: a CSV with a header, t then the coordinates in the system's order (further
+    /// columns — velocities, outputs — are ignored).
+    #[arg(long = "in", value_name = "FILE")]
+    pub input: PathBuf,
+    /// Number of pendula (chain, default 10) or base pairs (dna, default 200).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    pub n: Option<u64>,
+    /// Evaluate the penalized V + ½ω²|g|² (constrained systems).
+    #[arg(long, value_parser = positive_f64, allow_negative_numbers = true)]
+    pub omega: Option<f64>,
+    /// Sign of gravity in V (pendula).
+    #[arg(long, value_enum)]
+    pub gravity: Option<GravitySign>,
+    /// Output CSV (default: standard output; a missing directory is created).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 fn positive_f64(s: &str) -> Result<f64, String> {
@@ -166,6 +264,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Eval(args) => eval::eval(&args),
         Command::Reproduce(args) => reproduce::reproduce(&args),
     };
     match result {

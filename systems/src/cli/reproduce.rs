@@ -40,7 +40,7 @@ pub struct ReproduceArgs {
     /// Experiment to reproduce.
     #[arg(value_enum)]
     pub experiment: ExperimentChoice,
-    /// Directory for the CSV and SVG files (must exist).
+    /// Directory for the CSV and SVG files (created when missing).
     #[arg(long = "out-dir", default_value = ".")]
     pub out_dir: PathBuf,
 }
@@ -48,10 +48,12 @@ pub struct ReproduceArgs {
 /// Run `zs reproduce` with parsed arguments; `Err` is the one-line message to print.
 pub fn reproduce(args: &ReproduceArgs) -> Result<(), String> {
     if !args.out_dir.is_dir() {
-        return Err(format!(
-            "output directory {} does not exist",
-            args.out_dir.display()
-        ));
+        std::fs::create_dir_all(&args.out_dir).map_err(|e| {
+            format!(
+                "cannot create the output directory {}: {e}",
+                args.out_dir.display()
+            )
+        })?;
     }
     for (i, experiment) in args.experiment.experiments().into_iter().enumerate() {
         if i > 0 {

@@ -171,3 +171,19 @@ impl<P: ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Yoshida4<S> {
         "yoshida4"
     }
 }
+
+/// Saves the macro-step counter and the composed stepper (under `inner`).
+impl<S: crate::checkpoint::Resumable> crate::checkpoint::Resumable for Yoshida4<S> {
+    fn save(&self, out: &mut crate::checkpoint::ScopeMut<'_>) {
+        out.set_u64("steps", self.steps);
+        self.inner.save(&mut out.scope_mut("inner"));
+    }
+    fn restore(
+        &mut self,
+        from: &crate::checkpoint::Scope<'_>,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        self.inner.restore(&from.scope("inner"))?;
+        self.steps = from.u64("steps")?;
+        Ok(())
+    }
+}

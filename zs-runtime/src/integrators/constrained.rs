@@ -79,6 +79,7 @@
 //! `reset()` before stepping a different system with the same integrator.
 
 use super::{check_finite, check_h, same_bits};
+use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
 use crate::linalg::singular_threshold;
 use crate::model::{ConstrainedModel, ConstraintSolve, ConstraintSpace, Jacobian};
 use crate::vector::Vector;
@@ -661,6 +662,38 @@ macro_rules! constrained_common {
                 state: &mut StateOf<V>,
             ) -> Result<(), StepError> {
                 self.core.step($project, system, state)
+            }
+        }
+
+        /// Saves `h`, the tolerance, the iteration cap, the solver and the step counter (exact
+        /// bits); the cached `∇V(q_n)`, `G(q_n)` are recomputed from the restored state, giving
+        /// the same bits. The last step's multipliers are outputs, not saved.
+        impl<V: ConstraintSpace<C>, C: Vector> Resumable for $ty<V, C> {
+            fn save(&self, out: &mut ScopeMut<'_>) {
+                let c = &self.core;
+                out.set_f64("h", c.h);
+                out.set_f64("tolerance", c.tolerance);
+                out.set_u64("max_iterations", c.max_iterations as u64);
+                out.set_str("solver", c.solver.name());
+                out.set_u64("steps", c.steps);
+            }
+            fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+                let c = &mut self.core;
+                c.h = from.f64("h")?;
+                c.tolerance = finite_param("tolerance", from.f64("tolerance")?)?;
+                c.max_iterations = from.u64("max_iterations")? as usize;
+                c.solver = match from.str("solver")? {
+                    "gauss-seidel" => ShakeSolver::GaussSeidel,
+                    "newton" => ShakeSolver::Newton,
+                    other => {
+                        return Err(CheckpointError::Mismatch(format!(
+                            "unknown SHAKE solver {other}"
+                        )))
+                    }
+                };
+                c.steps = from.u64("steps")?;
+                c.reset();
+                Ok(())
             }
         }
 

@@ -21,6 +21,7 @@
 
 use super::zhang_skeel::Eval;
 use super::{check_finite, check_h, check_matrix, same_bits};
+use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
 use crate::linalg::{Factorization, ShiftedSolve, SolveOptions};
 use crate::model::HessianPart;
 use crate::vector::{inf_norm, Vector};
@@ -452,6 +453,29 @@ macro_rules! newmark_common {
             }
         }
 
+        /// Saves `h`, β, the Newton tolerance and cap and the step counter (exact bits); the
+        /// cached `a_k` is recomputed from the restored state, giving the same bits.
+        impl<V: Vector> Resumable for $ty<V> {
+            fn save(&self, out: &mut ScopeMut<'_>) {
+                let c = &self.core;
+                out.set_f64("h", c.h);
+                out.set_f64("beta", c.beta);
+                out.set_f64("tolerance", c.tol);
+                out.set_u64("max_iterations", c.max_iter as u64);
+                out.set_u64("steps", c.steps);
+            }
+            fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+                let c = &mut self.core;
+                c.h = from.f64("h")?;
+                c.beta = finite_param("beta", from.f64("beta")?)?;
+                c.tol = finite_param("tolerance", from.f64("tolerance")?)?;
+                c.max_iter = from.u64("max_iterations")? as usize;
+                c.steps = from.u64("steps")?;
+                c.reset();
+                Ok(())
+            }
+        }
+
         impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for $ty<V> {
             fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
                 self.core.step($exact, target, state)
@@ -880,5 +904,26 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for PushForwardNewmark<V> {
     }
     fn name(&self) -> &'static str {
         "push-forward-newmark"
+    }
+}
+
+/// Saves `h`, β, the Newton tolerance and cap and the step counter (exact bits); the cached
+/// `a_k` is recomputed from the restored state, giving the same bits.
+impl<V: Vector> Resumable for PushForwardNewmark<V> {
+    fn save(&self, out: &mut ScopeMut<'_>) {
+        out.set_f64("h", self.h);
+        out.set_f64("beta", self.beta);
+        out.set_f64("tolerance", self.tol);
+        out.set_u64("max_iterations", self.max_iter as u64);
+        out.set_u64("steps", self.steps);
+    }
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.h = from.f64("h")?;
+        self.beta = finite_param("beta", from.f64("beta")?)?;
+        self.tol = finite_param("tolerance", from.f64("tolerance")?)?;
+        self.max_iter = from.u64("max_iterations")? as usize;
+        self.steps = from.u64("steps")?;
+        self.reset();
+        Ok(())
     }
 }

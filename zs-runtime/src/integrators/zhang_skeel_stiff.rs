@@ -3,6 +3,7 @@
 
 use super::zhang_skeel::{solve_failure, Eval};
 use super::{check_finite, check_h, same_bits};
+use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
 use crate::linalg::{ShiftedSolve, SolveOptions};
 use crate::model::HessianPart;
 use crate::vector::Vector;
@@ -261,5 +262,22 @@ impl<P: StiffModel<V> + ?Sized, V: Vector> Stepper<P, V> for ZhangSkeelStiff<V> 
     }
     fn name(&self) -> &'static str {
         "zhang-skeel-stiff"
+    }
+}
+
+/// Saves `h`, β and the step counter (exact bits); the cached `a_k` is recomputed from the
+/// restored state by the same code, giving the same bits.
+impl<V: Vector> Resumable for ZhangSkeelStiff<V> {
+    fn save(&self, out: &mut ScopeMut<'_>) {
+        out.set_f64("h", self.h);
+        out.set_f64("beta", self.beta);
+        out.set_u64("steps", self.steps);
+    }
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.h = from.f64("h")?;
+        self.beta = finite_param("beta", from.f64("beta")?)?;
+        self.steps = from.u64("steps")?;
+        self.reset();
+        Ok(())
     }
 }
