@@ -140,7 +140,10 @@ fn cli_reproduce_writes_into_out_dir_and_rejects_one_it_cannot_create() {
     assert!(!bad.status.success());
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("cannot create the output directory"), "{stderr}");
+    assert!(
+        stderr.contains("cannot create the output directory"),
+        "{stderr}"
+    );
 
     let unknown = Command::new(exe)
         .args(["reproduce", "no-such-experiment"])
