@@ -101,7 +101,7 @@ fn against_dense(
 #[test]
 fn every_backend_agrees_with_a_dense_lu_on_positive_definite_matrices() {
     let mut rng = Rng(11);
-    let mut worst = [0.0f64; 2];
+    let mut worst = [0.0f64; 3];
     for case in 0..60 {
         let d = 1 + case % 4;
         let bodies = 3 + rng.below(40);
@@ -117,19 +117,25 @@ fn every_backend_agrees_with_a_dense_lu_on_positive_definite_matrices() {
         let m: Vec<f64> = (0..n).map(|_| 3.0 * d as f64 * 8.0 + rng.next()).collect();
         let b: Vec<f64> = (0..n).map(|_| rng.next()).collect();
         let backends: &[Backend] = if layout.is_block_diagonal() {
-            &[Backend::BlockDiagonal, Backend::Sparse]
+            &[Backend::BlockDiagonal, Backend::Banded, Backend::Sparse]
         } else {
-            &[Backend::Sparse]
+            &[Backend::Banded, Backend::Sparse]
         };
-        for (k, &backend) in backends.iter().enumerate() {
+        for &backend in backends {
             let (how, rel, kappa) = against_dense(backend, &layout, &m, 0.5, &h, &b).unwrap();
             assert_eq!(how, Factorization::Cholesky, "{backend:?}");
             assert!(rel <= 1e-13 * kappa, "{backend:?}: {rel:e}, κ = {kappa:e}");
-            worst[k.min(1)] = worst[k.min(1)].max(rel / kappa);
+            let k = match backend {
+                Backend::BlockDiagonal => 0,
+                Backend::Banded => 1,
+                _ => 2,
+            };
+            worst[k] = worst[k].max(rel / kappa);
         }
     }
     eprintln!(
-        "positive definite: worst |x - x_dense| / |x| / κ (first backend, sparse): {worst:?}"
+        "positive definite: worst |x - x_dense| / |x| / κ (block diagonal, banded, sparse): \
+         {worst:?}"
     );
 }
 
@@ -150,7 +156,7 @@ fn indefinite_matrices_fall_back_and_stay_accurate() {
         let h = random_matrix(&layout, &mut rng);
         let m: Vec<f64> = (0..n).map(|_| 0.2 + 0.1 * rng.next()).collect();
         let b: Vec<f64> = (0..n).map(|_| rng.next()).collect();
-        for backend in [Backend::Auto, Backend::Sparse] {
+        for backend in [Backend::Auto, Backend::Banded, Backend::Sparse] {
             match against_dense(backend, &layout, &m, 2.0, &h, &b) {
                 Ok((how, rel, kappa)) => {
                     *seen.entry(format!("{how:?}")).or_insert(0) += 1;
@@ -173,7 +179,7 @@ fn indefinite_matrices_fall_back_and_stay_accurate() {
 #[test]
 fn singular_and_non_finite_matrices_are_typed_errors() {
     let mut rng = Rng(13);
-    for backend in [Backend::Auto, Backend::Sparse] {
+    for backend in [Backend::Auto, Backend::Banded, Backend::Sparse] {
         for d in [1, 2, 3] {
             // Block diagonal for Auto (block backend), a chain for Sparse.
             let layout = if backend == Backend::Auto {
@@ -242,9 +248,41 @@ fn the_hessian_of_an_assembled_pair_system_is_solved_as_densely() {
         let layout = h.layout().clone();
         let m = vec![1.0; q.len()];
         for s in [0.001, 0.1, 1.0] {
-            let (how, rel, kappa) = against_dense(Backend::Sparse, &layout, &m, s, &h, &g).unwrap();
-            eprintln!("beads 60, ω = {omega}, s = {s}: {how:?}, {rel:e}, κ = {kappa:e}");
-            assert!(rel <= 1e-12 * kappa, "{rel:e}");
+            for backend in [Backend::Sparse, Backend::Banded] {
+                let (how, rel, kappa) = against_dense(backend, &layout, &m, s, &h, &g).unwrap();
+                eprintln!(
+                    "beads 60, ω = {omega}, s = {s}, {backend:?}: {how:?}, {rel:e}, κ = {kappa:e}"
+                );
+                assert!(rel <= 1e-12 * kappa, "{rel:e}");
+            }
         }
     }
+}
+
+#[test]
+fn rings_and_chains_get_the_banded_backend_with_a_small_bandwidth() {
+    // A ring of 200 bodies of 1 coordinate: folded by the ordering to a half-bandwidth of 2.
+    let ring = BlockLayout::new(1, 200, (0..200).map(|k| (k, (k + 1) % 200)));
+    let s = SparseSolver::new(ring, Backend::Auto);
+    assert_eq!(
+        (s.backend(), s.half_bandwidth()),
+        (Backend::Banded, Some(2))
+    );
+    // A chain of 2-coordinate bodies: half-bandwidth 3 (two bodies' worth minus one).
+    let chain = BlockLayout::new(2, 50, (1..50).map(|k| (k - 1, k)));
+    let s = SparseSolver::new(chain, Backend::Auto);
+    assert_eq!(
+        (s.backend(), s.half_bandwidth()),
+        (Backend::Banded, Some(3))
+    );
+    // All pairs of 40 bodies: dense, left to faer.
+    let all = BlockLayout::new(
+        2,
+        40,
+        (0..40).flat_map(|i| (i + 1..40).map(move |j| (i, j))),
+    );
+    assert_eq!(
+        SparseSolver::new(all, Backend::Auto).backend(),
+        Backend::Sparse
+    );
 }

@@ -13,12 +13,15 @@
 //! - [`Backend::BlockDiagonal`] when the layout has no off-diagonal block (e.g. the stiff
 //!   Hessian of rigid water, one block per molecule): the dense unrolled solve of
 //!   [`crate::linalg::dense`] block by block, O(B);
+//! - [`Backend::Banded`] when the pattern has a small bandwidth after a reverse Cuthill–McKee
+//!   ordering of the bodies (chains, rings, polymers): a banded `LDLᵀ`, O(B);
 //! - [`Backend::Sparse`] otherwise: faer's sparse Cholesky — symbolic analysis (AMD ordering,
 //!   elimination tree) once, numeric `LLᵀ` each step — with two fallbacks when `M + sH` is
 //!   indefinite (the penalized pendulum chain, `SYSTEMS.md`): `LDLᵀ` on the same symbolic
 //!   structure, kept only if its pivots are balanced and its backward error small, then LU
 //!   with partial pivoting (faer's simplicial LU, COLAMD ordering). O(B) for chains.
 
+mod banded;
 mod block;
 mod faer_backend;
 pub mod lu;
@@ -216,14 +219,23 @@ impl SparseMatrix {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Backend {
     /// [`Backend::BlockDiagonal`] when the layout is block diagonal with blocks of at most
-    /// [`MAX_BLOCK`] coordinates, [`Backend::Sparse`] otherwise.
+    /// [`MAX_BLOCK`] coordinates, [`Backend::Banded`] when its half-bandwidth after ordering is
+    /// at most [`MAX_AUTO_BANDWIDTH`], [`Backend::Sparse`] otherwise.
     #[default]
     Auto,
     /// One dense unrolled solve per body (block-diagonal layouts only).
     BlockDiagonal,
+    /// A banded `LDLᵀ` after a reverse Cuthill–McKee ordering of the bodies (any layout; what
+    /// [`Backend::Auto`] picks for chains, rings, polymers), falling back to [`Backend::Sparse`]
+    /// on an indefinite matrix it cannot factor accurately.
+    Banded,
     /// faer's sparse symmetric factorization (any layout).
     Sparse,
 }
+
+/// [`Backend::Auto`] uses the banded backend up to this half-bandwidth (in scalars) after
+/// ordering; beyond, the general sparse one.
+pub const MAX_AUTO_BANDWIDTH: usize = 48;
 
 /// The shifted solve for [`SparseMatrix`] (see the [module docs](self)).
 #[derive(Debug)]
@@ -235,6 +247,7 @@ pub struct SparseSolver {
 #[derive(Debug)]
 enum Inner {
     Block(block::BlockDiagonal),
+    Banded(Box<banded::Banded>),
     Sparse(Box<faer_backend::FaerSolver>),
 }
 
@@ -257,7 +270,18 @@ impl SparseSolver {
                 Inner::Block(block::BlockDiagonal::new(&layout))
             }
             Backend::Auto if block_ok => Inner::Block(block::BlockDiagonal::new(&layout)),
-            _ => Inner::Sparse(Box::new(faer_backend::FaerSolver::new(layout.clone()))),
+            Backend::Auto | Backend::Banded => {
+                let (order, width) = banded::rcm(&layout);
+                let band = (width + 1) * layout.block() - 1;
+                if backend == Backend::Banded || band <= MAX_AUTO_BANDWIDTH {
+                    Inner::Banded(Box::new(banded::Banded::new(layout.clone(), &order, width)))
+                } else {
+                    Inner::Sparse(Box::new(faer_backend::FaerSolver::new(layout.clone())))
+                }
+            }
+            Backend::Sparse => {
+                Inner::Sparse(Box::new(faer_backend::FaerSolver::new(layout.clone())))
+            }
         };
         Self { layout, inner }
     }
@@ -266,7 +290,16 @@ impl SparseSolver {
     pub fn backend(&self) -> Backend {
         match self.inner {
             Inner::Block(_) => Backend::BlockDiagonal,
+            Inner::Banded(_) => Backend::Banded,
             Inner::Sparse(_) => Backend::Sparse,
+        }
+    }
+
+    /// The half-bandwidth of the banded backend (in scalars, after ordering), if in use.
+    pub fn half_bandwidth(&self) -> Option<usize> {
+        match &self.inner {
+            Inner::Banded(b) => Some(b.half_bandwidth()),
+            _ => None,
         }
     }
 
@@ -298,6 +331,7 @@ impl ShiftedSolve<Vec<f64>> for SparseSolver {
         );
         match &mut self.inner {
             Inner::Block(b) => b.solve(masses, scale, hessian, x, options),
+            Inner::Banded(b) => b.solve(masses, scale, hessian, x, options),
             Inner::Sparse(s) => s.solve(masses, scale, hessian, x, options),
         }
     }

@@ -1,0 +1,494 @@
+//! The banded backend: chains, rings and polymers, whose Hessians have a small bandwidth once
+//! their bodies are suitably ordered.
+//!
+//! Set-up: a reverse Cuthill–McKee ordering of the bodies (a breadth-first numbering from a
+//! body of least degree, reversed), which puts a chain in order and folds a ring
+//! (`0, 1, n−1, 2, n−2, …`: bandwidth two bodies instead of `n`); the scalar half-bandwidth `b`
+//! that results; a map from each entry of the band to the stored Hessian value it comes from.
+//!
+//! Each solve: gather `M + s·H` into the band (`n·(b+1)` values), factor `L D Lᵀ` without
+//! pivoting (`O(n b²)`, no square roots), solve (`O(n b)`). Accepted as
+//! [`Factorization::Cholesky`] when every pivot is positive and `min d ≥ n·ε·max d` (the dense
+//! backend's test); as [`Factorization::Ldlt`] when some pivot is negative (indefinite) but the
+//! pivots are balanced and the backward error is below [`BACKWARD_TOLERANCE`]; otherwise the
+//! solve is handed to the general sparse backend ([`super::faer_backend`]: `LDLᵀ`, pivoting LU,
+//! singular detection), made at set-up. For the DNA ring (`n = 200`, `b = 2`) this takes about a
+//! microsecond where the general backend, whose per-call overheads dominate at this size, takes
+//! ten (`BENCHMARKS.md`).
+
+use std::sync::Arc;
+
+use super::faer_backend::{FaerSolver, BACKWARD_TOLERANCE};
+use super::{inverse_norm_estimate, BlockLayout, SparseMatrix};
+use crate::linalg::{singular_threshold, Factorization, SolveFailure, SolveOptions};
+
+/// Marks a band entry outside the pattern (structurally zero).
+const ZERO: u32 = u32::MAX;
+
+pub(super) struct Banded {
+    n: usize,
+    /// Half-bandwidth `b`.
+    band: usize,
+    /// `perm[new] = old` scalar index, and its inverse.
+    perm: Vec<u32>,
+    /// For each band entry (row `i`, column `i − b + k`, row-major `(b+1)` per row): the index
+    /// of its value in the stored Hessian, or [`ZERO`].
+    src: Vec<u32>,
+    /// The factor: `L` below the diagonal in band storage, `D` on it.
+    lb: Vec<f64>,
+    /// Scratch: the permuted right-hand side and residual.
+    y: Vec<f64>,
+    r: Vec<f64>,
+    fallback: Box<FaerSolver>,
+    /// Scratch of the condition estimate (three vectors, column sums, a permuted vector).
+    work: [Vec<f64>; 5],
+}
+
+impl core::fmt::Debug for Banded {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Banded")
+            .field("n", &self.n)
+            .field("half_bandwidth", &self.band)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The reverse Cuthill–McKee order of the bodies of `layout` and the half-bandwidth in bodies
+/// it gives.
+pub(super) fn rcm(layout: &BlockLayout) -> (Vec<u32>, usize) {
+    let nb = layout.bodies();
+    let mut adj: Vec<Vec<u32>> = vec![Vec::new(); nb];
+    for &(i, j) in layout.pairs() {
+        if i != j {
+            adj[i as usize].push(j);
+            adj[j as usize].push(i);
+        }
+    }
+    for a in &mut adj {
+        a.sort_unstable();
+        a.dedup();
+    }
+    let mut order = Vec::with_capacity(nb);
+    let mut seen = vec![false; nb];
+    // Each connected component from a node of least degree; neighbours by increasing degree.
+    let mut by_degree: Vec<u32> = (0..nb as u32).collect();
+    by_degree.sort_by_key(|&k| (adj[k as usize].len(), k));
+    for &start in &by_degree {
+        if seen[start as usize] {
+            continue;
+        }
+        seen[start as usize] = true;
+        let mut head = order.len();
+        order.push(start);
+        while head < order.len() {
+            let v = order[head] as usize;
+            head += 1;
+            let mut next: Vec<u32> = adj[v]
+                .iter()
+                .copied()
+                .filter(|&w| !seen[w as usize])
+                .collect();
+            next.sort_by_key(|&w| (adj[w as usize].len(), w));
+            for w in next {
+                seen[w as usize] = true;
+                order.push(w);
+            }
+        }
+    }
+    order.reverse();
+    let mut pos = vec![0u32; nb];
+    for (p, &b) in order.iter().enumerate() {
+        pos[b as usize] = p as u32;
+    }
+    let width = layout
+        .pairs()
+        .iter()
+        .map(|&(i, j)| (pos[i as usize] as i64 - pos[j as usize] as i64).unsigned_abs() as usize)
+        .max()
+        .unwrap_or(0);
+    (order, width)
+}
+
+impl Banded {
+    /// The banded solver for `layout` with the RCM `order` of its bodies and that order's
+    /// half-bandwidth `width` (in bodies).
+    pub(super) fn new(layout: Arc<BlockLayout>, order: &[u32], width: usize) -> Self {
+        let d = layout.block();
+        let n = layout.dimension();
+        let band = (width + 1) * d - 1;
+        let mut pos = vec![0u32; layout.bodies()];
+        for (p, &b) in order.iter().enumerate() {
+            pos[b as usize] = p as u32;
+        }
+        let mut perm = vec![0u32; n];
+        for (p, &b) in order.iter().enumerate() {
+            for l in 0..d {
+                perm[p * d + l] = (b as usize * d + l) as u32;
+            }
+        }
+        let mut src = vec![ZERO; n * (band + 1)];
+        for (k, &(bi, bj)) in layout.pairs().iter().enumerate() {
+            for r in 0..d {
+                for c in 0..d {
+                    // Entry (r, c) of block (bi, bj) is A[bi·d + r][bj·d + c].
+                    let rr = pos[bi as usize] as usize * d + r;
+                    let cc = pos[bj as usize] as usize * d + c;
+                    let (i, j) = if rr >= cc { (rr, cc) } else { (cc, rr) };
+                    src[i * (band + 1) + band - (i - j)] = (k * d * d + r * d + c) as u32;
+                }
+            }
+        }
+        let fallback = Box::new(FaerSolver::new(layout));
+        Self {
+            n,
+            band,
+            perm,
+            src,
+            lb: vec![0.0; n * (band + 1)],
+            y: vec![0.0; n],
+            r: vec![0.0; n],
+            fallback,
+            work: [
+                vec![0.0; n],
+                vec![0.0; n],
+                vec![0.0; n],
+                vec![0.0; n],
+                vec![0.0; n],
+            ],
+        }
+    }
+
+    /// The half-bandwidth.
+    pub(super) fn half_bandwidth(&self) -> usize {
+        self.band
+    }
+
+    /// `M + s·H` into the band (new numbering).
+    fn gather(&mut self, masses: &[f64], scale: f64, h: &[f64]) {
+        let w = self.band + 1;
+        for (v, &s) in self.lb.iter_mut().zip(&self.src) {
+            *v = if s == ZERO {
+                0.0
+            } else {
+                scale * h[s as usize]
+            };
+        }
+        for (i, &old) in self.perm.iter().enumerate() {
+            self.lb[i * w + self.band] += masses[old as usize];
+        }
+    }
+
+    /// `L D Lᵀ` in place (the band then holds `L` below the diagonal and `1/d` on it);
+    /// `(min, max)` of `|d|`, and whether every pivot is positive. `None` on a zero or
+    /// non-finite pivot (which a non-finite matrix entry always causes).
+    fn factor(&mut self) -> Option<(f64, f64, bool)> {
+        macro_rules! dispatch {
+            ($($b:literal)*) => {
+                match self.band {
+                    $($b => factor_fixed::<$b>(&mut self.lb, self.n),)*
+                    _ => factor_any(&mut self.lb, self.n, self.band),
+                }
+            };
+        }
+        dispatch!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    }
+
+    /// `y ← A⁻¹ y` with the factor (new numbering).
+    fn solve_factored(lb: &[f64], n: usize, b: usize, y: &mut [f64]) {
+        macro_rules! dispatch {
+            ($($b:literal)*) => {
+                match b {
+                    $($b => solve_fixed::<$b>(lb, n, y),)*
+                    _ => solve_any(lb, n, b, y),
+                }
+            };
+        }
+        dispatch!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    }
+
+    pub(super) fn solve(
+        &mut self,
+        masses: &[f64],
+        scale: f64,
+        h: &SparseMatrix,
+        x: &mut [f64],
+        options: &SolveOptions,
+    ) -> Result<Factorization, SolveFailure> {
+        // A non-finite matrix entry gives a non-finite pivot: the fallback then reports it.
+        if !crate::vector::slice_finite(x) {
+            return Err(SolveFailure::NonFinite {
+                what: "right-hand side",
+            });
+        }
+        let (n, b) = (self.n, self.band);
+        self.gather(masses, scale, h.values());
+        let Some((lo, hi, positive)) = self.factor() else {
+            return self.fallback.solve(masses, scale, h, x, options);
+        };
+        if lo < singular_threshold(n) * hi {
+            return self.fallback.solve(masses, scale, h, x, options);
+        }
+        for (i, &old) in self.perm.iter().enumerate() {
+            self.y[i] = x[old as usize];
+        }
+        Self::solve_factored(&self.lb, n, b, &mut self.y);
+        if !positive {
+            // No pivoting: accept an indefinite factorization only with a small backward
+            // error, measured on the unfactored matrix.
+            self.gather_residual(masses, scale, h.values(), x);
+            // NaN compares false, so a NaN backward error also falls back.
+            let accepted = self.backward_error(x) <= BACKWARD_TOLERANCE;
+            if !accepted {
+                return self.fallback.solve(masses, scale, h, x, options);
+            }
+        }
+        if options.max_condition < f64::INFINITY {
+            self.check_condition(masses, scale, h, options.max_condition)?;
+        }
+        for (i, &old) in self.perm.iter().enumerate() {
+            x[old as usize] = self.y[i];
+        }
+        if crate::vector::slice_finite(x) {
+            Ok(if positive {
+                Factorization::Cholesky
+            } else {
+                Factorization::Ldlt
+            })
+        } else {
+            Err(SolveFailure::NonFinite {
+                what: "linear solve solution",
+            })
+        }
+    }
+
+    /// `r = b − A y` in the new numbering (`x` holds `b` in the old one), `A = M + s·H` read
+    /// back from the stored Hessian through the source map (the band holds the factor).
+    fn gather_residual(&mut self, masses: &[f64], scale: f64, h: &[f64], x: &[f64]) {
+        let (n, b) = (self.n, self.band);
+        let w = b + 1;
+        for (i, &old) in self.perm.iter().enumerate() {
+            self.r[i] = x[old as usize];
+        }
+        let rows = &mut self.work[3];
+        rows.fill(0.0);
+        for i in 0..n {
+            for k in 0..=b {
+                let s = self.src[i * w + k];
+                let j = (i + k) as isize - b as isize;
+                if j < 0 {
+                    continue;
+                }
+                let j = j as usize;
+                let mut a = if s == ZERO {
+                    0.0
+                } else {
+                    scale * h[s as usize]
+                };
+                if j == i {
+                    a += masses[self.perm[i] as usize];
+                }
+                if a == 0.0 {
+                    continue;
+                }
+                self.r[i] -= a * self.y[j];
+                rows[i] += a.abs();
+                if j != i {
+                    self.r[j] -= a * self.y[i];
+                    rows[j] += a.abs();
+                }
+            }
+        }
+    }
+
+    /// `‖r‖∞ / (‖A‖∞ ‖y‖∞ + ‖b‖∞)`, `‖A‖∞` from the row sums [`Banded::gather_residual`]
+    /// accumulated in `work[3]`.
+    fn backward_error(&self, x: &[f64]) -> f64 {
+        let norm = |v: &[f64]| v.iter().fold(0.0f64, |m, z| m.max(z.abs()));
+        let a_norm = norm(&self.work[3]);
+        let denom = a_norm * norm(&self.y) + norm(x);
+        if denom == 0.0 {
+            0.0
+        } else {
+            norm(&self.r) / denom
+        }
+    }
+
+    fn check_condition(
+        &mut self,
+        masses: &[f64],
+        scale: f64,
+        h: &SparseMatrix,
+        limit: f64,
+    ) -> Result<(), SolveFailure> {
+        // ‖A‖₁ from the stored matrix (both triangles).
+        let [x, s, z, sums, tmp] = &mut self.work;
+        sums.fill(0.0);
+        let d = h.layout().block();
+        for (k, &(bi, bj)) in h.layout().pairs().iter().enumerate() {
+            let blk = h.block(k);
+            for r in 0..d {
+                for c in 0..d {
+                    let v = (scale * blk[r * d + c]).abs();
+                    sums[bj as usize * d + c] += v;
+                    if bi != bj {
+                        sums[bi as usize * d + r] += v;
+                    }
+                }
+            }
+        }
+        for (s, m) in sums.iter_mut().zip(masses) {
+            *s += m.abs();
+        }
+        let a_norm = sums.iter().fold(0.0f64, |m, v| m.max(*v));
+        let (n, b) = (self.n, self.band);
+        let (lb, perm) = (&self.lb, &self.perm);
+        let inv = inverse_norm_estimate(
+            n,
+            |v| {
+                for (i, &old) in perm.iter().enumerate() {
+                    tmp[i] = v[old as usize];
+                }
+                Self::solve_factored(lb, n, b, tmp);
+                for (i, &old) in perm.iter().enumerate() {
+                    v[old as usize] = tmp[i];
+                }
+            },
+            x,
+            s,
+            z,
+        );
+        let condition = a_norm * inv;
+        if condition <= limit {
+            Ok(())
+        } else {
+            Err(SolveFailure::IllConditioned {
+                n,
+                condition,
+                limit,
+            })
+        }
+    }
+}
+
+/// Banded `L D Lᵀ` for a half-bandwidth `B` known at compile time (loops unrolled): row by
+/// row, `u_k = a_ik − Σ_m u_m L_km` (`u_k = L_ik d_k`), `L_ik = u_k / d_k`,
+/// `d_i = a_ii − Σ_k u_k L_ik`; the diagonal slot receives `1/d_i`. Row `i` holds column
+/// `i − B + k` at slot `k < B` and the diagonal at slot `B`.
+#[allow(clippy::needless_range_loop)]
+fn factor_fixed<const B: usize>(lb: &mut [f64], n: usize) -> Option<(f64, f64, bool)> {
+    let w = B + 1;
+    let (mut lo, mut hi, mut positive) = (f64::INFINITY, 0.0f64, true);
+    for i in 0..n {
+        let first = B - B.min(i);
+        let mut u = [0.0; B];
+        for k in first..B {
+            let col = i + k - B;
+            let mut s = lb[i * w + k];
+            // Row `col` holds column `cm = i + m − B` at slot `B − (col − cm) = B − k + m`.
+            for m in first..k {
+                s -= u[m] * lb[col * w + B - k + m];
+            }
+            u[k] = s;
+            lb[i * w + k] = s * lb[col * w + B];
+        }
+        let mut d = lb[i * w + B];
+        for k in first..B {
+            d -= u[k] * lb[i * w + k];
+        }
+        if d == 0.0 || !d.is_finite() {
+            return None;
+        }
+        positive &= d > 0.0;
+        let a = d.abs();
+        lo = if a < lo { a } else { lo };
+        hi = if a > hi { a } else { hi };
+        lb[i * w + B] = 1.0 / d;
+    }
+    Some((lo, hi, positive))
+}
+
+/// [`factor_fixed`] for any half-bandwidth.
+#[allow(clippy::needless_range_loop)]
+fn factor_any(lb: &mut [f64], n: usize, b: usize) -> Option<(f64, f64, bool)> {
+    let w = b + 1;
+    let (mut lo, mut hi, mut positive) = (f64::INFINITY, 0.0f64, true);
+    let mut u = vec![0.0; b];
+    for i in 0..n {
+        let first = b - b.min(i);
+        for k in first..b {
+            let col = i + k - b;
+            let mut s = lb[i * w + k];
+            for m in first..k {
+                s -= u[m] * lb[col * w + b - k + m];
+            }
+            u[k] = s;
+            lb[i * w + k] = s * lb[col * w + b];
+        }
+        let mut d = lb[i * w + b];
+        for k in first..b {
+            d -= u[k] * lb[i * w + k];
+        }
+        if d == 0.0 || !d.is_finite() {
+            return None;
+        }
+        positive &= d > 0.0;
+        lo = lo.min(d.abs());
+        hi = hi.max(d.abs());
+        lb[i * w + b] = 1.0 / d;
+    }
+    Some((lo, hi, positive))
+}
+
+/// `y ← (L D Lᵀ)⁻¹ y` for a compile-time half-bandwidth `B`.
+#[allow(clippy::needless_range_loop)]
+fn solve_fixed<const B: usize>(lb: &[f64], n: usize, y: &mut [f64]) {
+    let w = B + 1;
+    for i in 0..n {
+        let first = B - B.min(i);
+        let mut s = y[i];
+        for k in first..B {
+            s -= lb[i * w + k] * y[i + k - B];
+        }
+        y[i] = s;
+    }
+    for i in 0..n {
+        y[i] *= lb[i * w + B];
+    }
+    for i in (0..n).rev() {
+        let mut s = y[i];
+        // Row r = i + t holds column i at slot B − t.
+        for t in 1..=B {
+            let r = i + t;
+            if r < n {
+                s -= lb[r * w + B - t] * y[r];
+            }
+        }
+        y[i] = s;
+    }
+}
+
+/// [`solve_fixed`] for any half-bandwidth.
+fn solve_any(lb: &[f64], n: usize, b: usize, y: &mut [f64]) {
+    let w = b + 1;
+    for i in 0..n {
+        let first = b - b.min(i);
+        let mut s = y[i];
+        for k in first..b {
+            s -= lb[i * w + k] * y[i + k - b];
+        }
+        y[i] = s;
+    }
+    for i in 0..n {
+        y[i] *= lb[i * w + b];
+    }
+    for i in (0..n).rev() {
+        let mut s = y[i];
+        for t in 1..=b {
+            let r = i + t;
+            if r < n {
+                s -= lb[r * w + b - t] * y[r];
+            }
+        }
+        y[i] = s;
+    }
+}
