@@ -37,7 +37,26 @@ fn main() {
     time("gradient + Hessian", reps, || {
         dna.gradient_hessian_into(black_box(&q), &mut g, &mut h)
     });
+    let r = zs_systems::dna::reference::DnaReference {
+        epsilon: zs_systems::dna::EPSILON,
+        a: zs_systems::dna::A,
+        x0: zs_systems::dna::X0,
+    };
+    time("hand-written gradient", reps, || {
+        black_box(r.gradient(black_box(&q)));
+    });
     let mut x = g.clone();
+    if std::env::args().nth(2).as_deref() == Some("zs-only") {
+        let mut zs = ZhangSkeel::new(0.3, 2.0);
+        let mut s = s0.clone();
+        for k in 1..200_000 {
+            if k % 1000 == 0 {
+                s = s0.clone();
+            }
+            zs.step(&dna, &mut s).unwrap();
+        }
+        return;
+    }
     if std::env::args().nth(2).as_deref() == Some("solve-only") {
         for _ in 0..20_000 {
             x.copy_from_slice(&g);
@@ -56,6 +75,12 @@ fn main() {
     println!("  backend: {:?}", solver.backend());
     let mut t = vec![0.0; n];
     time("third contraction", reps, || {
+        dna.third_contraction_into(black_box(&q), &x, &mut t)
+    });
+    time("gradient + Hessian + tensors", reps, || {
+        dna.gradient_hessian_keeping_third_into(black_box(&q), &mut g, &mut h)
+    });
+    time("third from kept tensors", reps, || {
         dna.third_contraction_into(black_box(&q), &x, &mut t)
     });
     // Restart from the initial state every 1000 steps (Z&S at h = 2 leaves the bounded regime

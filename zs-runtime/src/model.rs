@@ -60,6 +60,15 @@ pub trait Model<V: Vector> {
     fn gradient_hessian_into(&self, q: &V, g: &mut V, h: &mut V::Matrix);
     /// `T(q; a)_i = Σ_jk ∂³V/∂q_i∂q_j∂q_k a_j a_k`.
     fn third_contraction_into(&self, q: &V, a: &V, out: &mut V);
+    /// [`Model::gradient_hessian_into`] for a step that next asks for
+    /// [`Model::third_contraction_into`] at the same `q` (Z&S, eq. 3): the model may keep what
+    /// makes that contraction cheaper. Assembled systems keep the third-derivative tensors of
+    /// their small terms, so the contraction does not evaluate the terms' transcendental
+    /// functions a second time (`assembly::ThirdForm::Tensor`). The default is
+    /// [`Model::gradient_hessian_into`].
+    fn gradient_hessian_keeping_third_into(&self, q: &V, g: &mut V, h: &mut V::Matrix) {
+        self.gradient_hessian_into(q, g, h);
+    }
 }
 
 /// A [`Model`] whose potential is split `V = V0 + V1` into a soft and a stiff part

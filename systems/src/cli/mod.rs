@@ -146,7 +146,7 @@ pub struct RunArgs {
     /// stable for β ≥ 1/4).
     #[arg(long, value_parser = nonnegative_f64, allow_negative_numbers = true)]
     pub beta: Option<f64>,
-    /// Output CSV file (default: <system>.csv; a missing directory is created).
+    /// Output CSV file (default: the system name with .csv; a missing directory is created).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Record every k-th step (the initial state is always recorded).

@@ -2,7 +2,7 @@
 //! print a summary and write the trajectory as CSV; optionally under guards, with Langevin
 //! noise, with checkpoints, or resumed from one.
 //!
-//! One driver ([`Job::drive`]) serves every system and integrator: the fixed-size double
+//! One driver (`Job::drive`) serves every system and integrator: the fixed-size double
 //! pendulum (`[f64; 4]`) and the assembled chain and DNA ring (`Vec<f64>`, evaluated on a rayon
 //! pool of `--threads`), the penalty methods on `V + ½ω²|g|²` and SHAKE/RATTLE on the
 //! constrained system, each optionally wrapped in GLA Langevin.

@@ -49,12 +49,107 @@ fn local_hessian(outs: &[TokenStream], d: usize, k: usize) -> TokenStream {
     quote!([#(#ka),*])
 }
 
+/// Forms with at most this many local coordinates (`K·D`) get a third-tensor kernel
+/// (`ThirdForm::Tensor`): `n³ ≤ 64` entries, cheaper to keep and contract than to re-evaluate.
+const TENSOR_MAX_COORDS: usize = 4;
+
+/// One potential of a form (plain or penalized) and what is derived from it.
+struct Variant {
+    dv: Derived,
+    /// The Hessian of the stiff part, flat.
+    stiff_hessian: Vec<NodeId>,
+    /// The third-derivative tensor, flat `n³` (empty when the form is too large).
+    tensor: Vec<NodeId>,
+}
+
+impl Variant {
+    fn new(graph: &mut Graph, n: usize, energy: NodeId, stiff: NodeId) -> Self {
+        let dv = Derived::new(graph, energy, n);
+        let grad = graph.gradient(stiff, n);
+        let stiff_hessian = graph.hessian(&grad).into_iter().flatten().collect();
+        let tensor = if n <= TENSOR_MAX_COORDS {
+            graph.third_tensor(&dv.hessian)
+        } else {
+            Vec::new()
+        };
+        Self {
+            dv,
+            stiff_hessian,
+            tensor,
+        }
+    }
+
+    /// `[energy, gradient, gradient_hessian, gradient_stiff_hessian, third,
+    /// gradient_hessian_third]` (the last empty without a tensor).
+    fn bodies(&self, em: &Emitter<'_>, graph: &Graph, d: usize, k: usize) -> [TokenStream; 6] {
+        let (dv, n) = (&self.dv, d * k);
+        let energy = em.body(graph, &[dv.value], |o| o[0].clone());
+        let gradient = em.body(graph, &dv.gradient, |o| local(o, d));
+        let with_matrix = |extra: &[NodeId]| {
+            let mut outs = dv.gradient.clone();
+            outs.extend(extra.iter().copied());
+            em.body(graph, &outs, |o| {
+                let g = local(&o[..n], d);
+                let h = local_hessian(&o[n..], d, k);
+                quote!((#g, #h))
+            })
+        };
+        let gradient_hessian = with_matrix(&dv.hessian_flat());
+        let gradient_stiff = with_matrix(&self.stiff_hessian);
+        let third = em.body(graph, &dv.third, |o| local(o, d));
+        let gradient_hessian_third = if self.tensor.is_empty() {
+            TokenStream::new()
+        } else {
+            let mut outs = dv.gradient.clone();
+            outs.extend(dv.hessian_flat());
+            outs.extend(self.tensor.iter().copied());
+            em.body(graph, &outs, |o| {
+                let g = local(&o[..n], d);
+                let h = local_hessian(&o[n..n + n * n], d, k);
+                let t = local_third(&o[n + n * n..], d, k);
+                quote!((#g, #h, #t))
+            })
+        };
+        [
+            energy,
+            gradient,
+            gradient_hessian,
+            gradient_stiff,
+            third,
+            gradient_hessian_third,
+        ]
+    }
+
+    fn third_is_zero(&self, graph: &Graph) -> bool {
+        self.dv
+            .third
+            .iter()
+            .all(|&t| graph.as_const(t) == Some(0.0))
+    }
+}
+
+/// The nested `[a][i][b][j][c][k]` tensor of a flat row-major `(K·D)³` one: three
+/// (body, coordinate) index pairs, outermost first.
+fn local_third(outs: &[TokenStream], d: usize, k: usize) -> TokenStream {
+    fn level(outs: &[TokenStream], d: usize, k: usize, depth: usize, at: usize) -> TokenStream {
+        if depth == 3 {
+            return outs[at].clone();
+        }
+        let bodies = (0..k).map(|b| {
+            let coords = (0..d).map(|i| level(outs, d, k, depth + 1, at * k * d + b * d + i));
+            quote!([#(#coords),*])
+        });
+        quote!([#(#bodies),*])
+    }
+    level(outs, d, k, 0, 0)
+}
+
 /// One form's kernels: energy, gradient, gradient + Hessian, gradient + stiff Hessian, third
-/// contraction, for the plain and (when the form has constraints) the penalized potential.
+/// contraction, gradient + Hessian + third tensor (small forms), for the plain and (when the
+/// form has constraints) the penalized potential.
 struct Form {
-    plain: Derived,
-    plain_stiff_hessian: Vec<NodeId>,
-    penalized: Option<(Derived, Vec<NodeId>)>,
+    plain: Variant,
+    penalized: Option<Variant>,
 }
 
 impl Form {
@@ -66,12 +161,7 @@ impl Form {
         stiff: NodeId,
         constraints: Option<&[NodeId]>,
     ) -> Self {
-        let plain = Derived::new(graph, energy, n);
-        let flat_hessian = |graph: &mut Graph, f: NodeId| -> Vec<NodeId> {
-            let grad = graph.gradient(f, n);
-            graph.hessian(&grad).into_iter().flatten().collect()
-        };
-        let plain_stiff_hessian = flat_hessian(graph, stiff);
+        let plain = Variant::new(graph, n, energy, stiff);
         let penalized = constraints.map(|g| {
             let squares: Vec<NodeId> = g.iter().map(|&c| graph.mul(c, c)).collect();
             let sum = graph.sum(squares);
@@ -82,53 +172,46 @@ impl Form {
             let penalty = graph.mul(k, sum);
             let total = graph.add(energy, penalty);
             let stiff_total = graph.add(stiff, penalty);
-            (
-                Derived::new(graph, total, n),
-                flat_hessian(graph, stiff_total),
-            )
+            Variant::new(graph, n, total, stiff_total)
         });
-        Self {
-            plain,
-            plain_stiff_hessian,
-            penalized,
-        }
+        Self { plain, penalized }
     }
 
-    /// The five kernel bodies `[energy, gradient, gradient_hessian, gradient_stiff_hessian,
-    /// third]`, each `if omega == 0.0 { plain } else { penalized }` when penalized.
-    fn bodies(&self, em: &Emitter<'_>, graph: &Graph, d: usize, k: usize) -> [TokenStream; 5] {
-        let one = |dv: &Derived, stiff: &[NodeId]| -> [TokenStream; 5] {
-            let energy = em.body(graph, &[dv.value], |o| o[0].clone());
-            let gradient = em.body(graph, &dv.gradient, |o| local(o, d));
-            let mut gh = dv.gradient.clone();
-            gh.extend(dv.hessian_flat());
-            let n = d * k;
-            let gradient_hessian = em.body(graph, &gh, |o| {
-                let g = local(&o[..n], d);
-                let h = local_hessian(&o[n..], d, k);
-                quote!((#g, #h))
-            });
-            let mut gs = dv.gradient.clone();
-            gs.extend(stiff.iter().copied());
-            let gradient_stiff = em.body(graph, &gs, |o| {
-                let g = local(&o[..n], d);
-                let h = local_hessian(&o[n..], d, k);
-                quote!((#g, #h))
-            });
-            let third = em.body(graph, &dv.third, |o| local(o, d));
-            [energy, gradient, gradient_hessian, gradient_stiff, third]
-        };
-        let plain = one(&self.plain, &self.plain_stiff_hessian);
+    /// The six kernel bodies of [`Variant::bodies`], each
+    /// `if omega == 0.0 { plain } else { penalized }` when penalized.
+    fn bodies(&self, em: &Emitter<'_>, graph: &Graph, d: usize, k: usize) -> [TokenStream; 6] {
+        let plain = self.plain.bodies(em, graph, d, k);
         match &self.penalized {
             None => plain,
-            Some((dv, stiff)) => {
-                let pen = one(dv, stiff);
-                let mut out: [TokenStream; 5] = Default::default();
+            Some(pen) => {
+                let pen = pen.bodies(em, graph, d, k);
+                let mut out: [TokenStream; 6] = Default::default();
                 for (o, (p, q)) in out.iter_mut().zip(plain.into_iter().zip(pen)) {
-                    *o = quote!(if omega == 0.0 { #p } else { #q });
+                    *o = if p.is_empty() {
+                        p
+                    } else {
+                        quote!(if omega == 0.0 { #p } else { #q })
+                    };
                 }
                 out
             }
+        }
+    }
+
+    /// The form's `ThirdForm`: zero when the third contraction simplified to zero (plain and
+    /// penalized), a tensor for small forms.
+    fn third_form(&self, graph: &Graph) -> TokenStream {
+        let zero = self.plain.third_is_zero(graph)
+            && self
+                .penalized
+                .as_ref()
+                .is_none_or(|p| p.third_is_zero(graph));
+        if zero {
+            quote!(::zs_runtime::assembly::ThirdForm::Zero)
+        } else if !self.plain.tensor.is_empty() {
+            quote!(::zs_runtime::assembly::ThirdForm::Tensor)
+        } else {
+            quote!(::zs_runtime::assembly::ThirdForm::Direct)
         }
     }
 }
@@ -157,13 +240,30 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
     let bond_cons = cons(BOND_CONS);
     let has = |r: usize| lowered.roles[r].is_some();
     let mut kernels = Vec::new();
+    let direct = quote!(::zs_runtime::assembly::ThirdForm::Direct);
+    let mut third_forms = [direct.clone(), direct.clone(), direct];
 
     // Sites: site + stiff_site (+ penalty of the body constraints).
     if has(SITE) || has(STIFF_SITE) || body_cons.is_some() {
         let (v0, v1) = (role(SITE).unwrap_or(zero), role(STIFF_SITE).unwrap_or(zero));
         let total = graph.add(v0, v1);
         let form = Form::new(&mut graph, d, total, v1, body_cons.as_deref());
-        let [e, g, gh, gs, t] = form.bodies(&em, &graph, d, 1);
+        let [e, g, gh, gs, t, ght] = form.bodies(&em, &graph, d, 1);
+        third_forms[0] = form.third_form(&graph);
+        if !ght.is_empty() {
+            kernels.push(quote! {
+                #[inline]
+                fn site_gradient_hessian_third(
+                    &self,
+                    omega: f64,
+                    q: &[[f64; #d_lit]; 1],
+                ) -> (
+                    [[f64; #d_lit]; 1],
+                    [[[[f64; #d_lit]; #d_lit]; 1]; 1],
+                    ::zs_runtime::assembly::LocalThird<#d_lit, 1>,
+                ) { #ght }
+            });
+        }
         kernels.push(quote! {
             #[inline]
             fn site_energy(&self, omega: f64, q: &[[f64; #d_lit]; 1]) -> f64 { #e }
@@ -195,7 +295,22 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
         let (v0, v1) = (role(BOND).unwrap_or(zero), role(STIFF_BOND).unwrap_or(zero));
         let total = graph.add(v0, v1);
         let form = Form::new(&mut graph, 2 * d, total, v1, bond_cons.as_deref());
-        let [e, g, gh, gs, t] = form.bodies(&em, &graph, d, 2);
+        let [e, g, gh, gs, t, ght] = form.bodies(&em, &graph, d, 2);
+        third_forms[1] = form.third_form(&graph);
+        if !ght.is_empty() {
+            kernels.push(quote! {
+                #[inline]
+                fn bond_gradient_hessian_third(
+                    &self,
+                    omega: f64,
+                    q: &[[f64; #d_lit]; 2],
+                ) -> (
+                    [[f64; #d_lit]; 2],
+                    [[[[f64; #d_lit]; #d_lit]; 2]; 2],
+                    ::zs_runtime::assembly::LocalThird<#d_lit, 2>,
+                ) { #ght }
+            });
+        }
         kernels.push(quote! {
             #[inline]
             fn bond_energy(&self, omega: f64, q: &[[f64; #d_lit]; 2]) -> f64 { #e }
@@ -225,7 +340,21 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
     // Pairs: no constraints, no stiff part.
     if let Some(p) = role(PAIR) {
         let form = Form::new(&mut graph, 2 * d, p, zero, None);
-        let [e, g, gh, _, t] = form.bodies(&em, &graph, d, 2);
+        let [e, g, gh, _, t, ght] = form.bodies(&em, &graph, d, 2);
+        third_forms[2] = form.third_form(&graph);
+        if !ght.is_empty() {
+            kernels.push(quote! {
+                #[inline]
+                fn pair_gradient_hessian_third(
+                    &self,
+                    q: &[[f64; #d_lit]; 2],
+                ) -> (
+                    [[f64; #d_lit]; 2],
+                    [[[[f64; #d_lit]; #d_lit]; 2]; 2],
+                    ::zs_runtime::assembly::LocalThird<#d_lit, 2>,
+                ) { #ght }
+            });
+        }
         kernels.push(quote! {
             #[inline]
             fn pair_energy(&self, q: &[[f64; #d_lit]; 2]) -> f64 { #e }
@@ -286,7 +415,7 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
         Some(false) => quote!(<#self_ty>::body_masses()),
         None => quote!([1.0; #d_lit]),
     };
-    let forms = forms_tokens(shape, &lowered);
+    let forms = forms_tokens(shape, &lowered, &third_forms);
     quote! {
         #user
 
@@ -303,7 +432,11 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
 }
 
 /// The `Forms` constant: which roles were lowered, constraint counts.
-fn forms_tokens(shape: &TermShape, lowered: &LoweredTerms) -> TokenStream {
+fn forms_tokens(
+    shape: &TermShape,
+    lowered: &LoweredTerms,
+    third: &[TokenStream; 3],
+) -> TokenStream {
     let has = |r: usize| lowered.roles[r].is_some();
     let (site, stiff_site, bond, stiff_bond, pair) = (
         has(SITE),
@@ -322,6 +455,7 @@ fn forms_tokens(shape: &TermShape, lowered: &LoweredTerms) -> TokenStream {
     } else {
         0
     });
+    let [site_third, bond_third, pair_third] = third;
     quote! {
         ::zs_runtime::assembly::Forms {
             site: #site,
@@ -331,6 +465,9 @@ fn forms_tokens(shape: &TermShape, lowered: &LoweredTerms) -> TokenStream {
             pair: #pair,
             body_constraints: #kb,
             bond_constraints: #kp,
+            site_third: #site_third,
+            bond_third: #bond_third,
+            pair_third: #pair_third,
         }
     }
 }
@@ -365,6 +502,9 @@ pub fn fallback(
                 pair: false,
                 body_constraints: 0,
                 bond_constraints: 0,
+                site_third: ::zs_runtime::assembly::ThirdForm::Direct,
+                bond_third: ::zs_runtime::assembly::ThirdForm::Direct,
+                pair_third: ::zs_runtime::assembly::ThirdForm::Direct,
             };
         }
     }

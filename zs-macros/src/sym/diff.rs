@@ -355,6 +355,33 @@ impl Graph {
             .collect()
     }
 
+    /// The full third-derivative tensor `∂³V/∂q_i∂q_j∂q_k` from the Hessian `hess` of `V`, flat
+    /// row-major (`n³` entries): `∂H_ij/∂q_k` computed for `i ≤ j ≤ k` and mirrored, so the six
+    /// permutations of an index triple are the same node. For small terms only (`n³` nodes).
+    #[allow(clippy::needless_range_loop)] // three indices into one flat tensor
+    pub fn third_tensor(&mut self, hess: &[Vec<NodeId>]) -> Vec<NodeId> {
+        let n = hess.len();
+        let mut t = vec![self.constant(0.0); n * n * n];
+        for i in 0..n {
+            for j in i..n {
+                for k in j..n {
+                    let d = self.derivative(hess[i][j], Var::Q(k as u32));
+                    for (a, b, c) in [
+                        (i, j, k),
+                        (i, k, j),
+                        (j, i, k),
+                        (j, k, i),
+                        (k, i, j),
+                        (k, j, i),
+                    ] {
+                        t[(a * n + b) * n + c] = d;
+                    }
+                }
+            }
+        }
+        t
+    }
+
     /// `T_i = Σ_jk ∂³V/∂q_i∂q_j∂q_k a_j a_k` with `a_j = Var::Dir(j)`, from `grad = ∇V`:
     /// `T_i = D(D(grad_i))` with the directional derivative `D` (see the module docs).
     pub fn third_contraction(&mut self, grad: &[NodeId]) -> Vec<NodeId> {
@@ -543,6 +570,26 @@ mod tests {
         for i in 0..3 {
             let num = (gp[i] - 2.0 * g0[i] + gm[i]) / (eps * eps);
             assert!(close(g.eval(third[i], &env), num, 1e-5));
+        }
+        // The full tensor: symmetric as node ids, and contracting it twice with a gives T.
+        let tensor = g.third_tensor(&hess);
+        let tv = g.eval_many(&tensor, &env);
+        let at = |i: usize, j: usize, k: usize| (i * 3 + j) * 3 + k;
+        for i in 0..3 {
+            for j in 0..3 {
+                for k in 0..3 {
+                    assert_eq!(tensor[at(i, j, k)], tensor[at(k, i, j)]);
+                    assert_eq!(tensor[at(i, j, k)], tensor[at(j, i, k)]);
+                    // Against finite differences of the Hessian.
+                    let num = fd(&g, hess[i][j], k);
+                    assert!(close(tv[at(i, j, k)], num, 1e-6), "{i}{j}{k}");
+                }
+            }
+            let contracted: f64 = (0..3)
+                .flat_map(|j| (0..3).map(move |k| (j, k)))
+                .map(|(j, k)| tv[at(i, j, k)] * dir[j] * dir[k])
+                .sum();
+            assert!(close(contracted, g.eval(third[i], &env), 1e-12));
         }
     }
 

@@ -8,8 +8,8 @@
 
 use rayon::prelude::*;
 
-use super::plan::{HessianGather, Plan, TermList, PINNED};
-use super::terms::{Local, LocalHessian, Terms};
+use super::plan::{HessianGather, Plan, TermList, NOWHERE, PINNED};
+use super::terms::{Local, LocalHessian, LocalThird, Terms, ThirdForm};
 use crate::sparse::SparseMatrix;
 
 /// Terms (phase A) or targets (phase B) per parallel chunk.
@@ -27,6 +27,14 @@ pub(crate) struct Scratch<const D: usize> {
     pub site_e: Vec<f64>,
     pub bond_e: Vec<f64>,
     pub pair_e: Vec<f64>,
+    /// The third-derivative tensors of the [`ThirdForm::Tensor`] forms, kept by
+    /// [`Want::GradientHessianThird`] at `kept_q` and `kept_omega` (when `kept`).
+    pub site_t: Vec<LocalThird<D, 1>>,
+    pub bond_t: Vec<LocalThird<D, 2>>,
+    pub pair_t: Vec<LocalThird<D, 2>>,
+    pub kept_q: Vec<f64>,
+    pub kept_omega: f64,
+    pub kept: bool,
 }
 
 impl<const D: usize> Scratch<D> {
@@ -41,7 +49,26 @@ impl<const D: usize> Scratch<D> {
             site_e: vec![0.0; plan.sites.len()],
             bond_e: vec![0.0; plan.bonds.len()],
             pair_e: vec![0.0; plan.pairs.len()],
+            site_t: Vec::new(),
+            bond_t: Vec::new(),
+            pair_t: Vec::new(),
+            kept_q: Vec::new(),
+            kept_omega: 0.0,
+            kept: false,
         }
+    }
+
+    /// True when the tensors were kept at exactly `q` and `omega` (bit for bit).
+    pub fn tensors_kept_at(&self, q: &[f64], omega: f64) -> bool {
+        self.kept
+            && self.kept_omega.to_bits() == omega.to_bits()
+            && self.kept_q.len() == q.len()
+            && self
+                .kept_q
+                .iter()
+                .zip(q)
+                .fold(0u64, |m, (a, b)| m | (a.to_bits() ^ b.to_bits()))
+                == 0
     }
 
     /// Make room for the local Hessians (set-up, when a matrix is made).
@@ -52,6 +79,22 @@ impl<const D: usize> Scratch<D> {
             .resize(plan.bonds.len(), [[[[0.0; D]; D]; 2]; 2]);
         self.pair_h
             .resize(plan.pairs.len(), [[[[0.0; D]; D]; 2]; 2]);
+        let f = plan.forms;
+        let tensor = |t: ThirdForm, n: usize| if t == ThirdForm::Tensor { n } else { 0 };
+        self.site_t.resize(
+            tensor(f.site_third, plan.sites.len()),
+            [[[[[[0.0; D]; 1]; D]; 1]; D]; 1],
+        );
+        self.bond_t.resize(
+            tensor(f.bond_third, plan.bonds.len()),
+            [[[[[[0.0; D]; 2]; D]; 2]; D]; 2],
+        );
+        self.pair_t.resize(
+            tensor(f.pair_third, plan.pairs.len()),
+            [[[[[[0.0; D]; 2]; D]; 2]; D]; 2],
+        );
+        self.kept_q.resize(plan.free * D, 0.0);
+        self.kept = false;
     }
 }
 
@@ -61,6 +104,9 @@ pub(crate) enum Want {
     Energy,
     Gradient,
     GradientHessian,
+    /// The gradient and Hessian, and the third-derivative tensors of the
+    /// [`ThirdForm::Tensor`] forms (for a Z&S step's third contraction at the same point).
+    GradientHessianThird,
     /// The gradient, and the stiff Hessian of the terms that have a stiff part.
     GradientStiffHessian,
     Third,
@@ -207,16 +253,178 @@ pub(crate) fn evaluate_terms<T: Terms<D>, const D: usize>(
                 });
             }
         }
+        Want::GradientHessianThird => {
+            let Scratch {
+                site_g,
+                bond_g,
+                pair_g,
+                site_h,
+                bond_h,
+                pair_h,
+                site_t,
+                bond_t,
+                pair_t,
+                ..
+            } = s;
+            if forms.site_third == ThirdForm::Tensor {
+                map_triples(par, &plan.sites, site_g, site_h, site_t, |fr, bo| {
+                    terms.site_gradient_hessian_third(w, &input.x(fr, bo))
+                });
+            } else {
+                map_pairs(par, &plan.sites, site_g, site_h, |fr, bo| {
+                    terms.site_gradient_hessian(w, &input.x(fr, bo))
+                });
+            }
+            if forms.bond_third == ThirdForm::Tensor {
+                map_triples(par, &plan.bonds, bond_g, bond_h, bond_t, |fr, bo| {
+                    terms.bond_gradient_hessian_third(w, &input.x(fr, bo))
+                });
+            } else {
+                map_pairs(par, &plan.bonds, bond_g, bond_h, |fr, bo| {
+                    terms.bond_gradient_hessian(w, &input.x(fr, bo))
+                });
+            }
+            if forms.pair_third == ThirdForm::Tensor {
+                map_triples(par, &plan.pairs, pair_g, pair_h, pair_t, |fr, bo| {
+                    terms.pair_gradient_hessian_third(&input.x(fr, bo))
+                });
+            } else {
+                map_pairs(par, &plan.pairs, pair_g, pair_h, |fr, bo| {
+                    terms.pair_gradient_hessian(&input.x(fr, bo))
+                });
+            }
+            s.kept_q.copy_from_slice(input.q);
+            s.kept_omega = w;
+            s.kept = true;
+        }
         Want::Third => {
-            map_terms(par, &plan.sites, &mut s.site_g, |fr, bo| {
-                terms.site_third_contraction(w, &input.x(fr, bo), &input.dir(fr))
+            let kept = s.tensors_kept_at(input.q, w);
+            let Scratch {
+                site_g,
+                bond_g,
+                pair_g,
+                site_t,
+                bond_t,
+                pair_t,
+                ..
+            } = s;
+            match forms.site_third {
+                ThirdForm::Zero => {}
+                ThirdForm::Tensor if kept => {
+                    map_kept(par, &plan.sites, site_g, site_t, |fr, t| {
+                        contract(t, &input.dir(fr))
+                    });
+                }
+                _ => map_terms(par, &plan.sites, site_g, |fr, bo| {
+                    terms.site_third_contraction(w, &input.x(fr, bo), &input.dir(fr))
+                }),
+            }
+            match forms.bond_third {
+                ThirdForm::Zero => {}
+                ThirdForm::Tensor if kept => {
+                    map_kept(par, &plan.bonds, bond_g, bond_t, |fr, t| {
+                        contract(t, &input.dir(fr))
+                    });
+                }
+                _ => map_terms(par, &plan.bonds, bond_g, |fr, bo| {
+                    terms.bond_third_contraction(w, &input.x(fr, bo), &input.dir(fr))
+                }),
+            }
+            match forms.pair_third {
+                ThirdForm::Zero => {}
+                ThirdForm::Tensor if kept => {
+                    map_kept(par, &plan.pairs, pair_g, pair_t, |fr, t| {
+                        contract(t, &input.dir(fr))
+                    });
+                }
+                _ => map_terms(par, &plan.pairs, pair_g, |fr, bo| {
+                    terms.pair_third_contraction(&input.x(fr, bo), &input.dir(fr))
+                }),
+            }
+        }
+    }
+}
+
+/// `T(x; a)_ai = Σ_bj,ck t[a][i][b][j][c][k] a_bj a_ck` from a kept tensor.
+#[inline]
+fn contract<const D: usize, const K: usize>(t: &LocalThird<D, K>, a: &Local<D, K>) -> Local<D, K> {
+    core::array::from_fn(|ka| {
+        core::array::from_fn(|i| {
+            let mut s = 0.0;
+            for (kb, ab) in a.iter().enumerate() {
+                for (j, &abj) in ab.iter().enumerate() {
+                    let row = &t[ka][i][kb][j];
+                    let mut r = 0.0;
+                    for (kc, ac) in a.iter().enumerate() {
+                        for (k, &ack) in ac.iter().enumerate() {
+                            r += row[kc][k] * ack;
+                        }
+                    }
+                    s += r * abj;
+                }
+            }
+            s
+        })
+    })
+}
+
+/// `out[t] = f(free[t], kept[t])` for every term (the third contraction from kept tensors).
+#[inline]
+fn map_kept<O: Send, X: Sync, const K: usize>(
+    parallel: bool,
+    list: &TermList<K>,
+    out: &mut [O],
+    kept: &[X],
+    f: impl Fn(&[u32; K], &X) -> O + Sync,
+) {
+    debug_assert!(out.len() == list.len() && kept.len() == list.len());
+    if parallel && list.len() > CHUNK {
+        out.par_chunks_mut(CHUNK)
+            .zip(list.free.par_chunks(CHUNK))
+            .zip(kept.par_chunks(CHUNK))
+            .for_each(|((o, fr), x)| {
+                for ((o, fr), x) in o.iter_mut().zip(fr).zip(x) {
+                    *o = f(fr, x);
+                }
             });
-            map_terms(par, &plan.bonds, &mut s.bond_g, |fr, bo| {
-                terms.bond_third_contraction(w, &input.x(fr, bo), &input.dir(fr))
+    } else {
+        for ((o, fr), x) in out.iter_mut().zip(&list.free).zip(kept) {
+            *o = f(fr, x);
+        }
+    }
+}
+
+/// [`map_terms`] for kernels returning three outputs (gradient, Hessian, third tensor).
+#[inline]
+fn map_triples<A: Send, B: Send, C: Send, const K: usize>(
+    parallel: bool,
+    list: &TermList<K>,
+    a: &mut [A],
+    b: &mut [B],
+    c: &mut [C],
+    f: impl Fn(&[u32; K], &[u32; K]) -> (A, B, C) + Sync,
+) {
+    debug_assert!(a.len() == list.len() && b.len() == list.len() && c.len() == list.len());
+    if parallel && list.len() > CHUNK {
+        a.par_chunks_mut(CHUNK)
+            .zip(b.par_chunks_mut(CHUNK))
+            .zip(c.par_chunks_mut(CHUNK))
+            .zip(list.free.par_chunks(CHUNK))
+            .zip(list.bodies.par_chunks(CHUNK))
+            .for_each(|((((a, b), c), fr), bo)| {
+                for ((((a, b), c), fr), bo) in a.iter_mut().zip(b).zip(c).zip(fr).zip(bo) {
+                    (*a, *b, *c) = f(fr, bo);
+                }
             });
-            map_terms(par, &plan.pairs, &mut s.pair_g, |fr, bo| {
-                terms.pair_third_contraction(&input.x(fr, bo), &input.dir(fr))
-            });
+    } else {
+        for ((((a, b), c), fr), bo) in a
+            .iter_mut()
+            .zip(b.iter_mut())
+            .zip(c.iter_mut())
+            .zip(&list.free)
+            .zip(&list.bodies)
+        {
+            (*a, *b, *c) = f(fr, bo);
         }
     }
 }
@@ -263,32 +471,71 @@ pub(crate) fn energy_sum<const D: usize>(s: &Scratch<D>) -> f64 {
     e
 }
 
+/// Which forms' outputs phase B sums: all of them, or (for the third contraction) those whose
+/// third derivative is not identically zero.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Include {
+    pub site: bool,
+    pub bond: bool,
+    pub pair: bool,
+}
+
+impl Include {
+    pub const ALL: Self = Self {
+        site: true,
+        bond: true,
+        pair: true,
+    };
+
+    /// The forms with a third derivative.
+    pub fn third(plan: &Plan) -> Self {
+        let f = plan.forms;
+        Self {
+            site: f.site_third != ThirdForm::Zero,
+            bond: f.bond_third != ThirdForm::Zero,
+            pair: f.pair_third != ThirdForm::Zero,
+        }
+    }
+}
+
 /// Phase B for a vector (gradient or third contraction): `out` (free coordinates) receives, per
-/// free body, its site contribution, then its bonds', then its pairs'.
+/// free body, its site contribution, then its bonds', then its pairs' (those of `include`).
 pub(crate) fn gather_vector<const D: usize>(
     plan: &Plan,
     s: &Scratch<D>,
+    include: Include,
     parallel: bool,
     out: &mut [f64],
 ) {
-    let has_site = !plan.sites.free.is_empty();
+    let has_site = include.site && !plan.sites.free.is_empty();
+    let (bonds, pairs) = (
+        include.bond && !plan.bonds.free.is_empty(),
+        include.pair && !plan.pairs.free.is_empty(),
+    );
     let body = |b: usize, o: &mut [f64]| {
         let mut acc = if has_site { s.site_g[b][0] } else { [0.0; D] };
-        for &src in plan.grad_bonds.row(b) {
-            let v = &s.bond_g[src as usize / 2][src as usize % 2];
-            for d in 0..D {
-                acc[d] += v[d];
+        if bonds {
+            for &src in plan.grad_bonds.row(b) {
+                let v = &s.bond_g[src as usize / 2][src as usize % 2];
+                for d in 0..D {
+                    acc[d] += v[d];
+                }
             }
         }
-        for &src in plan.grad_pairs.row(b) {
-            let v = &s.pair_g[src as usize / 2][src as usize % 2];
-            for d in 0..D {
-                acc[d] += v[d];
+        if pairs {
+            for &src in plan.grad_pairs.row(b) {
+                let v = &s.pair_g[src as usize / 2][src as usize % 2];
+                for d in 0..D {
+                    acc[d] += v[d];
+                }
             }
         }
         o.copy_from_slice(&acc);
     };
-    if parallel && plan.free > CHUNK {
+    if !(parallel && plan.free > CHUNK) {
+        return scatter_vector(plan, s, has_site, bonds, pairs, out);
+    }
+    {
         out.par_chunks_mut(CHUNK * D)
             .enumerate()
             .for_each(|(c, chunk)| {
@@ -296,10 +543,44 @@ pub(crate) fn gather_vector<const D: usize>(
                     body(c * CHUNK + i, o);
                 }
             });
-    } else {
-        for (b, o) in out.chunks_exact_mut(D).enumerate() {
-            body(b, o);
+    }
+}
+
+/// [`gather_vector`] on one thread: the terms' outputs added in term order (sites, bonds, pairs)
+/// — for every entry the same sums in the same order as the gather, so the same bits, without
+/// walking gather lists.
+fn scatter_vector<const D: usize>(
+    plan: &Plan,
+    s: &Scratch<D>,
+    site: bool,
+    bonds: bool,
+    pairs: bool,
+    out: &mut [f64],
+) {
+    if site {
+        for (o, g) in out.chunks_exact_mut(D).zip(&s.site_g) {
+            o.copy_from_slice(&g[0]);
         }
+    } else {
+        out.fill(0.0);
+    }
+    let mut add = |free: &[[u32; 2]], g: &[Local<D, 2>]| {
+        for (fr, g) in free.iter().zip(g) {
+            for k in 0..2 {
+                if fr[k] != PINNED {
+                    let o = fr[k] as usize * D;
+                    for d in 0..D {
+                        out[o + d] += g[k][d];
+                    }
+                }
+            }
+        }
+    };
+    if bonds {
+        add(&plan.bonds.free, &s.bond_g);
+    }
+    if pairs {
+        add(&plan.pairs.free, &s.pair_g);
     }
 }
 
@@ -341,7 +622,10 @@ pub(crate) fn gather_hessian<const D: usize>(
     };
     let blocks = gather.layout.blocks();
     let values = h.values_mut();
-    if parallel && blocks > CHUNK {
+    if !(parallel && blocks > CHUNK) {
+        return scatter_hessian(gather, s, values);
+    }
+    {
         values
             .par_chunks_mut(CHUNK * D * D)
             .enumerate()
@@ -350,9 +634,41 @@ pub(crate) fn gather_hessian<const D: usize>(
                     block(c * CHUNK + i, o);
                 }
             });
-    } else {
-        for (k, o) in values.chunks_exact_mut(D * D).enumerate() {
-            block(k, o);
+    }
+}
+
+/// [`gather_hessian`] on one thread: every term's local blocks added to their stored blocks in
+/// term order — the gather's sums in the gather's order (each stored block's contributions are
+/// listed by increasing term), so the same bits.
+fn scatter_hessian<const D: usize>(gather: &HessianGather, s: &Scratch<D>, values: &mut [f64]) {
+    values.fill(0.0);
+    let mut add = |k: u32, m: &[[f64; D]; D]| {
+        let o = k as usize * D * D;
+        for r in 0..D {
+            for c in 0..D {
+                values[o + r * D + c] += m[r][c];
+            }
+        }
+    };
+    for (&k, h) in gather.site_dest.iter().zip(&s.site_h) {
+        add(k, &h[0][0]);
+    }
+    for (dest, h) in gather.bond_dest.iter().zip(&s.bond_h) {
+        for a in 0..2 {
+            for b in 0..2 {
+                if dest[a][b] != NOWHERE {
+                    add(dest[a][b], &h[a][b]);
+                }
+            }
+        }
+    }
+    for (dest, h) in gather.pair_dest.iter().zip(&s.pair_h) {
+        for a in 0..2 {
+            for b in 0..2 {
+                if dest[a][b] != NOWHERE {
+                    add(dest[a][b], &h[a][b]);
+                }
+            }
         }
     }
 }

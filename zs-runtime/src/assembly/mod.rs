@@ -57,5 +57,5 @@ pub mod topology;
 
 pub use constraints::{SparseConstraintSolver, SparseJacobian};
 pub use system::{Assembled, PenalizedAssembly, PARALLEL_BY_DEFAULT_ABOVE};
-pub use terms::{Body, Forms, Local, LocalHessian, Terms};
+pub use terms::{Body, Forms, Local, LocalHessian, LocalThird, Terms, ThirdForm};
 pub use topology::{Topology, TopologyError};

@@ -64,14 +64,24 @@ impl Csr {
 
 /// Where the local Hessian blocks of the terms go in one block layout: for each stored block,
 /// its contributions in order (site local blocks by site index; bond and pair local blocks as
-/// `t·4 + a·2 + b` for block `[a][b]` of term `t`).
+/// `t·4 + a·2 + b` for block `[a][b]` of term `t`) — the parallel gather; and, for each term,
+/// the stored block each of its local blocks goes to ([`NOWHERE`] when none) — the serial
+/// scatter, which visits the terms in the same order and so sums every entry in the same order.
 #[derive(Debug)]
 pub(crate) struct HessianGather {
     pub layout: Arc<BlockLayout>,
     pub sites: Csr,
     pub bonds: Csr,
     pub pairs: Csr,
+    /// The diagonal block of each site term (empty when sites do not enter this Hessian).
+    pub site_dest: Vec<u32>,
+    /// The block of local block `[a][b]` of each bond / pair term.
+    pub bond_dest: Vec<[[u32; 2]; 2]>,
+    pub pair_dest: Vec<[[u32; 2]; 2]>,
 }
+
+/// A local block that is not stored (a pinned body's, or the transposed twin of a stored one).
+pub(crate) const NOWHERE: u32 = u32::MAX;
 
 /// Everything the evaluation engine needs, fixed at set-up.
 #[derive(Debug)]
@@ -214,10 +224,22 @@ impl HessianGather {
             v
         };
         let blocks = layout.blocks();
+        let dest = |list: Option<&TermList<2>>, pairs: &[(u32, u32)]| {
+            let mut d = vec![[[NOWHERE; 2]; 2]; list.map_or(0, |l| l.len())];
+            for &(k, src) in pairs {
+                let (t, a, b) = (src as usize / 4, (src as usize % 4) / 2, src as usize % 2);
+                d[t][a][b] = k;
+            }
+            d
+        };
+        let (bond_pairs, pair_pairs) = (two(bonds), two(pairs));
         Self {
             sites: Csr::build(blocks, &site_pairs),
-            bonds: Csr::build(blocks, &two(bonds)),
-            pairs: Csr::build(blocks, &two(pairs)),
+            bonds: Csr::build(blocks, &bond_pairs),
+            pairs: Csr::build(blocks, &pair_pairs),
+            site_dest: site_pairs.iter().map(|&(k, _)| k).collect(),
+            bond_dest: dest(bonds, &bond_pairs),
+            pair_dest: dest(pairs, &pair_pairs),
             layout,
         }
     }

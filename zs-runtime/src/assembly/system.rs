@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::eval::{self, Inputs, Scratch, Want};
+use super::eval::{self, Include, Inputs, Scratch, Want};
 use super::plan::{Plan, PINNED};
 use super::terms::{Forms, Terms};
 use super::topology::{Topology, TopologyError};
@@ -244,23 +244,23 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         let input = self.inputs(omega, q, &[]);
         let mut s = self.scratch();
         eval::evaluate_terms(&self.terms, &self.plan, &input, Want::Gradient, &mut s);
-        eval::gather_vector(&self.plan, &s, self.parallel, g);
+        eval::gather_vector(&self.plan, &s, Include::ALL, self.parallel, g);
     }
 
-    /// The gradient (if asked) and the Hessian (the stiff one for `stiff`) into `h`.
+    /// The gradient (if asked) and the Hessian of `want` into `h`.
     pub(crate) fn gradient_hessian(
         &self,
         omega: f64,
         q: &[f64],
         g: Option<&mut [f64]>,
         h: &mut SparseMatrix,
-        stiff: bool,
+        want: Want,
     ) {
         let input = self.inputs(omega, q, &[]);
-        let (want, gather) = if stiff {
-            (Want::GradientStiffHessian, &self.plan.stiff)
+        let gather = if want == Want::GradientStiffHessian {
+            &self.plan.stiff
         } else {
-            (Want::GradientHessian, &self.plan.full)
+            &self.plan.full
         };
         let mut s = self.scratch();
         if s.site_h.len() != self.plan.sites.len() || s.bond_h.len() != self.plan.bonds.len() {
@@ -270,7 +270,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         eval::evaluate_terms(&self.terms, &self.plan, &input, want, &mut s);
         if let Some(g) = g {
             self.check_len(g, "the gradient");
-            eval::gather_vector(&self.plan, &s, self.parallel, g);
+            eval::gather_vector(&self.plan, &s, Include::ALL, self.parallel, g);
         }
         eval::gather_hessian(gather, &s, self.parallel, h);
     }
@@ -281,7 +281,13 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         let input = self.inputs(omega, q, a);
         let mut s = self.scratch();
         eval::evaluate_terms(&self.terms, &self.plan, &input, Want::Third, &mut s);
-        eval::gather_vector(&self.plan, &s, self.parallel, out);
+        eval::gather_vector(
+            &self.plan,
+            &s,
+            Include::third(&self.plan),
+            self.parallel,
+            out,
+        );
     }
 
     fn make_matrix(&self, part: HessianPart) -> SparseMatrix {
@@ -352,12 +358,36 @@ macro_rules! assembled_model {
                 self.as_system().gradient(self.penalty(), q, g);
             }
             fn hessian_into(&self, q: &Vec<f64>, h: &mut SparseMatrix) {
-                self.as_system()
-                    .gradient_hessian(self.penalty(), q, None, h, false);
+                self.as_system().gradient_hessian(
+                    self.penalty(),
+                    q,
+                    None,
+                    h,
+                    Want::GradientHessian,
+                );
             }
             fn gradient_hessian_into(&self, q: &Vec<f64>, g: &mut Vec<f64>, h: &mut SparseMatrix) {
-                self.as_system()
-                    .gradient_hessian(self.penalty(), q, Some(g), h, false);
+                self.as_system().gradient_hessian(
+                    self.penalty(),
+                    q,
+                    Some(g),
+                    h,
+                    Want::GradientHessian,
+                );
+            }
+            fn gradient_hessian_keeping_third_into(
+                &self,
+                q: &Vec<f64>,
+                g: &mut Vec<f64>,
+                h: &mut SparseMatrix,
+            ) {
+                self.as_system().gradient_hessian(
+                    self.penalty(),
+                    q,
+                    Some(g),
+                    h,
+                    Want::GradientHessianThird,
+                );
             }
             fn third_contraction_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
                 self.as_system().third(self.penalty(), q, a, out);
@@ -371,8 +401,13 @@ macro_rules! assembled_model {
                 g: &mut Vec<f64>,
                 h: &mut SparseMatrix,
             ) {
-                self.as_system()
-                    .gradient_hessian(self.penalty(), q, Some(g), h, true);
+                self.as_system().gradient_hessian(
+                    self.penalty(),
+                    q,
+                    Some(g),
+                    h,
+                    Want::GradientStiffHessian,
+                );
             }
         }
     };

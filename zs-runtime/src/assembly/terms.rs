@@ -10,6 +10,25 @@ pub type Local<const D: usize, const K: usize> = [[f64; D]; K];
 /// The Hessian of a term acting on `K` bodies, as `K × K` blocks of `D × D`: block `[a][b]` holds
 /// `∂²E/∂x_a∂x_b` (row: a coordinate of body `a`, column: of body `b`).
 pub type LocalHessian<const D: usize, const K: usize> = [[[[f64; D]; D]; K]; K];
+/// The third-derivative tensor of a term acting on `K` bodies: `[a][i][b][j][c][k]` holds
+/// `∂³E/∂x_ai∂x_bj∂x_ck` (symmetric in the three index pairs).
+pub type LocalThird<const D: usize, const K: usize> = [[[[[[f64; D]; K]; D]; K]; D]; K];
+
+/// How the assembly obtains a form's third contraction `T(x; a)` (Z&S, eq. 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ThirdForm {
+    /// From the `*_third_contraction` kernel at each call.
+    #[default]
+    Direct,
+    /// The form's third derivative is identically zero (a harmonic bond, say): its
+    /// contribution is skipped.
+    Zero,
+    /// The form is small (`K·D ≤ 4` coordinates): `*_gradient_hessian_third` also returns its
+    /// third-derivative tensor, which the assembly keeps after a Hessian evaluation made for a
+    /// Z&S step and contracts with the step's direction, instead of evaluating the form's
+    /// transcendental functions a second time.
+    Tensor,
+}
 
 /// Which term forms a definition has, and how many constraints per body and per bond.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -28,6 +47,12 @@ pub struct Forms {
     pub body_constraints: usize,
     /// Components of `bond_constraints` (0 without).
     pub bond_constraints: usize,
+    /// How the site form's third contraction is obtained.
+    pub site_third: ThirdForm,
+    /// How the bond form's.
+    pub bond_third: ThirdForm,
+    /// How the pair form's.
+    pub pair_third: ThirdForm,
 }
 
 impl Forms {
@@ -92,6 +117,16 @@ pub trait Terms<const D: usize>: Sync {
     ) -> (Local<D, 1>, LocalHessian<D, 1>) {
         ([[0.0; D]; 1], [[[[0.0; D]; D]; 1]; 1])
     }
+    /// Its gradient, Hessian and third-derivative tensor (when `FORMS.site_third` is
+    /// [`ThirdForm::Tensor`]).
+    fn site_gradient_hessian_third(
+        &self,
+        omega: f64,
+        x: &Local<D, 1>,
+    ) -> (Local<D, 1>, LocalHessian<D, 1>, LocalThird<D, 1>) {
+        let (g, h) = self.site_gradient_hessian(omega, x);
+        (g, h, [[[[[[0.0; D]; 1]; D]; 1]; D]; 1])
+    }
     /// Its third contraction `T(x; a)`.
     fn site_third_contraction(&self, omega: f64, x: &Local<D, 1>, a: &Local<D, 1>) -> Local<D, 1> {
         [[0.0; D]; 1]
@@ -121,6 +156,16 @@ pub trait Terms<const D: usize>: Sync {
     ) -> (Local<D, 2>, LocalHessian<D, 2>) {
         ([[0.0; D]; 2], [[[[0.0; D]; D]; 2]; 2])
     }
+    /// Its gradient, Hessian and third-derivative tensor (when `FORMS.bond_third` is
+    /// [`ThirdForm::Tensor`]).
+    fn bond_gradient_hessian_third(
+        &self,
+        omega: f64,
+        x: &Local<D, 2>,
+    ) -> (Local<D, 2>, LocalHessian<D, 2>, LocalThird<D, 2>) {
+        let (g, h) = self.bond_gradient_hessian(omega, x);
+        (g, h, [[[[[[0.0; D]; 2]; D]; 2]; D]; 2])
+    }
     /// Its third contraction.
     fn bond_third_contraction(&self, omega: f64, x: &Local<D, 2>, a: &Local<D, 2>) -> Local<D, 2> {
         [[0.0; D]; 2]
@@ -137,6 +182,15 @@ pub trait Terms<const D: usize>: Sync {
     /// Its gradient and Hessian.
     fn pair_gradient_hessian(&self, x: &Local<D, 2>) -> (Local<D, 2>, LocalHessian<D, 2>) {
         ([[0.0; D]; 2], [[[[0.0; D]; D]; 2]; 2])
+    }
+    /// Its gradient, Hessian and third-derivative tensor (when `FORMS.pair_third` is
+    /// [`ThirdForm::Tensor`]).
+    fn pair_gradient_hessian_third(
+        &self,
+        x: &Local<D, 2>,
+    ) -> (Local<D, 2>, LocalHessian<D, 2>, LocalThird<D, 2>) {
+        let (g, h) = self.pair_gradient_hessian(x);
+        (g, h, [[[[[[0.0; D]; 2]; D]; 2]; D]; 2])
     }
     /// Its third contraction.
     fn pair_third_contraction(&self, x: &Local<D, 2>, a: &Local<D, 2>) -> Local<D, 2> {

@@ -151,7 +151,11 @@ pub(crate) fn f_into<V: Vector, P: Model<V> + ?Sized>(
     t: f64,
 ) -> Result<(), StepError> {
     stats.evaluations += 1;
-    potential.gradient_hessian_into(x, out, &mut e.hess);
+    if third {
+        potential.gradient_hessian_keeping_third_into(x, out, &mut e.hess);
+    } else {
+        potential.gradient_hessian_into(x, out, &mut e.hess);
+    }
     let how = match e
         .solver
         .solve_shifted(&e.m, beta * h2, &e.hess, out, options)

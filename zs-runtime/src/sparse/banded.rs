@@ -163,43 +163,36 @@ impl Banded {
         self.band
     }
 
-    /// `M + s·H` into the band (new numbering).
-    fn gather(&mut self, masses: &[f64], scale: f64, h: &[f64]) {
-        let w = self.band + 1;
-        for (v, &s) in self.lb.iter_mut().zip(&self.src) {
-            *v = if s == ZERO {
-                0.0
-            } else {
-                scale * h[s as usize]
-            };
-        }
-        for (i, &old) in self.perm.iter().enumerate() {
-            self.lb[i * w + self.band] += masses[old as usize];
-        }
-    }
-
-    /// `L D Lᵀ` in place (the band then holds `L` below the diagonal and `1/d` on it);
-    /// `(min, max)` of `|d|`, and whether every pivot is positive. `None` on a zero or
+    /// `L D Lᵀ` of `M + s·H` in place (the band then holds `L` below the diagonal and `1/d` on
+    /// it); `(min, max)` of `|d|`, and whether every pivot is positive. `None` on a zero or
     /// non-finite pivot (which a non-finite matrix entry always causes).
-    fn factor(&mut self) -> Option<(f64, f64, bool)> {
+    fn factor(&mut self, masses: &[f64], scale: f64, h: &[f64]) -> Option<Pivots> {
+        let a = Entries {
+            src: &self.src,
+            h,
+            scale,
+            masses,
+            perm: &self.perm,
+        };
+        let (lb, n) = (&mut self.lb, self.n);
         macro_rules! dispatch {
             ($($b:literal)*) => {
                 match self.band {
-                    $($b => factor_fixed::<$b>(&mut self.lb, self.n),)*
-                    _ => factor_any(&mut self.lb, self.n, self.band),
+                    $($b => factor_fixed::<$b>(a, lb, n),)*
+                    _ => factor_any(a, lb, n, self.band, &mut self.r),
                 }
             };
         }
         dispatch!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
     }
 
-    /// `y ← A⁻¹ y` with the factor (new numbering).
-    fn solve_factored(lb: &[f64], n: usize, b: usize, y: &mut [f64]) {
+    /// `y ← A⁻¹ P x` with the factor (`y` in the new numbering, `x` in the old).
+    fn solve_factored(lb: &[f64], n: usize, b: usize, perm: &[u32], x: &[f64], y: &mut [f64]) {
         macro_rules! dispatch {
             ($($b:literal)*) => {
                 match b {
-                    $($b => solve_fixed::<$b>(lb, n, y),)*
-                    _ => solve_any(lb, n, b, y),
+                    $($b => solve_fixed::<$b>(lb, n, perm, x, y),)*
+                    _ => solve_any(lb, n, b, perm, x, y),
                 }
             };
         }
@@ -221,17 +214,13 @@ impl Banded {
             });
         }
         let (n, b) = (self.n, self.band);
-        self.gather(masses, scale, h.values());
-        let Some((lo, hi, positive)) = self.factor() else {
+        let Some((lo, hi, positive)) = self.factor(masses, scale, h.values()) else {
             return self.fallback.solve(masses, scale, h, x, options);
         };
         if lo < singular_threshold(n) * hi {
             return self.fallback.solve(masses, scale, h, x, options);
         }
-        for (i, &old) in self.perm.iter().enumerate() {
-            self.y[i] = x[old as usize];
-        }
-        Self::solve_factored(&self.lb, n, b, &mut self.y);
+        Self::solve_factored(&self.lb, n, b, &self.perm, x, &mut self.y);
         if !positive {
             // No pivoting: accept an indefinite factorization only with a small backward
             // error, measured on the unfactored matrix.
@@ -345,10 +334,7 @@ impl Banded {
         let inv = inverse_norm_estimate(
             n,
             |v| {
-                for (i, &old) in perm.iter().enumerate() {
-                    tmp[i] = v[old as usize];
-                }
-                Self::solve_factored(lb, n, b, tmp);
+                Self::solve_factored(lb, n, b, perm, v, tmp);
                 for (i, &old) in perm.iter().enumerate() {
                     v[old as usize] = tmp[i];
                 }
@@ -370,61 +356,137 @@ impl Banded {
     }
 }
 
-/// Banded `L D Lᵀ` for a half-bandwidth `B` known at compile time (loops unrolled): row by
-/// row, `u_k = a_ik − Σ_m u_m L_km` (`u_k = L_ik d_k`), `L_ik = u_k / d_k`,
-/// `d_i = a_ii − Σ_k u_k L_ik`; the diagonal slot receives `1/d_i`. Row `i` holds column
-/// `i − B + k` at slot `k < B` and the diagonal at slot `B`.
-#[allow(clippy::needless_range_loop)]
-fn factor_fixed<const B: usize>(lb: &mut [f64], n: usize) -> Option<(f64, f64, bool)> {
-    let w = B + 1;
-    let (mut lo, mut hi, mut positive) = (f64::INFINITY, 0.0f64, true);
-    for i in 0..n {
-        let first = B - B.min(i);
-        let mut u = [0.0; B];
-        for k in first..B {
-            let col = i + k - B;
-            let mut s = lb[i * w + k];
-            // Row `col` holds column `cm = i + m − B` at slot `B − (col − cm) = B − k + m`.
-            for m in first..k {
-                s -= u[m] * lb[col * w + B - k + m];
-            }
-            u[k] = s;
-            lb[i * w + k] = s * lb[col * w + B];
-        }
-        let mut d = lb[i * w + B];
-        for k in first..B {
-            d -= u[k] * lb[i * w + k];
-        }
-        if d == 0.0 || !d.is_finite() {
-            return None;
-        }
-        positive &= d > 0.0;
-        let a = d.abs();
-        lo = if a < lo { a } else { lo };
-        hi = if a > hi { a } else { hi };
-        lb[i * w + B] = 1.0 / d;
-    }
-    Some((lo, hi, positive))
+/// The entries of `M + s·H` in the band's numbering, read from the stored Hessian through the
+/// source map (gathered as the factorization reaches them: no separate pass).
+#[derive(Clone, Copy)]
+struct Entries<'a> {
+    src: &'a [u32],
+    h: &'a [f64],
+    scale: f64,
+    masses: &'a [f64],
+    perm: &'a [u32],
 }
 
-/// [`factor_fixed`] for any half-bandwidth.
+impl Entries<'_> {
+    /// Entry `(i, i − b + k)` (slot `k < b` of row `i`; `b` the half-bandwidth, `w = b + 1`).
+    #[inline(always)]
+    fn off(&self, i: usize, w: usize, k: usize) -> f64 {
+        let s = self.src[i * w + k];
+        if s == ZERO {
+            0.0
+        } else {
+            self.scale * self.h[s as usize]
+        }
+    }
+    /// The diagonal entry of row `i`.
+    #[inline(always)]
+    fn diag(&self, i: usize, w: usize) -> f64 {
+        self.off(i, w, w - 1) + self.masses[self.perm[i] as usize]
+    }
+}
+
+/// Pivot statistics of a factorization: `(min |d|, max |d|, every d > 0)`.
+type Pivots = (f64, f64, bool);
+
+/// Banded `L D Lᵀ` of `M + s·H` for a half-bandwidth `B` known at compile time: row by row,
+/// `u_k = a_ik − Σ_m u_m L_km` (`u_k = L_ik d_k`), `L_ik = u_k / d_k`, `d_i = a_ii − Σ_k u_k L_ik`;
+/// `lb` receives `L` (row `i` holds column `i − B + k` at slot `k < B`) and `1/d_i` at slot `B`.
+/// The last `B` rows' `L` and `1/d` stay in registers (a window), so the chain from one pivot
+/// to the next does not go through memory; the rows after the first `B` run with the loops
+/// fully unrolled. `None` on a zero or non-finite pivot (which a non-finite entry causes).
+fn factor_fixed<const B: usize>(a: Entries<'_>, lb: &mut [f64], n: usize) -> Option<Pivots> {
+    let mut win = Window::<B> {
+        l: [[0.0; B]; B],
+        inv: [0.0; B],
+        lo: f64::INFINITY,
+        hi: 0.0,
+        positive: true,
+    };
+    let head = B.min(n);
+    for i in 0..head {
+        factor_row(&a, lb, i, B - i, &mut win)?;
+    }
+    for i in head..n {
+        factor_row(&a, lb, i, 0, &mut win)?;
+    }
+    Some((win.lo, win.hi, win.positive))
+}
+
+/// The state [`factor_fixed`] carries from row to row: the last `B` rows' `L` (`l[k]`: row
+/// `i − B + k`) and `1/d`, and the pivot statistics.
+struct Window<const B: usize> {
+    l: [[f64; B]; B],
+    inv: [f64; B],
+    lo: f64,
+    hi: f64,
+    positive: bool,
+}
+
+/// Row `i` of [`factor_fixed`]; `first` is the first slot inside the matrix (`B − i` for the
+/// first `B` rows, 0 after: a constant there, so the loops unroll).
 #[allow(clippy::needless_range_loop)]
-fn factor_any(lb: &mut [f64], n: usize, b: usize) -> Option<(f64, f64, bool)> {
+#[inline(always)]
+fn factor_row<const B: usize>(
+    a: &Entries<'_>,
+    lb: &mut [f64],
+    i: usize,
+    first: usize,
+    win: &mut Window<B>,
+) -> Option<()> {
+    let w = B + 1;
+    let mut u = [0.0; B];
+    let mut l = [0.0; B];
+    for k in first..B {
+        let mut s = a.off(i, w, k);
+        // Row i − B + k holds column i − B + m at slot B − k + m.
+        for m in first..k {
+            s -= u[m] * win.l[k][B - k + m];
+        }
+        u[k] = s;
+        l[k] = s * win.inv[k];
+    }
+    let mut d = a.diag(i, w);
+    for k in first..B {
+        d -= u[k] * l[k];
+    }
+    if d == 0.0 || !d.is_finite() {
+        return None;
+    }
+    win.positive &= d > 0.0;
+    let m = d.abs();
+    win.lo = if m < win.lo { m } else { win.lo };
+    win.hi = if m > win.hi { m } else { win.hi };
+    let inv = 1.0 / d;
+    lb[i * w..i * w + B].copy_from_slice(&l);
+    lb[i * w + B] = inv;
+    if B > 0 {
+        for k in 1..B {
+            win.l[k - 1] = win.l[k];
+            win.inv[k - 1] = win.inv[k];
+        }
+        win.l[B - 1] = l;
+        win.inv[B - 1] = inv;
+    }
+    Some(())
+}
+
+/// [`factor_fixed`] for any half-bandwidth (`u` has room for `b` values).
+#[allow(clippy::needless_range_loop)]
+fn factor_any(a: Entries<'_>, lb: &mut [f64], n: usize, b: usize, u: &mut [f64]) -> Option<Pivots> {
     let w = b + 1;
     let (mut lo, mut hi, mut positive) = (f64::INFINITY, 0.0f64, true);
-    let mut u = vec![0.0; b];
     for i in 0..n {
         let first = b - b.min(i);
         for k in first..b {
             let col = i + k - b;
-            let mut s = lb[i * w + k];
+            let mut s = a.off(i, w, k);
             for m in first..k {
                 s -= u[m] * lb[col * w + b - k + m];
             }
             u[k] = s;
             lb[i * w + k] = s * lb[col * w + b];
         }
-        let mut d = lb[i * w + b];
+        let mut d = a.diag(i, w);
         for k in first..b {
             d -= u[k] * lb[i * w + k];
         }
@@ -439,50 +501,62 @@ fn factor_any(lb: &mut [f64], n: usize, b: usize) -> Option<(f64, f64, bool)> {
     Some((lo, hi, positive))
 }
 
-/// `y ← (L D Lᵀ)⁻¹ y` for a compile-time half-bandwidth `B`.
+/// `y ← (L D Lᵀ)⁻¹ P b` for a compile-time half-bandwidth `B`, `b = x` in the old numbering
+/// (`y[i] = x[perm[i]]` is gathered by the forward sweep). The last `B` values of each sweep
+/// stay in registers.
 #[allow(clippy::needless_range_loop)]
-fn solve_fixed<const B: usize>(lb: &[f64], n: usize, y: &mut [f64]) {
+#[inline(always)]
+fn solve_fixed<const B: usize>(lb: &[f64], n: usize, perm: &[u32], x: &[f64], y: &mut [f64]) {
     let w = B + 1;
+    // Forward: L z = P b; win[k] = z_{i − B + k}.
+    let mut win = [0.0; B];
     for i in 0..n {
-        let first = B - B.min(i);
-        let mut s = y[i];
-        for k in first..B {
-            s -= lb[i * w + k] * y[i + k - B];
+        let mut s = x[perm[i] as usize];
+        let l = &lb[i * w..i * w + B];
+        for k in 0..B {
+            s -= l[k] * win[k];
         }
         y[i] = s;
+        if B > 0 {
+            for k in 1..B {
+                win[k - 1] = win[k];
+            }
+            win[B - 1] = s;
+        }
     }
-    for i in 0..n {
-        y[i] *= lb[i * w + B];
-    }
+    // Backward: Lᵀ y = D⁻¹ z; win[t − 1] = y_{i + t}. Row i + t holds column i at slot B − t
+    // (zero-padded rows before the first B make the terms past the end vanish: win starts at 0).
+    let mut win = [0.0; B];
     for i in (0..n).rev() {
-        let mut s = y[i];
-        // Row r = i + t holds column i at slot B − t.
+        let mut s = y[i] * lb[i * w + B];
         for t in 1..=B {
-            let r = i + t;
-            if r < n {
-                s -= lb[r * w + B - t] * y[r];
+            if i + t < n {
+                s -= lb[(i + t) * w + B - t] * win[t - 1];
             }
         }
         y[i] = s;
+        if B > 0 {
+            for t in (1..B).rev() {
+                win[t] = win[t - 1];
+            }
+            win[0] = s;
+        }
     }
 }
 
 /// [`solve_fixed`] for any half-bandwidth.
-fn solve_any(lb: &[f64], n: usize, b: usize, y: &mut [f64]) {
+fn solve_any(lb: &[f64], n: usize, b: usize, perm: &[u32], x: &[f64], y: &mut [f64]) {
     let w = b + 1;
     for i in 0..n {
         let first = b - b.min(i);
-        let mut s = y[i];
+        let mut s = x[perm[i] as usize];
         for k in first..b {
             s -= lb[i * w + k] * y[i + k - b];
         }
         y[i] = s;
     }
-    for i in 0..n {
-        y[i] *= lb[i * w + b];
-    }
     for i in (0..n).rev() {
-        let mut s = y[i];
+        let mut s = y[i] * lb[i * w + b];
         for t in 1..=b {
             let r = i + t;
             if r < n {
