@@ -8,7 +8,7 @@
 // The unrolled definitions index `q` in loops, the style the macro unrolls.
 #![allow(clippy::needless_range_loop)]
 
-use zs_runtime::assembly::{Assembled, Topology};
+use zs_runtime::assembly::{Assembled, ThirdForm, Topology};
 use zs_runtime::{
     mechanical_system, ConstrainedModel, HessianPart, MechanicalSystem, Model, Potential, Shake,
     State, StiffModel, StiffSplit, ZhangSkeel,
@@ -199,20 +199,24 @@ fn flat<const N: usize>(h: &[[f64; N]; N]) -> Vec<f64> {
 }
 
 /// Worst relative differences of every quantity between `asm` (as a `Model<Vec<f64>>`) and
-/// `fixed` (a `Potential<N>`), over `points` random points scaled by `scale`.
+/// `fixed` (a `Potential<N>`), over `points` random points scaled by `scale`: energy,
+/// gradient, Hessian, third contraction evaluated directly, the gradient and Hessian of the
+/// evaluation that keeps the third-derivative tensors (Z&S's), the third contraction from the
+/// kept tensors, and the third contraction at another point after tensors were kept (which
+/// must not use them).
 fn compare<A, F, const N: usize>(
     asm: &A,
     fixed: &F,
     points: usize,
     scale: f64,
     seed: u64,
-) -> [f64; 4]
+) -> [f64; 8]
 where
     A: Model<Vec<f64>>,
     F: Potential<N>,
 {
     let mut rng = Rng(seed);
-    let mut worst = [0.0f64; 4];
+    let mut worst = [0.0f64; 8];
     let mut g = vec![0.0; N];
     let mut t = vec![0.0; N];
     let mut h = asm.new_matrix(HessianPart::Full);
@@ -229,7 +233,19 @@ where
         let dense: Vec<f64> = h.to_dense().into_iter().flatten().collect();
         worst[2] = worst[2].max(rel(&dense, &flat(&h0)));
         asm.third_contraction_into(&qv, &a.to_vec(), &mut t);
-        worst[3] = worst[3].max(rel(&t, &fixed.third_contraction(&q, &a)));
+        let t0 = fixed.third_contraction(&q, &a);
+        worst[3] = worst[3].max(rel(&t, &t0));
+        asm.gradient_hessian_keeping_third_into(&qv, &mut g, &mut h);
+        let dense: Vec<f64> = h.to_dense().into_iter().flatten().collect();
+        worst[4] = worst[4].max(rel(&g, &g0));
+        worst[5] = worst[5].max(rel(&dense, &flat(&h0)));
+        asm.third_contraction_into(&qv, &a.to_vec(), &mut t);
+        worst[6] = worst[6].max(rel(&t, &t0));
+        // Another point: the kept tensors are stale there (using them would be off by O(1)).
+        let q1: [f64; N] = core::array::from_fn(|i| q[i] + 0.3 * rng.next());
+        let q1v = q1.to_vec();
+        asm.third_contraction_into(&q1v, &a.to_vec(), &mut t);
+        worst[7] = worst[7].max(rel(&t, &fixed.third_contraction(&q1, &a)));
     }
     worst
 }
@@ -254,10 +270,16 @@ fn dna_ring_equals_the_unrolled_potential() {
         x0,
     };
     let w = compare(&asm, &fixed, 200, 3.0, 1);
-    eprintln!("DNA ring N = 6, worst relative (energy, gradient, Hessian, T): {w:?}");
+    eprintln!(
+        "DNA ring N = 6, worst relative (energy, gradient, Hessian, T, kept-tensor evaluation: \
+         gradient, Hessian, T, T elsewhere): {w:?}"
+    );
     assert!(w.iter().all(|&x| x <= 1e-12), "{w:?}");
     // The Hessian pattern is the cyclic tridiagonal one: 6 diagonal + 6 coupling blocks.
     assert_eq!(asm.hessian_layout(HessianPart::Full).blocks(), 12);
+    // The site term's third derivative is kept as a tensor; the harmonic bond has none.
+    assert_eq!(asm.forms().site_third, ThirdForm::Tensor);
+    assert_eq!(asm.forms().bond_third, ThirdForm::Zero);
 }
 
 #[test]
@@ -265,6 +287,12 @@ fn every_form_with_a_pinned_body_equals_the_unrolled_system() {
     let (asm, fixed) = mixed_pair();
     assert_eq!(Model::dimension(&asm), 6);
     assert_eq!(asm.term_counts(), (3, 2, 4));
+    // Two and four local coordinates: every form keeps its tensor.
+    let f = asm.forms();
+    assert_eq!(
+        (f.site_third, f.bond_third, f.pair_third),
+        (ThirdForm::Tensor, ThirdForm::Tensor, ThirdForm::Tensor)
+    );
     // Unpenalized: V + V1.
     let w = compare(&asm, &fixed, 200, 1.2, 2);
     eprintln!("mixed, V + V1: {w:?}");
