@@ -166,7 +166,9 @@ impl Banded {
     /// `L D Lᵀ` of `M + s·H` in place (the band then holds `L` below the diagonal and `1/d` on
     /// it); `(min, max)` of `|d|`, and whether every pivot is positive. `None` on a zero or
     /// non-finite pivot (which a non-finite matrix entry always causes).
-    fn factor(&mut self, masses: &[f64], scale: f64, h: &[f64]) -> Option<Pivots> {
+    ///
+    /// The forward sweep `y = L⁻¹ P x` of the solve is done in the same pass.
+    fn factor(&mut self, masses: &[f64], scale: f64, h: &[f64], x: &[f64]) -> Option<Pivots> {
         let a = Entries {
             src: &self.src,
             h,
@@ -174,12 +176,29 @@ impl Banded {
             masses,
             perm: &self.perm,
         };
-        let (lb, n) = (&mut self.lb, self.n);
+        let (lb, n, y) = (&mut self.lb, self.n, &mut self.y);
         macro_rules! dispatch {
             ($($b:literal)*) => {
                 match self.band {
-                    $($b => factor_fixed::<$b>(a, lb, n),)*
-                    _ => factor_any(a, lb, n, self.band, &mut self.r),
+                    $($b => factor_fixed::<$b>(a, lb, n, x, y),)*
+                    _ => {
+                        let p = factor_any(a, lb, n, self.band, &mut self.r)?;
+                        forward_any(lb, n, self.band, &self.perm, x, y);
+                        Some(p)
+                    }
+                }
+            };
+        }
+        dispatch!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    }
+
+    /// The backward sweep of the solve, on `y`.
+    fn backward(lb: &[f64], n: usize, b: usize, y: &mut [f64]) {
+        macro_rules! dispatch {
+            ($($b:literal)*) => {
+                match b {
+                    $($b => backward_fixed::<$b>(lb, n, y),)*
+                    _ => backward_any(lb, n, b, y),
                 }
             };
         }
@@ -214,13 +233,13 @@ impl Banded {
             });
         }
         let (n, b) = (self.n, self.band);
-        let Some((lo, hi, positive)) = self.factor(masses, scale, h.values()) else {
+        let Some((lo, hi, positive)) = self.factor(masses, scale, h.values(), x) else {
             return self.fallback.solve(masses, scale, h, x, options);
         };
         if lo < singular_threshold(n) * hi {
             return self.fallback.solve(masses, scale, h, x, options);
         }
-        Self::solve_factored(&self.lb, n, b, &self.perm, x, &mut self.y);
+        Self::backward(&self.lb, n, b, &mut self.y);
         if !positive {
             // No pivoting: accept an indefinite factorization only with a small backward
             // error, measured on the unfactored matrix.
@@ -393,30 +412,41 @@ type Pivots = (f64, f64, bool);
 /// `lb` receives `L` (row `i` holds column `i − B + k` at slot `k < B`) and `1/d_i` at slot `B`.
 /// The last `B` rows' `L` and `1/d` stay in registers (a window), so the chain from one pivot
 /// to the next does not go through memory; the rows after the first `B` run with the loops
-/// fully unrolled. `None` on a zero or non-finite pivot (which a non-finite entry causes).
-fn factor_fixed<const B: usize>(a: Entries<'_>, lb: &mut [f64], n: usize) -> Option<Pivots> {
+/// fully unrolled. The forward sweep `L z = P x` runs in the same loop (`z` into `y`): its
+/// chain overlaps the pivots'. `None` on a zero or non-finite pivot (which a non-finite entry
+/// causes).
+fn factor_fixed<const B: usize>(
+    a: Entries<'_>,
+    lb: &mut [f64],
+    n: usize,
+    x: &[f64],
+    y: &mut [f64],
+) -> Option<Pivots> {
     let mut win = Window::<B> {
         l: [[0.0; B]; B],
         inv: [0.0; B],
+        z: [0.0; B],
         lo: f64::INFINITY,
         hi: 0.0,
         positive: true,
     };
     let head = B.min(n);
     for i in 0..head {
-        factor_row(&a, lb, i, B - i, &mut win)?;
+        factor_row(&a, lb, i, B - i, &mut win, x, y)?;
     }
     for i in head..n {
-        factor_row(&a, lb, i, 0, &mut win)?;
+        factor_row(&a, lb, i, 0, &mut win, x, y)?;
     }
     Some((win.lo, win.hi, win.positive))
 }
 
 /// The state [`factor_fixed`] carries from row to row: the last `B` rows' `L` (`l[k]`: row
-/// `i − B + k`) and `1/d`, and the pivot statistics.
+/// `i − B + k`), `1/d` and forward-sweep values, and the pivot statistics.
 struct Window<const B: usize> {
     l: [[f64; B]; B],
     inv: [f64; B],
+    /// The forward sweep's last `B` values `z` (`L z = P b`).
+    z: [f64; B],
     lo: f64,
     hi: f64,
     positive: bool,
@@ -432,6 +462,8 @@ fn factor_row<const B: usize>(
     i: usize,
     first: usize,
     win: &mut Window<B>,
+    x: &[f64],
+    y: &mut [f64],
 ) -> Option<()> {
     let w = B + 1;
     let mut u = [0.0; B];
@@ -459,13 +491,21 @@ fn factor_row<const B: usize>(
     let inv = 1.0 / d;
     lb[i * w..i * w + B].copy_from_slice(&l);
     lb[i * w + B] = inv;
+    // The forward sweep's row i, off the pivots' dependency chain.
+    let mut z = x[a.perm[i] as usize];
+    for k in first..B {
+        z -= l[k] * win.z[k];
+    }
+    y[i] = z;
     if B > 0 {
         for k in 1..B {
             win.l[k - 1] = win.l[k];
             win.inv[k - 1] = win.inv[k];
+            win.z[k - 1] = win.z[k];
         }
         win.l[B - 1] = l;
         win.inv[B - 1] = inv;
+        win.z[B - 1] = z;
     }
     Some(())
 }
@@ -507,8 +547,16 @@ fn factor_any(a: Entries<'_>, lb: &mut [f64], n: usize, b: usize, u: &mut [f64])
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn solve_fixed<const B: usize>(lb: &[f64], n: usize, perm: &[u32], x: &[f64], y: &mut [f64]) {
+    forward_fixed::<B>(lb, n, perm, x, y);
+    backward_fixed::<B>(lb, n, y);
+}
+
+/// The forward sweep of [`solve_fixed`]: `y = L⁻¹ P x`.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn forward_fixed<const B: usize>(lb: &[f64], n: usize, perm: &[u32], x: &[f64], y: &mut [f64]) {
     let w = B + 1;
-    // Forward: L z = P b; win[k] = z_{i − B + k}.
+    // win[k] = z_{i − B + k}.
     let mut win = [0.0; B];
     for i in 0..n {
         let mut s = x[perm[i] as usize];
@@ -524,8 +572,14 @@ fn solve_fixed<const B: usize>(lb: &[f64], n: usize, perm: &[u32], x: &[f64], y:
             win[B - 1] = s;
         }
     }
-    // Backward: Lᵀ y = D⁻¹ z; win[t − 1] = y_{i + t}. Row i + t holds column i at slot B − t
-    // (zero-padded rows before the first B make the terms past the end vanish: win starts at 0).
+}
+
+/// The backward sweep of [`solve_fixed`]: `y ← L⁻ᵀ D⁻¹ y`.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn backward_fixed<const B: usize>(lb: &[f64], n: usize, y: &mut [f64]) {
+    let w = B + 1;
+    // win[t − 1] = y_{i + t}; row i + t holds column i at slot B − t.
     let mut win = [0.0; B];
     for i in (0..n).rev() {
         let mut s = y[i] * lb[i * w + B];
@@ -546,6 +600,12 @@ fn solve_fixed<const B: usize>(lb: &[f64], n: usize, perm: &[u32], x: &[f64], y:
 
 /// [`solve_fixed`] for any half-bandwidth.
 fn solve_any(lb: &[f64], n: usize, b: usize, perm: &[u32], x: &[f64], y: &mut [f64]) {
+    forward_any(lb, n, b, perm, x, y);
+    backward_any(lb, n, b, y);
+}
+
+/// The forward sweep of [`solve_any`].
+fn forward_any(lb: &[f64], n: usize, b: usize, perm: &[u32], x: &[f64], y: &mut [f64]) {
     let w = b + 1;
     for i in 0..n {
         let first = b - b.min(i);
@@ -555,6 +615,11 @@ fn solve_any(lb: &[f64], n: usize, b: usize, perm: &[u32], x: &[f64], y: &mut [f
         }
         y[i] = s;
     }
+}
+
+/// The backward sweep of [`solve_any`].
+fn backward_any(lb: &[f64], n: usize, b: usize, y: &mut [f64]) {
+    let w = b + 1;
     for i in (0..n).rev() {
         let mut s = y[i] * lb[i * w + b];
         for t in 1..=b {
