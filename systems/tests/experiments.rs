@@ -394,3 +394,80 @@ mod impulse_convergence {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+mod chain {
+    use super::{read, scratch};
+    use zs_systems::experiments::chain::{self, Config, Method, Outcome};
+
+    #[test]
+    fn physical_sign_follows_shake_and_the_printed_sign_breaks_zhang_skeel() {
+        let cfg = Config::quick();
+        let out = chain::run(&cfg);
+        let reference = Outcome::find(&out.physical, Method::Shake, 0.025).unwrap();
+        let zs = Outcome::find(&out.physical, Method::ZhangSkeel, 0.05).unwrap();
+        let shake = Outcome::find(&out.physical, Method::Shake, 0.05).unwrap();
+        // SYSTEMS.md (independent code): max |g_i| = 0.0114 over t ≤ 100 with gravity down.
+        assert!(zs.failure.is_none() && zs.steps == 200);
+        assert!(zs.residual_max() < 0.02, "{}", zs.residual_max());
+        assert!(
+            zs.residual_max() > 1e-4,
+            "a penalty method cannot hold g = 0 exactly"
+        );
+        assert!(shake.residual_max() < 1e-10 && reference.residual_max() < 1e-10);
+        // Both follow the reference closely to t = 10; SHAKE at the same step does better.
+        let (dz, ds) = (
+            zs.deviation_max(reference, 10.0),
+            shake.deviation_max(reference, 10.0),
+        );
+        assert!(dz < 0.03 && ds < dz, "Z&S {dz:e}, SHAKE {ds:e}");
+        // Printed sign: Z&S breaks down (step 175 here, 176 in SYSTEMS.md) within t = 10.
+        let zs = Outcome::find(&out.printed, Method::ZhangSkeel, 0.05).unwrap();
+        let step = zs.failure.as_ref().map(|e| e.step()).unwrap_or(0);
+        assert!((150..=200).contains(&step), "failed at step {step}");
+        let dir = scratch("chain");
+        let report = chain::write(&cfg, &out, &dir).unwrap();
+        let csv = read(&dir.join("chain.csv"));
+        assert!(csv.starts_with("gravity,method,h,t,residual,energy,x1,y1,"));
+        // Physical: 3 runs × 101 samples; printed: Z&S's 175 steps give 88 samples, SHAKEs 101.
+        assert_eq!(csv.lines().count(), 1 + 3 * 101 + 88 + 2 * 101);
+        assert!(read(&dir.join("chain.svg")).contains("Fig. 3"));
+        assert_eq!(report.tables.len(), 2, "no timing table without timing");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+mod dna {
+    use super::{read, scratch};
+    use zs_systems::experiments::dna::{self, Config};
+
+    #[test]
+    fn verlet_edge_near_one_zhang_skeel_stable_at_two_and_lower_in_energy() {
+        let cfg = Config::quick();
+        let out = dna::run(&cfg);
+        // SYSTEMS.md: Verlet stable up to h ≈ 0.9–1.0 (diverges at 1.01).
+        let (lo, hi) = out.verlet_edge;
+        assert!(lo > 0.9 && hi <= 1.01 && hi - lo < 0.02, "{lo}..{hi}");
+        for s in &out.seeds {
+            assert!(s.zs.stable(), "seed {}: {}", s.seed, s.zs.status());
+            // Every run reaches the other metastable state (⟨θ⟩ past π) before T = 200 …
+            let t_ref = s.reference.crossing().expect("reference crosses π");
+            let t_verlet = s.verlet.crossing().expect("Verlet crosses π");
+            let t_zs = s.zs.crossing().expect("Z&S crosses π");
+            // … Verlet(0.2) at the converged time, Z&S(2) later but within 20 %.
+            assert!((t_verlet - t_ref).abs() < 1.0, "{t_verlet} vs {t_ref}");
+            assert!(t_zs > t_ref && t_zs < 1.2 * t_ref, "{t_zs} vs {t_ref}");
+            // and Z&S's energy is lower than Verlet's (the paper's remark).
+            assert!(s.zs.mean_energy() < s.verlet.mean_energy());
+            assert!(s.zs.peak() > 5.0 && s.zs.peak() < 2.0 * std::f64::consts::PI);
+        }
+        let dir = scratch("dna");
+        let report = dna::write(&cfg, &out, &dir).unwrap();
+        let csv = read(&dir.join("dna.csv"));
+        assert!(csv.starts_with("method,h,t,mean_theta,energy,theta0,theta50,theta100,theta150\n"));
+        let seeds = read(&dir.join("dna-seeds.csv"));
+        assert_eq!(seeds.lines().count(), 1 + 3 * cfg.seeds.len());
+        assert!(read(&dir.join("dna.svg")).contains("Fig. 8"));
+        assert_eq!(report.files.len(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

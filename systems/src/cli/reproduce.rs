@@ -17,6 +17,10 @@ pub enum ExperimentChoice {
     Multipliers,
     /// Seed 003 Figs. 1–3: error vs macro step of the impulse family, stiff spring double pendulum.
     ImpulseConvergence,
+    /// Tao & Owhadi §4.2, Fig. 3: chain of 10 pendula, Z&S vs SHAKE, and the run-time table.
+    Chain,
+    /// Tao & Owhadi §4.4, Fig. 8: DNA ring of 200 base pairs, Z&S vs Verlet, and the run-time table.
+    Dna,
     /// All of the above, one after another.
     All,
 }
@@ -29,6 +33,8 @@ impl ExperimentChoice {
             ExperimentChoice::ConstraintScaling => vec![Experiment::ConstraintScaling],
             ExperimentChoice::Multipliers => vec![Experiment::Multipliers],
             ExperimentChoice::ImpulseConvergence => vec![Experiment::ImpulseConvergence],
+            ExperimentChoice::Chain => vec![Experiment::Chain],
+            ExperimentChoice::Dna => vec![Experiment::Dna],
             ExperimentChoice::All => Experiment::ALL.to_vec(),
         }
     }

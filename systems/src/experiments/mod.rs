@@ -12,11 +12,15 @@
 //! | `constraint-scaling` | Tao & Owhadi Fig. 2a, `ω²‖g(q(T))‖` against ω | [`constraint_scaling`] |
 //! | [`multipliers`] | Tao & Owhadi Fig. 2b, λ(t) from the penalized run (eq. 8) vs SHAKE | [`multipliers`] |
 //! | `impulse-convergence` | seed 003 Figs. 1–3, error vs macro step of the impulse family | [`impulse_convergence`] |
+//! | `chain` | Tao & Owhadi §4.2, Fig. 3, chain of 10 pendula, Z&S vs SHAKE, run-time table | [`chain`] |
+//! | `dna` | Tao & Owhadi §4.4, Fig. 8, DNA ring of 200 base pairs, Z&S vs Verlet, run-time table | [`dna`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
 //! interrupted run never leaves a truncated file under the final name.
 
+pub mod chain;
 pub mod constraint_scaling;
+pub mod dna;
 pub mod double_pendulum;
 pub mod impulse_convergence;
 pub mod multipliers;
@@ -28,7 +32,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use zs_runtime::{State, StepError, Stepper};
+use zs_runtime::{StateOf, StepError, Stepper};
 
 /// The experiments `zs reproduce` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -43,15 +47,23 @@ pub enum Experiment {
     /// Seed 003 Figs. 1–3: error vs macro step of the impulse, mollified impulse and projected
     /// impulse methods on the stiff spring double pendulum.
     ImpulseConvergence,
+    /// Tao & Owhadi §4.2, Fig. 3: the chain of 10 pendula, Z&S vs SHAKE at two steps, and the
+    /// run-time table.
+    Chain,
+    /// Tao & Owhadi §4.4, Fig. 8: the DNA ring of 200 base pairs, Z&S (h = 2) vs Verlet at the
+    /// paper's step and at its largest stable step, ten seeds, and the run-time table.
+    Dna,
 }
 
 impl Experiment {
     /// Every experiment, in the order `zs reproduce all` runs them.
-    pub const ALL: [Experiment; 4] = [
+    pub const ALL: [Experiment; 6] = [
         Experiment::DoublePendulum,
         Experiment::ConstraintScaling,
         Experiment::Multipliers,
         Experiment::ImpulseConvergence,
+        Experiment::Chain,
+        Experiment::Dna,
     ];
 
     /// The command-line name, also the stem of the files it writes.
@@ -61,6 +73,8 @@ impl Experiment {
             Experiment::ConstraintScaling => "constraint-scaling",
             Experiment::Multipliers => "multipliers",
             Experiment::ImpulseConvergence => "impulse-convergence",
+            Experiment::Chain => "chain",
+            Experiment::Dna => "dna",
         }
     }
 
@@ -91,6 +105,16 @@ impl Experiment {
                 let out = impulse_convergence::run(&cfg)
                     .map_err(|e| format!("impulse-convergence: a step failed: {e}"))?;
                 impulse_convergence::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+            }
+            Experiment::Chain => {
+                let cfg = chain::Config::paper();
+                let out = chain::run(&cfg);
+                chain::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+            }
+            Experiment::Dna => {
+                let cfg = dna::Config::paper();
+                let out = dna::run(&cfg);
+                dna::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
             }
         }
     }
@@ -385,10 +409,10 @@ pub fn min_wall_times(
 
 /// States recorded along a run, and how the run ended.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Trajectory<const N: usize> {
+pub struct Trajectory<V> {
     /// The initial state and then every `every`-th state (the last state of a complete run is
     /// recorded when `every` divides the number of steps).
-    pub samples: Vec<State<N>>,
+    pub samples: Vec<StateOf<V>>,
     /// Steps completed.
     pub steps: u64,
     /// The error of the step that failed, if one did (the run stops there).
@@ -400,16 +424,16 @@ pub struct Trajectory<const N: usize> {
 ///
 /// # Panics
 /// If `every` is zero.
-pub fn integrate<P: ?Sized, S: Stepper<P, [f64; N]>, const N: usize>(
+pub fn integrate<P: ?Sized, S: Stepper<P, V>, V: Clone>(
     stepper: &mut S,
     target: &P,
-    mut state: State<N>,
+    mut state: StateOf<V>,
     steps: u64,
     every: u64,
-) -> Trajectory<N> {
+) -> Trajectory<V> {
     assert!(every > 0, "`every` must be at least 1");
     let mut samples = Vec::with_capacity((steps / every) as usize + 1);
-    samples.push(state);
+    samples.push(state.clone());
     let mut failure = None;
     let mut done = 0;
     for k in 1..=steps {
@@ -419,7 +443,7 @@ pub fn integrate<P: ?Sized, S: Stepper<P, [f64; N]>, const N: usize>(
         }
         done = k;
         if k % every == 0 {
-            samples.push(state);
+            samples.push(state.clone());
         }
     }
     Trajectory {
