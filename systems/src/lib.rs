@@ -31,6 +31,7 @@ pub mod rigid_body;
 pub mod stiff_spring;
 pub mod testing;
 pub mod triatomic;
+pub mod water;
 
 pub use chain::PendulumChain;
 pub use dna::DnaChain;

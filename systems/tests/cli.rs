@@ -173,7 +173,7 @@ fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
         // Options that do not apply to the system or the integrator.
         (
             &["run", "double-pendulum", "--n", "4"],
-            &["--n applies to chain and dna"],
+            &["--n applies to chain, dna and water"],
             1,
         ),
         (

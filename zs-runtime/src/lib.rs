@@ -42,6 +42,7 @@ pub mod files;
 pub mod guards;
 pub mod integrators;
 pub mod linalg;
+pub mod minimize;
 pub mod model;
 pub mod multipliers;
 pub mod observers;

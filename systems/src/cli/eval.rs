@@ -12,6 +12,7 @@ use super::{state_file, EvalArgs, GravitySign, SystemName};
 use crate::chain::{self, PendulumChain};
 use crate::dna::{self, DnaChain};
 use crate::double_pendulum::DoublePendulum;
+use crate::water::{self, Water};
 
 /// Run `zs eval` with parsed arguments; `Err` is the one-line message to print.
 pub fn eval(args: &EvalArgs) -> Result<(), String> {
@@ -22,7 +23,7 @@ pub fn eval(args: &EvalArgs) -> Result<(), String> {
     let text = match args.system {
         SystemName::DoublePendulum => {
             if args.n.is_some() {
-                return Err("--n applies to chain and dna, not to double-pendulum".into());
+                return Err("--n applies to chain, dna and water, not to double-pendulum".into());
             }
             let system = DoublePendulum {
                 gravity,
@@ -67,6 +68,19 @@ pub fn eval(args: &EvalArgs) -> Result<(), String> {
             let system = DnaChain::paper().assemble(n);
             let rows = state_file::read(&args.input, n)?;
             table(&system, &rows, &DnaChain::coordinate_names(n))
+        }
+        SystemName::Water => {
+            if args.gravity.is_some() {
+                return Err("--gravity does not apply to water".into());
+            }
+            let n = args.n.unwrap_or(water::N as u64) as usize;
+            let system = Water::tip3p().assemble(n);
+            let rows = state_file::read(&args.input, 9 * n)?;
+            let names = Water::coordinate_names(n);
+            match args.omega {
+                Some(w) => table(&system.penalized(w), &rows, &names),
+                None => table(&system, &rows, &names),
+            }
         }
     };
     match &args.out {

@@ -66,6 +66,9 @@ pub enum SystemName {
     Chain,
     /// DNA base-pair ring of Tao & Owhadi §4.4 (N DOF, unconstrained; --n, default 200).
     Dna,
+    /// Cluster of rigid TIP3P waters, Tao & Owhadi §4.3 (9N DOF, 3N constraints; --n, default 7;
+    /// atoms O, H, H; Å, kcal/mol, AKMA time).
+    Water,
 }
 
 impl SystemName {
@@ -75,6 +78,7 @@ impl SystemName {
             SystemName::DoublePendulum => "double-pendulum",
             SystemName::Chain => "chain",
             SystemName::Dna => "dna",
+            SystemName::Water => "water",
         }
     }
 }
@@ -156,7 +160,7 @@ pub struct RunArgs {
     /// coordinates, the velocities) instead of the paper's initial state.
     #[arg(long, value_name = "FILE")]
     pub init: Option<PathBuf>,
-    /// Number of pendula (chain, default 10) or base pairs (dna, default 200).
+    /// Number of pendula (chain, default 10), base pairs (dna, default 200) or molecules (water, default 7).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub n: Option<u64>,
     /// Seed of the random numbers: the DNA's initial angles and the Langevin noise (default 0).
@@ -172,10 +176,14 @@ pub struct RunArgs {
     /// Sign of gravity in V (pendula).
     #[arg(long, value_enum)]
     pub gravity: Option<GravitySign>,
-    /// Threads evaluating the terms of an assembled system (chain, dna; default: rayon's, one
+    /// Threads evaluating the terms of an assembled system (chain, dna, water; default: rayon's, one
     /// per core). The results are the same bits whatever the number.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub threads: Option<u64>,
+    /// Relax the start first (water): FIRE on the integrated potential until every force is
+    /// below 1e-4 kcal/mol/Å, so that no energy is released at the start.
+    #[arg(long)]
+    pub minimize: bool,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -218,7 +226,7 @@ pub struct EvalArgs {
     /// columns — velocities, outputs — are ignored).
     #[arg(long = "in", value_name = "FILE")]
     pub input: PathBuf,
-    /// Number of pendula (chain, default 10) or base pairs (dna, default 200).
+    /// Number of pendula (chain, default 10), base pairs (dna, default 200) or molecules (water, default 7).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub n: Option<u64>,
     /// Evaluate the penalized V + ½ω²|g|² (constrained systems).

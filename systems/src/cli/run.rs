@@ -25,6 +25,7 @@ use super::{state_file, GravitySign, IntegratorName, RunArgs, SystemName};
 use crate::chain::{self, PendulumChain};
 use crate::dna::{self, DnaChain};
 use crate::double_pendulum::{self, DoublePendulum};
+use crate::water::{self, Water};
 
 /// Run `zs run` with parsed arguments; `Err` is the one-line message to print.
 pub fn run(args: &RunArgs) -> Result<(), String> {
@@ -104,6 +105,44 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             let names = DnaChain::coordinate_names(n);
             in_pool(args, || job.run(&system, &system, state, names))
         }
+        SystemName::Water => {
+            let n = args.n.unwrap_or(water::N as u64) as usize;
+            if n == 0 {
+                return Err("--n 0: a water cluster needs at least one molecule".into());
+            }
+            let w = Water::tip3p();
+            let system = w.assemble(n);
+            let omega = args.omega.unwrap_or(water::OMEGA);
+            let job = Job::new(args, out, resume.as_ref(), profile(args, omega));
+            let built = w.cluster(n, water::SPACING, seed);
+            let mut state = job.initial_state(system.state(built, vec![0.0; 9 * n]))?;
+            println!(
+                "zs: cluster of {n} rigid TIP3P waters (Tao & Owhadi §4.3), open (all pairs, no cutoff), AKMA units; start {}",
+                if args.init.is_some() { "from --init".to_string() } else { format!("on a {} Å grid, orientations from seed {seed}", water::SPACING) }
+            );
+            if args.minimize && resume.is_none() {
+                let penalized = system.penalized(omega);
+                let fire = zs_runtime::minimize::Fire::new(1e-3, 1e-4, 2_000_000);
+                let (e0, done) = in_pool(args, || {
+                    let e0 = penalized.potential_at(&state.q);
+                    (e0, fire.minimize(&penalized, &mut state.q))
+                });
+                let done = done.map_err(|e| format!("--minimize: {e}"))?;
+                println!(
+                    "    minimized: V_ω {e0:.4} -> {:.4} kcal/mol in {} FIRE steps (max force {:.1e})",
+                    done.energy, done.steps, done.max_force
+                );
+            }
+            if let (Some(kt), None) = (args.kt, resume.as_ref()) {
+                if args.init.is_none() {
+                    state.v = water::thermal_velocities(&w, &state.q, kt, seed);
+                }
+            }
+            let names = Water::coordinate_names(n);
+            in_pool(args, || {
+                job.run(&system, &system.penalized(omega), state, names)
+            })
+        }
     }
 }
 
@@ -138,12 +177,18 @@ fn check_options(args: &RunArgs) -> Result<(), String> {
             ));
         }
     }
+    if args.system == SystemName::Water && args.gravity.is_some() {
+        return Err("--gravity does not apply to water".into());
+    }
+    if args.minimize && args.system != SystemName::Water {
+        return Err(format!("--minimize applies to water, not to {sys}"));
+    }
     if args.system == SystemName::DoublePendulum {
         if args.n.is_some() {
-            return Err("--n applies to chain and dna, not to double-pendulum".into());
+            return Err("--n applies to chain, dna and water, not to double-pendulum".into());
         }
         if args.threads.is_some() {
-            return Err("--threads applies to the assembled systems chain and dna".into());
+            return Err("--threads applies to the assembled systems chain, dna and water".into());
         }
     }
     if !method.is_penalty_method() && args.omega.is_some() {
@@ -160,7 +205,6 @@ fn check_options(args: &RunArgs) -> Result<(), String> {
     if args.init.is_some() && args.resume.is_some() {
         return Err("--init and --resume exclude each other: a resumed run continues from its checkpoint's state".into());
     }
-    let _ = sys;
     Ok(())
 }
 
@@ -232,6 +276,15 @@ fn profile(args: &RunArgs, omega: f64) -> Profile {
             },
             500.0,
             dna::BETA,
+        ),
+        SystemName::Water => (
+            if m == I::Verlet {
+                0.1 / omega
+            } else {
+                water::H
+            },
+            100.0,
+            water::BETA,
         ),
     };
     Profile {
