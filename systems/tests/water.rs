@@ -264,6 +264,13 @@ fn zs_eval_water_agrees_with_the_reference_and_zs_run_water_minimizes_and_integr
     let rows = std::fs::read_to_string(&file).unwrap();
     assert!(rows.starts_with("t,O1x,O1y,O1z,Ha1x"), "{}", &rows[..60]);
     assert_eq!(rows.lines().count(), 1 + 21);
+    // The same 21 states as extended XYZ: 12 atoms per frame, element symbols first.
+    let xyz = std::fs::read_to_string(file.with_extension("xyz")).unwrap();
+    let lines: Vec<&str> = xyz.lines().collect();
+    assert_eq!(lines.len(), 21 * (2 + 12));
+    assert_eq!(lines[0], "12");
+    assert!(lines[1].starts_with("Properties=species:S:1:pos:R:3 Time=0"));
+    assert!(lines[2].starts_with("O ") && lines[3].starts_with("H ") && lines[4].starts_with("H "));
     let bad = std::process::Command::new(zs)
         .args(["run", "water", "--gravity", "printed"])
         .output()

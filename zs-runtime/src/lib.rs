@@ -53,6 +53,7 @@ pub mod stepper;
 pub mod system;
 pub mod vector;
 pub mod verify;
+pub mod xyz;
 
 pub use checkpoint::{Checkpoint, CheckpointError, Resumable};
 pub use driver::{run, run_checkpointed, run_steps, RunFailure, RunSummary};

@@ -14,6 +14,7 @@ use zs_runtime::checkpoint::Resumable;
 use zs_runtime::driver::{self, Checkpointing, RunSummary};
 use zs_runtime::observers::{EnergyObserver, FnObserver, Observer};
 use zs_runtime::output::{incomplete_marker_of, CsvRecorder};
+use zs_runtime::xyz::XyzRecorder;
 use zs_runtime::{
     Checkpoint, CheckpointError, ConstrainedModel, ConstraintGuard, ConstraintObserver,
     ConstraintSpace, EnergyGuard, Langevin, LinearlyImplicitNewmark, MechanicalSystem, Model,
@@ -113,7 +114,8 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             let w = Water::tip3p();
             let system = w.assemble(n);
             let omega = args.omega.unwrap_or(water::OMEGA);
-            let job = Job::new(args, out, resume.as_ref(), profile(args, omega));
+            let job = Job::new(args, out, resume.as_ref(), profile(args, omega))
+                .with_xyz(Water::atom_symbols(n));
             let built = w.cluster(n, water::SPACING, seed);
             let mut state = job.initial_state(system.state(built, vec![0.0; 9 * n]))?;
             println!(
@@ -349,6 +351,9 @@ struct Job<'a> {
     resume: Option<&'a Checkpoint>,
     p: Profile,
     meta: Checkpoint,
+    /// Atom symbols (one per 3 coordinates): also write an extended XYZ trajectory beside the
+    /// CSV (`<out>.xyz`).
+    xyz: Option<Vec<String>>,
 }
 
 impl<'a> Job<'a> {
@@ -360,7 +365,14 @@ impl<'a> Job<'a> {
             resume,
             p,
             meta,
+            xyz: None,
         }
+    }
+
+    /// Also write the positions as extended XYZ, atoms named by `symbols`.
+    fn with_xyz(mut self, symbols: Vec<String>) -> Self {
+        self.xyz = Some(symbols);
+        self
     }
 
     /// The paper's start, or the last row of `--init`.
@@ -532,6 +544,17 @@ impl<'a> Job<'a> {
         } else {
             csv
         };
+        let xyz_path = out.with_extension("xyz");
+        let mut xyz = match &self.xyz {
+            None => None,
+            Some(symbols) => Some(
+                match self.resume {
+                    None => XyzRecorder::create(&xyz_path, symbols.clone(), args.every),
+                    Some(_) => XyzRecorder::reopen(&xyz_path, symbols.clone(), args.every),
+                }
+                .map_err(|e| format!("cannot open {}.tmp: {e}", xyz_path.display()))?,
+            ),
+        };
         let mut energy_guard = args.max_energy_drift.map(EnergyGuard::new);
         let mut residual_guard = args.max_residual.map(|r| ConstraintGuard::new(system, r));
         let first = match self.resume {
@@ -565,6 +588,9 @@ impl<'a> Job<'a> {
             // arguments).
             let mut observers: Vec<&mut dyn Observer<T, V>> =
                 vec![&mut energy, &mut residual, &mut csv];
+            if let Some(x) = xyz.as_mut() {
+                observers.push(x);
+            }
             if let Some(g) = energy_guard.as_mut() {
                 observers.push(g);
             }
@@ -663,6 +689,13 @@ impl<'a> Job<'a> {
         }
         if summary.output_error.is_none() {
             println!("  trajectory       {} ({rows} rows)", out.display());
+            if let Some(x) = &xyz {
+                println!(
+                    "  extended XYZ     {} ({} frames; VMD, OVITO, ASE)",
+                    xyz_path.display(),
+                    x.frames()
+                );
+            }
         }
         finish(summary, out)
     }

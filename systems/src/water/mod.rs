@@ -140,6 +140,13 @@ impl Water {
         Assembled::new(self, Topology::new(n)).expect("an unbonded topology is valid")
     }
 
+    /// Element symbols of the `3n` atoms (O, H, H per molecule), for XYZ files.
+    pub fn atom_symbols(n: usize) -> Vec<String> {
+        (0..3 * n)
+            .map(|k| if k % 3 == 0 { "O" } else { "H" }.to_string())
+            .collect()
+    }
+
     /// Coordinate names `O1x, O1y, O1z, H1ax, …` (molecule by molecule, atoms O, H, H).
     pub fn coordinate_names(n: usize) -> Vec<String> {
         (1..=n)

@@ -1,0 +1,262 @@
+//! Trajectories of point atoms as extended XYZ, the plain-text format that VMD, OVITO and ASE
+//! open as they are: per frame, the number of atoms, a comment line of `key=value` pairs
+//! (`Properties=species:S:1:pos:R:3 Time=… pbc="F F F"`, which ASE and OVITO parse and VMD
+//! ignores), then one line per atom, `symbol x y z`.
+//!
+//! [`XyzRecorder`] is an [`Observer`] with the guarantees of [`crate::CsvRecorder`]: frames go
+//! to `<path>.tmp`, renamed to `<path>` by `finish`; a run stopped by a failed step keeps the
+//! frames up to the last good state and writes the sidecar `<path>.incomplete` first; a
+//! checkpoint records the file's length and a resumed run truncates to it and continues, so the
+//! file is byte-for-byte that of an uninterrupted run.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
+use crate::files::{incomplete_marker_of, sync_parent_dir, tmp_path_of, write_atomic};
+use crate::observers::Observer;
+use crate::vector::Vector;
+use crate::{StateOf, StepError};
+
+/// Writes every `every`-th state's positions as an extended XYZ frame.
+#[derive(Debug)]
+pub struct XyzRecorder {
+    path: PathBuf,
+    tmp_path: PathBuf,
+    writer: Option<BufWriter<File>>,
+    /// One symbol per atom (3 coordinates each, in order).
+    symbols: Vec<String>,
+    every: u64,
+    seen: u64,
+    frames: u64,
+    error: Option<io::Error>,
+    ended_early: Option<String>,
+}
+
+impl XyzRecorder {
+    /// Record to `path` (through `path.tmp`), atoms named by `symbols` (one per 3 coordinates).
+    ///
+    /// # Errors
+    /// If `every` is 0 or `path.tmp` cannot be created.
+    pub fn create(path: impl AsRef<Path>, symbols: Vec<String>, every: u64) -> io::Result<Self> {
+        Self::open(path.as_ref(), symbols, every, false)
+    }
+
+    /// Reopen the `<path>.tmp` of an interrupted, checkpointed run (see
+    /// [`crate::CsvRecorder::reopen`]).
+    ///
+    /// # Errors
+    /// If `every` is 0 or `<path>.tmp` cannot be opened.
+    pub fn reopen(path: impl AsRef<Path>, symbols: Vec<String>, every: u64) -> io::Result<Self> {
+        Self::open(path.as_ref(), symbols, every, true)
+    }
+
+    fn open(path: &Path, symbols: Vec<String>, every: u64, reopen: bool) -> io::Result<Self> {
+        if every == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "XyzRecorder: `every` must be at least 1",
+            ));
+        }
+        let tmp_path = tmp_path_of(path);
+        let file = if reopen {
+            OpenOptions::new().write(true).open(&tmp_path)?
+        } else {
+            File::create(&tmp_path)?
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            tmp_path,
+            writer: Some(BufWriter::new(file)),
+            symbols,
+            every,
+            seen: 0,
+            frames: 0,
+            error: None,
+            ended_early: None,
+        })
+    }
+
+    /// Frames written so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    fn frame(&mut self, t: f64, q: &[f64]) {
+        if self.error.is_some() {
+            return;
+        }
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
+        assert_eq!(
+            q.len(),
+            3 * self.symbols.len(),
+            "XyzRecorder: {} coordinates for {} atoms",
+            q.len(),
+            self.symbols.len()
+        );
+        let result = (|| {
+            writeln!(w, "{}", self.symbols.len())?;
+            writeln!(w, "Properties=species:S:1:pos:R:3 Time={t} pbc=\"F F F\"")?;
+            for (s, x) in self.symbols.iter().zip(q.chunks_exact(3)) {
+                writeln!(w, "{s} {:.10} {:.10} {:.10}", x[0], x[1], x[2])?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => self.frames += 1,
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// Flush, sync and rename `path.tmp` to `path`; the sidecar first if the run stopped
+    /// early, a stale one removed otherwise. Idempotent once it succeeded.
+    ///
+    /// # Errors
+    /// A write deferred from a frame, or the flush, sync or rename.
+    pub fn finish(&mut self) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            self.writer = None;
+            return Err(e);
+        }
+        let Some(w) = self.writer.take() else {
+            return Ok(());
+        };
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        drop(file);
+        let marker = incomplete_marker_of(&self.path);
+        if let Some(reason) = &self.ended_early {
+            let text = format!(
+                "{reason}; {} holds the {} frames up to the last good state\n",
+                self.path.display(),
+                self.frames
+            );
+            write_atomic(&marker, text.as_bytes())?;
+        }
+        std::fs::rename(&self.tmp_path, &self.path)?;
+        sync_parent_dir(&self.path);
+        if self.ended_early.is_none() {
+            match std::fs::remove_file(&marker) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => sync_parent_dir(&marker),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<P: ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
+    fn start(&mut self, _: &P, state: &StateOf<V>) {
+        self.seen = 0;
+        self.frame(state.t, state.q.as_slice());
+    }
+    fn observe(&mut self, _: &P, state: &StateOf<V>) {
+        self.seen += 1;
+        if self.seen % self.every == 0 {
+            self.frame(state.t, state.q.as_slice());
+        }
+    }
+    fn stopped_early(&mut self, error: &StepError) {
+        self.ended_early = Some(format!("ended early [{}]: {error}", error.kind()));
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        XyzRecorder::finish(self)
+    }
+    fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> io::Result<()> {
+        if let Some(e) = &self.error {
+            return Err(io::Error::new(e.kind(), e.to_string()));
+        }
+        let Some(w) = self.writer.as_mut() else {
+            return Err(io::Error::other("XyzRecorder: checkpoint after finish"));
+        };
+        w.flush()?;
+        let mut file: &File = w.get_ref();
+        file.sync_data()?;
+        out.set_u64("bytes", file.stream_position()?);
+        out.set_u64("frames", self.frames);
+        out.set_u64("seen", self.seen);
+        out.set_u64("every", self.every);
+        out.set_str("symbols", &self.symbols.join(" "));
+        Ok(())
+    }
+    fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        let mismatch = |what: String| CheckpointError::Mismatch(format!("XYZ recorder: {what}"));
+        if from.str("symbols")? != self.symbols.join(" ") || from.u64("every")? != self.every {
+            return Err(mismatch(
+                "atoms or `every` differ from the checkpoint's".into(),
+            ));
+        }
+        let bytes = from.u64("bytes")?;
+        let io_err = |source: io::Error| CheckpointError::Io {
+            path: self.tmp_path.clone(),
+            source,
+        };
+        let Some(w) = self.writer.as_mut() else {
+            return Err(mismatch("already finished".into()));
+        };
+        let mut file: &File = w.get_ref();
+        if file.metadata().map_err(io_err)?.len() < bytes {
+            return Err(mismatch(format!(
+                "{} is shorter than at the checkpoint",
+                self.tmp_path.display()
+            )));
+        }
+        file.set_len(bytes).map_err(io_err)?;
+        file.seek(SeekFrom::Start(bytes)).map_err(io_err)?;
+        self.frames = from.u64("frames")?;
+        self.seen = from.u64("seen")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::State;
+
+    #[test]
+    fn frames_every_k_steps_renamed_on_finish_and_marked_when_stopped_early() {
+        let dir = std::env::temp_dir().join(format!("zs-xyz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("two.xyz");
+        let symbols = vec!["O".to_string(), "H".to_string()];
+        let mut r = XyzRecorder::create(&path, symbols.clone(), 2).unwrap();
+        let mut s = State::new([0.0, 0.0, 0.0, 0.9572, 0.0, 0.0], [0.0; 6]);
+        Observer::<(), [f64; 6]>::start(&mut r, &(), &s);
+        for k in 1..=4 {
+            s.t = k as f64 * 0.5;
+            s.q[3] += 0.01;
+            Observer::<(), [f64; 6]>::observe(&mut r, &(), &s);
+        }
+        assert!(!path.exists(), "nothing under the final name before finish");
+        Observer::<(), [f64; 6]>::finish(&mut r).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3 * 4, "frames at steps 0, 2, 4");
+        assert_eq!(lines[0], "2");
+        assert_eq!(
+            lines[1],
+            "Properties=species:S:1:pos:R:3 Time=0 pbc=\"F F F\""
+        );
+        assert_eq!(lines[3], "H 0.9572000000 0.0000000000 0.0000000000");
+        assert!(lines[9].starts_with("Properties=species:S:1:pos:R:3 Time=2 "));
+        assert_eq!(lines[11], "H 0.9972000000 0.0000000000 0.0000000000");
+        assert!(!incomplete_marker_of(&path).exists());
+
+        let mut r = XyzRecorder::create(&path, symbols, 1).unwrap();
+        Observer::<(), [f64; 6]>::start(&mut r, &(), &s);
+        let e = StepError::NonFinite {
+            step: 7,
+            t: 3.5,
+            what: "q",
+        };
+        Observer::<(), [f64; 6]>::stopped_early(&mut r, &e);
+        Observer::<(), [f64; 6]>::finish(&mut r).unwrap();
+        let marker = std::fs::read_to_string(incomplete_marker_of(&path)).unwrap();
+        assert!(marker.contains("1 frames"), "{marker}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
