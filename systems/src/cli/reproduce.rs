@@ -21,6 +21,8 @@ pub enum ExperimentChoice {
     Chain,
     /// Tao & Owhadi §4.4, Fig. 8: DNA ring of 200 base pairs, Z&S vs Verlet, and the run-time table.
     Dna,
+    /// Tao & Owhadi Fig. 6: energy and momenta of 7 rigid TIP3P waters, four integrators.
+    WaterConservation,
     /// All of the above, one after another.
     All,
 }
@@ -35,6 +37,7 @@ impl ExperimentChoice {
             ExperimentChoice::ImpulseConvergence => vec![Experiment::ImpulseConvergence],
             ExperimentChoice::Chain => vec![Experiment::Chain],
             ExperimentChoice::Dna => vec![Experiment::Dna],
+            ExperimentChoice::WaterConservation => vec![Experiment::WaterConservation],
             ExperimentChoice::All => Experiment::ALL.to_vec(),
         }
     }

@@ -13,6 +13,7 @@
 //! | [`multipliers`] | Tao & Owhadi Fig. 2b, λ(t) from the penalized run (eq. 8) vs SHAKE | [`multipliers`] |
 //! | `impulse-convergence` | seed 003 Figs. 1–3, error vs macro step of the impulse family | [`impulse_convergence`] |
 //! | `chain` | Tao & Owhadi §4.2, Fig. 3, chain of 10 pendula, Z&S vs SHAKE, run-time table | [`chain`] |
+//! | `water-conservation` | Tao & Owhadi Fig. 6, energy and momenta of 7 rigid waters | [`water_conservation`] |
 //! | `dna` | Tao & Owhadi §4.4, Fig. 8, DNA ring of 200 base pairs, Z&S vs Verlet, run-time table | [`dna`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
@@ -25,6 +26,7 @@ pub mod double_pendulum;
 pub mod impulse_convergence;
 pub mod multipliers;
 pub mod plot;
+pub mod water_conservation;
 
 use std::fmt;
 use std::fs::File;
@@ -53,17 +55,21 @@ pub enum Experiment {
     /// Tao & Owhadi §4.4, Fig. 8: the DNA ring of 200 base pairs, Z&S (h = 2) vs Verlet at the
     /// paper's step and at its largest stable step, ten seeds, and the run-time table.
     Dna,
+    /// Tao & Owhadi Fig. 6: energy, linear and angular momentum of 7 rigid TIP3P waters with
+    /// Z&Ss-stiff, SHAKE, one-step Newmark and full Z&S.
+    WaterConservation,
 }
 
 impl Experiment {
     /// Every experiment, in the order `zs reproduce all` runs them.
-    pub const ALL: [Experiment; 6] = [
+    pub const ALL: [Experiment; 7] = [
         Experiment::DoublePendulum,
         Experiment::ConstraintScaling,
         Experiment::Multipliers,
         Experiment::ImpulseConvergence,
         Experiment::Chain,
         Experiment::Dna,
+        Experiment::WaterConservation,
     ];
 
     /// The command-line name, also the stem of the files it writes.
@@ -75,6 +81,7 @@ impl Experiment {
             Experiment::ImpulseConvergence => "impulse-convergence",
             Experiment::Chain => "chain",
             Experiment::Dna => "dna",
+            Experiment::WaterConservation => "water-conservation",
         }
     }
 
@@ -115,6 +122,11 @@ impl Experiment {
                 let cfg = dna::Config::paper();
                 let out = dna::run(&cfg);
                 dna::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+            }
+            Experiment::WaterConservation => {
+                let cfg = water_conservation::Config::paper();
+                let out = water_conservation::run(&cfg);
+                water_conservation::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
             }
         }
     }
