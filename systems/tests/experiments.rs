@@ -506,3 +506,41 @@ mod water_conservation {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+mod water_rdf {
+    use super::{read, scratch};
+    use zs_systems::experiments::water_rdf::{self, Config};
+
+    #[test]
+    fn both_methods_sample_a_bound_cluster_near_the_temperature() {
+        let cfg = Config::quick();
+        let out = water_rdf::run(&cfg);
+        for r in &out.runs {
+            assert!(r.failure.is_none(), "{}: {:?}", r.method, r.failure);
+            assert_eq!(r.outside, 0, "{}: a molecule left [2, 10) Å", r.method);
+            // A bound cluster of 4: O–O distances of neighbours and next neighbours.
+            assert!(
+                r.mean > 2.6 && r.mean < 5.0,
+                "{}: mean {}",
+                r.method,
+                r.mean
+            );
+            let mass: f64 = r.density.iter().sum::<f64>() * cfg.bins.2;
+            assert!(
+                (mass - 1.0).abs() < 1e-12,
+                "{}: density integrates to {mass}",
+                r.method
+            );
+            // Kinetic energy per degree of freedom within 50 % of kT/2 after a short run.
+            let ratio = r.kinetic_per_dof / (0.5 * cfg.kt);
+            assert!((0.5..1.5).contains(&ratio), "{}: {ratio}", r.method);
+        }
+        assert!(out.distance < 1.0);
+        let dir = scratch("water-rdf");
+        water_rdf::write(&cfg, &out, &dir).unwrap();
+        assert!(
+            read(&dir.join("water-rdf.csv")).starts_with("r_OO,density_zss_stiff,density_shake\n")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

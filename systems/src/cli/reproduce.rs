@@ -23,6 +23,10 @@ pub enum ExperimentChoice {
     Dna,
     /// Tao & Owhadi Fig. 6: energy and momenta of 7 rigid TIP3P waters, four integrators.
     WaterConservation,
+    /// Tao & Owhadi Fig. 4: O–O distance histograms of 7 waters under Langevin, Z&Ss-stiff vs SHAKE.
+    WaterRdf,
+    /// Tao & Owhadi Fig. 7: the same for 100 waters (minutes).
+    Water100,
     /// All of the above, one after another.
     All,
 }
@@ -38,6 +42,8 @@ impl ExperimentChoice {
             ExperimentChoice::Chain => vec![Experiment::Chain],
             ExperimentChoice::Dna => vec![Experiment::Dna],
             ExperimentChoice::WaterConservation => vec![Experiment::WaterConservation],
+            ExperimentChoice::WaterRdf => vec![Experiment::WaterRdf],
+            ExperimentChoice::Water100 => vec![Experiment::Water100],
             ExperimentChoice::All => Experiment::ALL.to_vec(),
         }
     }

@@ -14,6 +14,7 @@
 //! | `impulse-convergence` | seed 003 Figs. 1–3, error vs macro step of the impulse family | [`impulse_convergence`] |
 //! | `chain` | Tao & Owhadi §4.2, Fig. 3, chain of 10 pendula, Z&S vs SHAKE, run-time table | [`chain`] |
 //! | `water-conservation` | Tao & Owhadi Fig. 6, energy and momenta of 7 rigid waters | [`water_conservation`] |
+//! | `water-rdf`, `water-100` | Tao & Owhadi Figs. 4 and 7, O–O distance histograms under Langevin | [`water_rdf`] |
 //! | `dna` | Tao & Owhadi §4.4, Fig. 8, DNA ring of 200 base pairs, Z&S vs Verlet, run-time table | [`dna`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
@@ -27,6 +28,7 @@ pub mod impulse_convergence;
 pub mod multipliers;
 pub mod plot;
 pub mod water_conservation;
+pub mod water_rdf;
 
 use std::fmt;
 use std::fs::File;
@@ -58,11 +60,15 @@ pub enum Experiment {
     /// Tao & Owhadi Fig. 6: energy, linear and angular momentum of 7 rigid TIP3P waters with
     /// Z&Ss-stiff, SHAKE, one-step Newmark and full Z&S.
     WaterConservation,
+    /// Tao & Owhadi Fig. 4: O–O distances of 7 waters under Langevin, Z&Ss-stiff vs SHAKE.
+    WaterRdf,
+    /// Tao & Owhadi Fig. 7: the same for 100 waters.
+    Water100,
 }
 
 impl Experiment {
     /// Every experiment, in the order `zs reproduce all` runs them.
-    pub const ALL: [Experiment; 7] = [
+    pub const ALL: [Experiment; 9] = [
         Experiment::DoublePendulum,
         Experiment::ConstraintScaling,
         Experiment::Multipliers,
@@ -70,6 +76,8 @@ impl Experiment {
         Experiment::Chain,
         Experiment::Dna,
         Experiment::WaterConservation,
+        Experiment::WaterRdf,
+        Experiment::Water100,
     ];
 
     /// The command-line name, also the stem of the files it writes.
@@ -82,6 +90,8 @@ impl Experiment {
             Experiment::Chain => "chain",
             Experiment::Dna => "dna",
             Experiment::WaterConservation => "water-conservation",
+            Experiment::WaterRdf => "water-rdf",
+            Experiment::Water100 => "water-100",
         }
     }
 
@@ -127,6 +137,15 @@ impl Experiment {
                 let cfg = water_conservation::Config::paper();
                 let out = water_conservation::run(&cfg);
                 water_conservation::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+            }
+            Experiment::WaterRdf | Experiment::Water100 => {
+                let cfg = if self == Experiment::WaterRdf {
+                    water_rdf::Config::fig4()
+                } else {
+                    water_rdf::Config::fig7()
+                };
+                let out = water_rdf::run(&cfg);
+                water_rdf::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
             }
         }
     }

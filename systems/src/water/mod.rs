@@ -179,6 +179,34 @@ impl Water {
         ]
     }
 
+    /// Put every molecule of `q` back on its exact geometry, keeping its oxygen, the direction
+    /// of its H–O–H bisector and its plane: the nearest rigid configuration in the sense that
+    /// matters for a start (a relaxed penalized cluster, whose bonds the intermolecular forces
+    /// stretch by ~0.02 Å at ω = 20, becomes a rigid one with the same orientations).
+    ///
+    /// # Panics
+    /// If `q.len()` is not a multiple of 9.
+    pub fn make_rigid(&self, q: &mut [f64]) {
+        assert_eq!(q.len() % 9, 0, "9 coordinates per molecule");
+        let half = (0.5 * self.r_hh / self.r_oh).asin();
+        let (c, s) = (self.r_oh * half.cos(), self.r_oh * half.sin());
+        let unit = |x: [f64; 3]| {
+            let n = (x[0] * x[0] + x[1] * x[1] + x[2] * x[2]).sqrt();
+            x.map(|c| c / n)
+        };
+        for m in q.chunks_exact_mut(9) {
+            let a: [f64; 3] = std::array::from_fn(|k| m[3 + k] - m[k]);
+            let b: [f64; 3] = std::array::from_fn(|k| m[6 + k] - m[k]);
+            let bis = unit(std::array::from_fn(|k| unit(a)[k] + unit(b)[k]));
+            let along = a[0] * bis[0] + a[1] * bis[1] + a[2] * bis[2];
+            let u = unit(std::array::from_fn(|k| a[k] - along * bis[k]));
+            for k in 0..3 {
+                m[3 + k] = m[k] + c * bis[k] + s * u[k];
+                m[6 + k] = m[k] + c * bis[k] - s * u[k];
+            }
+        }
+    }
+
     /// `n` molecules on the sites of a cubic grid of side `spacing` (Å) nearest its centre,
     /// each turned by a uniformly random rotation drawn from `seed` (ChaCha8: normal
     /// quaternions, normalised), exact geometry, at rest. Relax it before dynamics
