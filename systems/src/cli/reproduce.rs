@@ -26,6 +26,7 @@ pub enum ExperimentChoice {
     /// Tao & Owhadi Fig. 4: O–O distance histograms of 7 waters under Langevin, Z&Ss-stiff vs SHAKE.
     WaterRdf,
     /// Tao & Owhadi Fig. 7: the same for 100 waters (minutes).
+    #[value(name = "water-100")]
     Water100,
     /// All of the above, one after another.
     All,
