@@ -84,7 +84,7 @@ impl Config {
             n: 100,
             t_end: 1000.0,
             burn_in: 100.0,
-            bins: (2.0, 16.0, 0.05),
+            bins: (2.0, 32.0, 0.05),
             paper_seconds: (42_234.0, 30_059.0),
             ..Self::fig4()
         }
