@@ -278,3 +278,93 @@ fn zs_eval_water_agrees_with_the_reference_and_zs_run_water_minimizes_and_integr
     assert!(!bad.status.success());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A water run killed after its first checkpoint and resumed writes the CSV and the XYZ file of
+/// the uninterrupted run, byte for byte.
+#[test]
+fn a_killed_water_run_resumes_to_the_same_csv_and_xyz() {
+    use std::time::{Duration, Instant};
+    let zs = env!("CARGO_BIN_EXE_zs");
+    let dir = std::env::temp_dir().join(format!("zs-water-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Retried with a 10× longer run if the process finished before the kill.
+    for t_end in ["500", "5000", "50000"] {
+        let base = [
+            "run",
+            "water",
+            "--n",
+            "6",
+            "--integrator",
+            "zss-stiff",
+            "--minimize",
+            "--gamma",
+            "0.01",
+            "--kt",
+            "0.02",
+            "--quiet",
+            "--every",
+            "20",
+            "--t-end",
+            t_end,
+            "--out",
+            "w.csv",
+            "--checkpoint",
+            "w.ck",
+            "--checkpoint-every",
+            "2000",
+        ];
+        for f in ["w.csv", "w.xyz", "w.ck", "w.csv.tmp", "w.xyz.tmp"] {
+            let _ = std::fs::remove_file(dir.join(f));
+        }
+        let mut child = std::process::Command::new(zs)
+            .args(base)
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !dir.join("w.ck").exists() && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        child.kill().unwrap();
+        if child.wait().unwrap().success() {
+            continue;
+        }
+        assert!(
+            !dir.join("w.xyz").exists(),
+            "a killed run has no final XYZ file"
+        );
+        let resume: Vec<&str> = base.iter().copied().chain(["--resume", "w.ck"]).collect();
+        let o = std::process::Command::new(zs)
+            .args(&resume)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (csv, xyz) = (
+            std::fs::read(dir.join("w.csv")).unwrap(),
+            std::fs::read(dir.join("w.xyz")).unwrap(),
+        );
+        for f in ["w.csv", "w.xyz", "w.ck"] {
+            std::fs::remove_file(dir.join(f)).unwrap();
+        }
+        let o = std::process::Command::new(zs)
+            .args(base)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            csv == std::fs::read(dir.join("w.csv")).unwrap(),
+            "CSV differs"
+        );
+        assert!(
+            xyz == std::fs::read(dir.join("w.xyz")).unwrap(),
+            "XYZ differs"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        return;
+    }
+    panic!("every run finished before it could be killed");
+}
