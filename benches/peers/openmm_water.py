@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""zs against OpenMM on the same TIP3P cluster (issue 8).
+
+1. Energies and forces: random off-manifold configurations of an N-molecule cluster, evaluated
+   by `zs eval water` and by OpenMM's Reference platform (NonbondedForce, NoCutoff, the 3
+   intramolecular pairs of each molecule excluded, Lennard-Jones on O only with sigma and epsilon
+   from TIP3P's A and C). OpenMM's Coulomb constant is 332.0637 kcal A/mol/e^2, ours 332.06: the
+   charges given to OpenMM are scaled by sqrt(332.06/332.0637) so that both compute the same
+   function; then the relative differences must be ~1e-9 or better.
+2. Speed: 20 000 steps of the same N = 100 cluster, rigid water, h = 0.05 AKMA (2.444 fs),
+   kT = 0.02 kcal/mol (10.06 K): OpenMM 8.6 CPU platform (LangevinMiddleIntegrator, rigid water
+   by constraints, NoCutoff) on 1 and 2 threads, against `zs run water --integrator zss-stiff
+   --gamma 0.01 --kt 0.02 --threads K` (GLA around Z&Ss-stiff). Both report the wall time of
+   the steps only (set-up excluded; zs's includes writing the CSV every 20 000 steps).
+
+Usage (from the repository root; installs openmm with pip if missing):
+    python3 benches/peers/openmm_water.py [--n 100] [--steps 20000] [--check-n 7]
+"""
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import openmm
+    from openmm import unit
+except ImportError:
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "openmm"])
+    import openmm
+    from openmm import unit
+
+import random
+
+KCAL = 4.184  # kJ per kcal
+COULOMB_ZS = 332.06
+
+
+def openmm_coulomb():
+    """OpenMM's Coulomb constant in kcal A / mol / e^2, measured: two unit charges 1 nm apart."""
+    s = openmm.System()
+    nb = openmm.NonbondedForce()
+    nb.setNonbondedMethod(openmm.NonbondedForce.NoCutoff)
+    for _ in range(2):
+        s.addParticle(1.0)
+        nb.addParticle(1.0, 1.0, 0.0)
+    s.addForce(nb)
+    ctx = openmm.Context(s, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
+    ctx.setPositions([openmm.Vec3(0, 0, 0), openmm.Vec3(1, 0, 0)])
+    e = ctx.getState(getEnergy=True).getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
+    return e * 10 / KCAL
+
+
+COULOMB_OPENMM = openmm_coulomb()
+R_OH, ANGLE = 0.9572, 104.52
+Q_O, Q_H = -0.834, 0.417
+A, C = 582000.0, 595.0
+M_O, M_H = 15.9994, 1.008
+AKMA_PS = 0.048888
+
+
+def zs_binary():
+    subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-systems", "--bin", "zs"])
+    return os.path.join("target", "release", "zs")
+
+
+def system(n, scale_charges):
+    s = openmm.System()
+    nb = openmm.NonbondedForce()
+    nb.setNonbondedMethod(openmm.NonbondedForce.NoCutoff)
+    nb.setUseDispersionCorrection(False)
+    sigma = (A / C) ** (1 / 6) / 10.0  # nm
+    eps = C * C / (4 * A) * KCAL  # kJ/mol
+    f = math.sqrt(COULOMB_ZS / COULOMB_OPENMM) if scale_charges else 1.0
+    r_hh = 2 * R_OH * math.sin(math.radians(ANGLE) / 2)
+    for m in range(n):
+        o = s.addParticle(M_O)
+        h1 = s.addParticle(M_H)
+        h2 = s.addParticle(M_H)
+        nb.addParticle(Q_O * f, sigma, eps)
+        nb.addParticle(Q_H * f, 1.0, 0.0)
+        nb.addParticle(Q_H * f, 1.0, 0.0)
+        for a, b in [(o, h1), (o, h2), (h1, h2)]:
+            nb.addException(a, b, 0.0, 1.0, 0.0)
+        s.addConstraint(o, h1, R_OH / 10)
+        s.addConstraint(o, h2, R_OH / 10)
+        s.addConstraint(h1, h2, r_hh / 10)
+    s.addForce(nb)
+    return s
+
+
+def positions_nm(q):
+    return [openmm.Vec3(q[3 * k] / 10, q[3 * k + 1] / 10, q[3 * k + 2] / 10) for k in range(len(q) // 3)]
+
+
+def check(zs, n, points):
+    """Energies and forces at random off-manifold points: max relative differences."""
+    sys_ = system(n, scale_charges=True)
+    ctx = openmm.Context(sys_, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
+    rng = random.Random(1)
+    worst_e, worst_f = 0.0, 0.0
+    with tempfile.TemporaryDirectory() as d:
+        # A relaxed cluster from zs, then perturbed.
+        start = os.path.join(d, "start.csv")
+        subprocess.run([zs, "run", "water", "--n", str(n), "--integrator", "zss-stiff", "--minimize",
+                        "--t-end", "0.05", "--quiet", "--out", start], check=True, stdout=subprocess.DEVNULL)
+        with open(start) as fh:
+            row = fh.read().splitlines()[1].split(",")
+        q0 = [float(x) for x in row[1:1 + 9 * n]]
+        names = open(start).readline().strip().split(",")[1:1 + 9 * n]
+        for p in range(points):
+            q = [x + rng.uniform(-0.1, 0.1) for x in q0]
+            state = os.path.join(d, f"q{p}.csv")
+            with open(state, "w") as fh:
+                fh.write("t," + ",".join(names) + "\n0," + ",".join(repr(x) for x in q) + "\n")
+            out = subprocess.run([zs, "eval", "water", "--n", str(n), "--in", state],
+                                 check=True, capture_output=True, text=True).stdout.splitlines()[1]
+            vals = [float(x) for x in out.split(",")]
+            e_zs, g_zs = vals[0], vals[1:]
+            ctx.setPositions(positions_nm(q))
+            st = ctx.getState(getEnergy=True, getForces=True)
+            e_mm = st.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole) / KCAL
+            f_mm = st.getForces(asNumpy=False)
+            g_mm = []
+            for v in f_mm:
+                g_mm += [-x / KCAL / 10 for x in v.value_in_unit(unit.kilojoule_per_mole / unit.nanometer)]
+            worst_e = max(worst_e, abs(e_zs - e_mm) / abs(e_mm))
+            scale = max(abs(x) for x in g_mm)
+            worst_f = max(worst_f, max(abs(a - b) for a, b in zip(g_zs, g_mm)) / scale)
+    return worst_e, worst_f
+
+
+def openmm_speed(zs, n, steps, threads, start_q):
+    sys_ = system(n, scale_charges=False)
+    dt = 0.05 * AKMA_PS  # ps
+    kt = 0.02  # kcal/mol
+    temperature = kt * KCAL * 1000 / 8.314462618  # K
+    integ = openmm.LangevinMiddleIntegrator(temperature * unit.kelvin, 1.0 / unit.picosecond, dt * unit.picoseconds)
+    integ.setConstraintTolerance(1e-6)
+    platform = openmm.Platform.getPlatformByName("CPU")
+    ctx = openmm.Context(sys_, integ, platform, {"Threads": str(threads)})
+    ctx.setPositions(positions_nm(start_q))
+    ctx.applyConstraints(1e-8)
+    ctx.setVelocitiesToTemperature(temperature * unit.kelvin, 1)
+    integ.step(100)  # warm-up: kernels compiled, caches filled
+    t = time.perf_counter()
+    integ.step(steps)
+    ctx.getState(getPositions=True)  # wait for the steps to finish
+    return time.perf_counter() - t
+
+
+def zs_speed(zs, n, steps, threads, init):
+    t_end = steps * 0.05
+    out = subprocess.run([zs, "run", "water", "--n", str(n), "--integrator", "zss-stiff", "--gamma", "0.01",
+                          "--kt", "0.02", "--t-end", repr(t_end), "--every", str(steps), "--threads", str(threads),
+                          "--quiet", "--init", init, "--out", os.path.join(os.path.dirname(init), "speed.csv")],
+                         check=True, capture_output=True, text=True).stdout
+    return float(re.search(r"wall time\s+([0-9.]+) s", out).group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--steps", type=int, default=20000)
+    ap.add_argument("--check-n", type=int, default=7)
+    ap.add_argument("--points", type=int, default=5)
+    args = ap.parse_args()
+    zs = zs_binary()
+    print(f"OpenMM {openmm.__version__}; its Coulomb constant {COULOMB_OPENMM!r} kcal A/mol/e^2; zs {zs}")
+    e, f = check(zs, args.check_n, args.points)
+    print(f"energies and forces, N = {args.check_n}, {args.points} random off-manifold points "
+          f"(charges scaled for the Coulomb constant): max relative difference energy {e:.2e}, forces {f:.2e}")
+    with tempfile.TemporaryDirectory() as d:
+        init = os.path.join(d, "init.csv")
+        subprocess.run([zs, "run", "water", "--n", str(args.n), "--integrator", "zss-stiff", "--minimize",
+                        "--t-end", "0.05", "--quiet", "--out", init], check=True, stdout=subprocess.DEVNULL)
+        with open(init) as fh:
+            q = [float(x) for x in fh.read().splitlines()[1].split(",")[1:1 + 9 * args.n]]
+        for threads in (1, 2):
+            t_mm = openmm_speed(zs, args.n, args.steps, threads, q)
+            t_zs = zs_speed(zs, args.n, args.steps, threads, init)
+            print(f"N = {args.n}, {args.steps} steps, {threads} thread(s): OpenMM CPU {t_mm:.2f} s, "
+                  f"zs {t_zs:.2f} s, zs / OpenMM = {t_zs / t_mm:.2f}")
+
+
+if __name__ == "__main__":
+    main()
