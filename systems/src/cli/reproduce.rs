@@ -23,6 +23,8 @@ pub enum ExperimentChoice {
     Dna,
     /// Tao & Owhadi Fig. 6: energy and momenta of 7 rigid TIP3P waters, four integrators.
     WaterConservation,
+    /// Tao & Owhadi Fig. 5: eq. 8 multipliers of the first oxygen's constraints vs SHAKE's, ω = 500.
+    WaterMultipliers,
     /// Tao & Owhadi Fig. 4: O–O distance histograms of 7 waters under Langevin, Z&Ss-stiff vs SHAKE.
     WaterRdf,
     /// Tao & Owhadi Fig. 7: the same for 100 waters (minutes).
@@ -43,6 +45,7 @@ impl ExperimentChoice {
             ExperimentChoice::Chain => vec![Experiment::Chain],
             ExperimentChoice::Dna => vec![Experiment::Dna],
             ExperimentChoice::WaterConservation => vec![Experiment::WaterConservation],
+            ExperimentChoice::WaterMultipliers => vec![Experiment::WaterMultipliers],
             ExperimentChoice::WaterRdf => vec![Experiment::WaterRdf],
             ExperimentChoice::Water100 => vec![Experiment::Water100],
             ExperimentChoice::All => Experiment::ALL.to_vec(),

@@ -15,6 +15,7 @@
 //! | `chain` | Tao & Owhadi §4.2, Fig. 3, chain of 10 pendula, Z&S vs SHAKE, run-time table | [`chain`] |
 //! | `water-conservation` | Tao & Owhadi Fig. 6, energy and momenta of 7 rigid waters | [`water_conservation`] |
 //! | `water-rdf`, `water-100` | Tao & Owhadi Figs. 4 and 7, O–O distance histograms under Langevin | [`water_rdf`] |
+//! | `water-multipliers` | Tao & Owhadi Fig. 5, eq. 8 multipliers vs SHAKE's, ω = 500 | [`water_multipliers`] |
 //! | `dna` | Tao & Owhadi §4.4, Fig. 8, DNA ring of 200 base pairs, Z&S vs Verlet, run-time table | [`dna`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
@@ -28,6 +29,7 @@ pub mod impulse_convergence;
 pub mod multipliers;
 pub mod plot;
 pub mod water_conservation;
+pub mod water_multipliers;
 pub mod water_rdf;
 
 use std::fmt;
@@ -60,6 +62,8 @@ pub enum Experiment {
     /// Tao & Owhadi Fig. 6: energy, linear and angular momentum of 7 rigid TIP3P waters with
     /// Z&Ss-stiff, SHAKE, one-step Newmark and full Z&S.
     WaterConservation,
+    /// Tao & Owhadi Fig. 5: eq. 8 multipliers of the first oxygen's constraints vs SHAKE's.
+    WaterMultipliers,
     /// Tao & Owhadi Fig. 4: O–O distances of 7 waters under Langevin, Z&Ss-stiff vs SHAKE.
     WaterRdf,
     /// Tao & Owhadi Fig. 7: the same for 100 waters.
@@ -68,7 +72,7 @@ pub enum Experiment {
 
 impl Experiment {
     /// Every experiment, in the order `zs reproduce all` runs them.
-    pub const ALL: [Experiment; 9] = [
+    pub const ALL: [Experiment; 10] = [
         Experiment::DoublePendulum,
         Experiment::ConstraintScaling,
         Experiment::Multipliers,
@@ -76,6 +80,7 @@ impl Experiment {
         Experiment::Chain,
         Experiment::Dna,
         Experiment::WaterConservation,
+        Experiment::WaterMultipliers,
         Experiment::WaterRdf,
         Experiment::Water100,
     ];
@@ -90,6 +95,7 @@ impl Experiment {
             Experiment::Chain => "chain",
             Experiment::Dna => "dna",
             Experiment::WaterConservation => "water-conservation",
+            Experiment::WaterMultipliers => "water-multipliers",
             Experiment::WaterRdf => "water-rdf",
             Experiment::Water100 => "water-100",
         }
@@ -137,6 +143,11 @@ impl Experiment {
                 let cfg = water_conservation::Config::paper();
                 let out = water_conservation::run(&cfg);
                 water_conservation::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+            }
+            Experiment::WaterMultipliers => {
+                let cfg = water_multipliers::Config::paper();
+                let out = water_multipliers::run(&cfg);
+                water_multipliers::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
             }
             Experiment::WaterRdf | Experiment::Water100 => {
                 let cfg = if self == Experiment::WaterRdf {
