@@ -368,3 +368,44 @@ fn a_killed_water_run_resumes_to_the_same_csv_and_xyz() {
     }
     panic!("every run finished before it could be killed");
 }
+
+/// `--max-radius`: a molecule beyond the limit stops the run with a typed guard violation; the
+/// CSV and XYZ files keep the states up to the last good one and are marked incomplete.
+#[test]
+fn a_molecule_beyond_max_radius_stops_the_run_and_marks_the_files() {
+    let dir = std::env::temp_dir().join(format!("zs-water-guard-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let q = Water::tip3p().cluster(7, 3.1, 0);
+    let radius = zs_systems::water::ClusterGuard::radius(&q);
+    assert!(radius > 3.0 && radius < 5.0, "{radius}");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_zs"))
+        .args([
+            "run",
+            "water",
+            "--integrator",
+            "zss-stiff",
+            "--t-end",
+            "5",
+            "--quiet",
+        ])
+        .args(["--max-radius", "1.0", "--out", "g.csv"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("largest oxygen distance"), "{err}");
+    for f in ["g.csv.incomplete", "g.xyz.incomplete"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(text.contains("guard-violated"), "{f}: {text}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("g.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -180,6 +180,10 @@ pub struct RunArgs {
     /// per core). The results are the same bits whatever the number.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub threads: Option<u64>,
+    /// Stop (typed error, trajectory kept and marked) when an oxygen gets farther than this from
+    /// the cluster's centroid, in Å (water): a molecule leaving the cluster.
+    #[arg(long, value_name = "R")]
+    pub max_radius: Option<f64>,
     /// Relax the start first (water): FIRE on the integrated potential until every force is
     /// below 1e-4 kcal/mol/Å, so that no energy is released at the start.
     #[arg(long)]

@@ -26,7 +26,7 @@ use super::{state_file, GravitySign, IntegratorName, RunArgs, SystemName};
 use crate::chain::{self, PendulumChain};
 use crate::dna::{self, DnaChain};
 use crate::double_pendulum::{self, DoublePendulum};
-use crate::water::{self, Water};
+use crate::water::{self, ClusterGuard, Water};
 
 /// Run `zs run` with parsed arguments; `Err` is the one-line message to print.
 pub fn run(args: &RunArgs) -> Result<(), String> {
@@ -115,7 +115,8 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             let system = w.assemble(n);
             let omega = args.omega.unwrap_or(water::OMEGA);
             let job = Job::new(args, out, resume.as_ref(), profile(args, omega))
-                .with_xyz(Water::atom_symbols(n));
+                .with_xyz(Water::atom_symbols(n))
+                .with_cluster_guard(args.max_radius);
             let built = w.cluster(n, water::SPACING, seed);
             let mut state = job.initial_state(system.state(built, vec![0.0; 9 * n]))?;
             println!(
@@ -181,6 +182,9 @@ fn check_options(args: &RunArgs) -> Result<(), String> {
     }
     if args.system == SystemName::Water && args.gravity.is_some() {
         return Err("--gravity does not apply to water".into());
+    }
+    if args.max_radius.is_some() && args.system != SystemName::Water {
+        return Err(format!("--max-radius applies to water, not to {sys}"));
     }
     if args.minimize && args.system != SystemName::Water {
         return Err(format!("--minimize applies to water, not to {sys}"));
@@ -354,6 +358,8 @@ struct Job<'a> {
     /// Atom symbols (one per 3 coordinates): also write an extended XYZ trajectory beside the
     /// CSV (`<out>.xyz`).
     xyz: Option<Vec<String>>,
+    /// `--max-radius` (water): stop when a molecule leaves the cluster.
+    cluster_guard: Option<ClusterGuard>,
 }
 
 impl<'a> Job<'a> {
@@ -366,7 +372,14 @@ impl<'a> Job<'a> {
             p,
             meta,
             xyz: None,
+            cluster_guard: None,
         }
+    }
+
+    /// Stop when an oxygen is farther than `limit` from the cluster's centroid.
+    fn with_cluster_guard(mut self, limit: Option<f64>) -> Self {
+        self.cluster_guard = limit.map(|limit| ClusterGuard { limit });
+        self
     }
 
     /// Also write the positions as extended XYZ, atoms named by `symbols`.
@@ -557,6 +570,7 @@ impl<'a> Job<'a> {
         };
         let mut energy_guard = args.max_energy_drift.map(EnergyGuard::new);
         let mut residual_guard = args.max_residual.map(|r| ConstraintGuard::new(system, r));
+        let mut cluster_guard = self.cluster_guard;
         let first = match self.resume {
             Some(cp) => cp.u64("run.done").unwrap_or(0),
             None => 0,
@@ -595,6 +609,9 @@ impl<'a> Job<'a> {
                 observers.push(g);
             }
             if let Some(g) = residual_guard.as_mut() {
+                observers.push(g);
+            }
+            if let Some(g) = cluster_guard.as_mut() {
                 observers.push(g);
             }
             observers.push(&mut ticker);
@@ -730,6 +747,7 @@ fn run_meta(args: &RunArgs, out: &Path, p: &Profile) -> Checkpoint {
     m.set_f64s("kt", args.kt.as_slice());
     m.set_f64s("max-energy-drift", args.max_energy_drift.as_slice());
     m.set_f64s("max-residual", args.max_residual.as_slice());
+    m.set_f64s("max-radius", args.max_radius.as_slice());
     m.set_f64s("max-condition", args.max_condition.as_slice());
     cp
 }

@@ -302,3 +302,52 @@ pub fn thermal_velocities(w: &Water, q: &[f64], kt: f64, seed: u64) -> Vec<f64> 
     }
     v
 }
+
+/// A guard ([`zs_runtime::guards`]) against a molecule leaving the cluster: rejects a state in
+/// which an oxygen is farther than `limit` (Å) from the oxygens' centroid. The run then stops
+/// with [`zs_runtime::StepError::GuardViolated`] at the last state inside the limit. Checking
+/// allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClusterGuard {
+    /// Largest distance of an oxygen from the centroid (Å).
+    pub limit: f64,
+}
+
+impl ClusterGuard {
+    /// Name of the guarded quantity.
+    pub const WHAT: &'static str = "largest oxygen distance from the cluster's centroid (Å)";
+
+    /// The largest distance of an oxygen of `q` from the oxygens' centroid.
+    pub fn radius(q: &[f64]) -> f64 {
+        let n = q.len() / 9;
+        let mut c = [0.0; 3];
+        for m in q.chunks_exact(9) {
+            for k in 0..3 {
+                c[k] += m[k] / n as f64;
+            }
+        }
+        q.chunks_exact(9)
+            .map(|m| ((m[0] - c[0]).powi(2) + (m[1] - c[1]).powi(2) + (m[2] - c[2]).powi(2)).sqrt())
+            .fold(0.0, f64::max)
+    }
+}
+
+impl<P: ?Sized, V: zs_runtime::Vector> zs_runtime::Observer<P, V> for ClusterGuard {
+    fn check(
+        &mut self,
+        _: &P,
+        state: &zs_runtime::StateOf<V>,
+    ) -> Result<(), zs_runtime::GuardViolation> {
+        let r = Self::radius(state.q.as_slice());
+        if r <= self.limit {
+            Ok(())
+        } else {
+            Err(zs_runtime::GuardViolation {
+                what: Self::WHAT,
+                value: r,
+                limit: self.limit,
+            })
+        }
+    }
+    fn observe(&mut self, _: &P, _: &zs_runtime::StateOf<V>) {}
+}
