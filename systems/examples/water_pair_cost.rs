@@ -7,7 +7,8 @@
 //! for r in 0 20; do valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 //!   target/release/examples/water_pair_cost 100 $r 2>&1 | grep Collected; done
 //! ```
-//! Instructions per pair = (count(20) − count(0)) / (20 · 4950). See BENCHMARKS.md.
+//! With `reps = 20` the gradient is evaluated 5 × 20 = 100 times (best of 5 batches), so
+//! instructions per pair = (count(20) − count(0)) / (100 · 4950). See BENCHMARKS.md.
 use std::hint::black_box;
 use std::time::Instant;
 
