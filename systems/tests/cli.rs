@@ -177,6 +177,21 @@ fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
             1,
         ),
         (
+            &["run", "water", "--max-radius", "0"],
+            &["--max-radius 0", "positive"],
+            1,
+        ),
+        (
+            &["run", "dna", "--max-radius", "9"],
+            &["--max-radius applies to water"],
+            1,
+        ),
+        (
+            &["run", "chain", "--minimize"],
+            &["--minimize applies to water"],
+            1,
+        ),
+        (
             &["run", "dna", "--omega", "3"],
             &["--omega does not apply to dna", "no constraints"],
             1,

@@ -22,6 +22,10 @@ use proc_macro::TokenStream;
 /// `ConstraintCurvature<N, M>` (and `FastPotential<N>` when there is a `fast_potential`) for
 /// the annotated `impl` block.
 ///
+/// (Not compiled here: a proc-macro crate cannot use its own macro. The same definition is
+/// compiled and run as the README's doctest in `zs-runtime`:
+/// `cargo test -p zs-runtime --doc`.)
+///
 /// ```ignore
 /// #[mechanical_system]
 /// impl DoublePendulum {

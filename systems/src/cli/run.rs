@@ -183,6 +183,11 @@ fn check_options(args: &RunArgs) -> Result<(), String> {
     if args.system == SystemName::Water && args.gravity.is_some() {
         return Err("--gravity does not apply to water".into());
     }
+    if let Some(r) = args.max_radius.filter(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err(format!(
+            "--max-radius {r}: must be a positive distance in Å"
+        ));
+    }
     if args.max_radius.is_some() && args.system != SystemName::Water {
         return Err(format!("--max-radius applies to water, not to {sys}"));
     }

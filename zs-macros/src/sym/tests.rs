@@ -2263,6 +2263,8 @@ mod prop {
     /// Engine issue (module docs): the simplifier folds `q·0` to `+0`, but `q·0` is `-0` for
     /// `q < 0`, and `atan2` tells them apart on its branch cut. Minimal case, found by
     /// `deep_dags_match_num_dual`; the same with a literal `-0.0` (canonicalised to `+0.0`).
+    /// Ignored until the engine keeps signed zeros (it fails today, by design of the record):
+    /// `cargo test -p zs-macros --lib sym::tests -- --ignored signed_zero`.
     #[test]
     #[ignore = "engine bug: the simplifier drops the sign of zero (x*0 -> +0, -0.0 -> +0.0), so \
                 atan2(q*0, -1) is +pi instead of -pi for q < 0"]
