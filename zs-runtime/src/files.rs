@@ -55,3 +55,26 @@ pub fn tmp_path_of(path: &Path) -> PathBuf {
     s.push(".tmp");
     PathBuf::from(s)
 }
+
+/// Publish a recorder's synced `<path>.tmp` under `path`: with `incomplete = Some(text)` (a run
+/// that ended early) first write the sidecar `<path>.incomplete` holding `text`, then rename;
+/// with `None`, rename and then remove a stale sidecar of an earlier run (after the rename, so a
+/// crash in between errs on the side of "incomplete").
+///
+/// # Errors
+/// Writing the sidecar, the rename, or removing a stale sidecar.
+pub fn publish(tmp: &Path, path: &Path, incomplete: Option<&str>) -> io::Result<()> {
+    let marker = incomplete_marker_of(path);
+    if let Some(text) = incomplete {
+        write_atomic(&marker, text.as_bytes())?;
+    }
+    std::fs::rename(tmp, path)?;
+    sync_parent_dir(path);
+    if incomplete.is_none() {
+        match std::fs::remove_file(&marker) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => sync_parent_dir(&marker),
+        }
+    }
+    Ok(())
+}

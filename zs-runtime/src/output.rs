@@ -29,6 +29,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use crate::files::publish;
 pub use crate::files::{incomplete_marker_of, sync_parent_dir, write_atomic};
 
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
@@ -212,25 +213,15 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
             .map_err(|e| io::Error::new(e.error().kind(), e.error().to_string()))?;
         file.sync_all()?;
         drop(file);
-        let marker = self.incomplete_marker();
-        if let Some(reason) = &self.ended_early {
-            let text = format!(
+        let text = self.ended_early.as_ref().map(|reason| {
+            format!(
                 "{reason}; {} holds the {} rows up to the last good state (last row t = {})\n",
                 self.path.display(),
                 self.rows,
                 self.last_row_t
-            );
-            write_atomic(&marker, text.as_bytes())?;
-        }
-        std::fs::rename(&self.tmp_path, &self.path)?;
-        sync_parent_dir(&self.path);
-        if self.ended_early.is_none() {
-            match std::fs::remove_file(&marker) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => sync_parent_dir(&marker),
-            }
-        }
-        Ok(())
+            )
+        });
+        publish(&self.tmp_path, &self.path, text.as_deref())
     }
 
     /// The header row's fields.

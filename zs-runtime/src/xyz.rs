@@ -14,7 +14,7 @@ use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
-use crate::files::{incomplete_marker_of, sync_parent_dir, tmp_path_of, write_atomic};
+use crate::files::{publish, tmp_path_of};
 use crate::observers::Observer;
 use crate::vector::Vector;
 use crate::{StateOf, StepError};
@@ -127,24 +127,14 @@ impl XyzRecorder {
         let file = w.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
         drop(file);
-        let marker = incomplete_marker_of(&self.path);
-        if let Some(reason) = &self.ended_early {
-            let text = format!(
+        let text = self.ended_early.as_ref().map(|reason| {
+            format!(
                 "{reason}; {} holds the {} frames up to the last good state\n",
                 self.path.display(),
                 self.frames
-            );
-            write_atomic(&marker, text.as_bytes())?;
-        }
-        std::fs::rename(&self.tmp_path, &self.path)?;
-        sync_parent_dir(&self.path);
-        if self.ended_early.is_none() {
-            match std::fs::remove_file(&marker) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => sync_parent_dir(&marker),
-            }
-        }
-        Ok(())
+            )
+        });
+        publish(&self.tmp_path, &self.path, text.as_deref())
     }
 }
 
@@ -215,6 +205,7 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::incomplete_marker_of;
     use crate::State;
 
     #[test]
