@@ -45,7 +45,8 @@ type Residual<'a, V> = Box<dyn Fn(&V) -> f64 + 'a>;
 ///
 /// Columns: `t`, `q0…q{N-1}`, `v0…v{N-1}` (or the names given to
 /// [`CsvRecorder::with_names`]), then `energy` if [`CsvRecorder::with_energy`], then
-/// `constraint_norm` if [`CsvRecorder::with_constraints`]. The initial state is row 1; then
+/// `constraint_norm` if [`CsvRecorder::with_constraints`], then the columns added by
+/// [`CsvRecorder::with_column`], in the order they were added. The initial state is row 1; then
 /// every `every`-th step: a run of `n` steps gives `1 + ⌊n / every⌋` rows.
 ///
 /// Floats are written in Rust's shortest round-trip form (exponent notation for very large or
@@ -58,7 +59,8 @@ pub struct CsvRecorder<'a, V> {
     seen: u64,
     rows: u64,
     energy: bool,
-    residual: Option<Residual<'a, V>>,
+    /// Columns that are functions of `q` (`constraint_norm`, [`CsvRecorder::with_column`]).
+    columns: Vec<(String, Residual<'a, V>)>,
     names: Option<Vec<String>>,
     /// Coordinates per state: `N` for `[f64; N]`, else from the names or the first state.
     dimension: usize,
@@ -78,7 +80,7 @@ impl<V> std::fmt::Debug for CsvRecorder<'_, V> {
             .field("every", &self.every)
             .field("rows", &self.rows)
             .field("energy", &self.energy)
-            .field("constraints", &self.residual.is_some())
+            .field("columns", &self.columns.iter().map(|c| &c.0).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -134,7 +136,7 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
             seen: 0,
             rows: 0,
             energy: false,
-            residual: None,
+            columns: Vec::new(),
             names: None,
             header_written: false,
             dimension: V::default_zeros().len(),
@@ -159,7 +161,17 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
     where
         V: ConstraintSpace<C>,
     {
-        self.residual = Some(Box::new(move |q| system.constraint_norm(q)));
+        self.columns.push((
+            "constraint_norm".into(),
+            Box::new(move |q| system.constraint_norm(q)),
+        ));
+        self
+    }
+
+    /// Add a column `name` holding `f(q)` of every recorded state (e.g. the rigid body's
+    /// distance from SO(3)). Set up before the run: nothing is allocated per row.
+    pub fn with_column(mut self, name: impl Into<String>, f: impl Fn(&V) -> f64 + 'a) -> Self {
+        self.columns.push((name.into(), Box::new(f)));
         self
     }
 
@@ -240,9 +252,7 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         if self.energy {
             h.push("energy".into());
         }
-        if self.residual.is_some() {
-            h.push("constraint_norm".into());
-        }
+        h.extend(self.columns.iter().map(|(name, _)| name.clone()));
         h
     }
 
@@ -289,8 +299,8 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         if self.energy {
             self.field(w, total_energy(target, state))?;
         }
-        if let Some(g) = &self.residual {
-            let r = g(&state.q);
+        for k in 0..self.columns.len() {
+            let r = (self.columns[k].1)(&state.q);
             self.field(w, r)?;
         }
         w.write_record(None::<&[u8]>).map_err(csv_io)?;

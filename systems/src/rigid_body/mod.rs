@@ -20,24 +20,37 @@
 //! i.e. unit masses with the same potential (or the potential halved). This crate follows the
 //! Lagrangian as printed (kinetic `¼ tr(ṘᵀṘ)`).
 //!
-//! [`reference`](mod@reference) holds hand-written closed-form derivatives.
+//! [`reference`](mod@reference) holds hand-written closed-form derivatives; [`cayley`] the
+//! Lie-group method of eq. 34 the paper compares against.
+//!
+//! `Bμ` is not printed. With the printed sign `+Bμ R33`, `R = I` (dipole along the field) is the
+//! energy *maximum* when `Bμ > 0`: the default here is `Bμ = −1` ([`B_MU`], `SYSTEMS.md`), for
+//! which the body precesses about the field; `+1` is run too (`zs run rigid-body --b-mu 1`,
+//! `zs reproduce rigid-body`). With `M = ½I₉` the paper's own scheme (eq. 37, its β = 0.4) is
+//! generic Z&S with `β = 0.2` ([`BETA_PAPER_SCHEME`]); the paper's text says β = 0.4 ([`BETA`]),
+//! which in generic Z&S is a different, also stable, method.
 
+pub mod cayley;
 pub mod reference;
 
 use zs_runtime::{mechanical_system, State};
 
 /// Penalty frequency ω of the paper's run (Figs. 9–10).
 pub const OMEGA: f64 = 10.0;
-/// Z&S β of the paper's run.
+/// Z&S β as the paper prints it (β = 0.4), used as generic Z&S's β.
 pub const BETA: f64 = 0.4;
+/// Generic Z&S's β that reproduces the paper's own scheme (eq. 37 with its β = 0.4): with
+/// `M = ½I₉`, `β_generic = β_paper / 2` (`SYSTEMS.md`).
+pub const BETA_PAPER_SCHEME: f64 = 0.2;
 /// Step of the penalized Z&S run (and of the Lie-group comparison, Fig. 10b).
 pub const H: f64 = 0.1;
 /// Step of the paper's benchmark (Hamilton–Pontryagin / Cayley variational Euler, eq. 34).
 pub const H_REFERENCE: f64 = 1e-4;
 /// Initial body angular velocity `Ω(0) = (1, 0.2, 0.1)`.
 pub const BODY_ANGULAR_VELOCITY: [f64; 3] = [1.0, 0.2, 0.1];
-/// `Bμ` (field strength × dipole moment). The paper does not print its value; we take 1.
-pub const B_MU: f64 = 1.0;
+/// `Bμ` (field strength × dipole moment). The paper does not print its value; with the printed
+/// potential `+Bμ R33` we take `−1`, for which `R = I` is the energy minimum (module docs).
+pub const B_MU: f64 = -1.0;
 
 /// Magnetized rigid body with identity inertia in a constant field, `R` relaxed to `R^{3×3}`
 /// and held near `SO(3)` by the penalty `½ω² tr((RᵀR - I)²)` included in the potential
@@ -74,7 +87,7 @@ impl MagnetizedRigidBody {
 }
 
 impl MagnetizedRigidBody {
-    /// The paper's run: `Bμ = 1` (not printed in the paper, [`B_MU`]), `ω = 10`.
+    /// The paper's run: `Bμ = −1` (not printed in the paper, [`B_MU`]), `ω = 10`.
     pub fn paper() -> Self {
         Self {
             b_mu: B_MU,
