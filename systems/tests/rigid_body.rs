@@ -34,7 +34,11 @@ fn cayley_run(b_mu: f64, h: f64, t_end: f64) -> State<9> {
 }
 
 fn frobenius(a: &[f64; 9], b: &[f64; 9]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// Rotation by `angle` about the unit vector `k` (Rodrigues), written independently of `cayley`.
@@ -146,7 +150,10 @@ fn cayley_map_and_cubic() {
         let s = solve_cubic(a, b).unwrap();
         assert!(s >= 0.0);
         let residual = (s + a * s * s * s - b).abs();
-        assert!(residual <= 8.0 * f64::EPSILON * b, "a {a} b {b}: residual {residual}");
+        assert!(
+            residual <= 8.0 * f64::EPSILON * b,
+            "a {a} b {b}: residual {residual}"
+        );
     }
     assert_eq!(solve_cubic(1.0, 0.0), Ok(0.0));
     assert_eq!(solve_cubic(0.0, 2.5), Ok(2.5));
@@ -229,7 +236,14 @@ fn bad_input_is_a_typed_error_and_loses_nothing() {
     let bad = s;
     let e = m.step(&sys, &mut s).unwrap_err();
     assert!(
-        matches!(e, StepError::NonFinite { step: 1, what: "state", .. }),
+        matches!(
+            e,
+            StepError::NonFinite {
+                step: 1,
+                what: "state",
+                ..
+            }
+        ),
         "{e}"
     );
     assert_eq!(s.q, bad.q);

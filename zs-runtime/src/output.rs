@@ -80,7 +80,10 @@ impl<V> std::fmt::Debug for CsvRecorder<'_, V> {
             .field("every", &self.every)
             .field("rows", &self.rows)
             .field("energy", &self.energy)
-            .field("columns", &self.columns.iter().map(|c| &c.0).collect::<Vec<_>>())
+            .field(
+                "columns",
+                &self.columns.iter().map(|c| &c.0).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }

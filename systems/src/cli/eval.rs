@@ -1,7 +1,8 @@
 //! `zs eval <system> --in FILE [--n N] [--omega W] [--out FILE]`: the potential and its
 //! gradient at every state of a state file ([`super::state_file`]), one CSV row per input row:
 //! `potential`, then `∂V/∂q` in the system's coordinate order (`dV_<name>` columns); `V`
-//! penalized (`V + ½ω²|g|²`) when `--omega` is given.
+//! penalized (`V + ½ω²|g|²`) when `--omega` is given (for `rigid-body`, whose penalty
+//! `½ω²‖RᵀR − I‖²` is part of its potential: `Bμ R33` without `--omega`, `--b-mu X` sets `Bμ`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,6 +13,7 @@ use super::{state_file, EvalArgs, GravitySign, SystemName};
 use crate::chain::{self, PendulumChain};
 use crate::dna::{self, DnaChain};
 use crate::double_pendulum::DoublePendulum;
+use crate::rigid_body::{self, MagnetizedRigidBody};
 use crate::water::{self, Water};
 
 /// Run `zs eval` with parsed arguments; `Err` is the one-line message to print.
@@ -20,6 +22,12 @@ pub fn eval(args: &EvalArgs) -> Result<(), String> {
         GravitySign::Physical => -1.0,
         GravitySign::Printed => 1.0,
     };
+    if args.b_mu.is_some() && args.system != SystemName::RigidBody {
+        return Err(format!(
+            "--b-mu applies to rigid-body, not to {}",
+            args.system.name()
+        ));
+    }
     let text = match args.system {
         SystemName::DoublePendulum => {
             if args.n.is_some() {
@@ -81,6 +89,21 @@ pub fn eval(args: &EvalArgs) -> Result<(), String> {
                 Some(w) => table(&system.penalized(w), &rows, &names),
                 None => table(&system, &rows, &names),
             }
+        }
+        SystemName::RigidBody => {
+            if args.n.is_some() || args.gravity.is_some() {
+                return Err(format!(
+                    "{} does not apply to rigid-body",
+                    if args.n.is_some() { "--n" } else { "--gravity" }
+                ));
+            }
+            // The penalty is part of the rigid body's potential: without --omega, V = Bμ R33.
+            let system = MagnetizedRigidBody {
+                b_mu: args.b_mu.unwrap_or(rigid_body::B_MU),
+                omega: args.omega.unwrap_or(0.0),
+            };
+            let rows = state_file::read(&args.input, 9)?;
+            table(&system, &rows, &rigid_body::coordinate_names())
         }
     };
     match &args.out {

@@ -26,6 +26,7 @@ use super::{state_file, GravitySign, IntegratorName, RunArgs, SystemName};
 use crate::chain::{self, PendulumChain};
 use crate::dna::{self, DnaChain};
 use crate::double_pendulum::{self, DoublePendulum};
+use crate::rigid_body::{self, cayley::CayleyEuler, MagnetizedRigidBody};
 use crate::water::{self, ClusterGuard, Water};
 
 /// Run `zs run` with parsed arguments; `Err` is the one-line message to print.
@@ -146,6 +147,34 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
                 job.run(&system, &system.penalized(omega), state, names)
             })
         }
+        SystemName::RigidBody => {
+            let b_mu = args.b_mu.unwrap_or(rigid_body::B_MU);
+            let omega = args.omega.unwrap_or(rigid_body::OMEGA);
+            let system = MagnetizedRigidBody { b_mu, omega };
+            let job =
+                Job::new(args, out, resume.as_ref(), profile(args, omega)).with_orthogonality();
+            let state = job.initial_state(MagnetizedRigidBody::initial_state())?;
+            println!(
+                "zs: magnetized rigid body (Tao & Owhadi §4.5), identity inertia, V = Bμ R33 with Bμ = {b_mu}{}; R(0) = I, Ω(0) = (1, 0.2, 0.1)",
+                if args.integrator == IntegratorName::LieEuler {
+                    " on SO(3)".to_string()
+                } else {
+                    format!(" + ½ω²‖RᵀR − I‖², ω = {omega}, M = ½I₉")
+                }
+            );
+            let names = rigid_body::coordinate_names();
+            if args.integrator == IntegratorName::LieEuler {
+                println!(
+                    "    integrator lie-euler (Hamilton–Pontryagin / Cayley variational Euler, eq. 34), h = {}, T = {}",
+                    job.p.h, job.p.t_end
+                );
+                let stepper: Box<dyn CliStepper<MagnetizedRigidBody, [f64; 9]>> =
+                    Box::new(CayleyEuler::new(job.p.h));
+                job.drive(&system, &system, stepper, state, names)
+            } else {
+                job.run(&system, &system, state, names)
+            }
+        }
     }
 }
 
@@ -182,6 +211,50 @@ fn check_options(args: &RunArgs) -> Result<(), String> {
     }
     if args.system == SystemName::Water && args.gravity.is_some() {
         return Err("--gravity does not apply to water".into());
+    }
+    if args.b_mu.is_some() && args.system != SystemName::RigidBody {
+        return Err(format!("--b-mu applies to rigid-body, not to {sys}"));
+    }
+    if method == IntegratorName::LieEuler && args.system != SystemName::RigidBody {
+        return Err(format!(
+            "--integrator lie-euler integrates the rigid body on SO(3), not {sys}"
+        ));
+    }
+    if args.system == SystemName::RigidBody
+        && matches!(
+            method,
+            IntegratorName::ZssStiff | IntegratorName::Shake | IntegratorName::Rattle
+        )
+    {
+        return Err(format!(
+            "--integrator {} does not apply to rigid-body: its penalty is part of V (no constraints, no stiff split)",
+            clap_name(method)
+        ));
+    }
+    if args.system == SystemName::RigidBody {
+        for (given, what) in [
+            (args.gravity.is_some(), "--gravity"),
+            (args.n.is_some(), "--n"),
+            (args.threads.is_some(), "--threads"),
+            (args.max_residual.is_some(), "--max-residual"),
+        ] {
+            if given {
+                return Err(format!("{what} does not apply to rigid-body"));
+            }
+        }
+        if method == IntegratorName::LieEuler {
+            for (given, what) in [
+                (args.omega.is_some(), "--omega"),
+                (args.beta.is_some(), "--beta"),
+                (args.gamma.is_some(), "--gamma/--kt"),
+            ] {
+                if given {
+                    return Err(format!(
+                        "{what} does not apply to lie-euler: it integrates on SO(3), without penalty, solve or noise"
+                    ));
+                }
+            }
+        }
     }
     if let Some(r) = args.max_radius.filter(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(format!(
@@ -297,6 +370,7 @@ fn profile(args: &RunArgs, omega: f64) -> Profile {
             100.0,
             water::BETA,
         ),
+        SystemName::RigidBody => (rigid_body::H, 100.0, rigid_body::BETA_PAPER_SCHEME),
     };
     Profile {
         h: args.h.unwrap_or(h),
@@ -336,6 +410,8 @@ cli_stepper!(StiffModel, ZhangSkeelStiff);
 
 impl<P: Model<V> + ?Sized, V: Vector> CliStepper<P, V> for VelocityVerlet<V> {}
 
+impl CliStepper<MagnetizedRigidBody, [f64; 9]> for CayleyEuler {}
+
 impl<S: ConstrainedModel<V, C> + ?Sized, V: ConstraintSpace<C>, C: Vector> CliStepper<S, V>
     for Shake<V, C>
 {
@@ -365,6 +441,8 @@ struct Job<'a> {
     xyz: Option<Vec<String>>,
     /// `--max-radius` (water): stop when a molecule leaves the cluster.
     cluster_guard: Option<ClusterGuard>,
+    /// Rigid body: an `orthogonality_defect` column `‖RᵀR − I‖_F` and its maximum in the summary.
+    orthogonality: bool,
 }
 
 impl<'a> Job<'a> {
@@ -378,7 +456,14 @@ impl<'a> Job<'a> {
             meta,
             xyz: None,
             cluster_guard: None,
+            orthogonality: false,
         }
+    }
+
+    /// Record `‖RᵀR − I‖_F` (9 coordinates, the rigid body).
+    fn with_orthogonality(mut self) -> Self {
+        self.orthogonality = true;
+        self
     }
 
     /// Stop when an oxygen is farther than `limit` from the cluster's centroid.
@@ -499,8 +584,8 @@ impl<'a> Job<'a> {
             IntegratorName::Newmark => Box::new(Newmark::new(beta, h)),
             IntegratorName::Newmark1 => Box::new(LinearlyImplicitNewmark::new(beta, h)),
             IntegratorName::Pushforward => Box::new(PushForwardNewmark::new(beta, h)),
-            IntegratorName::Shake | IntegratorName::Rattle => {
-                return Err("SHAKE and RATTLE are not penalty methods".into())
+            IntegratorName::Shake | IntegratorName::Rattle | IntegratorName::LieEuler => {
+                return Err("SHAKE, RATTLE and lie-euler are not penalty methods".into())
             }
         })
     }
@@ -562,6 +647,16 @@ impl<'a> Job<'a> {
         } else {
             csv
         };
+        let defect = |q: &V| {
+            <&[f64; 9]>::try_from(q.as_slice()).map_or(f64::NAN, rigid_body::orthogonality_defect)
+        };
+        if self.orthogonality {
+            csv = csv.with_column("orthogonality_defect", defect);
+        }
+        let mut max_defect = 0.0_f64;
+        let mut defect_observer = FnObserver(|_: &T, s: &StateOf<V>| {
+            max_defect = max_defect.max(defect(&s.q));
+        });
         let xyz_path = out.with_extension("xyz");
         let mut xyz = match &self.xyz {
             None => None,
@@ -618,6 +713,9 @@ impl<'a> Job<'a> {
             }
             if let Some(g) = cluster_guard.as_mut() {
                 observers.push(g);
+            }
+            if self.orthogonality {
+                observers.push(&mut defect_observer);
             }
             observers.push(&mut ticker);
             let stepper = stepper.as_mut();
@@ -680,6 +778,9 @@ impl<'a> Job<'a> {
                 residual.max_residual(),
                 residual.last_residual()
             );
+        }
+        if self.orthogonality {
+            println!("  max ‖RᵀR − I‖    {max_defect:>14.3e}   (distance from SO(3), Frobenius)");
         }
         if let Some((cholesky, fallbacks)) = stepper.solves() {
             println!(

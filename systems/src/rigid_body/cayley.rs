@@ -79,7 +79,10 @@ impl CayleyEuler {
         } else {
             [0.0; 3]
         };
-        let r_next = mat_mul(r, &cayley([h * omega_next[0], h * omega_next[1], h * omega_next[2]]));
+        let r_next = mat_mul(
+            r,
+            &cayley([h * omega_next[0], h * omega_next[1], h * omega_next[2]]),
+        );
         if !r_next.iter().flatten().all(|x| x.is_finite()) {
             return Err(AdvanceError::NonFinite("new rotation"));
         }

@@ -119,6 +119,13 @@ impl MagnetizedRigidBody {
     }
 }
 
+/// Coordinate names `R11, R12, …, R33` (row-major, `CONTRACT.md`).
+pub fn coordinate_names() -> Vec<String> {
+    (1..=3)
+        .flat_map(|i| (1..=3).map(move |j| format!("R{i}{j}")))
+        .collect()
+}
+
 /// The hat map `Ω ↦ Ω̂` (`Ω̂ x = Ω × x`): `[[0, -Ω3, Ω2], [Ω3, 0, -Ω1], [-Ω2, Ω1, 0]]`.
 pub fn hat(w: [f64; 3]) -> [[f64; 3]; 3] {
     [[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]]
