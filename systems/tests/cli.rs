@@ -655,3 +655,103 @@ fn assembled_systems_run_continue_from_state_files_and_evaluate() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(read("d7a.csv"), read("d7c.csv"));
 }
+
+#[test]
+fn rigid_body_runs_on_so3_and_as_a_penalized_system() {
+    let d = dir("rigid");
+    // eq. 34: R11…R33, the velocities Ṙ, energy and the distance from SO(3).
+    let o = zs(
+        &d,
+        &[
+            "run",
+            "rigid-body",
+            "--integrator",
+            "lie-euler",
+            "--t-end",
+            "10",
+            "--out",
+            "lie.csv",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (header, rows) = read_csv(&d.join("lie.csv"));
+    let names: Vec<&str> = header.iter().map(String::as_str).collect();
+    assert_eq!(
+        &names[..10],
+        ["t", "R11", "R12", "R13", "R21", "R22", "R23", "R31", "R32", "R33"]
+    );
+    assert_eq!(&names[19..], ["energy", "orthogonality_defect"]);
+    assert_eq!(rows.len(), 101);
+    let defect = rows.iter().map(|r| r[20]).fold(0.0_f64, f64::max);
+    assert!(defect < 1e-13, "{defect}");
+    assert!(stdout(&o).contains("max ‖RᵀR − I‖"));
+    // The same start with penalized Z&S and Bμ = +1: leaves SO(3) by the penalty's margin.
+    let o = zs(
+        &d,
+        &[
+            "run",
+            "rigid-body",
+            "--b-mu",
+            "1",
+            "--t-end",
+            "10",
+            "--out",
+            "zs.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Bμ = 1") && stdout(&o).contains("β = 0.2"));
+    let (_, rows) = read_csv(&d.join("zs.csv"));
+    let defect = rows.iter().map(|r| r[20]).fold(0.0_f64, f64::max);
+    assert!(defect > 1e-4, "{defect}");
+    // eval: V = Bμ R33 on SO(3) without --omega; the gradient is Bμ e33 there.
+    let o = zs(&d, &["eval", "rigid-body", "--in", "lie.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().starts_with("potential,dV_R11"));
+    for (line, row) in lines.zip(&read_csv(&d.join("lie.csv")).1) {
+        let v: Vec<f64> = line.split(',').map(|x| x.parse().unwrap()).collect();
+        assert!((v[0] - (-row[9])).abs() < 1e-15);
+        assert_eq!(v[9], -1.0);
+    }
+    // Options that do not apply.
+    for (args, needles) in [
+        (
+            &["run", "rigid-body", "--integrator", "shake"][..],
+            &["shake", "rigid-body"][..],
+        ),
+        (
+            &["run", "rigid-body", "--integrator", "zss-stiff"],
+            &["zss-stiff", "rigid-body"],
+        ),
+        (
+            &["run", "water", "--integrator", "lie-euler"],
+            &["lie-euler", "water"],
+        ),
+        (
+            &[
+                "run",
+                "rigid-body",
+                "--integrator",
+                "lie-euler",
+                "--omega",
+                "5",
+            ],
+            &["--omega", "lie-euler"],
+        ),
+        (&["run", "rigid-body", "--n", "3"], &["--n", "rigid-body"]),
+        (&["run", "chain", "--b-mu", "1"], &["--b-mu", "chain"]),
+        (
+            &["run", "rigid-body", "--b-mu", "inf"],
+            &["--b-mu", "finite"],
+        ),
+        (
+            &["eval", "dna", "--b-mu", "1", "--in", "lie.csv"],
+            &["--b-mu", "dna"],
+        ),
+    ] {
+        one_line_error(&zs(&d, args), args, needles);
+    }
+}

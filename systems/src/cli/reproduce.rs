@@ -30,6 +30,8 @@ pub enum ExperimentChoice {
     /// Tao & Owhadi Fig. 7: the same for 100 waters (minutes).
     #[value(name = "water-100")]
     Water100,
+    /// Tao & Owhadi §4.5, Figs. 9–10: magnetized rigid body, penalized Z&S vs the Lie-group eq. 34.
+    RigidBody,
     /// All of the above, one after another.
     All,
 }
@@ -48,6 +50,7 @@ impl ExperimentChoice {
             ExperimentChoice::WaterMultipliers => vec![Experiment::WaterMultipliers],
             ExperimentChoice::WaterRdf => vec![Experiment::WaterRdf],
             ExperimentChoice::Water100 => vec![Experiment::Water100],
+            ExperimentChoice::RigidBody => vec![Experiment::RigidBody],
             ExperimentChoice::All => Experiment::ALL.to_vec(),
         }
     }

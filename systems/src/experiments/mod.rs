@@ -16,6 +16,7 @@
 //! | `water-conservation` | Tao & Owhadi Fig. 6, energy and momenta of 7 rigid waters | [`water_conservation`] |
 //! | `water-rdf`, `water-100` | Tao & Owhadi Figs. 4 and 7, O–O distance histograms under Langevin | [`water_rdf`] |
 //! | `water-multipliers` | Tao & Owhadi Fig. 5, eq. 8 multipliers vs SHAKE's, ω = 500 | [`water_multipliers`] |
+//! | `rigid-body` | Tao & Owhadi §4.5, Figs. 9–10, penalized Z&S vs the Lie-group eq. 34 | [`rigid_body`] |
 //! | `dna` | Tao & Owhadi §4.4, Fig. 8, DNA ring of 200 base pairs, Z&S vs Verlet, run-time table | [`dna`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
@@ -28,6 +29,7 @@ pub mod double_pendulum;
 pub mod impulse_convergence;
 pub mod multipliers;
 pub mod plot;
+pub mod rigid_body;
 pub mod water_conservation;
 pub mod water_multipliers;
 pub mod water_rdf;
@@ -68,11 +70,14 @@ pub enum Experiment {
     WaterRdf,
     /// Tao & Owhadi Fig. 7: the same for 100 waters.
     Water100,
+    /// Tao & Owhadi §4.5, Figs. 9–10: the magnetized rigid body, penalized Z&S (two β) and
+    /// the Lie-group eq. 34 at h = 0.1 against eq. 34 at h = 1e-4, Bμ = −1 and +1.
+    RigidBody,
 }
 
 impl Experiment {
     /// Every experiment, in the order `zs reproduce all` runs them.
-    pub const ALL: [Experiment; 10] = [
+    pub const ALL: [Experiment; 11] = [
         Experiment::DoublePendulum,
         Experiment::ConstraintScaling,
         Experiment::Multipliers,
@@ -83,6 +88,7 @@ impl Experiment {
         Experiment::WaterMultipliers,
         Experiment::WaterRdf,
         Experiment::Water100,
+        Experiment::RigidBody,
     ];
 
     /// The command-line name, also the stem of the files it writes.
@@ -98,6 +104,7 @@ impl Experiment {
             Experiment::WaterMultipliers => "water-multipliers",
             Experiment::WaterRdf => "water-rdf",
             Experiment::Water100 => "water-100",
+            Experiment::RigidBody => "rigid-body",
         }
     }
 
@@ -157,6 +164,11 @@ impl Experiment {
                 };
                 let out = water_rdf::run(&cfg);
                 water_rdf::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+            }
+            Experiment::RigidBody => {
+                let cfg = rigid_body::Config::paper();
+                let out = rigid_body::run(&cfg);
+                rigid_body::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
             }
         }
     }

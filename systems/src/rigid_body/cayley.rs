@@ -103,8 +103,8 @@ pub fn solve_cubic(a: f64, b: f64) -> Result<f64, f64> {
         let f = s + a * s * s * s - b;
         let step = f / (1.0 + 3.0 * a * s * s);
         let next = s - step;
-        if !(next < s) || step <= 4.0 * f64::EPSILON * s {
-            // Monotone from above: a non-decrease means rounding is reached.
+        // Monotone from above: a non-decrease (or a NaN) means rounding is reached.
+        if next >= s || next.is_nan() || step <= 4.0 * f64::EPSILON * s {
             return Ok(next.min(s).max(0.0));
         }
         s = next;
