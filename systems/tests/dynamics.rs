@@ -104,22 +104,31 @@ fn triatomic_conserves_momentum_and_energy() {
 
 #[test]
 fn rigid_body_paper_run_stays_near_so3() {
-    let sys = MagnetizedRigidBody::paper();
-    let mut s = MagnetizedRigidBody::initial_state();
-    let e0 = sys.energy(&s);
-    let mut zs = ZhangSkeel::new(rigid_body::BETA, rigid_body::H);
-    let mut max_defect = 0.0_f64;
-    let mut max_de = 0.0_f64;
-    for _ in 0..10000 {
-        zs.step(&sys, &mut s).unwrap();
-        max_defect = max_defect.max(rigid_body::orthogonality_defect(&s.q));
-        max_de = max_de.max((sys.energy(&s) - e0).abs());
+    // Generic Z&S with β = 0.4 at h = 0.1: the penalty modes are far from resolved
+    // (ω_fast = 2√2·ω ≈ 28, h·ω_fast ≈ 2.8), yet the step is stable, stays near SO(3) and its
+    // energy error is bounded without drift: the same maximum over T ≤ 500 and 500 < T ≤ 1000
+    // (measured 4.4e-2 for Bμ = −1, 0.23 for Bμ = +1).
+    for b_mu in [-1.0, 1.0] {
+        let sys = MagnetizedRigidBody {
+            b_mu,
+            ..MagnetizedRigidBody::paper()
+        };
+        let mut s = MagnetizedRigidBody::initial_state();
+        let e0 = sys.energy(&s);
+        let mut zs = ZhangSkeel::new(rigid_body::BETA, rigid_body::H);
+        let mut max_defect = 0.0_f64;
+        let mut halves = [0.0_f64; 2];
+        for k in 0..10000 {
+            zs.step(&sys, &mut s).unwrap();
+            max_defect = max_defect.max(rigid_body::orthogonality_defect(&s.q));
+            let h = &mut halves[k / 5000];
+            *h = h.max((sys.energy(&s) - e0).abs());
+        }
+        println!(
+            "rigid body Bμ = {b_mu}, Z&S h = 0.1, ω = 10, T = 1000: max ‖RᵀR - I‖ = {max_defect:.2e}, max |ΔE| over each half {halves:?} (E0 = {e0})"
+        );
+        assert!(max_defect < 0.1, "{max_defect}");
+        assert!(halves[0] < 0.3, "{halves:?}");
+        assert!(halves[1] <= 1.05 * halves[0], "{halves:?}");
     }
-    println!(
-        "rigid body Z&S h = 0.1, ω = 10, T = 1000: max ‖RᵀR - I‖ = {max_defect:.2e}, max |ΔE| = {max_de:.2e} (E0 = {e0})"
-    );
-    assert!(max_defect < 0.1, "{max_defect}");
-    // At h = 0.1 the penalty modes are far from resolved (ω_fast = 2√2·ω ≈ 28, h·ω_fast ≈ 2.8): the energy error is
-    // large but bounded (0.23 at T = 100 and at T = 1000), no drift.
-    assert!(max_de < 0.3, "{max_de}");
 }
