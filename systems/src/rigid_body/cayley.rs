@@ -93,7 +93,7 @@ impl CayleyEuler {
 /// The unique root `s ≥ 0` of `s + a s³ = b` (`a, b ≥ 0`), by Newton from
 /// `min(b, (b/a)^{1/3})`, an upper bound of the root: the function is increasing and convex on
 /// `s ≥ 0`, so the iterates decrease monotonically to the root. `Err(residual)` if rounding is
-/// not reached in [`CUBIC_ITERATIONS`].
+/// not reached in 60 iterations.
 pub fn solve_cubic(a: f64, b: f64) -> Result<f64, f64> {
     if b == 0.0 {
         return Ok(0.0);
