@@ -72,7 +72,8 @@ pub use output::CsvRecorder;
 pub use state::{DynState, State, StateOf};
 pub use stepper::Stepper;
 pub use system::{
-    ConstraintCurvature, FastPotential, MechanicalSystem, Penalized, Potential, StiffSplit,
+    ConstraintCurvature, ConstraintThirdContraction, FastPotential, MechanicalSystem, Penalized,
+    Potential, StiffSplit,
 };
 pub use vector::Vector;
 pub use zs_macros::mechanical_system;
@@ -85,6 +86,9 @@ pub use multipliers::{PenalizedMultipliers, TimeSeries};
 pub use integrators::{
     Impulse, ImpulseStats, MollifiedImpulse, ProjectedImpulse, ProjectionOptions,
 };
+
+// Seed 004: any explicit Runge–Kutta method made variational (issue 10).
+pub use integrators::{PhaseBSolver, Tableau, TableauError, Variational};
 
 /// The README's example, compiled and run as a doctest so it cannot drift from the API.
 #[cfg(doctest)]

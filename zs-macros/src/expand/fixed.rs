@@ -76,7 +76,9 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
             .collect();
         let l = graph.sum(terms);
         let grad = graph.gradient(l, n);
-        graph.hessian(&grad)
+        // Σ_c λ_c ∇³g_c[a, a, ·] (seed 004's variational equations): the directional
+        // derivative applied twice to ∇(Σ_c λ_c g_c), as for V's third contraction.
+        (graph.hessian(&grad), graph.third_contraction(&grad))
     };
     // W of seed 003 (ε⁻² folded in).
     let fast = lowered.fast.map(|w| {
@@ -118,7 +120,9 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
         outs.extend(flat(&pen_stiff_hess));
         em.body(&graph, &outs, grad_mat)
     };
+    let (curvature, curvature_third) = curvature;
     let curvature_body = em.body(&graph, &flat(&curvature), mat);
+    let curvature_third_body = em.body(&graph, &curvature_third, vector);
 
     let pot = quote!(::zs_runtime::Potential<#n_lit>);
     let [p_value, p_gradient, p_hessian, p_third, p_gradient_hessian] = match &penalized {
@@ -268,6 +272,19 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
                 lambda: &[f64; #m_lit],
             ) -> [[f64; #n_lit]; #n_lit] {
                 #curvature_body
+            }
+        }
+
+        #allow
+        impl #impl_generics ::zs_runtime::ConstraintThirdContraction<#n_lit, #m_lit> for #self_ty #where_clause {
+            #[inline]
+            fn weighted_constraint_third_contraction(
+                &self,
+                q: &[f64; #n_lit],
+                a: &[f64; #n_lit],
+                lambda: &[f64; #m_lit],
+            ) -> [f64; #n_lit] {
+                #curvature_third_body
             }
         }
 

@@ -259,6 +259,18 @@ pub(crate) fn fallback(
                     [[0.0; #n_lit]; #n_lit]
                 }
             }
+
+            #allow
+            impl #impl_generics ::zs_runtime::ConstraintThirdContraction<#n_lit, #m_lit> for #self_ty #where_clause {
+                fn weighted_constraint_third_contraction(
+                    &self,
+                    q: &[f64; #n_lit],
+                    a: &[f64; #n_lit],
+                    lambda: &[f64; #m_lit],
+                ) -> [f64; #n_lit] {
+                    [0.0; #n_lit]
+                }
+            }
         }
     });
     quote! {

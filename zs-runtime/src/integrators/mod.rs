@@ -13,6 +13,7 @@
 //! | [`Yoshida4`] | triple-jump composition, Remark 2.1 (§10) | three inner steps |
 //! | [`Langevin`] | GLA: inner step ∘ exact OU flow, §4.3 eq. 27 (§11) | one inner step and `N` normal deviates |
 //! | [`Impulse`], [`MollifiedImpulse`], [`ProjectedImpulse`] | seed 003 §2 (§9), `H = T + U + W` | one slow force (+ projection) and `micro_steps` `∇W` |
+//! | [`Variational`] | any explicit Runge–Kutta tableau made variational (seed 004, `VARIATIONAL.md`) | two layer steps with exact derivatives, projections, a `2N+2d` solve, Newton or chord on `3N+3d` unknowns |
 //!
 //! Every step either advances the state by `h` (time included) or returns a
 //! [`StepError`] carrying the failing step's index and leaves the state
@@ -50,6 +51,10 @@ pub use impulse::{
     Impulse, ImpulseStats, ManifoldProjection, MollifiedImpulse, ProjectedImpulse,
     ProjectionFailure, ProjectionOptions,
 };
+
+// Any Runge–Kutta method made variational (seed 004, issue 10).
+pub mod variational;
+pub use variational::{PhaseBSolver, Tableau, TableauError, Variational};
 
 use crate::vector::Vector;
 use crate::StepError;
