@@ -88,7 +88,7 @@ pub use integrators::{
 };
 
 // Seed 004: any explicit Runge–Kutta method made variational (issue 10).
-pub use integrators::{PhaseBSolver, Tableau, TableauError, Variational};
+pub use integrators::{PhaseBSolver, ProjectedRungeKutta, Tableau, TableauError, Variational};
 
 /// The README's example, compiled and run as a doctest so it cannot drift from the API.
 #[cfg(doctest)]

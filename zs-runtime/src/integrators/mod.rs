@@ -54,7 +54,7 @@ pub use impulse::{
 
 // Any Runge–Kutta method made variational (seed 004, issue 10).
 pub mod variational;
-pub use variational::{PhaseBSolver, Tableau, TableauError, Variational};
+pub use variational::{PhaseBSolver, ProjectedRungeKutta, Tableau, TableauError, Variational};
 
 use crate::vector::Vector;
 use crate::StepError;

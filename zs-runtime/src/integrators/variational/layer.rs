@@ -23,6 +23,9 @@
 //! `g(q) = 0`, by Newton on `(q, θ)` from `(x, 0)` with `K = [I + Σθ_a H_a, Gᵀ; G, 0]`; its
 //! derivative `DP(x) = [I 0] K⁻¹ [I; 0]` (symmetric).
 
+// Index loops read best for the matrices and blocks of the equations written out here.
+#![allow(clippy::needless_range_loop)]
+
 use super::lu::{Lu, Singular};
 use super::tableau::Tableau;
 use crate::{ConstraintThirdContraction, MechanicalSystem};

@@ -1,6 +1,9 @@
 //! A dense LU with partial pivoting on storage allocated once (the systems of seed 004's step
 //! have run-time sizes `N + d`, `2N + 2d`, `3N + 3d`; a step allocates nothing).
 
+// Index loops read best for the matrices and blocks of the equations written out here.
+#![allow(clippy::needless_range_loop)]
+
 use crate::linalg::singular_threshold;
 
 /// `n × n` row-major matrix and its LU factors in place, with the row permutation.
