@@ -18,6 +18,9 @@
 //!   gravity `U`, fast springs `W` with stiffness `k_i/ε²`, their minimum manifold as 2
 //!   constraints), for the impulse family; [`stiff_spring::convergence_table`] is Figs. 1–3.
 //!
+//! - [`pendulum`]: the planar and the spherical pendulum in Cartesian coordinates, seed 004's
+//!   checks (`VARIATIONAL.md` §4).
+//!
 //! [`experiments`] reproduces the papers' figures (`zs reproduce`).
 //!
 //! [`testing`] has the error measures and finite differences the derivative tests use.
@@ -27,6 +30,7 @@ pub mod cli;
 pub mod dna;
 pub mod double_pendulum;
 pub mod experiments;
+pub mod pendulum;
 pub mod rigid_body;
 pub mod stiff_spring;
 pub mod testing;

@@ -10,36 +10,11 @@
 mod counting_alloc;
 
 use zs_runtime::{
-    mechanical_system, ConstraintThirdContraction, MechanicalSystem, PhaseBSolver,
-    ProjectedRungeKutta, State, StepError, Tableau, TableauError, Variational,
+    ConstraintThirdContraction, MechanicalSystem, PhaseBSolver, ProjectedRungeKutta, State,
+    StepError, Tableau, TableauError, Variational,
 };
+use zs_systems::pendulum::{Pendulum, SphericalPendulum};
 use zs_systems::DoublePendulum;
-
-/// Pendulum in Cartesian coordinates: N = 2, d = 1, M = I, V = y, g = x² + y² − 1.
-struct Pendulum;
-
-#[mechanical_system]
-impl Pendulum {
-    fn potential(&self, q: &[f64; 2]) -> f64 {
-        q[1]
-    }
-    fn constraints(&self, q: &[f64; 2]) -> [f64; 1] {
-        [q[0] * q[0] + q[1] * q[1] - 1.0]
-    }
-}
-
-/// Spherical pendulum: N = 3, d = 1, V = z, g = |q|² − 1 (invariant under rotations about z).
-struct Spherical;
-
-#[mechanical_system]
-impl Spherical {
-    fn potential(&self, q: &[f64; 3]) -> f64 {
-        q[2]
-    }
-    fn constraints(&self, q: &[f64; 3]) -> [f64; 1] {
-        [q[0] * q[0] + q[1] * q[1] + q[2] * q[2] - 1.0]
-    }
-}
 
 fn tableaux() -> [Tableau; 4] {
     [
@@ -50,33 +25,16 @@ fn tableaux() -> [Tableau; 4] {
     ]
 }
 
-/// The pendulum at angle φ from the downward vertical with angular velocity ω.
 fn pendulum_at(phi: f64, omega: f64) -> State<2> {
-    let (s, c) = phi.sin_cos();
-    State::new([s, -c], [omega * c, omega * s])
+    Pendulum::at(phi, omega)
 }
 
-/// `VARIATIONAL.md` §4's start: q0 = (sin 1, −cos 1), v0 = 0.5 (cos 1, sin 1).
 fn pendulum_start() -> State<2> {
-    pendulum_at(1.0, 0.5)
+    Pendulum::initial_state()
 }
 
-/// The exact pendulum, φ'' = −sin φ, by RK4 in φ at 2·10⁵ steps (error ~1e-16).
 fn pendulum_exact(t_end: f64) -> State<2> {
-    let n = 200_000;
-    let h = t_end / n as f64;
-    let f = |y: [f64; 2]| [y[1], -y[0].sin()];
-    let mut y = [1.0, 0.5];
-    for _ in 0..n {
-        let k1 = f(y);
-        let k2 = f([y[0] + 0.5 * h * k1[0], y[1] + 0.5 * h * k1[1]]);
-        let k3 = f([y[0] + 0.5 * h * k2[0], y[1] + 0.5 * h * k2[1]]);
-        let k4 = f([y[0] + h * k3[0], y[1] + h * k3[1]]);
-        for i in 0..2 {
-            y[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
-        }
-    }
-    pendulum_at(y[0], y[1])
+    Pendulum::exact(1.0, 0.5, t_end, 200_000)
 }
 
 fn run<S, const N: usize, const M: usize>(
@@ -272,7 +230,7 @@ fn spherical_pendulum_form_on_a_basis_of_the_cotangent_bundle_is_preserved() {
         let mut s = state_of(c);
         let mut out = [[0.0; 6]; 2];
         for row in &mut out {
-            m.step(&Spherical, &mut s).unwrap();
+            m.step(&SphericalPendulum, &mut s).unwrap();
             let (q, mu) = m.discrete_momentum().unwrap();
             row[..3].copy_from_slice(&q);
             row[3..].copy_from_slice(&mu);
@@ -315,12 +273,11 @@ fn spherical_pendulum_form_on_a_basis_of_the_cotangent_bundle_is_preserved() {
 fn spherical_pendulum_discrete_noether_momentum_is_constant() {
     // VARIATIONAL.md §4.5: (q̄ × μ)_z constant to 5e-15; (q × v)_z varies by 6e-5 (RK4, h = 0.2).
     let mut m = Variational::new(Tableau::rk4(), 0.0, 0.2);
-    let (s, c) = 1f64.sin_cos();
-    let mut st = State::new([s, 0.0, -c], [0.0, 0.8, 0.0]);
+    let mut st = SphericalPendulum::initial_state();
     let (mut j_min, mut j_max) = (f64::INFINITY, f64::NEG_INFINITY);
     let (mut l_min, mut l_max) = (f64::INFINITY, f64::NEG_INFINITY);
     for _ in 0..500 {
-        m.step(&Spherical, &mut st).unwrap();
+        m.step(&SphericalPendulum, &mut st).unwrap();
         let (q, mu) = m.discrete_momentum().unwrap();
         let j = q[0] * mu[1] - q[1] * mu[0];
         let l = st.q[0] * st.v[1] - st.q[1] * st.v[0];
@@ -339,7 +296,7 @@ fn spherical_pendulum_discrete_noether_momentum_is_constant() {
 }
 
 fn pendulum_energy(s: &State<2>) -> f64 {
-    0.5 * (s.v[0] * s.v[0] + s.v[1] * s.v[1]) + Pendulum.potential(&s.q)
+    Pendulum::energy(s)
 }
 
 #[test]
