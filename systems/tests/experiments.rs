@@ -624,3 +624,61 @@ fn rigid_body_lie_group_method_keeps_so3_where_penalized_zs_does_not() {
     assert_eq!(report.tables[1].rows.len(), 3);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn variational_study_orders_energy_and_files() {
+    use zs_systems::experiments::variational::{self, energy_tenths, fitted_order, Config};
+    let cfg = Config::quick();
+    let out = variational::run(&cfg);
+    assert_eq!(out.systems.len(), 3);
+    for sys in &out.systems {
+        for (k, m) in out.methods.iter().enumerate() {
+            let p = fitted_order(&cfg.steps, &sys.errors[k]);
+            let r = match m.tableau.name() {
+                "euler" => 1.0,
+                "heun" => 2.0,
+                "kutta3" => 3.0,
+                _ => 4.0,
+            };
+            // Variational α⁻ = −½ gains an order for odd r (its layer is symmetric).
+            let want = match m.alpha {
+                Some(a) if a < 0.0 => 2.0 * (r / 2.0_f64).ceil(),
+                _ => r,
+            };
+            assert!(
+                (p - want).abs() < 0.45,
+                "{} {}: order {p}, expected {want}",
+                sys.name,
+                m.label()
+            );
+            // Every variational run keeps its energy error: same maximum in the first and the
+            // last tenth of the long run (pendula, T = 50; the double pendulum's quick run, T = 5,
+            // is too short for its first tenth to reach the maximum: the full run shows it).
+            if m.alpha.is_some() && sys.name != "double pendulum" {
+                let (first, last) = energy_tenths(sys.long.1, &sys.energy[k]);
+                assert!(
+                    last <= 1.25 * first && first.is_finite(),
+                    "{} {}: {first} {last}",
+                    sys.name,
+                    m.label()
+                );
+            }
+        }
+    }
+    // The projected RK3 and RK4 drift on the pendulum (T = 50 here): the last tenth is worse.
+    let pendulum = &out.systems[0];
+    for (k, m) in out.methods.iter().enumerate() {
+        if m.alpha.is_none() && matches!(m.tableau.name(), "kutta3" | "rk4") {
+            let (first, last) = energy_tenths(pendulum.long.1, &pendulum.energy[k]);
+            assert!(last > 1.5 * first, "{}: {first} {last}", m.label());
+        }
+    }
+    let dir = scratch("variational");
+    let report = variational::write(&cfg, &out, &dir).unwrap();
+    assert_eq!(report.files.len(), 3);
+    for f in &report.files {
+        assert!(f.exists(), "{}", f.display());
+    }
+    assert_eq!(report.tables[0].rows.len(), 12);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

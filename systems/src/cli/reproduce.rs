@@ -32,6 +32,8 @@ pub enum ExperimentChoice {
     Water100,
     /// Tao & Owhadi §4.5, Figs. 9–10: magnetized rigid body, penalized Z&S vs the Lie-group eq. 34.
     RigidBody,
+    /// Seed 004: Runge–Kutta methods made variational vs projected (orders, long-time energy, cost).
+    Variational,
     /// All of the above, one after another.
     All,
 }
@@ -51,6 +53,7 @@ impl ExperimentChoice {
             ExperimentChoice::WaterRdf => vec![Experiment::WaterRdf],
             ExperimentChoice::Water100 => vec![Experiment::Water100],
             ExperimentChoice::RigidBody => vec![Experiment::RigidBody],
+            ExperimentChoice::Variational => vec![Experiment::Variational],
             ExperimentChoice::All => Experiment::ALL.to_vec(),
         }
     }
