@@ -75,7 +75,7 @@ impl Method {
     /// E.g. "rk4 variational α⁻ = −½", "rk4 projected".
     pub fn label(&self) -> String {
         match self.alpha {
-            Some(a) if a == 0.0 => format!("{} variational α⁻ = 0", self.tableau.name()),
+            Some(0.0) => format!("{} variational α⁻ = 0", self.tableau.name()),
             Some(a) => format!("{} variational α⁻ = {a}", self.tableau.name()),
             None => format!("{} projected", self.tableau.name()),
         }
@@ -193,7 +193,7 @@ where
         };
         let e = energy(&s) - e0;
         // A run that fails or leaves the energy by more than 10 is over (shown up to there).
-        if !ok || !(e.abs() < 10.0) {
+        if !ok || e.is_nan() || e.abs() >= 10.0 {
             break;
         }
         if k % every == 0 {
@@ -204,13 +204,19 @@ where
     (ts, es)
 }
 
-fn study<S, const N: usize, const M: usize>(
+/// One system of the study: its start, the convergence run's `T` and exact end state (if
+/// known), the long run's `(h, T)`.
+struct Case<const N: usize> {
     name: &'static str,
-    sys: &S,
     start: State<N>,
     t_end: f64,
     exact: Option<State<N>>,
     long: (f64, f64),
+}
+
+fn study<S, const N: usize, const M: usize>(
+    sys: &S,
+    case: Case<N>,
     energy: impl Fn(&State<N>) -> f64 + Copy,
     cfg: &Config,
     methods: &[Method],
@@ -218,6 +224,13 @@ fn study<S, const N: usize, const M: usize>(
 where
     S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
 {
+    let Case {
+        name,
+        start,
+        t_end,
+        exact,
+        long,
+    } = case;
     let finest = *cfg.steps.iter().max().unwrap_or(&80);
     let reference = exact.unwrap_or_else(|| {
         let rk4 = Method {
@@ -254,35 +267,41 @@ where
 pub fn run(cfg: &Config) -> Outcome {
     let methods = methods();
     let pendulum = study(
-        SYSTEMS[0],
         &Pendulum,
-        Pendulum::initial_state(),
-        2.0,
-        Some(Pendulum::exact(1.0, 0.5, 2.0, 200_000)),
-        cfg.long_pendula,
+        Case {
+            name: SYSTEMS[0],
+            start: Pendulum::initial_state(),
+            t_end: 2.0,
+            exact: Some(Pendulum::exact(1.0, 0.5, 2.0, 200_000)),
+            long: cfg.long_pendula,
+        },
         Pendulum::energy,
         cfg,
         &methods,
     );
     let spherical = study(
-        SYSTEMS[1],
         &SphericalPendulum,
-        SphericalPendulum::initial_state(),
-        2.0,
-        None,
-        cfg.long_pendula,
+        Case {
+            name: SYSTEMS[1],
+            start: SphericalPendulum::initial_state(),
+            t_end: 2.0,
+            exact: None,
+            long: cfg.long_pendula,
+        },
         SphericalPendulum::energy,
         cfg,
         &methods,
     );
     let dp = DoublePendulum::paper();
     let double = study(
-        SYSTEMS[2],
         &dp,
-        DoublePendulum::initial_state(),
-        1.0,
-        None,
-        cfg.long_double,
+        Case {
+            name: SYSTEMS[2],
+            start: DoublePendulum::initial_state(),
+            t_end: 1.0,
+            exact: None,
+            long: cfg.long_double,
+        },
         |s| dp.energy(s),
         cfg,
         &methods,
@@ -444,7 +463,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         _ => 3,
     };
     let style = |m: &Method| match m.alpha {
-        Some(a) if a == 0.0 => Style::LineMarkers,
+        Some(0.0) => Style::LineMarkers,
         Some(_) => Style::Dashed,
         None => Style::Markers,
     };
