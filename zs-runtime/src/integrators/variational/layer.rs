@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Its derivatives with respect to the initial `(q, v)` are exact derivatives of the numerical
-//! map: the same tableau applied to the variational equations (seed 004 ref. [6], Lemma 4.1),
+//! map: the same tableau applied to the variational equations (seed 004, its reference 6, Lemma 4.1),
 //!
 //! ```text
 //! [M −Gᵀ; −G 0] [δA; δλ] = [−∇²V δq + Σ_a λ_a H_a δq;  ∇³g_a[v,v,δq] + Aᵀ H_a δq + 2 vᵀ H_a δv],
