@@ -98,6 +98,8 @@ use proc_macro::TokenStream;
 ///   computing `Hess(V1 + ½ω² Σ g_c²)` directly, which `Penalized`'s `StiffSplit` uses);
 /// - `impl ConstraintCurvature<N, M>`: `weighted_constraint_hessian(q, λ)` =
 ///   `Σ_c λ_c Hess g_c(q)` (zero when `M = 0`);
+/// - `impl ConstraintThirdContraction<N, M>`: `weighted_constraint_third_contraction(q, a, λ)` =
+///   `Σ_c λ_c ∇³g_c(q)[a, a, ·]`, what seed 004's variational equations need (`Variational`);
 /// - `impl FastPotential<N>` (`fast_potential`, `fast_gradient`, `fast_hessian`) when the block
 ///   has a `fast_potential`.
 #[proc_macro_attribute]
