@@ -466,3 +466,32 @@ fn a_step_allocates_nothing() {
     });
     assert_eq!(n, 0);
 }
+
+#[test]
+fn a_step_too_large_to_solve_is_a_typed_error() {
+    // h = 3, 6, 12 on the pendulum: the layer's segments no longer determine the step (VARIATIONAL.md
+    // §2 needs small h); the step fails with a typed error and the state is kept.
+    let mut failures = 0;
+    for h in [3.0, 6.0, 12.0] {
+        for solver in [PhaseBSolver::Newton, PhaseBSolver::Chord] {
+            let mut m = Variational::new(Tableau::rk4(), 0.0, h).with_solver(solver);
+            let s0 = pendulum_start();
+            let mut s = s0;
+            match m.step(&Pendulum, &mut s) {
+                Ok(()) => {}
+                Err(e) => {
+                    println!("h = {h}, {solver:?}: {e}");
+                    assert!(matches!(
+                        e,
+                        StepError::NotConverged { step: 0, .. }
+                            | StepError::SingularMatrix { step: 0, .. }
+                            | StepError::NonFinite { step: 0, .. }
+                    ));
+                    assert_eq!(s, s0);
+                    failures += 1;
+                }
+            }
+        }
+    }
+    assert!(failures > 0, "no step failed");
+}
