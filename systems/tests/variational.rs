@@ -366,14 +366,23 @@ fn chord_and_newton_agree() {
             let mut chord =
                 Variational::new(tab.clone(), alpha, 0.1).with_solver(PhaseBSolver::Chord);
             let mut a = pendulum_start();
-            let (mut worst, mut iterations) = (0.0_f64, 0);
+            let (mut worst, mut iterations, mut jacobians) = (0.0_f64, 0, 0);
             for _ in 0..20 {
                 let mut b = a;
                 newton.step(&Pendulum, &mut a).unwrap();
                 chord.step(&Pendulum, &mut b).unwrap();
                 worst = worst.max(max_diff(&a, &b));
                 iterations = iterations.max(chord.last_iterations());
+                jacobians = jacobians.max(newton.last_jacobians());
+                assert_eq!(chord.last_jacobians(), 0);
             }
+            // Simplified Newton: the finite-difference Jacobian is formed once or twice a step
+            // here, not at every iteration.
+            assert!(
+                (1..=2).contains(&jacobians),
+                "{} α⁻ = {alpha}: {jacobians}",
+                tab.name()
+            );
             println!(
                 "{} α⁻ = {alpha}: chord − Newton {worst:.1e}, chord iterations ≤ {iterations}, Newton {}",
                 tab.name(),

@@ -39,7 +39,9 @@ use crate::{ConstraintThirdContraction, MechanicalSystem, State, StepError, Step
 /// How Phase B's nonlinear system is solved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PhaseBSolver {
-    /// Newton with a forward-difference Jacobian of the (exact) residual.
+    /// Newton with a forward-difference Jacobian of the (exact) residual, formed at the first
+    /// iteration and again only when an iteration contracts by less than 10× (simplified
+    /// Newton), with one polishing iteration so that the solution is at rounding.
     Newton,
     /// The chord iteration `z ← z − J₀⁻¹F(z)` of §4.4, `J₀` the corrected linear part
     /// (`VARIATIONAL.md` §1, §5), factored once per step.
@@ -74,6 +76,7 @@ pub struct Variational<const N: usize, const M: usize> {
     mu: [f64; N],
     momentum: Option<([f64; N], [f64; N])>,
     iterations: usize,
+    jacobians: usize,
 }
 
 /// `Aᵀ Π` for `N × N` arrays.
@@ -108,6 +111,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
             mu: [0.0; N],
             momentum: None,
             iterations: 0,
+            jacobians: 0,
         }
     }
 
@@ -136,6 +140,11 @@ impl<const N: usize, const M: usize> Variational<N, M> {
     /// Phase B iterations of the last step.
     pub fn last_iterations(&self) -> usize {
         self.iterations
+    }
+
+    /// Finite-difference Jacobians Newton formed in the last step (0 for the chord).
+    pub fn last_jacobians(&self) -> usize {
+        self.jacobians
     }
 
     /// One step from `state` (on `TQ`). A failed step leaves `state` untouched.
@@ -271,6 +280,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
         self.z[..N].copy_from_slice(&q_guess);
         self.z[N..2 * N].copy_from_slice(&v_guess);
         self.z[2 * N + M..3 * N + M].copy_from_slice(&self.mu);
+        self.jacobians = 0;
         if self.solver == PhaseBSolver::Chord {
             self.chord_matrix(sys, q1)?;
         }
@@ -280,13 +290,19 @@ impl<const N: usize, const M: usize> Variational<N, M> {
         };
         let mut last = f64::NAN;
         let mut previous = f64::INFINITY;
+        let mut refresh = false;
+        let mut polish = true;
         for it in 1..=limit {
             let mut f = std::mem::take(&mut self.f);
             let r = self.residual(sys, &mut f);
             self.f = f;
             r?;
-            if self.solver == PhaseBSolver::Newton {
+            // Newton's finite-difference Jacobian costs 3N + 3d residual evaluations: it is
+            // formed at the first iteration and again only when an iteration contracted by
+            // less than 10× (simplified Newton); its accuracy only affects the speed.
+            if self.solver == PhaseBSolver::Newton && (it == 1 || refresh) {
                 self.jacobian(sys)?;
+                self.jacobians += 1;
             }
             let mut dz = std::mem::take(&mut self.f_probe);
             dz.copy_from_slice(&self.f);
@@ -309,21 +325,35 @@ impl<const N: usize, const M: usize> Variational<N, M> {
             // The chord converges linearly, at a rate ρ estimated from the last two updates:
             // its distance to the solution is about ρ/(1 − ρ) times the last update, and that,
             // not the update itself, must meet the tolerance (Newton's is far below it).
-            // The chord also aims ten times tighter, so that it lands within 1e-13 of
-            // Newton's solution (`VARIATIONAL.md` §4.7).
-            let factor = match self.solver {
+            // Both converge linearly once the matrix is not refreshed. The chord also aims ten
+            // times tighter, so that it lands within 1e-13 of Newton's solution
+            // (`VARIATIONAL.md` §4.7).
+            let rho = last / previous;
+            refresh = rho > 0.1;
+            let tighter = match self.solver {
                 PhaseBSolver::Newton => 1.0,
-                PhaseBSolver::Chord => {
-                    let rho = last / previous;
-                    if rho < 1.0 {
-                        10.0 * (rho / (1.0 - rho)).max(1.0)
-                    } else {
-                        f64::INFINITY
-                    }
-                }
+                PhaseBSolver::Chord => 10.0,
+            };
+            let factor = if rho < 1.0 {
+                tighter * (rho / (1.0 - rho)).max(1.0)
+            } else if it == 1 {
+                tighter
+            } else {
+                f64::INFINITY
             };
             previous = last;
-            if factor * dq <= 1e-13 * (1.0 + sq) && factor * dv <= 1e-13 * (1.0 + sv) {
+            // An update at the rounding floor ends the iteration whatever its rate.
+            let floor = 8.0 * f64::EPSILON;
+            let met = (factor * dq <= 1e-13 * (1.0 + sq) && factor * dv <= 1e-13 * (1.0 + sv))
+                || (dq <= floor * (1.0 + sq) && dv <= floor * (1.0 + sv));
+            // Met with a Jacobian that contracts only linearly: one more iteration brings the
+            // solution to rounding, which the discrete Noether momenta and symplecticity see
+            // (a quadratically converging step is already there).
+            if met && polish && rho > 1e-3 && self.solver == PhaseBSolver::Newton {
+                polish = false;
+                continue;
+            }
+            if met {
                 self.iterations = it;
                 let q2 = core::array::from_fn(|n| self.z[n]);
                 let v2 = core::array::from_fn(|n| self.z[N + n]);
