@@ -525,7 +525,14 @@ impl<'a> Job<'a> {
         } else if system.constraint_count() > 0 {
             format!("the penalized potential V + ½ω²|g|², ω = {}", p.omega)
         } else {
-            "V (no constraints)".to_string()
+            if args.system == SystemName::RigidBody {
+                format!(
+                    "V = Bμ R33 + ½ω²‖RᵀR − I‖², ω = {} (the penalty is part of V)",
+                    p.omega
+                )
+            } else {
+                "V (no constraints)".to_string()
+            }
         };
         let langevin = match (args.gamma, args.kt) {
             (Some(g), Some(kt)) => format!(
