@@ -353,6 +353,9 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
             "‖RᵀR − I‖ (floor 1e-17)",
         )
         .scales(Scale::Linear, Scale::Log)
+        // Fixed, so that eq. 34's rounding-level values (~1e-14) are on the plot next to the
+        // penalized method's ~1e-2 (a fitted log axis spans 12 decades below the maximum).
+        .y_range(1e-17, 1.0)
         .legend(LegendPosition::Hidden);
         for s in series(&|m| &m.defect, true) {
             defect = defect.with(s);
