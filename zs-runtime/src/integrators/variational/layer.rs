@@ -65,7 +65,7 @@ pub(crate) struct Flow<const N: usize> {
     pub(crate) lv: [f64; N],
 }
 
-/// The projection `P(x)`: the point `q` on `Q`, the multiplier `θ` and `Π = DP(x)`.
+/// The projection `P(x)`: the point `q` on `Q` and `Π = DP(x)`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Projected<const N: usize> {
     pub(crate) q: [f64; N],
