@@ -28,7 +28,7 @@
 
 use super::lu::{Lu, Singular};
 use super::tableau::Tableau;
-use crate::{ConstraintThirdContraction, MechanicalSystem};
+use crate::{ConstraintThirdContraction, MechanicalSystem, StepError};
 
 /// A value or a tangent of `y = (q, v, S)`.
 #[derive(Debug, Clone, Copy)]
@@ -81,6 +81,29 @@ pub(crate) enum LayerError {
     Projection(f64),
     /// A non-finite value in the named quantity.
     NonFinite(&'static str),
+}
+
+impl LayerError {
+    /// The typed error of the step `step` starting at time `t`.
+    pub(crate) fn at(self, step: u64, t: f64) -> StepError {
+        match self {
+            LayerError::Singular(s) => StepError::SingularMatrix {
+                step,
+                t,
+                n: s.n,
+                pivot: s.pivot,
+                max_pivot: s.max_pivot,
+            },
+            LayerError::Projection(residual) => StepError::NotConverged {
+                step,
+                t,
+                solver: "Newton on the projection P (seed 004, Stage 3)",
+                iterations: PROJECTION_ITERATIONS,
+                residual,
+            },
+            LayerError::NonFinite(what) => StepError::NonFinite { step, t, what },
+        }
+    }
 }
 
 impl From<Singular> for LayerError {

@@ -33,6 +33,7 @@ pub use tableau::{Tableau, TableauError};
 use layer::{Flow, Layer, LayerError};
 use lu::Lu;
 
+use super::{check_finite, check_h};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::{ConstraintThirdContraction, MechanicalSystem, State, StepError, Stepper};
 
@@ -158,33 +159,10 @@ impl<const N: usize, const M: usize> Variational<N, M> {
         S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
     {
         let (step, t, h) = (self.steps, state.t, self.h);
-        if !(h.is_finite() && h != 0.0) {
-            return Err(StepError::InvalidStepSize { step, t, h });
-        }
-        if !state.q.iter().chain(&state.v).all(|x| x.is_finite()) {
-            return Err(StepError::NonFinite {
-                step,
-                t,
-                what: "state",
-            });
-        }
-        let layer_error = |e: LayerError| match e {
-            LayerError::Singular(s) => StepError::SingularMatrix {
-                step,
-                t,
-                n: s.n,
-                pivot: s.pivot,
-                max_pivot: s.max_pivot,
-            },
-            LayerError::Projection(residual) => StepError::NotConverged {
-                step,
-                t,
-                solver: "Newton on the projection P (seed 004, Stage 3)",
-                iterations: 50,
-                residual,
-            },
-            LayerError::NonFinite(what) => StepError::NonFinite { step, t, what },
-        };
+        check_h(h, step, t)?;
+        check_finite(&state.q, "state", step, t)?;
+        check_finite(&state.v, "state", step, t)?;
+        let layer_error = |e: LayerError| e.at(step, t);
         self.phase_a(system, &state.q, &state.v)
             .map_err(layer_error)?;
         let (q2, v2) = self
@@ -572,26 +550,10 @@ impl<const N: usize, const M: usize> ProjectedRungeKutta<N, M> {
         S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
     {
         let (step, t, h) = (self.steps, state.t, self.h);
-        if !(h.is_finite() && h != 0.0) {
-            return Err(StepError::InvalidStepSize { step, t, h });
-        }
-        let fail = |e: LayerError| match e {
-            LayerError::Singular(s) => StepError::SingularMatrix {
-                step,
-                t,
-                n: s.n,
-                pivot: s.pivot,
-                max_pivot: s.max_pivot,
-            },
-            LayerError::Projection(residual) => StepError::NotConverged {
-                step,
-                t,
-                solver: "Newton on the projection P",
-                iterations: 50,
-                residual,
-            },
-            LayerError::NonFinite(what) => StepError::NonFinite { step, t, what },
-        };
+        check_h(h, step, t)?;
+        check_finite(&state.q, "state", step, t)?;
+        check_finite(&state.v, "state", step, t)?;
+        let fail = |e: LayerError| e.at(step, t);
         let f = self
             .layer
             .flow(system, h, &state.q, &state.v)
