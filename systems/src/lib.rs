@@ -29,6 +29,7 @@ pub mod chain;
 pub mod cli;
 pub mod dna;
 pub mod double_pendulum;
+#[cfg(feature = "experiments")]
 pub mod experiments;
 pub mod pendulum;
 pub mod rigid_body;

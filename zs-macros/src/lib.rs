@@ -84,7 +84,7 @@ use proc_macro::TokenStream;
 /// integer arithmetic mixed with `f64`s, recursion between helpers, macros, closures, ...
 /// After an error the block (with the bodies the macro interpreted replaced by
 /// `unreachable!()`, so that rustc does not repeat the macro's messages) and dummy trait impls
-/// are still emitted, so no cascade follows. `tests/ui/` holds one compile-fail test per
+/// are still emitted, so no cascade follows. `tests/compile-fail/ui/` holds one compile-fail test per
 /// mistake, with the exact message.
 ///
 /// # Generated code

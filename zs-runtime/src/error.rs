@@ -93,6 +93,19 @@ pub enum StepError {
         /// The limit.
         limit: f64,
     },
+    /// The linear system needs one of faer's factorizations, and this build lacks them
+    /// (zs-runtime without its `faer` feature; see [`crate::sparse`]).
+    #[error("step {step} (t = {t}): the {n}x{n} linear system {reason}: build zs-runtime with its `faer` feature")]
+    NeedsFaer {
+        /// Failing step.
+        step: u64,
+        /// Time at the start of the step.
+        t: f64,
+        /// Dimension.
+        n: usize,
+        /// Why.
+        reason: &'static str,
+    },
     /// An iterative solve (Newton, SHAKE) did not converge.
     #[error("step {step} (t = {t}): {solver} did not converge in {iterations} iterations (residual {residual:e})")]
     NotConverged {
@@ -118,6 +131,7 @@ impl StepError {
             | StepError::GuardViolated { step, .. }
             | StepError::NonFinite { step, .. }
             | StepError::InvalidStepSize { step, .. }
+            | StepError::NeedsFaer { step, .. }
             | StepError::NotConverged { step, .. } => *step,
         }
     }
@@ -132,6 +146,7 @@ impl StepError {
             | StepError::GuardViolated { step, t, .. }
             | StepError::NonFinite { step, t, .. }
             | StepError::InvalidStepSize { step, t, .. }
+            | StepError::NeedsFaer { step, t, .. }
             | StepError::NotConverged { step, t, .. } => {
                 *step = new_step;
                 *t = new_t;
@@ -148,6 +163,7 @@ impl StepError {
             | StepError::GuardViolated { t, .. }
             | StepError::NonFinite { t, .. }
             | StepError::InvalidStepSize { t, .. }
+            | StepError::NeedsFaer { t, .. }
             | StepError::NotConverged { t, .. } => *t,
         }
     }
@@ -162,6 +178,7 @@ impl StepError {
             StepError::GuardViolated { .. } => "guard-violated",
             StepError::NonFinite { .. } => "non-finite",
             StepError::InvalidStepSize { .. } => "invalid-step-size",
+            StepError::NeedsFaer { .. } => "needs-faer",
             StepError::NotConverged { .. } => "not-converged",
         }
     }

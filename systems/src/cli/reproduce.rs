@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+#[cfg(feature = "experiments")]
 use crate::experiments::Experiment;
 
 /// Which experiments `zs reproduce` runs.
@@ -38,6 +39,7 @@ pub enum ExperimentChoice {
     All,
 }
 
+#[cfg(feature = "experiments")]
 impl ExperimentChoice {
     /// The experiments this choice stands for.
     pub fn experiments(self) -> Vec<Experiment> {
@@ -70,7 +72,22 @@ pub struct ReproduceArgs {
     pub out_dir: PathBuf,
 }
 
+/// `zs reproduce` in a build without the `experiments` feature: the command that builds it.
+#[cfg(not(feature = "experiments"))]
+pub fn reproduce(args: &ReproduceArgs) -> Result<(), String> {
+    use clap::ValueEnum;
+    let name = args
+        .experiment
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string());
+    Err(format!(
+        "this zs was built without the experiments (cargo feature `experiments`): run \
+         `cargo run --release -p zs-systems --features experiments --bin zs -- reproduce {name}`"
+    ))
+}
+
 /// Run `zs reproduce` with parsed arguments; `Err` is the one-line message to print.
+#[cfg(feature = "experiments")]
 pub fn reproduce(args: &ReproduceArgs) -> Result<(), String> {
     if !args.out_dir.is_dir() {
         std::fs::create_dir_all(&args.out_dir).map_err(|e| {

@@ -286,6 +286,15 @@ fn check_options(args: &RunArgs) -> Result<(), String> {
             clap_name(method)
         ));
     }
+    if cfg!(not(feature = "faer"))
+        && matches!(method, IntegratorName::Shake | IntegratorName::Rattle)
+        && matches!(args.system, SystemName::Chain | SystemName::Water)
+    {
+        return Err(format!(
+            "--integrator {} on {sys} solves SHAKE's sparse Newton system with faer's LU, which this build leaves out: build with `--features faer` (cargo run --release -p zs-systems --features faer --bin zs -- run ...)",
+            clap_name(method)
+        ));
+    }
     if args.init.is_some() && args.resume.is_some() {
         return Err("--init and --resume exclude each other: a resumed run continues from its checkpoint's state".into());
     }

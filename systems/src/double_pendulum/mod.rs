@@ -23,9 +23,9 @@
 //! public contract's (`l1`, `l2`, `gravity`; `CONTRACT.md`). The hand-written
 //! [`reference`](mod@reference) and the [`generalized`](mod@generalized) model accept general masses.
 
+#[cfg(feature = "num-dual")]
 pub mod dual;
 pub mod generalized;
-pub mod hand_step;
 pub mod reference;
 
 use zs_runtime::{mechanical_system, State};

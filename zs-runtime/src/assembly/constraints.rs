@@ -13,7 +13,9 @@ use super::system::Assembled;
 use super::terms::{Local, Terms};
 use crate::linalg::{ShiftedSolve, SolveFailure, SolveOptions};
 use crate::model::{ConstrainedModel, ConstraintSolve, ConstraintSpace, Jacobian};
-use crate::sparse::{Backend, BlockLayout, SparseLu, SparseMatrix, SparseSolver};
+#[cfg(feature = "faer")]
+use crate::sparse::SparseLu;
+use crate::sparse::{Backend, BlockLayout, SparseMatrix, SparseSolver};
 
 /// The Jacobian of the constraints of an assembled system: row `c` is `∇g_c`, stored as its (at
 /// most) two body blocks of `d` entries; the pattern (which free bodies each row touches) is
@@ -162,6 +164,9 @@ pub struct SparseConstraintSolver {
     gram: SparseMatrix,
     solver: SparseSolver,
     zeros: Vec<f64>,
+    /// The Newton matrix's LU (faer's sparse LU: without the `faer` feature SHAKE's Newton
+    /// solve on an assembled system is [`SolveFailure::NeedsFaer`]).
+    #[cfg(feature = "faer")]
     newton: SparseLu,
 }
 
@@ -187,28 +192,35 @@ impl SparseConstraintSolver {
             }
         }
         let layout = BlockLayout::new(1, m, pairs);
-        // Both triangles of the same pattern, for the nonsymmetric Newton matrix.
-        let mut neighbours: Vec<Vec<u32>> = (0..m as u32).map(|c| vec![c]).collect();
-        for &(r, c) in layout.pairs() {
-            if r != c {
-                neighbours[r as usize].push(c);
-                neighbours[c as usize].push(r);
-            }
-        }
-        let mut col_ptr = vec![0u32];
-        let mut row_idx = Vec::new();
-        for mut rows in neighbours {
-            rows.sort_unstable();
-            row_idx.extend(rows);
-            col_ptr.push(row_idx.len() as u32);
-        }
         Self {
             gram: SparseMatrix::zeros(layout.clone()),
-            solver: SparseSolver::new(layout, backend),
+            solver: SparseSolver::new(layout.clone(), backend),
             zeros: vec![0.0; m],
-            newton: SparseLu::new(m, col_ptr, row_idx),
+            #[cfg(feature = "faer")]
+            newton: newton_lu(&layout),
         }
     }
+}
+
+/// The LU of the Newton matrix `G(Q) M⁻¹ G(q_n)ᵀ`, in both triangles of the coupling pattern.
+#[cfg(feature = "faer")]
+fn newton_lu(layout: &BlockLayout) -> SparseLu {
+    let m = layout.bodies();
+    let mut neighbours: Vec<Vec<u32>> = (0..m as u32).map(|c| vec![c]).collect();
+    for &(r, c) in layout.pairs() {
+        if r != c {
+            neighbours[r as usize].push(c);
+            neighbours[c as usize].push(r);
+        }
+    }
+    let mut col_ptr = vec![0u32];
+    let mut row_idx = Vec::new();
+    for mut rows in neighbours {
+        rows.sort_unstable();
+        row_idx.extend(rows);
+        col_ptr.push(row_idx.len() as u32);
+    }
+    SparseLu::new(m, col_ptr, row_idx)
 }
 
 /// `Σ` over the bodies rows `r` of `a` and `c` of `b` share of `a_r · (w ∘ b_c)` on that body.
@@ -265,8 +277,19 @@ impl ConstraintSolve<Vec<f64>, Vec<f64>, SparseJacobian> for SparseConstraintSol
         d: &SparseJacobian,
         x: &mut Vec<f64>,
     ) -> Result<(), SolveFailure> {
-        self.newton.fill(|r, c| shared_dot(a, r, d, c, None));
-        self.newton.factor_solve(x)
+        #[cfg(feature = "faer")]
+        {
+            self.newton.fill(|r, c| shared_dot(a, r, d, c, None));
+            self.newton.factor_solve(x)
+        }
+        #[cfg(not(feature = "faer"))]
+        {
+            let _ = (a, d);
+            Err(SolveFailure::NeedsFaer {
+                n: x.len(),
+                reason: "is SHAKE's nonsymmetric Newton matrix and needs a sparse LU",
+            })
+        }
     }
 }
 

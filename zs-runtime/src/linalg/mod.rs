@@ -98,6 +98,16 @@ pub enum SolveFailure {
         /// Which one (`"linear system matrix"`, `"right-hand side"`, `"linear solve solution"`).
         what: &'static str,
     },
+    /// The system needs one of faer's factorizations and this build has no `faer` feature
+    /// ([`crate::sparse`]): an indefinite or ill-balanced matrix that the banded `LDLᵀ` cannot
+    /// factor accurately without pivoting, or the nonsymmetric Newton matrix of SHAKE on an
+    /// assembled system.
+    NeedsFaer {
+        /// Dimension.
+        n: usize,
+        /// Why, e.g. "is indefinite or ill-balanced and needs a pivoting factorization".
+        reason: &'static str,
+    },
 }
 
 impl SolveFailure {
@@ -127,6 +137,7 @@ impl SolveFailure {
                 limit,
             },
             SolveFailure::NonFinite { what } => StepError::NonFinite { step, t, what },
+            SolveFailure::NeedsFaer { n, reason } => StepError::NeedsFaer { step, t, n, reason },
         }
     }
 }

@@ -12,14 +12,16 @@
 //! backend's test); as [`Factorization::Ldlt`] when some pivot is negative (indefinite) but the
 //! pivots are balanced and the backward error is below [`BACKWARD_TOLERANCE`]; otherwise the
 //! solve is handed to the general sparse backend ([`super::faer_backend`]: `LDLᵀ`, pivoting LU,
-//! singular detection), made at set-up. For the DNA ring (`n = 200`, `b = 2`) this takes about a
+//! singular detection), made at set-up — or, without the `faer` feature, it fails with
+//! [`SolveFailure::NeedsFaer`]. For the DNA ring (`n = 200`, `b = 2`) this takes about a
 //! microsecond where the general backend, whose per-call overheads dominate at this size, takes
 //! ten (`BENCHMARKS.md`).
 
 use std::sync::Arc;
 
-use super::faer_backend::{FaerSolver, BACKWARD_TOLERANCE};
-use super::{inverse_norm_estimate, BlockLayout, SparseMatrix};
+#[cfg(feature = "faer")]
+use super::faer_backend::FaerSolver;
+use super::{inverse_norm_estimate, BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
 use crate::linalg::{singular_threshold, Factorization, SolveFailure, SolveOptions};
 
 /// Marks a band entry outside the pattern (structurally zero).
@@ -39,6 +41,7 @@ pub(super) struct Banded {
     /// Scratch: the permuted right-hand side and residual.
     y: Vec<f64>,
     r: Vec<f64>,
+    #[cfg(feature = "faer")]
     fallback: Box<FaerSolver>,
     /// Scratch of the condition estimate (three vectors, column sums, a permuted vector).
     work: [Vec<f64>; 5],
@@ -138,8 +141,9 @@ impl Banded {
                 }
             }
         }
-        let fallback = Box::new(FaerSolver::new(layout));
         Self {
+            #[cfg(feature = "faer")]
+            fallback: Box::new(FaerSolver::new(layout)),
             n,
             band,
             perm,
@@ -147,7 +151,6 @@ impl Banded {
             lb: vec![0.0; n * (band + 1)],
             y: vec![0.0; n],
             r: vec![0.0; n],
-            fallback,
             work: [
                 vec![0.0; n],
                 vec![0.0; n],
@@ -234,10 +237,10 @@ impl Banded {
         }
         let (n, b) = (self.n, self.band);
         let Some((lo, hi, positive)) = self.factor(masses, scale, h.values(), x) else {
-            return self.fallback.solve(masses, scale, h, x, options);
+            return self.fallback(masses, scale, h, x, options);
         };
         if lo < singular_threshold(n) * hi {
-            return self.fallback.solve(masses, scale, h, x, options);
+            return self.fallback(masses, scale, h, x, options);
         }
         Self::backward(&self.lb, n, b, &mut self.y);
         if !positive {
@@ -247,7 +250,7 @@ impl Banded {
             // NaN compares false, so a NaN backward error also falls back.
             let accepted = self.backward_error(x) <= BACKWARD_TOLERANCE;
             if !accepted {
-                return self.fallback.solve(masses, scale, h, x, options);
+                return self.fallback(masses, scale, h, x, options);
             }
         }
         if options.max_condition < f64::INFINITY {
@@ -265,6 +268,34 @@ impl Banded {
         } else {
             Err(SolveFailure::NonFinite {
                 what: "linear solve solution",
+            })
+        }
+    }
+
+    /// A solve the unpivoted `LDLᵀ` could not do: faer's pivoting factorizations, or without
+    /// them the failure (a non-finite matrix named as such).
+    #[cold]
+    fn fallback(
+        &mut self,
+        masses: &[f64],
+        scale: f64,
+        h: &SparseMatrix,
+        x: &mut [f64],
+        options: &SolveOptions,
+    ) -> Result<Factorization, SolveFailure> {
+        #[cfg(feature = "faer")]
+        return self.fallback.solve(masses, scale, h, x, options);
+        #[cfg(not(feature = "faer"))]
+        {
+            let _ = (masses, scale, x, options);
+            if !h.is_finite() || !masses.iter().all(|m| m.is_finite()) || !scale.is_finite() {
+                return Err(SolveFailure::NonFinite {
+                    what: "linear system matrix",
+                });
+            }
+            Err(SolveFailure::NeedsFaer {
+                n: self.n,
+                reason: "is indefinite or ill-balanced and needs a pivoting factorization",
             })
         }
     }

@@ -36,11 +36,8 @@ use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
 use faer::{Conj, MatMut, Par, Side};
 
 use super::lu::SparseLu;
-use super::{inverse_norm_estimate, BlockLayout, SparseMatrix};
+use super::{inverse_norm_estimate, BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
 use crate::linalg::{singular_threshold, Factorization, SolveFailure, SolveOptions};
-
-/// Largest accepted relative backward error of the unpivoted `LDLᵀ`.
-pub const BACKWARD_TOLERANCE: f64 = 1e-12;
 
 /// A compressed-column pattern with, per stored scalar, its index in the block values.
 #[derive(Debug)]

@@ -20,10 +20,18 @@
 //!   indefinite (the penalized pendulum chain, `SYSTEMS.md`): `LDLᵀ` on the same symbolic
 //!   structure, kept only if its pivots are balanced and its backward error small, then LU
 //!   with partial pivoting (faer's simplicial LU, COLAMD ordering). O(B) for chains.
+//!
+//! faer is behind the crate's `faer` feature (on by default). Without it, [`Backend::Auto`] and
+//! [`Backend::Sparse`] solve every layout that is not block diagonal with the banded backend
+//! (any bandwidth: `O(n b²)`, dense within the band), and a matrix that the banded `LDLᵀ`
+//! cannot factor accurately without pivoting is [`SolveFailure::NeedsFaer`], where faer's
+//! pivoting fallback would have solved it.
 
 mod banded;
 mod block;
+#[cfg(feature = "faer")]
 mod faer_backend;
+#[cfg(feature = "faer")]
 pub mod lu;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,6 +40,7 @@ use std::sync::Arc;
 use crate::linalg::{Factorization, ShiftedSolve, SolveFailure, SolveOptions};
 
 pub use block::MAX_BLOCK;
+#[cfg(feature = "faer")]
 pub use lu::SparseLu;
 
 /// The block pattern of a symmetric matrix with `d × d` blocks (see the [module docs](self)).
@@ -229,9 +238,15 @@ pub enum Backend {
     /// [`Backend::Auto`] picks for chains, rings, polymers), falling back to [`Backend::Sparse`]
     /// on an indefinite matrix it cannot factor accurately.
     Banded,
-    /// faer's sparse symmetric factorization (any layout).
+    /// faer's sparse symmetric factorization (any layout). Without the `faer` feature, the
+    /// banded backend at whatever bandwidth the layout has.
     Sparse,
 }
+
+/// Largest accepted relative backward error `‖b − Ax‖∞ / (‖A‖∞‖x‖∞ + ‖b‖∞)` of an unpivoted
+/// `LDLᵀ` of an indefinite matrix (banded and faer backends): without pivoting nothing bounds
+/// the growth of the factors, so the residual is the guard.
+pub(crate) const BACKWARD_TOLERANCE: f64 = 1e-12;
 
 /// [`Backend::Auto`] uses the banded backend up to this half-bandwidth (in scalars) after
 /// ordering; beyond, the general sparse one.
@@ -248,6 +263,7 @@ pub struct SparseSolver {
 enum Inner {
     Block(block::BlockDiagonal),
     Banded(Box<banded::Banded>),
+    #[cfg(feature = "faer")]
     Sparse(Box<faer_backend::FaerSolver>),
 }
 
@@ -270,27 +286,20 @@ impl SparseSolver {
                 Inner::Block(block::BlockDiagonal::new(&layout))
             }
             Backend::Auto if block_ok => Inner::Block(block::BlockDiagonal::new(&layout)),
-            Backend::Auto | Backend::Banded => {
-                let (order, width) = banded::rcm(&layout);
-                let band = (width + 1) * layout.block() - 1;
-                if backend == Backend::Banded || band <= MAX_AUTO_BANDWIDTH {
-                    Inner::Banded(Box::new(banded::Banded::new(layout.clone(), &order, width)))
-                } else {
-                    Inner::Sparse(Box::new(faer_backend::FaerSolver::new(layout.clone())))
-                }
-            }
-            Backend::Sparse => {
-                Inner::Sparse(Box::new(faer_backend::FaerSolver::new(layout.clone())))
+            Backend::Auto | Backend::Banded | Backend::Sparse => {
+                banded_or_general(&layout, backend)
             }
         };
         Self { layout, inner }
     }
 
     /// The backend in use.
+    #[must_use]
     pub fn backend(&self) -> Backend {
         match self.inner {
             Inner::Block(_) => Backend::BlockDiagonal,
             Inner::Banded(_) => Backend::Banded,
+            #[cfg(feature = "faer")]
             Inner::Sparse(_) => Backend::Sparse,
         }
     }
@@ -307,6 +316,23 @@ impl SparseSolver {
     pub fn layout(&self) -> &Arc<BlockLayout> {
         &self.layout
     }
+}
+
+/// The banded backend, or faer's general one when asked for ([`Backend::Sparse`]) or when
+/// [`Backend::Auto`] finds the band too wide (with the `faer` feature).
+fn banded_or_general(layout: &Arc<BlockLayout>, backend: Backend) -> Inner {
+    #[cfg(feature = "faer")]
+    if backend == Backend::Sparse {
+        return Inner::Sparse(Box::new(faer_backend::FaerSolver::new(layout.clone())));
+    }
+    let (order, width) = banded::rcm(layout);
+    let band = (width + 1) * layout.block() - 1;
+    #[cfg(feature = "faer")]
+    if backend == Backend::Auto && band > MAX_AUTO_BANDWIDTH {
+        return Inner::Sparse(Box::new(faer_backend::FaerSolver::new(layout.clone())));
+    }
+    let _ = (backend, band);
+    Inner::Banded(Box::new(banded::Banded::new(layout.clone(), &order, width)))
 }
 
 impl ShiftedSolve<Vec<f64>> for SparseSolver {
@@ -332,6 +358,7 @@ impl ShiftedSolve<Vec<f64>> for SparseSolver {
         match &mut self.inner {
             Inner::Block(b) => b.solve(masses, scale, hessian, x, options),
             Inner::Banded(b) => b.solve(masses, scale, hessian, x, options),
+            #[cfg(feature = "faer")]
             Inner::Sparse(s) => s.solve(masses, scale, hessian, x, options),
         }
     }

@@ -11,7 +11,7 @@ penalty). Velocity Verlet at h = 0.01 is the symplectic reference on the same pe
 potential.
 
 Usage: cargo build --release -p zs-systems --bin zs
-       python3 systems/benches/water_temperature.py [path/to/zs] [seeds]
+       python3 benches/water_temperature.py [path/to/zs] [seeds]
 Needs numpy. About 4 minutes on 2 cores (two runs at a time)."""
 import os
 import subprocess

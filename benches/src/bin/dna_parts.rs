@@ -1,6 +1,6 @@
 //! Time the parts of a DNA Z&S step (N from the command line, default 200), serial: the
 //! gradient, gradient + Hessian, the shifted solve, the third contraction, a whole Z&S step and a
-//! whole Verlet step. `cargo run --release -p zs-systems --example dna_parts -- 200`
+//! whole Verlet step. `cargo run --release -p zs-bench --bin dna_parts -- 200`
 use std::hint::black_box;
 use std::time::Instant;
 

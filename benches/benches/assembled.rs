@@ -1,10 +1,10 @@
-//! Assembled systems (issue 7): `cargo bench -p zs-systems --bench assembled` (BENCHMARKS.md,
+//! Assembled systems (issue 7): `cargo bench -p zs-bench --bench assembled` (BENCHMARKS.md,
 //! "Assembled systems"). Every bench times the steps of one continuing run (steady state: the
 //! stepper's cache holds `f_k`), restarted from the initial state every [`RESTART`] steps so the
 //! DNA run stays in its bounded regime.
 //!
 //! - `dna_zs_step/N`: a serial Z&S step (β = 0.3, h = 2) of the DNA ring, N = 200 … 51 200 —
-//!   the O(N) claim; `systems/benches/fit_slope.py` fits the log-log slope from criterion's output.
+//!   the O(N) claim; `benches/fit_slope.py` fits the log-log slope from criterion's output.
 //! - `dna_step_200/*`: Z&S (h = 2) and Verlet (h = 0.2) steps at N = 200, and the parts of a Z&S
 //!   step: gradient, gradient + Hessian (+ kept third-derivative tensors), the banded shifted
 //!   solve, the third contraction from the kept tensors.

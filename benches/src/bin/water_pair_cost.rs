@@ -3,9 +3,9 @@
 //! per pair with callgrind (deterministic):
 //!
 //! ```text
-//! cargo build --release -p zs-systems --example water_pair_cost
+//! cargo build --release -p zs-bench --bin water_pair_cost
 //! for r in 0 20; do valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-//!   target/release/examples/water_pair_cost 100 $r 2>&1 | grep Collected; done
+//!   target/release/water_pair_cost 100 $r 2>&1 | grep Collected; done
 //! ```
 //! With `reps = 20` the gradient is evaluated 5 × 20 = 100 times (best of 5 batches), so
 //! instructions per pair = (count(20) − count(0)) / (100 · 4950). See BENCHMARKS.md.

@@ -2,10 +2,10 @@
 """Floating-point operations per molecule pair of the generated TIP3P pair kernel, counted from
 the instructions callgrind saw execute (BENCHMARKS.md, "The generated pair kernel").
 
-    cargo build --release -p zs-systems --example water_pair_cost
+    cargo build --release -p zs-bench --bin water_pair_cost
     for r in 0 20; do valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file=/tmp/cg.$r \
-        target/release/examples/water_pair_cost 100 $r; done
-    python3 systems/benches/kernel_flops.py target/release/examples/water_pair_cost \
+        target/release/water_pair_cost 100 $r; done
+    python3 benches/kernel_flops.py target/release/water_pair_cost \
         /tmp/cg.0 /tmp/cg.20 100 4950
 
 (the 20-repetition run evaluates the gradient 100 times; N = 100 has 4 950 pairs). The

@@ -1,6 +1,5 @@
-//! Compile-fail tests of `#[mechanical_system]` (issue 4, "Macro diagnostics"): every file in
-//! `tests/ui/` is a definition with one mistake (or, in `several_mistakes.rs`, several), and its
-//! `.stderr` is the exact compiler output, checked by [trybuild]. Each message names the problem
+//! Compile-fail tests of `#[mechanical_system]`: every file in `ui/` is a definition with one
+//! mistake (or, in `several_mistakes.rs`, several), and its `.stderr` is the exact compiler output, checked by [trybuild]. Each message names the problem
 //! and points at the user's tokens; none is followed by a cascade of unrelated errors (the macro
 //! emits dummy trait impls after an error).
 //!
@@ -11,7 +10,7 @@
 //! the pinned toolchain, then read every diff:
 //!
 //! ```sh
-//! TRYBUILD=overwrite cargo test -p zs-tests --test compile_fail
+//! TRYBUILD=overwrite cargo test -p zs-compile-fail --test compile_fail
 //! ```
 
 use std::io::Write;
@@ -20,7 +19,7 @@ use std::process::Command;
 
 /// The `channel = "..."` of the workspace's `rust-toolchain.toml`.
 fn pinned_channel() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rust-toolchain.toml");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../rust-toolchain.toml");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()

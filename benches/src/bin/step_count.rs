@@ -2,10 +2,10 @@
 //! instructions with callgrind (deterministic, unlike wall time on a shared machine):
 //!
 //! ```text
-//! cargo build --release -p zs-systems --example step_count
+//! cargo build --release -p zs-bench --bin step_count
 //! for v in generated reference num-dual; do for n in 0 100000; do
 //!   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-//!     target/release/examples/step_count $v $n 2>&1 | grep 'Collected'
+//!     target/release/step_count $v $n 2>&1 | grep 'Collected'
 //! done; done
 //! ```
 //! A third argument `derivatives` counts only the derivative evaluations of a step
@@ -14,9 +14,9 @@
 
 use std::hint::black_box;
 
+use zs_bench::hand_step::HandZhangSkeel;
 use zs_runtime::{MechanicalSystem, Potential, State, ZhangSkeel};
 use zs_systems::double_pendulum::dual::DoublePendulumDual;
-use zs_systems::double_pendulum::hand_step::HandZhangSkeel;
 use zs_systems::double_pendulum::reference::DoublePendulumReference;
 use zs_systems::double_pendulum::{DoublePendulum, BETA, H, OMEGA};
 

@@ -2,7 +2,7 @@
 //! cost beside (BENCHMARKS.md, "The generated pair kernel"):
 //!
 //! ```text
-//! cargo run --release -p zs-systems --example fp_peak
+//! cargo run --release -p zs-bench --bin fp_peak
 //! ```
 //!
 //! Each kernel runs 16 independent chains (more than latency × issue width, so the loop is bound

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Figures of BENCHMARKS.md ("Assembled systems") from criterion's output of
-`cargo bench -p zs-systems --bench assembled` (and `--bench hand_step`): the log-log slope of the
+`cargo bench -p zs-bench --bench assembled` (and `--bench hand_step`): the log-log slope of the
 DNA Z&S step against N, and the ratios of one run. Reads target/criterion/*/*/new/estimates.json
-(median, ns). Usage: python3 systems/benches/fit_slope.py [target/criterion]"""
+(median, ns). Usage: python3 benches/fit_slope.py [target/criterion]"""
 import json
 import math
 import sys
