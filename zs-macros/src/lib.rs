@@ -10,6 +10,7 @@
 mod ast;
 mod ctxt;
 mod expand;
+mod forms;
 mod lower;
 #[cfg(test)]
 mod robustness;

@@ -11,10 +11,11 @@ use syn::{Expr, ReturnType};
 
 use crate::ast::{self, Input, Method, SelfArg, Ty};
 use crate::ctxt::Ctxt;
+use crate::forms::{self, RoleKind};
 use crate::sym::{Graph, NodeId};
 
 /// What the signatures say about the system.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Shape {
     /// Number of coordinates `N`, when it could be read.
     pub n: Option<usize>,
@@ -36,83 +37,17 @@ pub struct Shape {
 }
 
 /// The term functions of an assembled system, as their signatures describe them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TermShape {
     /// Coordinates per body `D`, when it could be read.
     pub d: Option<usize>,
-    /// For each of [`TERM_ROLES`]: present with a valid signature (the body can be lowered).
-    pub ok: [bool; TERM_ROLES.len()],
-    /// Components of `body_constraints` and of `bond_constraints`, when valid.
-    pub body_constraints: Option<usize>,
-    /// See `body_constraints`.
-    pub bond_constraints: Option<usize>,
+    /// For each role of [`forms::roles`]: present with a valid signature (the body can be
+    /// lowered).
+    pub ok: Vec<bool>,
+    /// For each form of [`forms::FORMS`]: the components of its constraints, when valid.
+    pub constraints: Vec<Option<usize>>,
     /// `body_masses` exists and takes `&self` (`Some(true)`) or nothing (`Some(false)`).
     pub masses_self: Option<bool>,
-}
-
-/// A term function: its name, the number of bodies it acts on, and whether it returns one
-/// value per constraint (`[f64; K]`) rather than an energy (`f64`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TermRole {
-    /// The method name.
-    pub name: &'static str,
-    /// Bodies: 1 (site, body constraints) or 2 (bond, pair, bond constraints).
-    pub bodies: usize,
-    /// Returns `[f64; K]` (constraints).
-    pub constraints: bool,
-    /// Its expected signature, for messages.
-    pub sig: &'static str,
-}
-
-/// The term functions of an assembled system, in the order of [`TermShape::ok`].
-pub const TERM_ROLES: [TermRole; 7] = [
-    TermRole {
-        name: "site_potential",
-        bodies: 1,
-        constraints: false,
-        sig: "fn site_potential(&self, x: &[f64; D]) -> f64",
-    },
-    TermRole {
-        name: "stiff_site_potential",
-        bodies: 1,
-        constraints: false,
-        sig: "fn stiff_site_potential(&self, x: &[f64; D]) -> f64",
-    },
-    TermRole {
-        name: "bond_potential",
-        bodies: 2,
-        constraints: false,
-        sig: "fn bond_potential(&self, a: &[f64; D], b: &[f64; D]) -> f64",
-    },
-    TermRole {
-        name: "stiff_bond_potential",
-        bodies: 2,
-        constraints: false,
-        sig: "fn stiff_bond_potential(&self, a: &[f64; D], b: &[f64; D]) -> f64",
-    },
-    TermRole {
-        name: "pair_potential",
-        bodies: 2,
-        constraints: false,
-        sig: "fn pair_potential(&self, a: &[f64; D], b: &[f64; D]) -> f64",
-    },
-    TermRole {
-        name: "body_constraints",
-        bodies: 1,
-        constraints: true,
-        sig: "fn body_constraints(&self, x: &[f64; D]) -> [f64; K]",
-    },
-    TermRole {
-        name: "bond_constraints",
-        bodies: 2,
-        constraints: true,
-        sig: "fn bond_constraints(&self, a: &[f64; D], b: &[f64; D]) -> [f64; K]",
-    },
-];
-
-/// Index of a role in [`TERM_ROLES`].
-pub fn term_role(name: &str) -> Option<usize> {
-    TERM_ROLES.iter().position(|r| r.name == name)
 }
 
 const BODY_MASSES_SIG: &str = "fn body_masses(&self) -> [f64; D]";
@@ -159,7 +94,7 @@ pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
     if input
         .methods
         .iter()
-        .any(|m| term_role(&m.name.to_string()).is_some() || m.name == "body_masses")
+        .any(|m| forms::role(&m.name.to_string()).is_some() || m.name == "body_masses")
     {
         shape.terms = Some(check_terms(cx, input));
         return shape;
@@ -279,14 +214,18 @@ pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
 
 /// Checks the term functions of an assembled system (and that no fixed-size role is mixed in).
 fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
-    let mut t = TermShape::default();
+    let mut t = TermShape {
+        ok: vec![false; forms::role_count()],
+        constraints: vec![None; forms::FORMS.len()],
+        ..TermShape::default()
+    };
     for name in FIXED_ROLES {
         if let Some(m) = input.method(name) {
             let instead = match name {
-                "constraints" => "`body_constraints` / `bond_constraints`",
-                "masses" => "`body_masses`",
-                "stiff_potential" => "`stiff_site_potential` / `stiff_bond_potential`",
-                _ => "`site_potential`, `bond_potential`, `pair_potential`",
+                "constraints" => forms::names(RoleKind::Constraints, " / "),
+                "masses" => "`body_masses`".to_string(),
+                "stiff_potential" => forms::names(RoleKind::Stiff, " / "),
+                _ => forms::names(RoleKind::Energy, ", "),
             };
             cx.error_spanned_by(
                 m.name,
@@ -300,21 +239,25 @@ fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
     }
     // The first valid `&[f64; D]` fixes D; later ones must agree.
     let mut d: Option<(usize, &'static str)> = None;
-    for (k, role) in TERM_ROLES.iter().enumerate() {
+    for (k, role) in forms::roles().enumerate() {
         let Some(m) = input.method(role.name) else {
             continue;
         };
-        let mut ok = check_receiver(cx, m, role.sig);
-        if m.params.len() != role.bodies {
-            let what = if role.bodies == 1 {
-                "one parameter besides `&self`, the body's coordinates `x: &[f64; D]`"
+        let sig = role.signature();
+        let mut ok = check_receiver(cx, m, &sig);
+        if m.params.len() != role.bodies() {
+            let what = if role.bodies() == 1 {
+                "one parameter besides `&self`, the body's coordinates `x: &[f64; D]`".to_string()
             } else {
-                "two parameters besides `&self`, the two bodies' coordinates `a: &[f64; D], \
-                 b: &[f64; D]`"
+                let n = forms::number_word(role.bodies());
+                format!(
+                    "{n} parameters besides `&self`, the {n} bodies' coordinates `{}`",
+                    role.params()
+                )
             };
             cx.error_spanned_by(
                 &m.original.sig.inputs,
-                format!("`{}` must take {what}: expected `{}`", role.name, role.sig),
+                format!("`{}` must take {what}: expected `{sig}`", role.name),
             );
             continue;
         }
@@ -360,21 +303,16 @@ fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
                         p.ty,
                         format!(
                             "a body's coordinates must have type `&[f64; D]` with D an integer \
-                             literal: expected `{}`",
-                            role.sig
+                             literal: expected `{sig}`"
                         ),
                     );
                 }
             }
         }
-        let ret_ok = if role.constraints {
+        let ret_ok = if role.constraints() {
             match m.return_ty() {
                 Ty::Array(elem, Some(c)) if *elem == Ty::F64 && c > 0 => {
-                    if role.bodies == 1 {
-                        t.body_constraints = Some(c);
-                    } else {
-                        t.bond_constraints = Some(c);
-                    }
+                    t.constraints[role.form] = Some(c);
                     true
                 }
                 _ => {
@@ -383,8 +321,8 @@ fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
                         m,
                         &format!(
                             "`{}` must return `[f64; K]`, one value per constraint, K a positive \
-                             integer literal: expected `{}`",
-                            role.name, role.sig
+                             integer literal: expected `{sig}`",
+                            role.name
                         ),
                     );
                     false
@@ -397,8 +335,8 @@ fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
                 cx,
                 m,
                 &format!(
-                    "`{}` must return `f64`, the term's energy: expected `{}`",
-                    role.name, role.sig
+                    "`{}` must return `f64`, the term's energy: expected `{sig}`",
+                    role.name
                 ),
             );
             false
@@ -409,15 +347,18 @@ fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
     if let Some(m) = input.method("body_masses") {
         t.masses_self = check_masses_of(cx, m, t.d, "body_masses", BODY_MASSES_SIG, "D", "a body");
     }
-    if !TERM_ROLES.iter().any(|r| input.method(r.name).is_some()) {
+    if !forms::roles().any(|r| input.method(r.name).is_some()) {
         cx.error_spanned_by(
             input.original.self_ty.to_token_stream(),
-            "`body_masses` alone defines no system: add term functions (`site_potential`, \
-             `bond_potential`, `pair_potential`, `body_constraints`, `bond_constraints`)",
+            format!(
+                "`body_masses` alone defines no system: add term functions ({}, {})",
+                forms::names(RoleKind::Energy, ", "),
+                forms::names(RoleKind::Constraints, ", ")
+            ),
         );
     }
     if t.d.is_none() {
-        t.ok = [false; TERM_ROLES.len()];
+        t.ok.fill(false);
     }
     t
 }

@@ -278,19 +278,19 @@ fn dna_ring_equals_the_unrolled_potential() {
     // The Hessian pattern is the cyclic tridiagonal one: 6 diagonal + 6 coupling blocks.
     assert_eq!(asm.hessian_layout(HessianPart::Full).blocks(), 12);
     // The site term's third derivative is kept as a tensor; the harmonic bond has none.
-    assert_eq!(asm.forms().site_third, ThirdForm::Tensor);
-    assert_eq!(asm.forms().bond_third, ThirdForm::Zero);
+    assert_eq!(asm.forms().site.third, ThirdForm::Tensor);
+    assert_eq!(asm.forms().bond.third, ThirdForm::Zero);
 }
 
 #[test]
 fn every_form_with_a_pinned_body_equals_the_unrolled_system() {
     let (asm, fixed) = mixed_pair();
     assert_eq!(Model::dimension(&asm), 6);
-    assert_eq!(asm.term_counts(), (3, 2, 4));
+    assert_eq!(asm.term_counts(), [("site", 3), ("bond", 2), ("pair", 4)]);
     // Two and four local coordinates: every form keeps its tensor.
     let f = asm.forms();
     assert_eq!(
-        (f.site_third, f.bond_third, f.pair_third),
+        (f.site.third, f.bond.third, f.pair.third),
         (ThirdForm::Tensor, ThirdForm::Tensor, ThirdForm::Tensor)
     );
     // Unpenalized: V + V1.

@@ -49,7 +49,7 @@ fn pair_system_derivatives_are_bit_identical_whatever_the_thread_count() {
     assert!(
         beads.is_parallel(),
         "{} pairs: parallel by default",
-        beads.term_counts().2
+        beads.term_count("pair")
     );
     let omega = 30.0;
     let eval = |threads: Option<usize>| {

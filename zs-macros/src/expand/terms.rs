@@ -1,11 +1,11 @@
-//! The expansion of an assembled system's term functions: `Terms<D>`, the per-term kernels
-//! (`zs_runtime::assembly::Terms`).
+//! The expansion of an assembled system's term functions: for every form of the table
+//! ([`crate::forms::FORMS`]) an `impl zs_runtime::assembly::Kernel<D, K, Form>` — the form's
+//! kernels, or the defaults of an absent form — and `impl Terms<D>` with the `Forms` table.
 //!
-//! Each form is differentiated in its own `K·D` coordinates (`K` = 1 for sites and body
-//! constraints, 2 for bonds, pairs and bond constraints). For the site and bond forms the
-//! energy kernels carry the penalty of their constraints, `½ω² Σ_c g_c²` (Tao & Owhadi eq. 7),
-//! and branch on `omega == 0.0` to the unpenalized expressions (which do not evaluate the
-//! constraints): `V + V1` of the fixed-size expansion, term by term.
+//! Each form is differentiated in its own `K·D` coordinates. The energy kernels carry the
+//! penalty of the form's constraints, `½ω² Σ_c g_c²` (Tao & Owhadi eq. 7), and branch on
+//! `omega == 0.0` to the unpenalized expressions (which do not evaluate the constraints):
+//! `V + V1` of the fixed-size expansion, term by term.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -13,18 +13,10 @@ use quote::quote;
 use super::emit::{usize_lit, Coords, Derived, Emitter};
 use super::{allow_lints, header, user_impl};
 use crate::ast::Input;
+use crate::forms::{FormSpec, RoleKind, FORMS};
 use crate::lower::LoweredTerms;
 use crate::sym::{Graph, NodeId, Var};
 use crate::valid::TermShape;
-
-/// Indices into [`crate::valid::TERM_ROLES`].
-const SITE: usize = 0;
-const STIFF_SITE: usize = 1;
-const BOND: usize = 2;
-const STIFF_BOND: usize = 3;
-const PAIR: usize = 4;
-const BODY_CONS: usize = 5;
-const BOND_CONS: usize = 6;
 
 /// `[[o_0 … o_{D-1}], [o_D …], …]`: `K` bodies of `D` outputs.
 fn local(outs: &[TokenStream], d: usize) -> TokenStream {
@@ -147,12 +139,12 @@ fn local_third(outs: &[TokenStream], d: usize, k: usize) -> TokenStream {
 /// One form's kernels: energy, gradient, gradient + Hessian, gradient + stiff Hessian, third
 /// contraction, gradient + Hessian + third tensor (small forms), for the plain and (when the
 /// form has constraints) the penalized potential.
-struct Form {
+struct Kernels {
     plain: Variant,
     penalized: Option<Variant>,
 }
 
-impl Form {
+impl Kernels {
     /// `energy` (the total of the form, `V0 + V1`), `stiff` (`V1` alone), `constraints`.
     fn new(
         graph: &mut Graph,
@@ -216,6 +208,26 @@ impl Form {
     }
 }
 
+/// `::zs_runtime::assembly::Kernel<D, K, ::zs_runtime::assembly::Marker>`.
+fn kernel_trait(spec: &FormSpec, d: usize) -> TokenStream {
+    let (d, k) = (usize_lit(d), usize_lit(spec.arity));
+    let marker = syn::Ident::new(spec.marker, proc_macro2::Span::call_site());
+    quote!(::zs_runtime::assembly::Kernel<#d, #k, ::zs_runtime::assembly::#marker>)
+}
+
+/// `::zs_runtime::assembly::FormInfo { .. }`.
+fn form_info(present: bool, stiff: bool, constraints: usize, third: &TokenStream) -> TokenStream {
+    let constraints = usize_lit(constraints);
+    quote! {
+        ::zs_runtime::assembly::FormInfo {
+            present: #present,
+            stiff: #stiff,
+            constraints: #constraints,
+            third: #third,
+        }
+    }
+}
+
 /// The successful expansion of a term definition.
 pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms) -> TokenStream {
     let user = user_impl(input.original, None);
@@ -225,8 +237,6 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
     };
     let mut graph = std::mem::take(&mut lowered.graph);
     let zero = graph.constant(0.0);
-    let role = |r: usize| lowered.roles[r].as_ref().map(|v| v[0]);
-    let cons = |r: usize| lowered.roles[r].clone();
     let em = Emitter {
         params: &lowered.params,
         uses: &lowered.uses,
@@ -236,245 +246,145 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
     let allow = allow_lints();
     let d_lit = usize_lit(d);
 
-    let body_cons = cons(BODY_CONS);
-    let bond_cons = cons(BOND_CONS);
-    let has = |r: usize| lowered.roles[r].is_some();
-    let mut kernels = Vec::new();
-    let direct = quote!(::zs_runtime::assembly::ThirdForm::Direct);
-    let mut third_forms = [direct.clone(), direct.clone(), direct];
-
-    // Sites: site + stiff_site (+ penalty of the body constraints).
-    if has(SITE) || has(STIFF_SITE) || body_cons.is_some() {
-        let (v0, v1) = (role(SITE).unwrap_or(zero), role(STIFF_SITE).unwrap_or(zero));
-        let total = graph.add(v0, v1);
-        let form = Form::new(&mut graph, d, total, v1, body_cons.as_deref());
-        let [e, g, gh, gs, t, ght] = form.bodies(&em, &graph, d, 1);
-        third_forms[0] = form.third_form(&graph);
-        if !ght.is_empty() {
-            kernels.push(quote! {
-                #[inline]
-                fn site_gradient_hessian_third(
-                    &self,
-                    omega: f64,
-                    q: &[[f64; #d_lit]; 1],
-                ) -> (
-                    [[f64; #d_lit]; 1],
-                    [[[[f64; #d_lit]; #d_lit]; 1]; 1],
-                    ::zs_runtime::assembly::LocalThird<#d_lit, 1>,
-                ) { #ght }
+    let mut impls = Vec::new();
+    let mut infos = Vec::new();
+    for (f, spec) in FORMS.iter().enumerate() {
+        let energy = lowered.role(f, RoleKind::Energy).map(|v| v[0]);
+        let stiff = lowered.role(f, RoleKind::Stiff).map(|v| v[0]);
+        let cons = lowered
+            .role(f, RoleKind::Constraints)
+            .map(<[NodeId]>::to_vec);
+        let kernel = kernel_trait(spec, d);
+        let field = syn::Ident::new(spec.field, proc_macro2::Span::call_site());
+        if energy.is_none() && stiff.is_none() && cons.is_none() {
+            impls.push(quote! {
+                #allow
+                impl #impl_generics #kernel for #self_ty #where_clause {}
             });
+            infos.push(quote!(#field: ::zs_runtime::assembly::FormInfo::ABSENT));
+            continue;
         }
-        kernels.push(quote! {
-            #[inline]
-            fn site_energy(&self, omega: f64, q: &[[f64; #d_lit]; 1]) -> f64 { #e }
-            #[inline]
-            fn site_gradient(&self, omega: f64, q: &[[f64; #d_lit]; 1]) -> [[f64; #d_lit]; 1] { #g }
-            #[inline]
-            fn site_gradient_hessian(
-                &self,
-                omega: f64,
-                q: &[[f64; #d_lit]; 1],
-            ) -> ([[f64; #d_lit]; 1], [[[[f64; #d_lit]; #d_lit]; 1]; 1]) { #gh }
-            #[inline]
-            fn site_gradient_stiff_hessian(
-                &self,
-                omega: f64,
-                q: &[[f64; #d_lit]; 1],
-            ) -> ([[f64; #d_lit]; 1], [[[[f64; #d_lit]; #d_lit]; 1]; 1]) { #gs }
-            #[inline]
-            fn site_third_contraction(
-                &self,
-                omega: f64,
-                q: &[[f64; #d_lit]; 1],
-                a: &[[f64; #d_lit]; 1],
-            ) -> [[f64; #d_lit]; 1] { #t }
-        });
-    }
-    // Bonds: bond + stiff_bond (+ penalty of the bond constraints).
-    if has(BOND) || has(STIFF_BOND) || bond_cons.is_some() {
-        let (v0, v1) = (role(BOND).unwrap_or(zero), role(STIFF_BOND).unwrap_or(zero));
-        let total = graph.add(v0, v1);
-        let form = Form::new(&mut graph, 2 * d, total, v1, bond_cons.as_deref());
-        let [e, g, gh, gs, t, ght] = form.bodies(&em, &graph, d, 2);
-        third_forms[1] = form.third_form(&graph);
-        if !ght.is_empty() {
-            kernels.push(quote! {
-                #[inline]
-                fn bond_gradient_hessian_third(
-                    &self,
-                    omega: f64,
-                    q: &[[f64; #d_lit]; 2],
-                ) -> (
-                    [[f64; #d_lit]; 2],
-                    [[[[f64; #d_lit]; #d_lit]; 2]; 2],
-                    ::zs_runtime::assembly::LocalThird<#d_lit, 2>,
-                ) { #ght }
-            });
-        }
-        kernels.push(quote! {
-            #[inline]
-            fn bond_energy(&self, omega: f64, q: &[[f64; #d_lit]; 2]) -> f64 { #e }
-            #[inline]
-            fn bond_gradient(&self, omega: f64, q: &[[f64; #d_lit]; 2]) -> [[f64; #d_lit]; 2] { #g }
-            #[inline]
-            fn bond_gradient_hessian(
-                &self,
-                omega: f64,
-                q: &[[f64; #d_lit]; 2],
-            ) -> ([[f64; #d_lit]; 2], [[[[f64; #d_lit]; #d_lit]; 2]; 2]) { #gh }
-            #[inline]
-            fn bond_gradient_stiff_hessian(
-                &self,
-                omega: f64,
-                q: &[[f64; #d_lit]; 2],
-            ) -> ([[f64; #d_lit]; 2], [[[[f64; #d_lit]; #d_lit]; 2]; 2]) { #gs }
-            #[inline]
-            fn bond_third_contraction(
-                &self,
-                omega: f64,
-                q: &[[f64; #d_lit]; 2],
-                a: &[[f64; #d_lit]; 2],
-            ) -> [[f64; #d_lit]; 2] { #t }
-        });
-    }
-    // Pairs: no constraints, no stiff part.
-    if let Some(p) = role(PAIR) {
-        let form = Form::new(&mut graph, 2 * d, p, zero, None);
-        let [e, g, gh, _, t, ght] = form.bodies(&em, &graph, d, 2);
-        third_forms[2] = form.third_form(&graph);
-        if !ght.is_empty() {
-            kernels.push(quote! {
-                #[inline]
-                fn pair_gradient_hessian_third(
-                    &self,
-                    q: &[[f64; #d_lit]; 2],
-                ) -> (
-                    [[f64; #d_lit]; 2],
-                    [[[[f64; #d_lit]; #d_lit]; 2]; 2],
-                    ::zs_runtime::assembly::LocalThird<#d_lit, 2>,
-                ) { #ght }
-            });
-        }
-        kernels.push(quote! {
-            #[inline]
-            fn pair_energy(&self, q: &[[f64; #d_lit]; 2]) -> f64 { #e }
-            #[inline]
-            fn pair_gradient(&self, q: &[[f64; #d_lit]; 2]) -> [[f64; #d_lit]; 2] { #g }
-            #[inline]
-            fn pair_gradient_hessian(
-                &self,
-                q: &[[f64; #d_lit]; 2],
-            ) -> ([[f64; #d_lit]; 2], [[[[f64; #d_lit]; #d_lit]; 2]; 2]) { #gh }
-            #[inline]
-            fn pair_third_contraction(
-                &self,
-                q: &[[f64; #d_lit]; 2],
-                a: &[[f64; #d_lit]; 2],
-            ) -> [[f64; #d_lit]; 2] { #t }
-        });
-    }
-    // Constraint values and Jacobian rows.
-    for (nodes, k, name) in [
-        (&body_cons, 1usize, quote!(body_constraints)),
-        (&bond_cons, 2usize, quote!(bond_constraints)),
-    ] {
-        let Some(g) = nodes else { continue };
-        let n = k * d;
-        let mut outs = g.clone();
-        for &c in g {
-            outs.extend(graph.gradient(c, n));
-        }
-        let m = g.len();
-        let body = em.body(&graph, &outs, |o| {
-            let values = (0..m).map(|c| {
-                let (ci, v) = (usize_lit(c), &o[c]);
-                quote!(g[#ci] = #v;)
-            });
-            let rows = (0..m).flat_map(|c| {
-                (0..n).map(move |i| {
-                    let (ci, b, j) = (usize_lit(c), usize_lit(i / d), usize_lit(i % d));
-                    let v = &o[m + c * n + i];
-                    quote!(jac[#ci][#b][#j] = #v;)
-                })
-            });
-            quote!({ #(#values)* #(#rows)* })
-        });
+        let (k, n) = (spec.arity, spec.arity * d);
+        let v0 = energy.unwrap_or(zero);
+        let (total, v1) = match spec.stiff {
+            Some(_) => {
+                let v1 = stiff.unwrap_or(zero);
+                (graph.add(v0, v1), v1)
+            }
+            None => (v0, zero),
+        };
+        let kernels = Kernels::new(&mut graph, n, total, v1, cons.as_deref());
+        let [e, g, gh, gs, t, ght] = kernels.bodies(&em, &graph, d, k);
+        let is_stiff = stiff.is_some() || cons.is_some();
         let k_lit = usize_lit(k);
-        kernels.push(quote! {
+        let local = quote!([[f64; #d_lit]; #k_lit]);
+        let local_h = quote!([[[[f64; #d_lit]; #d_lit]; #k_lit]; #k_lit]);
+        let mut methods = vec![quote! {
             #[inline]
-            fn #name(
-                &self,
-                q: &[[f64; #d_lit]; #k_lit],
-                g: &mut [f64],
-                jac: &mut [[[f64; #d_lit]; #k_lit]],
-            ) { #body }
+            fn energy(&self, omega: f64, q: &#local) -> f64 { #e }
+            #[inline]
+            fn gradient(&self, omega: f64, q: &#local) -> #local { #g }
+            #[inline]
+            fn gradient_hessian(&self, omega: f64, q: &#local) -> (#local, #local_h) { #gh }
+            #[inline]
+            fn third_contraction(&self, omega: f64, q: &#local, a: &#local) -> #local { #t }
+        }];
+        if is_stiff {
+            methods.push(quote! {
+                #[inline]
+                fn gradient_stiff_hessian(&self, omega: f64, q: &#local) -> (#local, #local_h) {
+                    #gs
+                }
+            });
+        }
+        if !ght.is_empty() {
+            methods.push(quote! {
+                #[inline]
+                fn gradient_hessian_third(
+                    &self,
+                    omega: f64,
+                    q: &#local,
+                ) -> (#local, #local_h, ::zs_runtime::assembly::LocalThird<#d_lit, #k_lit>) {
+                    #ght
+                }
+            });
+        }
+        if let Some(g) = &cons {
+            let body = constraint_body(&em, &mut graph, g, d, k);
+            methods.push(quote! {
+                #[inline]
+                fn constraints(&self, q: &#local, g: &mut [f64], jac: &mut [#local]) { #body }
+            });
+        }
+        impls.push(quote! {
+            #allow
+            impl #impl_generics #kernel for #self_ty #where_clause {
+                #(#methods)*
+            }
         });
+        let info = form_info(
+            true,
+            is_stiff,
+            cons.as_ref().map_or(0, Vec::len),
+            &kernels.third_form(&graph),
+        );
+        infos.push(quote!(#field: #info));
     }
     let masses = match shape.masses_self {
         Some(true) => quote!(<#self_ty>::body_masses(self)),
         Some(false) => quote!(<#self_ty>::body_masses()),
         None => quote!([1.0; #d_lit]),
     };
-    let forms = forms_tokens(shape, &lowered, &third_forms);
     quote! {
         #user
 
+        #(#impls)*
+
         #allow
         impl #impl_generics ::zs_runtime::assembly::Terms<#d_lit> for #self_ty #where_clause {
-            const FORMS: ::zs_runtime::assembly::Forms = #forms;
+            const FORMS: ::zs_runtime::assembly::Forms =
+                ::zs_runtime::assembly::Forms { #(#infos,)* };
             #[inline]
             fn body_masses(&self) -> [f64; #d_lit] {
                 #masses
             }
-            #(#kernels)*
         }
     }
 }
 
-/// The `Forms` constant: which roles were lowered, constraint counts.
-fn forms_tokens(
-    shape: &TermShape,
-    lowered: &LoweredTerms,
-    third: &[TokenStream; 3],
+/// The body of a constraint kernel: the values `g_c` into `g`, their gradients into `jac`.
+fn constraint_body(
+    em: &Emitter<'_>,
+    graph: &mut Graph,
+    g: &[NodeId],
+    d: usize,
+    k: usize,
 ) -> TokenStream {
-    let has = |r: usize| lowered.roles[r].is_some();
-    let (site, stiff_site, bond, stiff_bond, pair) = (
-        has(SITE),
-        has(STIFF_SITE),
-        has(BOND),
-        has(STIFF_BOND),
-        has(PAIR),
-    );
-    let kb = usize_lit(if has(BODY_CONS) {
-        shape.body_constraints.unwrap_or(0)
-    } else {
-        0
-    });
-    let kp = usize_lit(if has(BOND_CONS) {
-        shape.bond_constraints.unwrap_or(0)
-    } else {
-        0
-    });
-    let [site_third, bond_third, pair_third] = third;
-    quote! {
-        ::zs_runtime::assembly::Forms {
-            site: #site,
-            stiff_site: #stiff_site,
-            bond: #bond,
-            stiff_bond: #stiff_bond,
-            pair: #pair,
-            body_constraints: #kb,
-            bond_constraints: #kp,
-            site_third: #site_third,
-            bond_third: #bond_third,
-            pair_third: #pair_third,
-        }
+    let n = k * d;
+    let mut outs = g.to_vec();
+    for &c in g {
+        outs.extend(graph.gradient(c, n));
     }
+    let m = g.len();
+    em.body(graph, &outs, |o| {
+        let values = (0..m).map(|c| {
+            let (ci, v) = (usize_lit(c), &o[c]);
+            quote!(g[#ci] = #v;)
+        });
+        let rows = (0..m).flat_map(|c| {
+            (0..n).map(move |i| {
+                let (ci, b, j) = (usize_lit(c), usize_lit(i / d), usize_lit(i % d));
+                let v = &o[m + c * n + i];
+                quote!(jac[#ci][#b][#j] = #v;)
+            })
+        });
+        quote!({ #(#values)* #(#rows)* })
+    })
 }
 
 /// The expansion after errors: the user's block (interpreted bodies stubbed), the errors, and,
-/// when `D` is known, a `Terms<D>` impl with no forms, so that uses of the system elsewhere do
-/// not add errors.
+/// when `D` is known, the traits with no forms, so that uses of the system elsewhere do not add
+/// errors.
 pub fn fallback(
     input: &Input<'_>,
     shape: &TermShape,
@@ -489,23 +399,20 @@ pub fn fallback(
     let (impl_generics, self_ty, where_clause) = header(input);
     let allow = allow_lints();
     let d_lit = usize_lit(d);
+    let kernels = FORMS.iter().map(|spec| {
+        let kernel = kernel_trait(spec, d);
+        quote! {
+            #allow
+            impl #impl_generics #kernel for #self_ty #where_clause {}
+        }
+    });
     quote! {
         #user
         #errors
+        #(#kernels)*
         #allow
         impl #impl_generics ::zs_runtime::assembly::Terms<#d_lit> for #self_ty #where_clause {
-            const FORMS: ::zs_runtime::assembly::Forms = ::zs_runtime::assembly::Forms {
-                site: false,
-                stiff_site: false,
-                bond: false,
-                stiff_bond: false,
-                pair: false,
-                body_constraints: 0,
-                bond_constraints: 0,
-                site_third: ::zs_runtime::assembly::ThirdForm::Direct,
-                bond_third: ::zs_runtime::assembly::ThirdForm::Direct,
-                pair_third: ::zs_runtime::assembly::ThirdForm::Direct,
-            };
+            const FORMS: ::zs_runtime::assembly::Forms = ::zs_runtime::assembly::Forms::NONE;
         }
     }
 }

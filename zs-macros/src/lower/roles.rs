@@ -8,6 +8,7 @@ use quote::ToTokens;
 use super::{Lowerer, ParamExpr, Value};
 use crate::ast::{Input, Method};
 use crate::ctxt::Ctxt;
+use crate::forms::{self, RoleKind};
 use crate::sym::{Graph, NodeId, Var};
 use crate::valid::{self, Shape};
 
@@ -124,9 +125,9 @@ pub(super) fn result_span(m: &Method<'_>) -> TokenStream {
 pub struct LoweredTerms {
     /// The expression graph of every term.
     pub graph: Graph,
-    /// Each role of [`valid::TERM_ROLES`]: the energy (`[node]`) or the constraint components,
-    /// when present and lowered.
-    pub roles: [Option<Vec<NodeId>>; valid::TERM_ROLES.len()],
+    /// Each role of [`forms::roles`]: the energy (`[node]`) or the constraint components, when
+    /// present and lowered.
+    pub roles: Vec<Option<Vec<NodeId>>>,
     /// `Var::Param(k)` ↦ `params[k]`.
     pub params: Vec<ParamExpr>,
     /// `use` items found in the bodies.
@@ -135,17 +136,24 @@ pub struct LoweredTerms {
     pub visited: Vec<String>,
 }
 
+impl LoweredTerms {
+    /// The lowered function of kind `kind` of form `form` (an index into [`forms::FORMS`]).
+    pub fn role(&self, form: usize, kind: RoleKind) -> Option<&[NodeId]> {
+        forms::role_of(form, kind).and_then(|k| self.roles[k].as_deref())
+    }
+}
+
 /// Lowers the term functions whose signatures passed [`valid`] into one graph.
 pub fn lower_terms(cx: &Ctxt, input: &Input<'_>, terms: &valid::TermShape) -> LoweredTerms {
     let mut lw = Lowerer::new(cx, input);
     let d = terms.d.unwrap_or(0);
-    let mut roles: [Option<Vec<NodeId>>; valid::TERM_ROLES.len()] = Default::default();
-    for (k, role) in valid::TERM_ROLES.iter().enumerate() {
+    let mut roles: Vec<Option<Vec<NodeId>>> = vec![None; forms::role_count()];
+    for (k, role) in forms::roles().enumerate() {
         if !terms.ok[k] {
             continue;
         }
         let m = input.method(role.name).expect("checked");
-        let args: Vec<Value> = (0..role.bodies)
+        let args: Vec<Value> = (0..role.bodies())
             .map(|b| {
                 Value::Array(
                     (0..d)
@@ -155,15 +163,11 @@ pub fn lower_terms(cx: &Ctxt, input: &Input<'_>, terms: &valid::TermShape) -> Lo
             })
             .collect();
         let v = lw.lower_fn(m, args, m.name);
-        roles[k] = match (role.constraints, v) {
+        roles[k] = match (role.constraints(), v) {
             (_, Value::Poison) => None,
             (false, Value::Scalar(e)) => Some(vec![e]),
             (true, Value::Array(items)) => {
-                let want = if role.bodies == 1 {
-                    terms.body_constraints
-                } else {
-                    terms.bond_constraints
-                };
+                let want = terms.constraints[role.form];
                 let nodes: Vec<NodeId> = items
                     .iter()
                     .filter_map(|i| match i {

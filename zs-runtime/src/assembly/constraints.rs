@@ -1,52 +1,70 @@
-//! Constraints of an assembled system, for SHAKE and RATTLE: each constraint acts on one body
-//! (body constraints) or two (bond constraints), so the Jacobian `G` has at most two `D`-blocks
-//! per row ([`SparseJacobian`]), and the `m × m` matrices `G M⁻¹ Gᵀ` (velocity projection) and
-//! `G(Q) M⁻¹ G(q_n)ᵀ` (Newton) couple two constraints only when they share a body
-//! ([`SparseConstraintSolver`]: the sparse symmetric solve of [`crate::sparse`] for the first,
-//! the sparse LU for the second). Constraint order: the body constraints of every free body (in
-//! body order, each body's components together), then the bond constraints of every bond.
+//! Constraints of an assembled system, for SHAKE and RATTLE: each constraint belongs to one term
+//! of a form with constraints (body constraints: one body; bond constraints: two), so the
+//! Jacobian `G` has at most `K` `D`-blocks per row ([`SparseJacobian`]), and the `m × m`
+//! matrices `G M⁻¹ Gᵀ` (velocity projection) and `G(Q) M⁻¹ G(q_n)ᵀ` (Newton) couple two
+//! constraints only when they share a body ([`SparseConstraintSolver`]: the sparse symmetric
+//! solve of [`crate::sparse`] for the first, the sparse LU for the second). Constraint order:
+//! the forms in table order, each form's terms in term order, each term's components together
+//! (the body constraints of every free body in body order, then the bond constraints of every
+//! bond).
 
 use std::sync::Arc;
 
+use super::eval::{FormList, STACK_ROWS};
 use super::plan::PINNED;
 use super::system::Assembled;
-use super::terms::{Local, Terms};
+use super::terms::Terms;
 use crate::linalg::{ShiftedSolve, SolveFailure, SolveOptions};
 use crate::model::{ConstrainedModel, ConstraintSolve, ConstraintSpace, Jacobian};
 #[cfg(feature = "faer")]
 use crate::sparse::SparseLu;
 use crate::sparse::{Backend, BlockLayout, SparseMatrix, SparseSolver};
 
-/// The Jacobian of the constraints of an assembled system: row `c` is `∇g_c`, stored as its (at
-/// most) two body blocks of `d` entries; the pattern (which free bodies each row touches) is
-/// fixed at set-up and shared.
+/// The Jacobian of the constraints of an assembled system: row `c` is `∇g_c`, stored as `width`
+/// body blocks of `d` entries (the arity of the widest form with constraints; a term of fewer
+/// bodies leaves the rest absent); the pattern (which free bodies each row touches) is fixed at
+/// set-up and shared.
 #[derive(Debug, Clone)]
 pub struct SparseJacobian {
     d: usize,
-    /// Free-body index of each row's two blocks ([`PINNED`]: absent).
-    cols: Arc<Vec<[u32; 2]>>,
-    /// Row `c`, block `s`, entry `k` at `(2c + s)·d + k`.
+    width: usize,
+    /// Free-body index of row `c`'s blocks at `c·width ..` ([`PINNED`]: absent).
+    cols: Arc<Vec<u32>>,
+    /// Row `c`, block `s`, entry `k` at `(c·width + s)·d + k`.
     vals: Vec<f64>,
 }
 
-/// Constraint components per term evaluated on the stack; a term with more allocates a buffer
-/// at each evaluation.
-const STACK_ROWS: usize = 16;
-
 impl SparseJacobian {
-    fn new(d: usize, cols: Arc<Vec<[u32; 2]>>) -> Self {
-        let vals = vec![0.0; cols.len() * 2 * d];
-        Self { d, cols, vals }
+    fn new(d: usize, width: usize, cols: Arc<Vec<u32>>) -> Self {
+        let vals = vec![0.0; cols.len() * d];
+        Self {
+            d,
+            width,
+            cols,
+            vals,
+        }
     }
 
     /// Number of rows (constraints).
     pub fn rows(&self) -> usize {
-        self.cols.len()
+        self.cols.len() / self.width
     }
 
-    /// The free bodies of row `c` (`None` for an absent block).
-    pub fn row_bodies(&self, c: usize) -> [Option<usize>; 2] {
-        self.cols[c].map(|f| (f != PINNED).then_some(f as usize))
+    /// Blocks per row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The free bodies of row `c` (its present blocks, in block order).
+    pub fn row_bodies(&self, c: usize) -> impl Iterator<Item = usize> + '_ {
+        self.row_cols(c)
+            .iter()
+            .filter(|&&f| f != PINNED)
+            .map(|&f| f as usize)
+    }
+
+    fn row_cols(&self, c: usize) -> &[u32] {
+        &self.cols[c * self.width..(c + 1) * self.width]
     }
 
     /// The dense `m × n` matrix (`n` coordinates; for tests and small systems).
@@ -64,21 +82,27 @@ impl SparseJacobian {
 
     /// Block `s` of row `c`.
     pub fn block(&self, c: usize, s: usize) -> &[f64] {
-        let d = self.d;
-        &self.vals[(2 * c + s) * d..(2 * c + s + 1) * d]
+        let (d, at) = (self.d, c * self.width + s);
+        &self.vals[at * d..(at + 1) * d]
     }
 
-    fn block_mut(&mut self, c: usize, s: usize) -> &mut [f64] {
-        let d = self.d;
-        &mut self.vals[(2 * c + s) * d..(2 * c + s + 1) * d]
+    pub(crate) fn block_mut(&mut self, c: usize, s: usize) -> &mut [f64] {
+        let (d, at) = (self.d, c * self.width + s);
+        &mut self.vals[at * d..(at + 1) * d]
+    }
+
+    /// Row `c`'s values, every block.
+    fn row(&self, c: usize) -> &[f64] {
+        let w = self.width * self.d;
+        &self.vals[c * w..(c + 1) * w]
     }
 
     /// `(offset of the body's coordinates, block values)` of each present block of row `c`.
     #[inline]
     fn blocks(&self, c: usize) -> impl Iterator<Item = (usize, &[f64])> {
         let d = self.d;
-        let cols = self.cols[c];
-        (0..2)
+        let cols = self.row_cols(c);
+        (0..self.width)
             .filter(move |&s| cols[s] != PINNED)
             .map(move |s| (cols[s] as usize * d, self.block(c, s)))
     }
@@ -96,12 +120,11 @@ impl Jacobian<Vec<f64>, Vec<f64>> for SparseJacobian {
     }
     fn rows_dot(&self, other: &Self, c: usize) -> f64 {
         // Same pattern: the blocks pair up.
-        let (a, b) = (
-            &self.vals[2 * c * self.d..2 * (c + 1) * self.d],
-            &other.vals,
-        );
-        let b = &b[2 * c * self.d..2 * (c + 1) * self.d];
-        a.iter().zip(b).map(|(x, y)| x * y).sum()
+        self.row(c)
+            .iter()
+            .zip(other.row(c))
+            .map(|(x, y)| x * y)
+            .sum()
     }
     fn row_norm(&self, c: usize) -> f64 {
         self.rows_dot(self, c).sqrt()
@@ -115,16 +138,13 @@ impl Jacobian<Vec<f64>, Vec<f64>> for SparseJacobian {
     }
     fn scale_columns(&mut self, source: &Self, w: &Vec<f64>) {
         let d = self.d;
-        for c in 0..self.cols.len() {
-            for s in 0..2 {
-                let f = self.cols[c][s];
-                if f == PINNED {
-                    continue;
-                }
-                let o = f as usize * d;
-                for k in 0..d {
-                    self.vals[(2 * c + s) * d + k] = w[o + k] * source.vals[(2 * c + s) * d + k];
-                }
+        for (at, &f) in self.cols.iter().enumerate() {
+            if f == PINNED {
+                continue;
+            }
+            let o = f as usize * d;
+            for k in 0..d {
+                self.vals[at * d + k] = w[o + k] * source.vals[at * d + k];
             }
         }
     }
@@ -147,9 +167,7 @@ impl Jacobian<Vec<f64>, Vec<f64>> for SparseJacobian {
         s
     }
     fn row_is_finite(&self, c: usize) -> bool {
-        self.vals[2 * c * self.d..2 * (c + 1) * self.d]
-            .iter()
-            .all(|v| v.is_finite())
+        self.row(c).iter().all(|v| v.is_finite())
     }
     fn is_finite(&self) -> bool {
         self.vals.iter().all(|v| v.is_finite())
@@ -171,14 +189,12 @@ pub struct SparseConstraintSolver {
 }
 
 impl SparseConstraintSolver {
-    fn new(cols: &[[u32; 2]], free_bodies: usize, backend: Backend) -> Self {
-        let m = cols.len();
+    fn new(jac: &SparseJacobian, free_bodies: usize, backend: Backend) -> Self {
+        let m = jac.rows();
         let mut by_body: Vec<Vec<u32>> = vec![Vec::new(); free_bodies];
-        for (c, fr) in cols.iter().enumerate() {
-            for &f in fr {
-                if f != PINNED {
-                    by_body[f as usize].push(c as u32);
-                }
+        for c in 0..m {
+            for f in jac.row_bodies(c) {
+                by_body[f].push(c as u32);
             }
         }
         let mut pairs = Vec::new();
@@ -233,13 +249,12 @@ fn shared_dot(
 ) -> f64 {
     let d = a.d;
     let mut s = 0.0;
-    for sa in 0..2 {
-        let fa = a.cols[r][sa];
+    for (sa, &fa) in a.row_cols(r).iter().enumerate() {
         if fa == PINNED {
             continue;
         }
-        for sb in 0..2 {
-            if b.cols[c][sb] != fa {
+        for (sb, &fb) in b.row_cols(c).iter().enumerate() {
+            if fb != fa {
                 continue;
             }
             let (x, y) = (a.block(r, sa), b.block(c, sb));
@@ -299,153 +314,90 @@ impl ConstraintSpace<Vec<f64>> for Vec<f64> {
 }
 
 impl<T: Terms<D>, const D: usize> Assembled<T, D> {
-    /// Components per body and per bond.
-    fn constraint_shape(&self) -> (usize, usize) {
-        let f = T::FORMS;
-        (f.body_constraints, f.bond_constraints)
-    }
-
-    /// The free-body pattern of every constraint row.
-    fn constraint_pattern(&self) -> Vec<[u32; 2]> {
-        let (kb, kp) = self.constraint_shape();
-        let mut cols = Vec::with_capacity(kb * self.plan.sites.len() + kp * self.plan.bonds.len());
-        if kb > 0 {
-            for fr in &self.plan.sites.free {
-                cols.extend(std::iter::repeat_n([fr[0], PINNED], kb));
-            }
-        }
-        if kp > 0 {
-            for fr in &self.plan.bonds.free {
-                cols.extend(std::iter::repeat_n(*fr, kp));
-            }
-        }
-        cols
-    }
-
-    /// Evaluate the constraints of site term `t` (`kb` components) into `g`, and their rows
-    /// into `jac` starting at row `first`.
-    fn site_constraints(
-        &self,
-        q: &[f64],
-        t: usize,
-        g: &mut [f64],
-        jac: Option<(&mut SparseJacobian, usize)>,
-    ) {
-        let x: Local<D, 1> =
-            self.local_positions(q, &self.plan.sites.free[t], &self.plan.sites.bodies[t]);
-        let kb = g.len();
-        let mut rows = [[[0.0; D]; 1]; STACK_ROWS];
-        let mut big = Vec::new();
-        let rows: &mut [Local<D, 1>] = if kb <= STACK_ROWS {
-            &mut rows[..kb]
-        } else {
-            big.resize(kb, [[0.0; D]; 1]);
-            &mut big
-        };
-        self.terms().body_constraints(&x, g, rows);
-        if let Some((jac, first)) = jac {
-            for (k, row) in rows.iter().enumerate() {
-                jac.block_mut(first + k, 0).copy_from_slice(&row[0]);
-            }
-        }
-    }
-
-    fn bond_constraints(
-        &self,
-        q: &[f64],
-        t: usize,
-        g: &mut [f64],
-        jac: Option<(&mut SparseJacobian, usize)>,
-    ) {
-        let x: Local<D, 2> =
-            self.local_positions(q, &self.plan.bonds.free[t], &self.plan.bonds.bodies[t]);
-        let kp = g.len();
-        let mut rows = [[[0.0; D]; 2]; STACK_ROWS];
-        let mut big = Vec::new();
-        let rows: &mut [Local<D, 2>] = if kp <= STACK_ROWS {
-            &mut rows[..kp]
-        } else {
-            big.resize(kp, [[0.0; D]; 2]);
-            &mut big
-        };
-        self.terms().bond_constraints(&x, g, rows);
-        if let Some((jac, first)) = jac {
-            for (k, row) in rows.iter().enumerate() {
-                for (s, body) in row.iter().enumerate() {
-                    jac.block_mut(first + k, s).copy_from_slice(body);
-                }
-            }
-        }
-    }
-
-    fn local_positions<const K: usize>(
-        &self,
-        q: &[f64],
-        free: &[u32; K],
-        bodies: &[u32; K],
-    ) -> Local<D, K> {
-        core::array::from_fn(|k| {
-            let f = free[k];
-            if f == PINNED {
-                self.pins[bodies[k] as usize]
-            } else {
-                core::array::from_fn(|d| q[f as usize * D + d])
-            }
+    /// Blocks per Jacobian row: the arity of the widest form with constraints.
+    fn jacobian_width(&self) -> usize {
+        self.with_forms(|forms| {
+            forms
+                .iter()
+                .filter(|f| f.info().constraints > 0)
+                .map(|f| f.arity())
+                .max()
+                .unwrap_or(1)
         })
     }
 
-    /// Every constraint into `g` (and the Jacobian when given).
-    fn all_constraints(&self, q: &[f64], g: &mut [f64], mut jac: Option<&mut SparseJacobian>) {
-        let (kb, kp) = self.constraint_shape();
-        let sites = if kb > 0 { self.plan.sites.len() } else { 0 };
-        for t in 0..sites {
-            let first = t * kb;
-            self.site_constraints(
-                q,
-                t,
-                &mut g[first..first + kb],
-                jac.as_deref_mut().map(|j| (j, first)),
-            );
-        }
-        let base = sites * kb;
-        if kp > 0 {
-            for t in 0..self.plan.bonds.len() {
-                let first = base + t * kp;
-                self.bond_constraints(
-                    q,
-                    t,
-                    &mut g[first..first + kp],
-                    jac.as_deref_mut().map(|j| (j, first)),
-                );
+    /// The free-body pattern of every constraint row, `width` per row.
+    fn constraint_pattern(&self, width: usize) -> Vec<u32> {
+        let rows: usize = self.constraint_rows().sum();
+        let mut cols = Vec::with_capacity(rows * width);
+        self.with_forms(|forms| {
+            for f in forms {
+                f.constraint_pattern(width, &mut cols);
             }
-        }
+        });
+        cols
+    }
+
+    /// The constraints of the terms `first_term..` (of the forms, in order) into `g` (and their
+    /// rows into the Jacobian from row `first_row`, when given): every constraint with
+    /// `only = None`, the term holding row `c` with `only = Some(c)`.
+    fn constraints(
+        &self,
+        q: &[f64],
+        g: &mut [f64],
+        mut jac: Option<&mut SparseJacobian>,
+        only: Option<usize>,
+    ) {
+        let input = self.inputs(0.0, q, &[]);
+        self.with_forms(|forms: &FormList<T, D>| {
+            let mut first = 0;
+            for f in forms {
+                let k = f.info().constraints;
+                let rows = k * f.len();
+                if k == 0 || only.is_some_and(|c| c < first || c >= first + rows) {
+                    first += rows;
+                    continue;
+                }
+                let terms = match only {
+                    Some(c) => (c - first) / k..(c - first) / k + 1,
+                    None => 0..f.len(),
+                };
+                for t in terms {
+                    let row = first + t * k;
+                    f.term_constraints(
+                        self.terms(),
+                        &input,
+                        t,
+                        &mut g[row..row + k],
+                        jac.as_deref_mut().map(|j| (j, row)),
+                    );
+                }
+                first += rows;
+            }
+        });
     }
 }
 
 impl<T: Terms<D>, const D: usize> ConstrainedModel<Vec<f64>, Vec<f64>> for Assembled<T, D> {
     fn constraint_count(&self) -> usize {
-        let (kb, kp) = self.constraint_shape();
-        kb * self.plan.sites.len() + kp * self.plan.bonds.len()
+        self.constraint_rows().sum()
     }
 
     fn new_jacobian(&self) -> SparseJacobian {
-        SparseJacobian::new(D, Arc::new(self.constraint_pattern()))
+        let width = self.jacobian_width();
+        SparseJacobian::new(D, width, Arc::new(self.constraint_pattern(width)))
     }
 
     fn new_constraint_solver(&self) -> SparseConstraintSolver {
-        SparseConstraintSolver::new(
-            &self.constraint_pattern(),
-            self.free_bodies(),
-            Backend::Auto,
-        )
+        SparseConstraintSolver::new(&self.new_jacobian(), self.free_bodies(), Backend::Auto)
     }
 
     fn constraints_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) {
-        self.all_constraints(q, g, None);
+        self.constraints(q, g, None, None);
     }
 
     fn constraints_jacobian_into(&self, q: &Vec<f64>, g: &mut Vec<f64>, jac: &mut SparseJacobian) {
-        self.all_constraints(q, g, Some(jac));
+        self.constraints(q, g, Some(jac), None);
     }
 
     fn constraint_row_into(
@@ -455,39 +407,33 @@ impl<T: Terms<D>, const D: usize> ConstrainedModel<Vec<f64>, Vec<f64>> for Assem
         g: &mut Vec<f64>,
         jac: &mut SparseJacobian,
     ) -> f64 {
-        let (kb, kp) = self.constraint_shape();
-        let sites = if kb > 0 { self.plan.sites.len() } else { 0 };
-        if c < sites * kb {
-            let t = c / kb;
-            self.site_constraints(q, t, &mut g[t * kb..(t + 1) * kb], Some((jac, t * kb)));
-        } else {
-            let t = (c - sites * kb) / kp;
-            let first = sites * kb + t * kp;
-            self.bond_constraints(q, t, &mut g[first..first + kp], Some((jac, first)));
-        }
+        self.constraints(q, g, Some(jac), Some(c));
         g[c]
     }
 
     fn constraint_norm(&self, q: &Vec<f64>) -> f64 {
-        let (kb, kp) = self.constraint_shape();
-        let mut buf = [0.0; 16];
+        let input = self.inputs(0.0, q, &[]);
+        let mut buf = [0.0; STACK_ROWS];
         let mut sum = 0.0;
-        let sites = if kb > 0 { self.plan.sites.len() } else { 0 };
-        if kb <= 16 {
-            for t in 0..sites {
-                self.site_constraints(q, t, &mut buf[..kb], None);
-                sum += buf[..kb].iter().map(|x| x * x).sum::<f64>();
+        let fits = self.with_forms(|forms: &FormList<T, D>| {
+            for f in forms {
+                let k = f.info().constraints;
+                if k == 0 {
+                    continue;
+                }
+                if k > STACK_ROWS {
+                    return false;
+                }
+                for t in 0..f.len() {
+                    f.term_constraints(self.terms(), &input, t, &mut buf[..k], None);
+                    sum += buf[..k].iter().map(|x| x * x).sum::<f64>();
+                }
             }
-        }
-        if kp > 0 && kp <= 16 {
-            for t in 0..self.plan.bonds.len() {
-                self.bond_constraints(q, t, &mut buf[..kp], None);
-                sum += buf[..kp].iter().map(|x| x * x).sum::<f64>();
-            }
-        }
-        if kb > 16 || kp > 16 {
+            true
+        });
+        if !fits {
             let mut g = vec![0.0; self.constraint_count()];
-            self.all_constraints(q, &mut g, None);
+            self.constraints(q, &mut g, None, None);
             return g.iter().map(|x| x * x).sum::<f64>().sqrt();
         }
         sum.sqrt()

@@ -1,102 +1,32 @@
-//! The evaluation engine of an assembled system: gather each term's bodies, evaluate its
-//! kernel, keep its local outputs (phase A); then sum, for each free body (gradient, third
-//! contraction) or each stored Hessian block, its contributions in the fixed order of the plan
-//! (phase B). Both phases run over fixed chunks, on rayon's current pool when the system is
-//! parallel: a term's output and an entry's sum do not depend on the chunking or on the thread
-//! count, so the results are bit-identical on 1 thread or many. Nothing is allocated: the term
-//! buffers are made at set-up.
+//! The evaluation engine of an assembled system, written once for every form: gather each term's
+//! bodies, evaluate its kernel, keep its local outputs (phase A); then sum, for each free body
+//! (gradient, third contraction) or each stored Hessian block, its contributions in the fixed
+//! order of the plan (phase B). Both phases run over fixed chunks, on rayon's current pool when
+//! the system is parallel: a term's output and an entry's sum do not depend on the chunking or
+//! on the thread count, so the results are bit-identical on 1 thread or many. Nothing is
+//! allocated: the term buffers are made at set-up.
+//!
+//! [`FormState`] is one form's plan and buffers, generic in the form and its arity;
+//! [`FormOps`] is what the system sees of it (one object per form, in table order).
+
+use core::marker::PhantomData;
 
 use rayon::prelude::*;
 
-use super::plan::{HessianGather, Plan, TermList, NOWHERE, PINNED};
-use super::terms::{Local, LocalHessian, LocalThird, Terms, ThirdForm};
-use crate::sparse::SparseMatrix;
+use super::constraints::SparseJacobian;
+use super::forms::{Form, FormInfo, Over, ThirdForm};
+use super::plan::{Bodies, Csr, HessianGather, TermList, NOWHERE, PINNED};
+use super::terms::{Kernel, Local, LocalHessian, LocalThird};
+use super::topology::Topology;
+use crate::model::HessianPart;
+use crate::sparse::BlockLayout;
 
 /// Terms (phase A) or targets (phase B) per parallel chunk.
 pub(crate) const CHUNK: usize = 512;
 
-/// The term outputs, allocated at set-up (the Hessian ones when a matrix is first made).
-#[derive(Debug)]
-pub(crate) struct Scratch<const D: usize> {
-    pub site_g: Vec<Local<D, 1>>,
-    pub bond_g: Vec<Local<D, 2>>,
-    pub pair_g: Vec<Local<D, 2>>,
-    pub site_h: Vec<LocalHessian<D, 1>>,
-    pub bond_h: Vec<LocalHessian<D, 2>>,
-    pub pair_h: Vec<LocalHessian<D, 2>>,
-    pub site_e: Vec<f64>,
-    pub bond_e: Vec<f64>,
-    pub pair_e: Vec<f64>,
-    /// The third-derivative tensors of the [`ThirdForm::Tensor`] forms, kept by
-    /// [`Want::GradientHessianThird`] at `kept_q` and `kept_omega` (when `kept`).
-    pub site_t: Vec<LocalThird<D, 1>>,
-    pub bond_t: Vec<LocalThird<D, 2>>,
-    pub pair_t: Vec<LocalThird<D, 2>>,
-    pub kept_q: Vec<f64>,
-    pub kept_omega: f64,
-    pub kept: bool,
-}
-
-impl<const D: usize> Scratch<D> {
-    pub fn new(plan: &Plan) -> Self {
-        Self {
-            site_g: vec![[[0.0; D]; 1]; plan.sites.len()],
-            bond_g: vec![[[0.0; D]; 2]; plan.bonds.len()],
-            pair_g: vec![[[0.0; D]; 2]; plan.pairs.len()],
-            site_h: Vec::new(),
-            bond_h: Vec::new(),
-            pair_h: Vec::new(),
-            site_e: vec![0.0; plan.sites.len()],
-            bond_e: vec![0.0; plan.bonds.len()],
-            pair_e: vec![0.0; plan.pairs.len()],
-            site_t: Vec::new(),
-            bond_t: Vec::new(),
-            pair_t: Vec::new(),
-            kept_q: Vec::new(),
-            kept_omega: 0.0,
-            kept: false,
-        }
-    }
-
-    /// True when the tensors were kept at exactly `q` and `omega` (bit for bit).
-    pub fn tensors_kept_at(&self, q: &[f64], omega: f64) -> bool {
-        self.kept
-            && self.kept_omega.to_bits() == omega.to_bits()
-            && self.kept_q.len() == q.len()
-            && self
-                .kept_q
-                .iter()
-                .zip(q)
-                .fold(0u64, |m, (a, b)| m | (a.to_bits() ^ b.to_bits()))
-                == 0
-    }
-
-    /// Make room for the local Hessians (set-up, when a matrix is made).
-    pub fn reserve_hessians(&mut self, plan: &Plan) {
-        self.site_h
-            .resize(plan.sites.len(), [[[[0.0; D]; D]; 1]; 1]);
-        self.bond_h
-            .resize(plan.bonds.len(), [[[[0.0; D]; D]; 2]; 2]);
-        self.pair_h
-            .resize(plan.pairs.len(), [[[[0.0; D]; D]; 2]; 2]);
-        let f = plan.forms;
-        let tensor = |t: ThirdForm, n: usize| if t == ThirdForm::Tensor { n } else { 0 };
-        self.site_t.resize(
-            tensor(f.site_third, plan.sites.len()),
-            [[[[[[0.0; D]; 1]; D]; 1]; D]; 1],
-        );
-        self.bond_t.resize(
-            tensor(f.bond_third, plan.bonds.len()),
-            [[[[[[0.0; D]; 2]; D]; 2]; D]; 2],
-        );
-        self.pair_t.resize(
-            tensor(f.pair_third, plan.pairs.len()),
-            [[[[[[0.0; D]; 2]; D]; 2]; D]; 2],
-        );
-        self.kept_q.resize(plan.free * D, 0.0);
-        self.kept = false;
-    }
-}
+/// Constraint components per term evaluated on the stack; a term with more allocates a buffer
+/// at each evaluation.
+pub(crate) const STACK_ROWS: usize = 16;
 
 /// Which quantity phase A computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,9 +37,13 @@ pub(crate) enum Want {
     /// The gradient and Hessian, and the third-derivative tensors of the
     /// [`ThirdForm::Tensor`] forms (for a Z&S step's third contraction at the same point).
     GradientHessianThird,
-    /// The gradient, and the stiff Hessian of the terms that have a stiff part.
+    /// The gradient, and the stiff Hessian of the forms that have a stiff part.
     GradientStiffHessian,
-    Third,
+    /// The third contraction; `kept`: the tensors kept by the last
+    /// [`Want::GradientHessianThird`] are at the same point and may be contracted.
+    Third {
+        kept: bool,
+    },
 }
 
 /// What phase A reads: the positions, the direction (third contraction), the pinned positions.
@@ -124,7 +58,7 @@ pub(crate) struct Inputs<'a, const D: usize> {
 impl<const D: usize> Inputs<'_, D> {
     /// The term's bodies' positions.
     #[inline]
-    fn x<const K: usize>(&self, free: &[u32; K], bodies: &[u32; K]) -> Local<D, K> {
+    pub fn x<const K: usize>(&self, free: &[u32; K], bodies: &[u32; K]) -> Local<D, K> {
         core::array::from_fn(|k| {
             let f = free[k];
             if f == PINNED {
@@ -151,196 +85,328 @@ impl<const D: usize> Inputs<'_, D> {
     }
 }
 
-/// `out[t] = f(free[t], bodies[t])` for every term, in parallel chunks when asked.
-#[inline]
-fn map_terms<O: Send, const K: usize>(
-    parallel: bool,
-    list: &TermList<K>,
-    out: &mut [O],
-    f: impl Fn(&[u32; K], &[u32; K]) -> O + Sync,
-) {
-    debug_assert_eq!(out.len(), list.len());
-    if parallel && list.len() > CHUNK {
-        out.par_chunks_mut(CHUNK)
-            .zip(list.free.par_chunks(CHUNK))
-            .zip(list.bodies.par_chunks(CHUNK))
-            .for_each(|((o, fr), bo)| {
-                for ((o, fr), bo) in o.iter_mut().zip(fr).zip(bo) {
-                    *o = f(fr, bo);
-                }
-            });
-    } else {
-        for ((o, fr), bo) in out.iter_mut().zip(&list.free).zip(&list.bodies) {
-            *o = f(fr, bo);
+/// One form of an assembled system as the system uses it: its terms, its part of every
+/// evaluation, its constraints. Implemented once, by [`FormState`], for every form; the system
+/// holds one per form of the table ([`super::forms`]), in table order, so adding a form adds an
+/// object here and nothing to the engine.
+pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
+    /// The definition's entry for this form.
+    fn info(&self) -> FormInfo;
+    /// The form's name (`"site"`, ...).
+    fn name(&self) -> &'static str;
+    /// Bodies per term.
+    fn arity(&self) -> usize;
+    /// Number of terms.
+    fn len(&self) -> usize;
+    /// True when its terms enter the Hessian `part`.
+    fn enters(&self, part: HessianPart) -> bool;
+    /// The pairs of free bodies its terms couple.
+    fn couplings(&self, out: &mut Vec<(usize, usize)>);
+    /// Set-up: the gather lists into `layout`, the pattern of the Hessian `part`.
+    fn attach(&mut self, part: HessianPart, layout: &BlockLayout);
+    /// Set-up: room for the local Hessians (and kept tensors), when a matrix is first made.
+    fn reserve_hessians(&mut self);
+    /// True when room for the local Hessians was made.
+    fn has_hessians(&self) -> bool;
+    /// Phase A: every term's local outputs for `want`.
+    fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want);
+    /// `acc += Σ_t e_t`, in term order (after [`Want::Energy`]).
+    fn add_energy(&self, acc: &mut f64);
+    /// Phase B, one chunk of free bodies from `first_body`: add each body's contributions to
+    /// `out` in term order; the first form of a sum instead writes them (`first`).
+    fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool);
+    /// Phase B on one thread: the same sums, term by term (scatter).
+    fn scatter_vector(&self, out: &mut [f64], first: bool);
+    /// Phase B for the Hessian `part`, one chunk of stored blocks from `first_block`: add each
+    /// block's contributions (local blocks) in term order.
+    fn gather_hessian(&self, part: HessianPart, first_block: usize, values: &mut [f64]);
+    /// Phase B for the Hessian `part` on one thread (scatter).
+    fn scatter_hessian(&self, part: HessianPart, values: &mut [f64]);
+    /// The free bodies of its constraint rows, `width` entries per row ([`PINNED`] pads).
+    fn constraint_pattern(&self, width: usize, cols: &mut Vec<u32>);
+    /// The constraints of term `t` into `g` (the form's components per term), and their rows
+    /// into `jac` from row `first_row`.
+    fn term_constraints(
+        &self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        t: usize,
+        g: &mut [f64],
+        jac: Option<(&mut SparseJacobian, usize)>,
+    );
+}
+
+/// One form's plan and buffers: its terms, gather lists, and each term's local outputs.
+pub(crate) struct FormState<F, const D: usize, const K: usize> {
+    info: FormInfo,
+    list: TermList<K>,
+    /// Gradient gather (per free body).
+    grad: Csr,
+    /// Hessian gathers of the full and the stiff Hessian, when the form enters them.
+    full: Option<HessianGather<K>>,
+    stiff: Option<HessianGather<K>>,
+    g: Vec<Local<D, K>>,
+    h: Vec<LocalHessian<D, K>>,
+    e: Vec<f64>,
+    /// Third-derivative tensors kept by [`Want::GradientHessianThird`] ([`ThirdForm::Tensor`]).
+    t: Vec<LocalThird<D, K>>,
+    form: PhantomData<fn() -> F>,
+}
+
+impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
+    /// The form's terms over `topology` (none when the definition lacks the form).
+    pub fn new(info: FormInfo, topology: &Topology, bodies: &Bodies) -> Self {
+        debug_assert_eq!(F::ARITY, K, "form {} has arity {}", F::NAME, F::ARITY);
+        let list = TermList::<K>::new(F::OVER, info.present, topology, bodies);
+        let n = list.len();
+        Self {
+            info,
+            grad: list.gradient_gather(bodies.free),
+            list,
+            full: None,
+            stiff: None,
+            g: vec![[[0.0; D]; K]; n],
+            h: Vec::new(),
+            e: vec![0.0; n],
+            t: Vec::new(),
+            form: PhantomData,
+        }
+    }
+
+    fn enters_part(&self, part: HessianPart) -> bool {
+        match part {
+            HessianPart::Full => self.info.present,
+            HessianPart::Stiff => self.info.stiff,
+        }
+    }
+
+    fn gather_of(&self, part: HessianPart) -> Option<&HessianGather<K>> {
+        match part {
+            HessianPart::Full => self.full.as_ref(),
+            HessianPart::Stiff => self.stiff.as_ref(),
         }
     }
 }
 
-/// Phase A: every term's local outputs for `want` into `s`.
-pub(crate) fn evaluate_terms<T: Terms<D>, const D: usize>(
-    terms: &T,
-    plan: &Plan,
-    input: &Inputs<'_, D>,
-    want: Want,
-    s: &mut Scratch<D>,
-) {
-    let forms = plan.forms;
-    let (w, par) = (input.omega, input.parallel);
-    let bond_stiff = forms.bond_is_stiff();
-    match want {
-        Want::Energy => {
-            map_terms(par, &plan.sites, &mut s.site_e, |fr, bo| {
-                terms.site_energy(w, &input.x(fr, bo))
-            });
-            map_terms(par, &plan.bonds, &mut s.bond_e, |fr, bo| {
-                terms.bond_energy(w, &input.x(fr, bo))
-            });
-            map_terms(par, &plan.pairs, &mut s.pair_e, |fr, bo| {
-                terms.pair_energy(&input.x(fr, bo))
-            });
+impl<T, F, const D: usize, const K: usize> FormOps<T, D> for FormState<F, D, K>
+where
+    T: Kernel<D, K, F>,
+    F: Form,
+{
+    fn info(&self) -> FormInfo {
+        self.info
+    }
+    fn name(&self) -> &'static str {
+        F::NAME
+    }
+    fn arity(&self) -> usize {
+        K
+    }
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+    fn enters(&self, part: HessianPart) -> bool {
+        self.enters_part(part)
+    }
+    fn couplings(&self, out: &mut Vec<(usize, usize)>) {
+        self.list.couplings(out);
+    }
+    fn attach(&mut self, part: HessianPart, layout: &BlockLayout) {
+        let gather = self
+            .enters_part(part)
+            .then(|| HessianGather::new(&self.list, layout));
+        match part {
+            HessianPart::Full => self.full = gather,
+            HessianPart::Stiff => self.stiff = gather,
         }
-        Want::Gradient => {
-            map_terms(par, &plan.sites, &mut s.site_g, |fr, bo| {
-                terms.site_gradient(w, &input.x(fr, bo))
-            });
-            map_terms(par, &plan.bonds, &mut s.bond_g, |fr, bo| {
-                terms.bond_gradient(w, &input.x(fr, bo))
-            });
-            map_terms(par, &plan.pairs, &mut s.pair_g, |fr, bo| {
-                terms.pair_gradient(&input.x(fr, bo))
-            });
-        }
-        Want::GradientHessian | Want::GradientStiffHessian => {
-            let stiff = want == Want::GradientStiffHessian;
-            let Scratch {
-                site_g,
-                bond_g,
-                pair_g,
-                site_h,
-                bond_h,
-                pair_h,
-                ..
-            } = s;
-            map_pairs(par, &plan.sites, site_g, site_h, |fr, bo| {
-                let x = input.x(fr, bo);
-                if stiff {
-                    terms.site_gradient_stiff_hessian(w, &x)
-                } else {
-                    terms.site_gradient_hessian(w, &x)
-                }
-            });
-            if stiff && !bond_stiff {
-                map_terms(par, &plan.bonds, bond_g, |fr, bo| {
-                    terms.bond_gradient(w, &input.x(fr, bo))
+    }
+    fn reserve_hessians(&mut self) {
+        let n = self.list.len();
+        self.h.resize(n, [[[[0.0; D]; D]; K]; K]);
+        let tensors = if self.info.third == ThirdForm::Tensor {
+            n
+        } else {
+            0
+        };
+        self.t.resize(tensors, [[[[[[0.0; D]; K]; D]; K]; D]; K]);
+    }
+    fn has_hessians(&self) -> bool {
+        self.h.len() == self.list.len()
+    }
+
+    fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {
+        let (w, par, list) = (input.omega, input.parallel, &self.list);
+        match want {
+            Want::Energy => map1(par, list, &mut self.e, |fr, bo| {
+                terms.energy(w, &input.x(fr, bo))
+            }),
+            Want::Gradient => map1(par, list, &mut self.g, |fr, bo| {
+                terms.gradient(w, &input.x(fr, bo))
+            }),
+            Want::GradientHessian => map2(par, list, &mut self.g, &mut self.h, |fr, bo| {
+                terms.gradient_hessian(w, &input.x(fr, bo))
+            }),
+            Want::GradientStiffHessian if self.info.stiff => {
+                map2(par, list, &mut self.g, &mut self.h, |fr, bo| {
+                    terms.gradient_stiff_hessian(w, &input.x(fr, bo))
                 });
+            }
+            Want::GradientStiffHessian => map1(par, list, &mut self.g, |fr, bo| {
+                terms.gradient(w, &input.x(fr, bo))
+            }),
+            Want::GradientHessianThird if self.info.third == ThirdForm::Tensor => {
+                map3(
+                    par,
+                    list,
+                    &mut self.g,
+                    &mut self.h,
+                    &mut self.t,
+                    |fr, bo| terms.gradient_hessian_third(w, &input.x(fr, bo)),
+                );
+            }
+            Want::GradientHessianThird => map2(par, list, &mut self.g, &mut self.h, |fr, bo| {
+                terms.gradient_hessian(w, &input.x(fr, bo))
+            }),
+            Want::Third { kept } => match self.info.third {
+                ThirdForm::Zero => {}
+                ThirdForm::Tensor if kept => {
+                    map_kept(par, list, &mut self.g, &self.t, |fr, t| {
+                        contract(t, &input.dir(fr))
+                    });
+                }
+                _ => map1(par, list, &mut self.g, |fr, bo| {
+                    terms.third_contraction(w, &input.x(fr, bo), &input.dir(fr))
+                }),
+            },
+        }
+    }
+
+    fn add_energy(&self, acc: &mut f64) {
+        for x in &self.e {
+            *acc += x;
+        }
+    }
+
+    fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool) {
+        for (i, o) in out.chunks_exact_mut(D).enumerate() {
+            let b = first_body + i;
+            if F::OVER == Over::Bodies && K == 1 {
+                // One term per free body, in free order: term `b` is body `b`'s.
+                let v = &self.g[b][0];
+                for d in 0..D {
+                    o[d] = if first { v[d] } else { o[d] + v[d] };
+                }
+                continue;
+            }
+            let mut acc: [f64; D] = if first {
+                [0.0; D]
             } else {
-                map_pairs(par, &plan.bonds, bond_g, bond_h, |fr, bo| {
-                    let x = input.x(fr, bo);
-                    if stiff {
-                        terms.bond_gradient_stiff_hessian(w, &x)
-                    } else {
-                        terms.bond_gradient_hessian(w, &x)
+                core::array::from_fn(|d| o[d])
+            };
+            for &src in self.grad.row(b) {
+                let v = &self.g[src as usize / K][src as usize % K];
+                for d in 0..D {
+                    acc[d] += v[d];
+                }
+            }
+            o.copy_from_slice(&acc);
+        }
+    }
+
+    fn scatter_vector(&self, out: &mut [f64], first: bool) {
+        if first && F::OVER == Over::Bodies && K == 1 {
+            for (o, g) in out.chunks_exact_mut(D).zip(&self.g) {
+                o.copy_from_slice(&g[0]);
+            }
+            return;
+        }
+        if first {
+            out.fill(0.0);
+        }
+        for (fr, g) in self.list.free.iter().zip(&self.g) {
+            for k in 0..K {
+                if fr[k] != PINNED {
+                    let o = fr[k] as usize * D;
+                    for d in 0..D {
+                        out[o + d] += g[k][d];
                     }
-                });
-            }
-            if stiff {
-                map_terms(par, &plan.pairs, pair_g, |fr, bo| {
-                    terms.pair_gradient(&input.x(fr, bo))
-                });
-            } else {
-                map_pairs(par, &plan.pairs, pair_g, pair_h, |fr, bo| {
-                    terms.pair_gradient_hessian(&input.x(fr, bo))
-                });
+                }
             }
         }
-        Want::GradientHessianThird => {
-            let Scratch {
-                site_g,
-                bond_g,
-                pair_g,
-                site_h,
-                bond_h,
-                pair_h,
-                site_t,
-                bond_t,
-                pair_t,
-                ..
-            } = s;
-            if forms.site_third == ThirdForm::Tensor {
-                map_triples(par, &plan.sites, site_g, site_h, site_t, |fr, bo| {
-                    terms.site_gradient_hessian_third(w, &input.x(fr, bo))
-                });
-            } else {
-                map_pairs(par, &plan.sites, site_g, site_h, |fr, bo| {
-                    terms.site_gradient_hessian(w, &input.x(fr, bo))
-                });
+    }
+
+    fn gather_hessian(&self, part: HessianPart, first_block: usize, values: &mut [f64]) {
+        let Some(gather) = self.gather_of(part) else {
+            return;
+        };
+        for (i, o) in values.chunks_exact_mut(D * D).enumerate() {
+            for &src in gather.blocks.row(first_block + i) {
+                let src = src as usize;
+                let (t, a, b) = (src / (K * K), (src % (K * K)) / K, src % K);
+                add_block(o, &self.h[t][a][b]);
             }
-            if forms.bond_third == ThirdForm::Tensor {
-                map_triples(par, &plan.bonds, bond_g, bond_h, bond_t, |fr, bo| {
-                    terms.bond_gradient_hessian_third(w, &input.x(fr, bo))
-                });
-            } else {
-                map_pairs(par, &plan.bonds, bond_g, bond_h, |fr, bo| {
-                    terms.bond_gradient_hessian(w, &input.x(fr, bo))
-                });
-            }
-            if forms.pair_third == ThirdForm::Tensor {
-                map_triples(par, &plan.pairs, pair_g, pair_h, pair_t, |fr, bo| {
-                    terms.pair_gradient_hessian_third(&input.x(fr, bo))
-                });
-            } else {
-                map_pairs(par, &plan.pairs, pair_g, pair_h, |fr, bo| {
-                    terms.pair_gradient_hessian(&input.x(fr, bo))
-                });
-            }
-            s.kept_q.copy_from_slice(input.q);
-            s.kept_omega = w;
-            s.kept = true;
         }
-        Want::Third => {
-            let kept = s.tensors_kept_at(input.q, w);
-            let Scratch {
-                site_g,
-                bond_g,
-                pair_g,
-                site_t,
-                bond_t,
-                pair_t,
-                ..
-            } = s;
-            match forms.site_third {
-                ThirdForm::Zero => {}
-                ThirdForm::Tensor if kept => {
-                    map_kept(par, &plan.sites, site_g, site_t, |fr, t| {
-                        contract(t, &input.dir(fr))
-                    });
+    }
+
+    fn scatter_hessian(&self, part: HessianPart, values: &mut [f64]) {
+        let Some(gather) = self.gather_of(part) else {
+            return;
+        };
+        for (dest, h) in gather.dest.iter().zip(&self.h) {
+            for a in 0..K {
+                for b in 0..K {
+                    if dest[a][b] != NOWHERE {
+                        let o = dest[a][b] as usize * D * D;
+                        add_block(&mut values[o..o + D * D], &h[a][b]);
+                    }
                 }
-                _ => map_terms(par, &plan.sites, site_g, |fr, bo| {
-                    terms.site_third_contraction(w, &input.x(fr, bo), &input.dir(fr))
-                }),
             }
-            match forms.bond_third {
-                ThirdForm::Zero => {}
-                ThirdForm::Tensor if kept => {
-                    map_kept(par, &plan.bonds, bond_g, bond_t, |fr, t| {
-                        contract(t, &input.dir(fr))
-                    });
+        }
+    }
+
+    fn constraint_pattern(&self, width: usize, cols: &mut Vec<u32>) {
+        for fr in &self.list.free {
+            for _ in 0..self.info.constraints {
+                cols.extend((0..width).map(|s| if s < K { fr[s] } else { PINNED }));
+            }
+        }
+    }
+
+    fn term_constraints(
+        &self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        t: usize,
+        g: &mut [f64],
+        jac: Option<(&mut SparseJacobian, usize)>,
+    ) {
+        let x = input.x(&self.list.free[t], &self.list.bodies[t]);
+        let m = g.len();
+        let mut rows = [[[0.0; D]; K]; STACK_ROWS];
+        let mut big = Vec::new();
+        let rows: &mut [Local<D, K>] = if m <= STACK_ROWS {
+            &mut rows[..m]
+        } else {
+            big.resize(m, [[0.0; D]; K]);
+            &mut big
+        };
+        terms.constraints(&x, g, rows);
+        if let Some((jac, first)) = jac {
+            for (c, row) in rows.iter().enumerate() {
+                for (s, body) in row.iter().enumerate() {
+                    jac.block_mut(first + c, s).copy_from_slice(body);
                 }
-                _ => map_terms(par, &plan.bonds, bond_g, |fr, bo| {
-                    terms.bond_third_contraction(w, &input.x(fr, bo), &input.dir(fr))
-                }),
             }
-            match forms.pair_third {
-                ThirdForm::Zero => {}
-                ThirdForm::Tensor if kept => {
-                    map_kept(par, &plan.pairs, pair_g, pair_t, |fr, t| {
-                        contract(t, &input.dir(fr))
-                    });
-                }
-                _ => map_terms(par, &plan.pairs, pair_g, |fr, bo| {
-                    terms.pair_third_contraction(&input.x(fr, bo), &input.dir(fr))
-                }),
-            }
+        }
+    }
+}
+
+/// `o += m` for a `D × D` block stored row-major in `o`.
+#[inline]
+fn add_block<const D: usize>(o: &mut [f64], m: &[[f64; D]; D]) {
+    for r in 0..D {
+        for c in 0..D {
+            o[r * D + c] += m[r][c];
         }
     }
 }
@@ -368,35 +434,66 @@ fn contract<const D: usize, const K: usize>(t: &LocalThird<D, K>, a: &Local<D, K
     })
 }
 
-/// `out[t] = f(free[t], kept[t])` for every term (the third contraction from kept tensors).
+/// `out[t] = f(free[t], bodies[t])` for every term, in parallel chunks when asked.
 #[inline]
-fn map_kept<O: Send, X: Sync, const K: usize>(
+fn map1<O: Send, const K: usize>(
     parallel: bool,
     list: &TermList<K>,
     out: &mut [O],
-    kept: &[X],
-    f: impl Fn(&[u32; K], &X) -> O + Sync,
+    f: impl Fn(&[u32; K], &[u32; K]) -> O + Sync,
 ) {
-    debug_assert!(out.len() == list.len() && kept.len() == list.len());
+    debug_assert_eq!(out.len(), list.len());
     if parallel && list.len() > CHUNK {
         out.par_chunks_mut(CHUNK)
             .zip(list.free.par_chunks(CHUNK))
-            .zip(kept.par_chunks(CHUNK))
-            .for_each(|((o, fr), x)| {
-                for ((o, fr), x) in o.iter_mut().zip(fr).zip(x) {
-                    *o = f(fr, x);
+            .zip(list.bodies.par_chunks(CHUNK))
+            .for_each(|((o, fr), bo)| {
+                for ((o, fr), bo) in o.iter_mut().zip(fr).zip(bo) {
+                    *o = f(fr, bo);
                 }
             });
     } else {
-        for ((o, fr), x) in out.iter_mut().zip(&list.free).zip(kept) {
-            *o = f(fr, x);
+        for ((o, fr), bo) in out.iter_mut().zip(&list.free).zip(&list.bodies) {
+            *o = f(fr, bo);
         }
     }
 }
 
-/// [`map_terms`] for kernels returning three outputs (gradient, Hessian, third tensor).
+/// [`map1`] for kernels returning two outputs (gradient, Hessian).
 #[inline]
-fn map_triples<A: Send, B: Send, C: Send, const K: usize>(
+fn map2<A: Send, B: Send, const K: usize>(
+    parallel: bool,
+    list: &TermList<K>,
+    a: &mut [A],
+    b: &mut [B],
+    f: impl Fn(&[u32; K], &[u32; K]) -> (A, B) + Sync,
+) {
+    debug_assert!(a.len() == list.len() && b.len() == list.len());
+    if parallel && list.len() > CHUNK {
+        a.par_chunks_mut(CHUNK)
+            .zip(b.par_chunks_mut(CHUNK))
+            .zip(list.free.par_chunks(CHUNK))
+            .zip(list.bodies.par_chunks(CHUNK))
+            .for_each(|(((a, b), fr), bo)| {
+                for (((a, b), fr), bo) in a.iter_mut().zip(b).zip(fr).zip(bo) {
+                    (*a, *b) = f(fr, bo);
+                }
+            });
+    } else {
+        for (((a, b), fr), bo) in a
+            .iter_mut()
+            .zip(b.iter_mut())
+            .zip(&list.free)
+            .zip(&list.bodies)
+        {
+            (*a, *b) = f(fr, bo);
+        }
+    }
+}
+
+/// [`map1`] for kernels returning three outputs (gradient, Hessian, third tensor).
+#[inline]
+fn map3<A: Send, B: Send, C: Send, const K: usize>(
     parallel: bool,
     list: &TermList<K>,
     a: &mut [A],
@@ -429,246 +526,97 @@ fn map_triples<A: Send, B: Send, C: Send, const K: usize>(
     }
 }
 
-/// [`map_terms`] for kernels returning two outputs (gradient, Hessian).
+/// `out[t] = f(free[t], kept[t])` for every term (the third contraction from kept tensors).
 #[inline]
-fn map_pairs<A: Send, B: Send, const K: usize>(
+fn map_kept<O: Send, X: Sync, const K: usize>(
     parallel: bool,
     list: &TermList<K>,
-    a: &mut [A],
-    b: &mut [B],
-    f: impl Fn(&[u32; K], &[u32; K]) -> (A, B) + Sync,
+    out: &mut [O],
+    kept: &[X],
+    f: impl Fn(&[u32; K], &X) -> O + Sync,
 ) {
-    debug_assert!(a.len() == list.len() && b.len() == list.len());
+    debug_assert!(out.len() == list.len() && kept.len() == list.len());
     if parallel && list.len() > CHUNK {
-        a.par_chunks_mut(CHUNK)
-            .zip(b.par_chunks_mut(CHUNK))
+        out.par_chunks_mut(CHUNK)
             .zip(list.free.par_chunks(CHUNK))
-            .zip(list.bodies.par_chunks(CHUNK))
-            .for_each(|(((a, b), fr), bo)| {
-                for (((a, b), fr), bo) in a.iter_mut().zip(b).zip(fr).zip(bo) {
-                    (*a, *b) = f(fr, bo);
+            .zip(kept.par_chunks(CHUNK))
+            .for_each(|((o, fr), x)| {
+                for ((o, fr), x) in o.iter_mut().zip(fr).zip(x) {
+                    *o = f(fr, x);
                 }
             });
     } else {
-        for (((a, b), fr), bo) in a
-            .iter_mut()
-            .zip(b.iter_mut())
-            .zip(&list.free)
-            .zip(&list.bodies)
-        {
-            (*a, *b) = f(fr, bo);
+        for ((o, fr), x) in out.iter_mut().zip(&list.free).zip(kept) {
+            *o = f(fr, x);
         }
     }
 }
 
-/// The energy: the terms' energies summed in the plan's order (serially: one pass over a
-/// buffer, rarely evaluated).
-pub(crate) fn energy_sum<const D: usize>(s: &Scratch<D>) -> f64 {
-    let mut e = 0.0;
-    for x in s.site_e.iter().chain(&s.bond_e).chain(&s.pair_e) {
-        e += x;
-    }
-    e
-}
+/// The forms of a system, in table order.
+pub(crate) type FormList<T, const D: usize> = [Box<dyn FormOps<T, D>>];
 
-/// Which forms' outputs phase B sums: all of them, or (for the third contraction) those whose
-/// third derivative is not identically zero.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Include {
-    pub site: bool,
-    pub bond: bool,
-    pub pair: bool,
-}
-
-impl Include {
-    pub const ALL: Self = Self {
-        site: true,
-        bond: true,
-        pair: true,
-    };
-
-    /// The forms with a third derivative.
-    pub fn third(plan: &Plan) -> Self {
-        let f = plan.forms;
-        Self {
-            site: f.site_third != ThirdForm::Zero,
-            bond: f.bond_third != ThirdForm::Zero,
-            pair: f.pair_third != ThirdForm::Zero,
-        }
-    }
-}
-
-/// Phase B for a vector (gradient or third contraction): `out` (free coordinates) receives, per
-/// free body, its site contribution, then its bonds', then its pairs' (those of `include`).
-pub(crate) fn gather_vector<const D: usize>(
-    plan: &Plan,
-    s: &Scratch<D>,
-    include: Include,
+/// Phase B for a vector (gradient or third contraction) over the forms that `include` selects,
+/// each form's contributions in turn: per free body, the first form's, then the next one's, ...
+/// (`out` has the free coordinates; zero when no form contributes).
+pub(crate) fn sum_vector<T, const D: usize>(
+    forms: &FormList<T, D>,
+    include: impl Fn(&dyn FormOps<T, D>) -> bool + Sync,
+    free: usize,
     parallel: bool,
     out: &mut [f64],
 ) {
-    let has_site = include.site && !plan.sites.free.is_empty();
-    let (bonds, pairs) = (
-        include.bond && !plan.bonds.free.is_empty(),
-        include.pair && !plan.pairs.free.is_empty(),
-    );
-    let body = |b: usize, o: &mut [f64]| {
-        let mut acc = if has_site { s.site_g[b][0] } else { [0.0; D] };
-        if bonds {
-            for &src in plan.grad_bonds.row(b) {
-                let v = &s.bond_g[src as usize / 2][src as usize % 2];
-                for d in 0..D {
-                    acc[d] += v[d];
-                }
-            }
-        }
-        if pairs {
-            for &src in plan.grad_pairs.row(b) {
-                let v = &s.pair_g[src as usize / 2][src as usize % 2];
-                for d in 0..D {
-                    acc[d] += v[d];
-                }
-            }
-        }
-        o.copy_from_slice(&acc);
+    let included = || {
+        forms
+            .iter()
+            .map(|f| &**f)
+            .filter(|&f| f.len() > 0 && include(f))
     };
-    if !(parallel && plan.free > CHUNK) {
-        return scatter_vector(plan, s, has_site, bonds, pairs, out);
-    }
-    {
+    if included().next().is_none() {
+        out.fill(0.0);
+    } else if parallel && free > CHUNK {
         out.par_chunks_mut(CHUNK * D)
             .enumerate()
             .for_each(|(c, chunk)| {
-                for (i, o) in chunk.chunks_exact_mut(D).enumerate() {
-                    body(c * CHUNK + i, o);
+                for (i, f) in included().enumerate() {
+                    f.gather_vector(c * CHUNK, chunk, i == 0);
                 }
             });
-    }
-}
-
-/// [`gather_vector`] on one thread: the terms' outputs added in term order (sites, bonds, pairs)
-/// — for every entry the same sums in the same order as the gather, so the same bits, without
-/// walking gather lists.
-fn scatter_vector<const D: usize>(
-    plan: &Plan,
-    s: &Scratch<D>,
-    site: bool,
-    bonds: bool,
-    pairs: bool,
-    out: &mut [f64],
-) {
-    if site {
-        for (o, g) in out.chunks_exact_mut(D).zip(&s.site_g) {
-            o.copy_from_slice(&g[0]);
-        }
     } else {
-        out.fill(0.0);
-    }
-    let mut add = |free: &[[u32; 2]], g: &[Local<D, 2>]| {
-        for (fr, g) in free.iter().zip(g) {
-            for k in 0..2 {
-                if fr[k] != PINNED {
-                    let o = fr[k] as usize * D;
-                    for d in 0..D {
-                        out[o + d] += g[k][d];
-                    }
-                }
-            }
+        for (i, f) in included().enumerate() {
+            f.scatter_vector(out, i == 0);
         }
-    };
-    if bonds {
-        add(&plan.bonds.free, &s.bond_g);
-    }
-    if pairs {
-        add(&plan.pairs.free, &s.pair_g);
     }
 }
 
-/// Phase B for a Hessian: every stored block of `gather`'s layout receives its contributions.
-pub(crate) fn gather_hessian<const D: usize>(
-    gather: &HessianGather,
-    s: &Scratch<D>,
+/// Phase B for the Hessian `part` into `values` (the stored blocks of its layout, `blocks` of
+/// them), over the forms that enter it.
+pub(crate) fn sum_hessian<T, const D: usize>(
+    forms: &FormList<T, D>,
+    part: HessianPart,
+    blocks: usize,
     parallel: bool,
-    h: &mut SparseMatrix,
+    values: &mut [f64],
 ) {
-    assert_eq!(
-        h.layout().id(),
-        gather.layout.id(),
-        "the matrix was not made for this Hessian (Model::new_matrix with the matching part)"
-    );
-    let block = |k: usize, o: &mut [f64]| {
-        let mut acc = [[0.0; D]; D];
-        let mut add = |m: &[[f64; D]; D]| {
-            for r in 0..D {
-                for c in 0..D {
-                    acc[r][c] += m[r][c];
-                }
-            }
-        };
-        for &t in gather.sites.row(k) {
-            add(&s.site_h[t as usize][0][0]);
-        }
-        for &src in gather.bonds.row(k) {
-            let (t, a, b) = (src as usize / 4, (src as usize % 4) / 2, src as usize % 2);
-            add(&s.bond_h[t][a][b]);
-        }
-        for &src in gather.pairs.row(k) {
-            let (t, a, b) = (src as usize / 4, (src as usize % 4) / 2, src as usize % 2);
-            add(&s.pair_h[t][a][b]);
-        }
-        for (r, row) in acc.iter().enumerate() {
-            o[r * D..(r + 1) * D].copy_from_slice(row);
-        }
+    let included = || {
+        forms
+            .iter()
+            .map(|f| &**f)
+            .filter(|&f| f.len() > 0 && f.enters(part))
     };
-    let blocks = gather.layout.blocks();
-    let values = h.values_mut();
-    if !(parallel && blocks > CHUNK) {
-        return scatter_hessian(gather, s, values);
-    }
-    {
+    if parallel && blocks > CHUNK {
         values
             .par_chunks_mut(CHUNK * D * D)
             .enumerate()
             .for_each(|(c, chunk)| {
-                for (i, o) in chunk.chunks_exact_mut(D * D).enumerate() {
-                    block(c * CHUNK + i, o);
+                chunk.fill(0.0);
+                for f in included() {
+                    f.gather_hessian(part, c * CHUNK, chunk);
                 }
             });
-    }
-}
-
-/// [`gather_hessian`] on one thread: every term's local blocks added to their stored blocks in
-/// term order — the gather's sums in the gather's order (each stored block's contributions are
-/// listed by increasing term), so the same bits.
-fn scatter_hessian<const D: usize>(gather: &HessianGather, s: &Scratch<D>, values: &mut [f64]) {
-    values.fill(0.0);
-    let mut add = |k: u32, m: &[[f64; D]; D]| {
-        let o = k as usize * D * D;
-        for r in 0..D {
-            for c in 0..D {
-                values[o + r * D + c] += m[r][c];
-            }
-        }
-    };
-    for (&k, h) in gather.site_dest.iter().zip(&s.site_h) {
-        add(k, &h[0][0]);
-    }
-    for (dest, h) in gather.bond_dest.iter().zip(&s.bond_h) {
-        for a in 0..2 {
-            for b in 0..2 {
-                if dest[a][b] != NOWHERE {
-                    add(dest[a][b], &h[a][b]);
-                }
-            }
-        }
-    }
-    for (dest, h) in gather.pair_dest.iter().zip(&s.pair_h) {
-        for a in 0..2 {
-            for b in 0..2 {
-                if dest[a][b] != NOWHERE {
-                    add(dest[a][b], &h[a][b]);
-                }
-            }
+    } else {
+        values.fill(0.0);
+        for f in included() {
+            f.scatter_hessian(part, values);
         }
     }
 }

@@ -11,10 +11,13 @@
 //! gives a [`Topology`] and [`Assembled`] gathers, evaluates and scatters:
 //!
 //! - [`topology`]: bodies, bonds, exclusions, pinned bodies;
-//! - [`terms`]: the kernel trait the macro implements;
-//! - `plan`: set-up — term lists, gather lists, Hessian block patterns (full and stiff);
-//! - `eval`: the engine — kernels in parallel chunks into per-term buffers, then a fixed-order
-//!   gather (bit-identical whatever the thread count, nothing allocated);
+//! - [`forms`]: the term forms, described once (arity, which terms, stiff, constraints, how
+//!   the third derivative is obtained);
+//! - [`terms`]: the kernel trait the macro implements, one per form, generic in `(D, K)`;
+//! - `plan`: set-up of one form — its term list, gather lists into the Hessian block patterns;
+//! - `eval`: the engine, written once over the forms — kernels in parallel chunks into per-term
+//!   buffers, then a fixed-order gather (bit-identical whatever the thread count, nothing
+//!   allocated);
 //! - [`system`]: [`Assembled`], a [`crate::Model`] / [`crate::StiffModel`] over `Vec<f64>`;
 //! - [`constraints`]: the sparse constraint Jacobian and the `m × m` solves of SHAKE/RATTLE, a
 //!   [`crate::ConstrainedModel`].
@@ -50,12 +53,14 @@
 
 pub mod constraints;
 mod eval;
+pub mod forms;
 mod plan;
 pub mod system;
 pub mod terms;
 pub mod topology;
 
 pub use constraints::{SparseConstraintSolver, SparseJacobian};
+pub use forms::{Bond, Form, FormInfo, Forms, Over, Pair, Site, ThirdForm};
 pub use system::{Assembled, PenalizedAssembly, PARALLEL_BY_DEFAULT_ABOVE};
-pub use terms::{Body, Forms, Local, LocalHessian, LocalThird, Terms, ThirdForm};
+pub use terms::{Body, Kernel, Local, LocalHessian, LocalThird, Terms};
 pub use topology::{Topology, TopologyError};
