@@ -8,7 +8,7 @@ mod counting_alloc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use zs_runtime::{State, StepError, Stepper, ZhangSkeel};
+use zs_runtime::{Clocked, State, StepError, Stepper, ZhangSkeel};
 use zs_systems::rigid_body::cayley::{cayley, solve_cubic, CayleyEuler};
 use zs_systems::rigid_body::{
     self, body_angular_velocity, from_q, orthogonality_defect, MagnetizedRigidBody,

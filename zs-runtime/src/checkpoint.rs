@@ -598,7 +598,7 @@ impl Scope<'_> {
 /// not a pure function of the state: the step counter, `h` and the method's parameters as exact
 /// bits, random-number stream positions. `restore` reads them back into a stepper constructed
 /// the ordinary way and drops any cache (caches are recomputed from the state, giving the same
-/// bits). The driver checks [`crate::Stepper::name`] itself.
+/// bits). The driver checks [`crate::Clocked::name`] itself.
 pub trait Resumable {
     /// Save the stepper's state.
     fn save(&self, out: &mut ScopeMut<'_>);

@@ -37,7 +37,7 @@ use crate::{StateOf, StepError, Stepper};
 /// What a run did.
 #[derive(Debug)]
 pub struct RunSummary<V: Vector> {
-    /// [`Stepper::name`] of the stepper.
+    /// [`Clocked::name`](crate::Clocked::name) of the stepper.
     pub stepper: &'static str,
     /// Steps planned for the whole run (a resumed run counts the steps before its checkpoint).
     pub planned_steps: u64,
@@ -251,7 +251,7 @@ where
 /// are bit-for-bit those of the uninterrupted run.
 ///
 /// # Errors
-/// Before any step: the checkpoint is for another stepper ([`Stepper::name`]), dimension or
+/// Before any step: the checkpoint is for another stepper ([`Clocked::name`](crate::Clocked::name)), dimension or
 /// number of observers, lacks an entry, or an observer cannot be restored (e.g. its file is
 /// shorter than at the checkpoint).
 pub fn resume<P, S, V: Vector>(

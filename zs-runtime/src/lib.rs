@@ -59,36 +59,25 @@ pub use checkpoint::{Checkpoint, CheckpointError, Resumable};
 pub use driver::{run, run_checkpointed, run_steps, RunFailure, RunSummary};
 pub use error::StepError;
 pub use guards::{ConstraintGuard, EnergyGuard, GuardViolation};
-pub use integrators::{VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified, ZsStats};
-// Issue 3: Newmark family, Z&Ss-stiff, composition, Langevin.
 pub use integrators::{
-    Langevin, LinearlyImplicitNewmark, Newmark, NewmarkStats, PushForwardNewmark, RngState,
-    Yoshida4, ZhangSkeelStiff,
+    Impulse, Langevin, LinearlyImplicitNewmark, MollifiedImpulse, Newmark, PhaseBSolver,
+    ProjectedImpulse, ProjectedRungeKutta, ProjectionOptions, PushForwardNewmark, Rattle, RngState,
+    Shake, ShakeSolver, StepStats, Tableau, TableauError, Variational, VelocityVerlet, Yoshida4,
+    ZhangSkeel, ZhangSkeelSimplified, ZhangSkeelStiff,
 };
 pub use linalg::Factorization;
 pub use model::{ConstrainedModel, ConstraintSpace, HessianPart, Jacobian, Model, StiffModel};
+pub use multipliers::{PenalizedMultipliers, TimeSeries};
 pub use observers::{ConstraintObserver, EnergyObserver, MomentumObserver, Observer};
 pub use output::CsvRecorder;
 pub use state::{DynState, State, StateOf};
-pub use stepper::Stepper;
+pub use stepper::{Clock, Clocked, Stepper};
 pub use system::{
     ConstraintCurvature, ConstraintThirdContraction, FastPotential, MechanicalSystem, Penalized,
     Potential, StiffSplit,
 };
 pub use vector::Vector;
 pub use zs_macros::mechanical_system;
-
-// SHAKE and RATTLE, and the multipliers of a penalized run (issue 3).
-pub use integrators::{Rattle, Shake, ShakeSolver, ShakeStats};
-pub use multipliers::{PenalizedMultipliers, TimeSeries};
-
-// The impulse family of seed 003 (issue 3).
-pub use integrators::{
-    Impulse, ImpulseStats, MollifiedImpulse, ProjectedImpulse, ProjectionOptions,
-};
-
-// Seed 004: any explicit Runge–Kutta method made variational (issue 10).
-pub use integrators::{PhaseBSolver, ProjectedRungeKutta, Tableau, TableauError, Variational};
 
 /// The README's example, compiled and run as a doctest so it cannot drift from the API.
 #[cfg(doctest)]

@@ -1,6 +1,66 @@
-//! The common shape of every integrator.
+//! The common shape of every integrator: a clock ([`Clocked`]) and a step ([`Stepper`]).
 
+use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::{StateOf, StepError};
+
+/// A stepper's clock: its step size and the number of steps it has completed (the index the
+/// next failing step reports).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Clock {
+    /// Step size `h` (may be negative: integrate backwards).
+    pub h: f64,
+    /// Steps completed.
+    pub steps: u64,
+}
+
+impl Clock {
+    /// A clock at step 0 with step size `h`.
+    pub fn new(h: f64) -> Self {
+        Self { h, steps: 0 }
+    }
+
+    /// Saves `h` and the step count (exact bits) as `h` and `steps`.
+    pub fn save(&self, out: &mut ScopeMut<'_>) {
+        out.set_f64("h", self.h);
+        out.set_u64("steps", self.steps);
+    }
+
+    /// Restores what [`Clock::save`] wrote.
+    ///
+    /// # Errors
+    /// A [`CheckpointError`] when a key is missing or malformed.
+    pub fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.h = from.f64("h")?;
+        self.steps = from.u64("steps")?;
+        Ok(())
+    }
+}
+
+/// What every stepper has besides its step: a [`Clock`] and a name. The step size and the step
+/// count are read and set through it, once for every stepper (import the trait to call
+/// `h()`, `set_h()` or `steps_taken()`).
+pub trait Clocked {
+    /// The clock.
+    fn clock(&self) -> &Clock;
+    /// The clock, mutably.
+    fn clock_mut(&mut self) -> &mut Clock;
+    /// Short name, e.g. `"zhang-skeel"`.
+    fn name(&self) -> &'static str;
+
+    /// Step size `h` (may be negative: integrate backwards).
+    fn h(&self) -> f64 {
+        self.clock().h
+    }
+    /// Change the step size. Cached evaluations that depend on `h` are keyed by it and
+    /// recomputed when it changes.
+    fn set_h(&mut self, h: f64) {
+        self.clock_mut().h = h;
+    }
+    /// Number of steps completed (the index reported by the next failing step).
+    fn steps_taken(&self) -> u64 {
+        self.clock().steps
+    }
+}
 
 /// One step of an integrator on a target `P` (a [`crate::Model`] for unconstrained and
 /// penalized methods, a [`crate::ConstrainedModel`] for SHAKE/RATTLE), for states stored as `V`
@@ -8,24 +68,21 @@ use crate::{StateOf, StepError};
 ///
 /// A step either advances `state` by `h` (including `state.t`) and returns `Ok(())`, or returns
 /// a [`StepError`] and leaves `state` exactly as it was.
-pub trait Stepper<P: ?Sized, V> {
-    /// Advance `state` by one step of size [`Stepper::h`].
+pub trait Stepper<P: ?Sized, V>: Clocked {
+    /// Advance `state` by one step of size [`Clocked::h`].
     fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError>;
-    /// Step size `h` (may be negative: integrate backwards).
-    fn h(&self) -> f64;
-    /// Change the step size (invalidates any cached evaluation).
-    fn set_h(&mut self, h: f64);
-    /// Number of steps completed.
-    fn steps_taken(&self) -> u64;
-    /// Short name, e.g. `"zhang-skeel"`.
-    fn name(&self) -> &'static str;
 }
 
-/// A boxed stepper steps like the stepper it holds (for choosing one at run time, e.g. from a
-/// command line, as `Box<dyn Stepper<P, V>>`).
-impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
-    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
-        (**self).step(target, state)
+/// A boxed stepper has the clock of the stepper it holds.
+impl<S: Clocked + ?Sized> Clocked for Box<S> {
+    fn clock(&self) -> &Clock {
+        (**self).clock()
+    }
+    fn clock_mut(&mut self) -> &mut Clock {
+        (**self).clock_mut()
+    }
+    fn name(&self) -> &'static str {
+        (**self).name()
     }
     fn h(&self) -> f64 {
         (**self).h()
@@ -36,7 +93,12 @@ impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
     fn steps_taken(&self) -> u64 {
         (**self).steps_taken()
     }
-    fn name(&self) -> &'static str {
-        (**self).name()
+}
+
+/// A boxed stepper steps like the stepper it holds (for choosing one at run time, e.g. from a
+/// command line, as `Box<dyn Stepper<P, V>>`).
+impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
+        (**self).step(target, state)
     }
 }

@@ -13,8 +13,8 @@ use zs_runtime::guards::{ConstraintGuard, EnergyGuard};
 use zs_runtime::linalg::{solve_shifted, Factorization};
 use zs_runtime::observers::Observer;
 use zs_runtime::{
-    mechanical_system, ConstraintObserver, EnergyObserver, MechanicalSystem, MomentumObserver,
-    Potential, State, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
+    mechanical_system, Clocked, ConstraintObserver, EnergyObserver, MechanicalSystem,
+    MomentumObserver, Potential, State, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
 };
 
 #[path = "support/counting_alloc.rs"]

@@ -14,9 +14,9 @@ use zs_runtime::checkpoint::Resumable;
 use zs_runtime::driver::{resume, run, run_checkpointed, Checkpointing};
 use zs_runtime::observers::{FnObserver, Observer};
 use zs_runtime::{
-    Checkpoint, CheckpointError, ConstraintObserver, CsvRecorder, EnergyGuard, EnergyObserver,
-    Langevin, MechanicalSystem, Penalized, Potential, State, Stepper, VelocityVerlet, ZhangSkeel,
-    ZhangSkeelSimplified,
+    Checkpoint, CheckpointError, Clocked, ConstraintObserver, CsvRecorder, EnergyGuard,
+    EnergyObserver, Langevin, MechanicalSystem, Penalized, Potential, State, Stepper,
+    VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
 };
 
 fn temp_path(name: &str) -> PathBuf {

@@ -10,7 +10,7 @@ use zs_runtime::verify::{
     advance, max_diff, reversibility_error, rk4_reference, slope, symplecticity_defect,
 };
 use zs_runtime::{
-    Newmark, Potential, State, StepError, Stepper, VelocityVerlet, Yoshida4, ZhangSkeel,
+    Clocked, Newmark, Potential, State, StepError, Stepper, VelocityVerlet, Yoshida4, ZhangSkeel,
     ZhangSkeelSimplified,
 };
 
@@ -207,7 +207,7 @@ fn evaluations_per_macro_step() {
     for _ in 0..n {
         y.step(&Coupled2, &mut s).unwrap();
     }
-    let vv = y.inner().gradient_evaluations();
+    let vv = y.inner().stats().gradient_evaluations;
     let mut y = Yoshida4::new(ZhangSkeel::new(0.4, 0.1));
     let mut s = S2;
     for _ in 0..n {
@@ -229,8 +229,8 @@ fn evaluations_per_macro_step() {
     assert_eq!(y.steps_taken(), n);
     assert_eq!(y.inner().steps_taken(), 3 * n);
     assert_eq!(y.inner().h(), 0.1, "the inner step size is restored");
-    assert_eq!(Stepper::<Coupled2, [f64; 2]>::h(&y), 0.1);
-    assert_eq!(Stepper::<Coupled2, [f64; 2]>::name(&y), "yoshida4");
+    assert_eq!(Clocked::h(&y), 0.1);
+    assert_eq!(Clocked::name(&y), "yoshida4");
     assert!((s.t - 10.0).abs() < 1e-12);
 }
 

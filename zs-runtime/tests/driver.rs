@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use zs_runtime::driver::{planned_steps, run, run_steps};
 use zs_runtime::observers::{total_energy, FnObserver, Observer};
 use zs_runtime::{
-    ConstraintObserver, CsvRecorder, EnergyObserver, MechanicalSystem, MomentumObserver, Potential,
-    State, StepError, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
+    Clocked, ConstraintObserver, CsvRecorder, EnergyObserver, MechanicalSystem, MomentumObserver,
+    Potential, State, StepError, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
 };
 
 /// Pendulum `V = 1 - cos q`.

@@ -10,8 +10,9 @@ use zs_runtime::guards::{ConstraintGuard, EnergyGuard, CONSTRAINT_RESIDUAL, ENER
 use zs_runtime::observers::{total_energy, FnObserver, Observer};
 use zs_runtime::output::incomplete_marker_of;
 use zs_runtime::{
-    CsvRecorder, Langevin, MechanicalSystem, Newmark, Potential, Shake, ShakeSolver, State,
-    StepError, Stepper, VelocityVerlet, Yoshida4, ZhangSkeel, ZhangSkeelSimplified,
+    Clock, Clocked, CsvRecorder, Langevin, MechanicalSystem, Newmark, Potential, Shake,
+    ShakeSolver, State, StepError, Stepper, VelocityVerlet, Yoshida4, ZhangSkeel,
+    ZhangSkeelSimplified,
 };
 
 fn temp_path(name: &str) -> PathBuf {
@@ -291,8 +292,7 @@ fn non_finite_gradient_is_reported_by_every_stepper() {
 /// solver that fails to converge at step `not_converged_at` (state untouched, as Newton and
 /// SHAKE steppers do).
 struct Faulty {
-    h: f64,
-    steps: u64,
+    clock: Clock,
     nan_at: Option<u64>,
     not_converged_at: Option<u64>,
 }
@@ -300,46 +300,45 @@ struct Faulty {
 impl Faulty {
     fn new(nan_at: Option<u64>, not_converged_at: Option<u64>) -> Self {
         Self {
-            h: 0.5,
-            steps: 0,
+            clock: Clock::new(0.5),
             nan_at,
             not_converged_at,
         }
     }
 }
 
+impl Clocked for Faulty {
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
+    }
+    fn name(&self) -> &'static str {
+        "faulty"
+    }
+}
+
 impl<P: ?Sized> Stepper<P, [f64; 1]> for Faulty {
     fn step(&mut self, _: &P, s: &mut State<1>) -> Result<(), StepError> {
-        if Some(self.steps) == self.not_converged_at {
+        if Some(self.clock.steps) == self.not_converged_at {
             return Err(StepError::NotConverged {
-                step: self.steps,
+                step: self.clock.steps,
                 t: s.t,
                 solver: "stub Newton",
                 iterations: 50,
                 residual: 3.5e-3,
             });
         }
-        s.q[0] += self.h;
-        s.v[0] = if Some(self.steps) == self.nan_at {
+        s.q[0] += self.clock.h;
+        s.v[0] = if Some(self.clock.steps) == self.nan_at {
             f64::NAN
         } else {
             1.0
         };
-        s.t += self.h;
-        self.steps += 1;
+        s.t += self.clock.h;
+        self.clock.steps += 1;
         Ok(())
-    }
-    fn h(&self) -> f64 {
-        self.h
-    }
-    fn set_h(&mut self, h: f64) {
-        self.h = h;
-    }
-    fn steps_taken(&self) -> u64 {
-        self.steps
-    }
-    fn name(&self) -> &'static str {
-        "faulty"
     }
 }
 

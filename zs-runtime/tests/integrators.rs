@@ -3,7 +3,7 @@
 //! (bit-for-bit the same trajectory as fresh evaluations); statistics count what happened.
 
 use zs_runtime::{
-    Potential, State, StepError, Stepper, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
+    Clocked, Potential, State, StepError, Stepper, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
 };
 
 /// `V = ½ k(q0) q1²` with `k = +1` for `q0 < 5` and `k = -1` beyond: `q0` drifts freely, and with

@@ -11,7 +11,8 @@ use zs_runtime::verify::{
     advance, max_diff, reversibility_error, rk4_reference, slope, symplecticity_defect,
 };
 use zs_runtime::{
-    LinearlyImplicitNewmark, Newmark, Potential, PushForwardNewmark, State, StepError, Stepper,
+    Clocked, LinearlyImplicitNewmark, Newmark, Potential, PushForwardNewmark, State, StepError,
+    Stepper,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -290,17 +291,13 @@ fn newton_converges_quadratically_and_reports_residual() {
     let mut s = State::new([1.0], [0.0]);
     for _ in 0..50 {
         nm.step(&p, &mut s).unwrap();
-        assert!(nm.last_residual() <= 1e-14);
+        assert!(nm.stats().last_residual <= 1e-14);
     }
     let st = nm.stats();
     eprintln!("Newmark on k q⁴/4 (k = 100, h = 0.1): {st:?}");
     // A gradient per Newton iterate, plus one for the initial a_0.
-    assert_eq!(
-        st.gradient_evaluations,
-        st.newton_iterations + 50 + 1,
-        "{st:?}"
-    );
-    assert_eq!(st.hessian_evaluations, st.newton_iterations);
+    assert_eq!(st.gradient_evaluations, st.iterations + 50 + 1, "{st:?}");
+    assert_eq!(st.hessian_evaluations, st.iterations);
     assert_eq!(st.cache_hits, 49);
     assert!(
         st.max_step_iterations >= 2 && st.max_step_iterations <= 8,
@@ -330,7 +327,7 @@ fn newmark_not_converged_is_a_typed_error_and_leaves_the_state() {
             assert_eq!(solver, "Newmark Newton");
             assert_eq!(iterations, 1);
             assert!(residual.is_finite() && residual > 1e-6, "{residual:e}");
-            assert_eq!(nm.last_residual(), residual);
+            assert_eq!(nm.stats().last_residual, residual);
         }
         e => panic!("expected NotConverged, got {e:?}"),
     }
@@ -341,11 +338,11 @@ fn newmark_not_converged_is_a_typed_error_and_leaves_the_state() {
     nm.step(&p, &mut s).unwrap();
     eprintln!(
         "default cap: {} iterations, residual {:.2e}",
-        nm.last_iterations(),
-        nm.last_residual()
+        nm.stats().last_iterations,
+        nm.stats().last_residual
     );
-    assert!(nm.last_iterations() > 1);
-    assert!(nm.last_residual() <= nm.tolerance());
+    assert!(nm.stats().last_iterations > 1);
+    assert!(nm.stats().last_residual <= nm.tolerance());
     assert_eq!(s.t, 2.1);
 
     // Push-forward Newmark likewise.
@@ -374,10 +371,10 @@ fn newmark_not_converged_is_a_typed_error_and_leaves_the_state() {
     li.step(&p, &mut s).unwrap();
     eprintln!(
         "one-step Newmark residual on that step: {:.2e}",
-        li.last_residual()
+        li.stats().last_residual
     );
-    assert_eq!(li.last_iterations(), 1);
-    assert!(li.last_residual() > 1e-6);
+    assert_eq!(li.stats().last_iterations, 1);
+    assert!(li.stats().last_residual > 1e-6);
 }
 
 #[test]
@@ -507,7 +504,7 @@ fn caches_are_exact_and_counted() {
     let st = li.stats();
     // Per step: gradient at the predictor and at q_k+1, one Hessian, one solve; + the initial a_0.
     assert_eq!(st.gradient_evaluations, 61, "{st:?}");
-    assert_eq!((st.hessian_evaluations, st.newton_iterations), (30, 30));
+    assert_eq!((st.hessian_evaluations, st.iterations), (30, 30));
     assert_eq!(st.cache_hits, 29);
     assert_eq!(st.cholesky_solves + st.lu_fallbacks, 30);
 
@@ -520,9 +517,9 @@ fn caches_are_exact_and_counted() {
     eprintln!("push-forward Newmark, 30 steps of h = 0.1: {st:?}");
     assert_eq!(st.cache_hits, 29);
     // One converged-check gradient per nonlinear solve (31 solves) on top of one per iteration.
-    assert_eq!(st.gradient_evaluations, st.newton_iterations + 31);
+    assert_eq!(st.gradient_evaluations, st.iterations + 31);
     // Z&Ss's a is the first iterate; each solve needs at least one more to reach 1e-12.
-    assert!(st.newton_iterations >= 2 * 31, "{st:?}");
+    assert!(st.iterations >= 2 * 31, "{st:?}");
 
     // Changing the sign of h keeps the push-forward cache (it depends on h²), not h itself.
     pf.set_h(-0.1);
@@ -549,18 +546,12 @@ fn accessors_and_names() {
         (nm.beta(), nm.h(), nm.tolerance(), nm.max_iterations()),
         (0.3, 0.1, 1e-10, 7)
     );
-    assert!(nm.last_residual().is_nan());
-    assert_eq!(Stepper::<Coupled2, [f64; 2]>::name(&nm), "newmark");
+    assert!(nm.stats().last_residual.is_nan());
+    assert_eq!(Clocked::name(&nm), "newmark");
     let li = LinearlyImplicitNewmark::<[f64; 2]>::new(0.3, 0.1);
-    assert_eq!(
-        Stepper::<Coupled2, [f64; 2]>::name(&li),
-        "linearly-implicit-newmark"
-    );
+    assert_eq!(Clocked::name(&li), "linearly-implicit-newmark");
     let mut pf = PushForwardNewmark::<[f64; 2]>::new(0.3, 0.1).with_tolerance(1e-9);
-    assert_eq!(
-        Stepper::<Coupled2, [f64; 2]>::name(&pf),
-        "push-forward-newmark"
-    );
+    assert_eq!(Clocked::name(&pf), "push-forward-newmark");
     assert_eq!((pf.beta(), pf.tolerance()), (0.3, 1e-9));
     pf.set_beta(0.25);
     assert_eq!(pf.beta(), 0.25);

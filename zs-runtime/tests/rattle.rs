@@ -5,7 +5,7 @@
 //! The double pendulum is tested in `tests/tests/constrained_double_pendulum.rs`.
 
 use zs_runtime::{
-    mechanical_system, MechanicalSystem, Potential, Rattle, Shake, ShakeSolver, State,
+    mechanical_system, Clocked, MechanicalSystem, Potential, Rattle, Shake, ShakeSolver, State,
 };
 
 /// A spherical pendulum of length 1 with an anisotropic potential (so the motion is not

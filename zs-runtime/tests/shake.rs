@@ -325,8 +325,5 @@ fn runs_under_the_driver() {
         constraint.max_residual()
     );
     assert_eq!(constraint.samples(), 201);
-    assert_eq!(
-        zs_runtime::Stepper::<Pendulum, [f64; 2]>::name(&shake),
-        "shake"
-    );
+    assert_eq!(zs_runtime::Clocked::name(&shake), "shake");
 }

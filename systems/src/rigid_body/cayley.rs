@@ -22,7 +22,7 @@
 //! other state, so a checkpoint (step count and `h`) restarts it bit for bit.
 
 use zs_runtime::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
-use zs_runtime::{State, StepError, Stepper};
+use zs_runtime::{Clock, Clocked, State, StepError, Stepper};
 
 use super::{from_q, hat, mat_mul, to_q, transpose, vee, MagnetizedRigidBody};
 
@@ -32,8 +32,7 @@ const CUBIC_ITERATIONS: usize = 60;
 /// The Hamilton–Pontryagin / Cayley variational Euler of eq. 34 on `(R, Ω)` (module docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CayleyEuler {
-    h: f64,
-    steps: u64,
+    clock: Clock,
 }
 
 /// Why one step of eq. 34 could not be taken (see [`CayleyEuler::advance`]).
@@ -48,7 +47,9 @@ pub enum AdvanceError {
 impl CayleyEuler {
     /// Eq. 34 with step `h` (nonzero and finite; checked at each step).
     pub fn new(h: f64) -> Self {
-        Self { h, steps: 0 }
+        Self {
+            clock: Clock::new(h),
+        }
     }
 
     /// One step of eq. 34 from `(r, omega)` for `V = b_mu R33`: `(R_k+1, Ω_k+1)`.
@@ -136,7 +137,7 @@ impl Stepper<MagnetizedRigidBody, [f64; 9]> for CayleyEuler {
     /// One step of eq. 34 for `body.b_mu` (the penalty `ω` plays no part: `R` stays on
     /// `SO(3)`). A failed step leaves `state` untouched.
     fn step(&mut self, body: &MagnetizedRigidBody, state: &mut State<9>) -> Result<(), StepError> {
-        let (step, t, h) = (self.steps, state.t, self.h);
+        let (step, t, h) = (self.clock.steps, state.t, self.clock.h);
         if !(h.is_finite() && h != 0.0) {
             return Err(StepError::InvalidStepSize { step, t, h });
         }
@@ -161,17 +162,17 @@ impl Stepper<MagnetizedRigidBody, [f64; 9]> for CayleyEuler {
         state.q = to_q(&r1);
         state.v = to_q(&mat_mul(&r1, &hat(w1)));
         state.t = t + h;
-        self.steps += 1;
+        self.clock.steps += 1;
         Ok(())
     }
-    fn h(&self) -> f64 {
-        self.h
+}
+
+impl Clocked for CayleyEuler {
+    fn clock(&self) -> &Clock {
+        &self.clock
     }
-    fn set_h(&mut self, h: f64) {
-        self.h = h;
-    }
-    fn steps_taken(&self) -> u64 {
-        self.steps
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
     }
     fn name(&self) -> &'static str {
         "cayley-variational-euler"
@@ -181,12 +182,9 @@ impl Stepper<MagnetizedRigidBody, [f64; 9]> for CayleyEuler {
 /// Saves `h` and the step count (exact bits); the rest is a function of the state.
 impl Resumable for CayleyEuler {
     fn save(&self, out: &mut ScopeMut<'_>) {
-        out.set_f64("h", self.h);
-        out.set_u64("steps", self.steps);
+        self.clock.save(out);
     }
     fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
-        self.h = from.f64("h")?;
-        self.steps = from.u64("steps")?;
-        Ok(())
+        self.clock.restore(from)
     }
 }

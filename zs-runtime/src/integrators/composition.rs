@@ -1,6 +1,7 @@
 //! Composition to higher order (`INTEGRATORS.md` §10; Tao & Owhadi Remark 2.1): the
 //! triple jump of Yoshida (1990) / Suzuki, applied to any symmetric second-order stepper.
 
+use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
 use crate::{StateOf, StepError, Stepper};
 
@@ -26,10 +27,10 @@ pub(crate) fn restamp(e: StepError, step: u64, t: f64) -> StepError {
 /// order 4; it is symplectic if `S` is. Composing a non-symmetric stepper (e.g.
 /// [`crate::LinearlyImplicitNewmark`]) does not raise its order.
 ///
-/// The macro step `h` is the inner stepper's own step size: `Yoshida4::new(ZhangSkeel::new(0.4,
-/// 0.1))` steps by 0.1, [`Stepper::h`] / [`Stepper::set_h`] read and change it, and between
-/// macro steps `y.inner().h()` is `h`. Each step sets the inner step size to `w1 h`, `w0 h`,
-/// `w1 h` in turn with [`Stepper::set_h`], takes one inner step with each, and restores `h`. A
+/// The macro step `h` is the composition's own clock, started at the inner stepper's step size:
+/// `Yoshida4::new(ZhangSkeel::new(0.4, 0.1))` steps by 0.1, [`Clocked::h`] / [`Clocked::set_h`]
+/// read and change it, and between macro steps `y.inner().h()` is `h`. Each step sets the inner step size to `w1 h`, `w0 h`,
+/// `w1 h` in turn with [`Clocked::set_h`], takes one inner step with each, and restores `h`. A
 /// failed substep restores the state to the start of the macro step and returns the inner error
 /// re-stamped with the macro step's index and start time (the inner stepper's own counters
 /// have still moved).
@@ -44,7 +45,7 @@ pub(crate) fn restamp(e: StepError, step: u64, t: f64) -> StepError {
 /// weight would not save any (measured in `zs-runtime/tests/composition.rs`).
 ///
 /// ```
-/// use zs_runtime::{Potential, State, VelocityVerlet, Yoshida4};
+/// use zs_runtime::{Clocked, Potential, State, VelocityVerlet, Yoshida4};
 /// struct Harmonic;
 /// impl Potential<1> for Harmonic {
 ///     fn masses(&self) -> [f64; 1] { [1.0] }
@@ -67,24 +68,23 @@ pub(crate) fn restamp(e: StepError, step: u64, t: f64) -> StepError {
 #[derive(Debug, Clone)]
 pub struct Yoshida4<S> {
     inner: S,
-    steps: u64,
+    /// The macro step `h` and the macro steps completed.
+    clock: Clock,
     /// `q`, `v` at the start of the macro step (restored on failure); sized at the first step.
     saved: (Vec<f64>, Vec<f64>),
 }
 
 impl<S> Yoshida4<S> {
     /// The triple jump of `inner`; the macro step is `inner`'s step size.
-    pub fn new(inner: S) -> Self {
+    pub fn new(inner: S) -> Self
+    where
+        S: Clocked,
+    {
         Self {
+            clock: Clock::new(inner.h()),
             inner,
-            steps: 0,
             saved: (Vec::new(), Vec::new()),
         }
-    }
-
-    /// Number of macro steps completed.
-    pub fn steps_taken(&self) -> u64 {
-        self.steps
     }
 
     /// The composed stepper (its counters and statistics count substeps).
@@ -119,7 +119,7 @@ impl<S> Yoshida4<S> {
     where
         S: Stepper<P, V>,
     {
-        let (h, k, t0) = (self.inner.h(), self.steps, state.t);
+        let (h, k, t0) = (self.clock.h, self.clock.steps, state.t);
         save(&mut self.saved, state);
         for w in Self::weights() {
             self.inner.set_h(w * h);
@@ -132,7 +132,7 @@ impl<S> Yoshida4<S> {
         self.inner.set_h(h);
         // Three substeps sum to h up to rounding: keep time exact to the macro grid.
         state.t = t0 + h;
-        self.steps += 1;
+        self.clock.steps += 1;
         Ok(())
     }
 }
@@ -154,28 +154,31 @@ pub(crate) fn restore<V: Vector>(saved: &(Vec<f64>, Vec<f64>), state: &mut State
     state.t = t;
 }
 
-impl<P: ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Yoshida4<S> {
-    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
-        Yoshida4::step(self, target, state)
+/// The macro step: each step runs the inner stepper at `w·h` for the three weights and leaves
+/// it at `h`.
+impl<S> Clocked for Yoshida4<S> {
+    fn clock(&self) -> &Clock {
+        &self.clock
     }
-    fn h(&self) -> f64 {
-        self.inner.h()
-    }
-    fn set_h(&mut self, h: f64) {
-        self.inner.set_h(h);
-    }
-    fn steps_taken(&self) -> u64 {
-        self.steps
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
     }
     fn name(&self) -> &'static str {
         "yoshida4"
     }
 }
 
+impl<P: ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Yoshida4<S> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
+        Yoshida4::step(self, target, state)
+    }
+}
+
 /// Saves the macro-step counter and the composed stepper (under `inner`).
-impl<S: crate::checkpoint::Resumable> crate::checkpoint::Resumable for Yoshida4<S> {
+/// Saves the macro step count and the inner stepper (whose step size is the macro `h`).
+impl<S: crate::checkpoint::Resumable + Clocked> crate::checkpoint::Resumable for Yoshida4<S> {
     fn save(&self, out: &mut crate::checkpoint::ScopeMut<'_>) {
-        out.set_u64("steps", self.steps);
+        out.set_u64("steps", self.clock.steps);
         self.inner.save(&mut out.scope_mut("inner"));
     }
     fn restore(
@@ -183,7 +186,10 @@ impl<S: crate::checkpoint::Resumable> crate::checkpoint::Resumable for Yoshida4<
         from: &crate::checkpoint::Scope<'_>,
     ) -> Result<(), crate::checkpoint::CheckpointError> {
         self.inner.restore(&from.scope("inner"))?;
-        self.steps = from.u64("steps")?;
+        self.clock = Clock {
+            h: self.inner.h(),
+            steps: from.u64("steps")?,
+        };
         Ok(())
     }
 }

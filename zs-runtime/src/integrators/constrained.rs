@@ -78,10 +78,13 @@
 //! and one or two `m × m` symmetric solves (`ν_n`; RATTLE's `μ`). Nothing is allocated. Call
 //! `reset()` before stepping a different system with the same integrator.
 
-use super::{check_finite, check_h, same_bits};
+use core::marker::PhantomData;
+
+use super::{check_finite, check_h, same_bits, Buffers, StepStats};
 use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
 use crate::linalg::singular_threshold;
 use crate::model::{ConstrainedModel, ConstraintSolve, ConstraintSpace, Jacobian};
+use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
 use crate::{StateOf, StepError, Stepper};
 
@@ -108,39 +111,6 @@ impl ShakeSolver {
         match self {
             ShakeSolver::GaussSeidel => "gauss-seidel",
             ShakeSolver::Newton => "newton",
-        }
-    }
-}
-
-/// Work counters and the last solve of a [`Shake`] or [`Rattle`] integrator.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ShakeStats {
-    /// Iterations (Gauss–Seidel sweeps or Newton steps) summed over the completed steps.
-    pub iterations: u64,
-    /// The largest iteration count of one completed step.
-    pub max_iterations: usize,
-    /// Iterations of the last completed step.
-    pub last_iterations: usize,
-    /// `max_c |g_c(q_n+1)|` at the end of the last completed step (≤ the tolerance).
-    pub last_residual: f64,
-    /// Evaluations of `∇V`.
-    pub gradient_evaluations: u64,
-    /// Evaluations of the pair `(g, G)`.
-    pub constraint_evaluations: u64,
-    /// Steps that reused the cached `∇V(q_n)`, `G(q_n)` of the previous step.
-    pub cache_hits: u64,
-}
-
-impl Default for ShakeStats {
-    fn default() -> Self {
-        Self {
-            iterations: 0,
-            max_iterations: 0,
-            last_iterations: 0,
-            last_residual: f64::NAN,
-            gradient_evaluations: 0,
-            constraint_evaluations: 0,
-            cache_hits: 0,
         }
     }
 }
@@ -172,7 +142,7 @@ struct Work<V: ConstraintSpace<C>, C: Vector> {
     k: C,
     k_nu: C,
     solver: V::ConstraintSolver,
-    /// Results of the step being computed (moved into [`Core`] on success).
+    /// Results of the step being computed (moved into the stepper on success).
     lambda: C,
     solved: C,
     mu: C,
@@ -212,60 +182,149 @@ impl<V: ConstraintSpace<C>, C: Vector> Work<V, C> {
     }
 }
 
-/// The engine shared by [`Shake`] (`project = false`) and [`Rattle`] (`project = true`).
-#[derive(Debug)]
-struct Core<V: ConstraintSpace<C>, C: Vector> {
-    h: f64,
+/// What a SHAKE-type step does with the velocities (sealed: [`Positions`], [`Velocities`]).
+pub trait Projection: sealed::Sealed {
+    /// The stepper's name.
+    const NAME: &'static str;
+    /// RATTLE's projection of the momenta onto the tangent space at `q_n+1`.
+    const PROJECT: bool;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Positions {}
+    impl Sealed for super::Velocities {}
+}
+
+/// SHAKE: the positions are constrained, the velocities are not projected ([`Shake`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Positions;
+/// RATTLE: the velocities are projected onto the tangent space too ([`Rattle`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Velocities;
+
+impl Projection for Positions {
+    const NAME: &'static str = "shake";
+    const PROJECT: bool = false;
+}
+impl Projection for Velocities {
+    const NAME: &'static str = "rattle";
+    const PROJECT: bool = true;
+}
+
+/// SHAKE or RATTLE (`P`: [`Positions`] or [`Velocities`]) on the unpenalized constrained system;
+/// see [`Shake`], [`Rattle`] and the [module docs](self).
+///
+/// Statistics ([`StepStats`]): `iterations` of the constraint solves (Gauss–Seidel sweeps or
+/// Newton steps) summed over the completed steps, `max_step_iterations`, `last_iterations`,
+/// `last_residual` (`max_c |g_c(q_n+1)|` at the end of the last completed step, ≤ the
+/// tolerance), `gradient_evaluations`, `constraint_evaluations` (of the pair `(g, G)`),
+/// `cache_hits` (steps that reused `∇V(q_n)`, `G(q_n)`).
+#[derive(Debug, Clone)]
+pub struct ConstrainedStep<V: ConstraintSpace<C>, C: Vector, P> {
+    clock: Clock,
     tolerance: f64,
     max_iterations: usize,
     solver: ShakeSolver,
-    steps: u64,
-    /// λ_n (incoming normal velocity removed), λ_solved of INTEGRATORS.md §7, RATTLE's μ at
+    /// λ_n (incoming normal velocity removed), λ_solved of the module docs, RATTLE's μ at
     /// q_n+1 (zero for SHAKE); `None` before the first step.
     lambda: Option<C>,
     solved: Option<C>,
     mu: Option<C>,
     /// t_n of the last completed step (NaN before any).
     lambda_t: f64,
-    stats: ShakeStats,
-    work: Option<Work<V, C>>,
+    stats: StepStats,
+    work: Buffers<Work<V, C>>,
+    projection: PhantomData<P>,
 }
 
-/// Parameters, counters, statistics and the last multipliers; the buffers and the cached
-/// `∇V(q_n)`, `G(q_n)` are rebuilt (recomputed bit for bit) at the copy's first step.
-impl<V: ConstraintSpace<C>, C: Vector> Clone for Core<V, C> {
-    fn clone(&self) -> Self {
+impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
+    /// The integrator with step `h` (negative: integrate backwards), the
+    /// [`ShakeSolver::GaussSeidel`] solver, tolerance [`DEFAULT_TOLERANCE`] on `max_c |g_c|` and
+    /// at most [`DEFAULT_MAX_ITERATIONS`] iterations per step. `N` and `M` are inferred from the
+    /// system it steps.
+    ///
+    /// An invalid `h` (zero or non-finite) is reported by `step` as
+    /// [`StepError::InvalidStepSize`].
+    pub fn new(h: f64) -> Self {
         Self {
-            h: self.h,
-            tolerance: self.tolerance,
-            max_iterations: self.max_iterations,
-            solver: self.solver,
-            steps: self.steps,
-            lambda: self.lambda.clone(),
-            solved: self.solved.clone(),
-            mu: self.mu.clone(),
-            lambda_t: self.lambda_t,
-            stats: self.stats,
-            work: None,
-        }
-    }
-}
-
-impl<V: ConstraintSpace<C>, C: Vector> Core<V, C> {
-    fn new(h: f64) -> Self {
-        Self {
-            h,
+            clock: Clock::new(h),
             tolerance: DEFAULT_TOLERANCE,
             max_iterations: DEFAULT_MAX_ITERATIONS,
             solver: ShakeSolver::default(),
-            steps: 0,
             lambda: None,
             solved: None,
             mu: None,
             lambda_t: f64::NAN,
-            stats: ShakeStats::default(),
-            work: None,
+            stats: StepStats::default(),
+            work: Buffers::default(),
+            projection: PhantomData,
         }
+    }
+
+    /// Set the absolute tolerance on `max_c |g_c(q_n+1)|` (in the units of `g`; keep it above
+    /// the rounding error of evaluating `g` at the system's scale).
+    ///
+    /// # Panics
+    /// If `tolerance` is not positive and finite.
+    pub fn with_tolerance(mut self, tolerance: f64) -> Self {
+        self.set_tolerance(tolerance);
+        self
+    }
+
+    /// Set the cap on the iterations of one constraint solve (Gauss–Seidel sweeps or Newton
+    /// steps). With a cap of 0 only a predictor that already satisfies the constraints is
+    /// accepted.
+    pub fn with_max_iterations(mut self, max_iterations: usize) -> Self {
+        self.max_iterations = max_iterations;
+        self
+    }
+
+    /// Choose the constraint solver.
+    pub fn with_solver(mut self, solver: ShakeSolver) -> Self {
+        self.solver = solver;
+        self
+    }
+
+    /// The tolerance on `max_c |g_c|`.
+    pub fn tolerance(&self) -> f64 {
+        self.tolerance
+    }
+
+    /// The iteration cap.
+    pub fn max_iterations(&self) -> usize {
+        self.max_iterations
+    }
+
+    /// The constraint solver.
+    pub fn solver(&self) -> ShakeSolver {
+        self.solver
+    }
+
+    /// Work counters, iteration counts and the last residual (see the type's docs).
+    pub fn stats(&self) -> StepStats {
+        self.stats
+    }
+
+    /// The multipliers `λ_n ≈ λ(t_n)` of the last completed step, `t_n` its start
+    /// ([`Self::multipliers_time`]): constraint force `-G(q)ᵀλ`, so `λ ≈ +ω²⟨g⟩` of a penalized
+    /// run, the **negative** of Tao & Owhadi's eq. 8 sign (see the [module docs](self), which
+    /// also define `λ_n = λ_solved - ν_n`). Zero before the first step.
+    pub fn multipliers(&self) -> C {
+        Self::multipliers_or_zero(&self.lambda)
+    }
+
+    /// The `λ` solved for in the last completed step (`p½ = p_n - (h/2)∇V(q_n) -
+    /// (h/2)G(q_n)ᵀλ`): [`Self::multipliers`] plus the multiplier `ν_n` that removes the normal
+    /// component of the incoming velocity.
+    pub fn solved_multipliers(&self) -> C {
+        Self::multipliers_or_zero(&self.solved)
+    }
+
+    /// `t_n`, the time the last step started from: the time [`Self::multipliers`] refers to
+    /// (NaN before the first step).
+    pub fn multipliers_time(&self) -> f64 {
+        self.lambda_t
     }
 
     fn set_tolerance(&mut self, tolerance: f64) {
@@ -276,8 +335,10 @@ impl<V: ConstraintSpace<C>, C: Vector> Core<V, C> {
         self.tolerance = tolerance;
     }
 
-    fn reset(&mut self) {
-        if let Some(w) = &mut self.work {
+    /// Forget the cached `∇V(q)`, `G(q)`. Required before stepping a *different system* with
+    /// this integrator (the cache key is the position only).
+    pub fn reset(&mut self) {
+        if let Some(w) = self.work.as_mut() {
             w.cached = false;
         }
     }
@@ -287,19 +348,25 @@ impl<V: ConstraintSpace<C>, C: Vector> Core<V, C> {
         x.clone().unwrap_or_else(C::default_zeros)
     }
 
-    fn step<S: ConstrainedModel<V, C> + ?Sized>(
+    /// Advance `state` by one step of size `h` (time included).
+    ///
+    /// On error `state` is unchanged and the error carries the index of the failing step and
+    /// the time it started from: [`StepError::InvalidStepSize`] for a zero or non-finite `h`,
+    /// [`StepError::NotConverged`] (`solver: "SHAKE"`) when the constraint solve has not
+    /// reached the tolerance within the iteration cap, [`StepError::SingularMatrix`] when a
+    /// Newton Jacobian, a Gauss–Seidel denominator or `G M⁻¹ Gᵀ` is singular (dependent
+    /// constraints), [`StepError::NonFinite`] when a gradient, constraint value, iterate or new
+    /// state is not finite.
+    pub fn step<S: ConstrainedModel<V, C> + ?Sized>(
         &mut self,
-        project: bool,
         system: &S,
         state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
-        let (h, k, t) = (self.h, self.steps, state.t);
+        let project = P::PROJECT;
+        let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
         let half = 0.5 * h;
-        let w = match &mut self.work {
-            Some(w) if w.fits(system) => w,
-            slot => slot.insert(Work::new(system)),
-        };
+        let w = self.work.get(|w| w.fits(system), || Work::new(system));
         let (n, m) = (w.m.len(), w.g.len());
         system.masses_into(&mut w.m);
         for i in 0..n {
@@ -383,7 +450,7 @@ impl<V: ConstraintSpace<C>, C: Vector> Core<V, C> {
         core::mem::swap(&mut w.grad0, &mut w.grad1);
         core::mem::swap(&mut w.jac0, &mut w.jac);
         w.cache_q.copy_from(&w.q);
-        self.steps += 1;
+        self.clock.steps += 1;
         for (dst, src) in [
             (&mut self.lambda, &w.lambda),
             (&mut self.solved, &w.solved),
@@ -396,8 +463,7 @@ impl<V: ConstraintSpace<C>, C: Vector> Core<V, C> {
         }
         self.lambda_t = t;
         stats.iterations += iterations as u64;
-        stats.max_iterations = stats.max_iterations.max(iterations);
-        stats.last_iterations = iterations;
+        stats.count_iterations(iterations);
         stats.last_residual = residual;
         Ok(())
     }
@@ -429,7 +495,7 @@ fn solve_constraints<V: ConstraintSpace<C>, C: Vector, S: ConstrainedModel<V, C>
     solver: ShakeSolver,
     tolerance: f64,
     max_iterations: usize,
-    stats: &mut ShakeStats,
+    stats: &mut StepStats,
     system: &S,
     w: &mut Work<V, C>,
     step: u64,
@@ -546,177 +612,58 @@ fn max_abs(x: &[f64]) -> f64 {
     })
 }
 
-macro_rules! constrained_common {
-    ($ty:ident, $project:expr, $name:literal) => {
-        impl<V: ConstraintSpace<C>, C: Vector> $ty<V, C> {
-            /// The integrator with step `h` (negative: integrate backwards), the
-            /// [`ShakeSolver::GaussSeidel`] solver, tolerance [`DEFAULT_TOLERANCE`] on
-            /// `max_c |g_c|` and at most [`DEFAULT_MAX_ITERATIONS`] iterations per step.
-            /// `N` and `M` are inferred from the system it steps.
-            ///
-            /// An invalid `h` (zero or non-finite) is reported by `step` as
-            /// [`StepError::InvalidStepSize`].
-            pub fn new(h: f64) -> Self {
-                Self { core: Core::new(h) }
-            }
+/// The cached `∇V`, `G` do not depend on `h`: changing it keeps the cache.
+impl<V: ConstraintSpace<C>, C: Vector, P: Projection> Clocked for ConstrainedStep<V, C, P> {
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
+    }
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+}
 
-            /// Set the absolute tolerance on `max_c |g_c(q_n+1)|` (in the units of `g`; keep it
-            /// above the rounding error of evaluating `g` at the system's scale).
-            ///
-            /// # Panics
-            /// If `tolerance` is not positive and finite.
-            pub fn with_tolerance(mut self, tolerance: f64) -> Self {
-                self.core.set_tolerance(tolerance);
-                self
-            }
+impl<S, V, C, P> Stepper<S, V> for ConstrainedStep<V, C, P>
+where
+    S: ConstrainedModel<V, C> + ?Sized,
+    V: ConstraintSpace<C>,
+    C: Vector,
+    P: Projection,
+{
+    fn step(&mut self, target: &S, state: &mut StateOf<V>) -> Result<(), StepError> {
+        ConstrainedStep::step(self, target, state)
+    }
+}
 
-            /// Set the cap on the iterations of one constraint solve (Gauss–Seidel sweeps or
-            /// Newton steps). With a cap of 0 only a predictor that already satisfies the
-            /// constraints is accepted.
-            pub fn with_max_iterations(mut self, max_iterations: usize) -> Self {
-                self.core.max_iterations = max_iterations;
-                self
+/// Saves `h`, the tolerance, the iteration cap, the solver and the step counter (exact bits); the
+/// cached `∇V(q_n)`, `G(q_n)` are recomputed from the restored state, giving the same bits. The
+/// last step's multipliers are outputs, not saved.
+impl<V: ConstraintSpace<C>, C: Vector, P: Projection> Resumable for ConstrainedStep<V, C, P> {
+    fn save(&self, out: &mut ScopeMut<'_>) {
+        out.set_f64("h", self.clock.h);
+        out.set_f64("tolerance", self.tolerance);
+        out.set_u64("max_iterations", self.max_iterations as u64);
+        out.set_str("solver", self.solver.name());
+        out.set_u64("steps", self.clock.steps);
+    }
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.tolerance = finite_param("tolerance", from.f64("tolerance")?)?;
+        self.max_iterations = from.u64("max_iterations")? as usize;
+        self.solver = match from.str("solver")? {
+            "gauss-seidel" => ShakeSolver::GaussSeidel,
+            "newton" => ShakeSolver::Newton,
+            other => {
+                return Err(CheckpointError::Mismatch(format!(
+                    "unknown SHAKE solver {other}"
+                )))
             }
-
-            /// Choose the constraint solver.
-            pub fn with_solver(mut self, solver: ShakeSolver) -> Self {
-                self.core.solver = solver;
-                self
-            }
-
-            /// Step size `h`.
-            pub fn h(&self) -> f64 {
-                self.core.h
-            }
-
-            /// Change the step size (the cached `∇V`, `G` do not depend on `h` and are kept).
-            pub fn set_h(&mut self, h: f64) {
-                self.core.h = h;
-            }
-
-            /// The tolerance on `max_c |g_c|`.
-            pub fn tolerance(&self) -> f64 {
-                self.core.tolerance
-            }
-
-            /// The iteration cap.
-            pub fn max_iterations(&self) -> usize {
-                self.core.max_iterations
-            }
-
-            /// The constraint solver.
-            pub fn solver(&self) -> ShakeSolver {
-                self.core.solver
-            }
-
-            /// Forget the cached `∇V(q)`, `G(q)`. Required before stepping a *different
-            /// system* with this integrator (the cache key is the position only).
-            pub fn reset(&mut self) {
-                self.core.reset();
-            }
-
-            /// Number of steps completed (the index reported by the next failing step).
-            pub fn steps_taken(&self) -> u64 {
-                self.core.steps
-            }
-
-            /// Work counters, iteration counts and the last residual.
-            pub fn stats(&self) -> ShakeStats {
-                self.core.stats
-            }
-
-            /// The multipliers `λ_n ≈ λ(t_n)` of the last completed step, `t_n` its start
-            /// ([`Self::multipliers_time`]): constraint force `-G(q)ᵀλ`, so `λ ≈ +ω²⟨g⟩` of a
-            /// penalized run, the **negative** of Tao & Owhadi's eq. 8 sign (see the
-            /// [module docs](self), which also define `λ_n = λ_solved - ν_n`). Zero before the
-            /// first step.
-            pub fn multipliers(&self) -> C {
-                Core::<V, C>::multipliers_or_zero(&self.core.lambda)
-            }
-
-            /// The `λ` solved for in the last completed step, as in `INTEGRATORS.md` §7
-            /// (`p½ = p_n - (h/2)∇V(q_n) - (h/2)G(q_n)ᵀλ`): [`Self::multipliers`] plus the
-            /// multiplier `ν_n` that removes the normal component of the incoming velocity.
-            pub fn solved_multipliers(&self) -> C {
-                Core::<V, C>::multipliers_or_zero(&self.core.solved)
-            }
-
-            /// `t_n`, the time the last step started from: the time [`Self::multipliers`]
-            /// refers to (NaN before the first step).
-            pub fn multipliers_time(&self) -> f64 {
-                self.core.lambda_t
-            }
-
-            /// Advance `state` by one step of size `h` (time included).
-            ///
-            /// On error `state` is unchanged and the error carries the index of the failing step
-            /// and the time it started from: [`StepError::InvalidStepSize`] for a zero or
-            /// non-finite `h`, [`StepError::NotConverged`] (`solver: "SHAKE"`) when the constraint
-            /// solve has not reached the tolerance within the iteration cap,
-            /// [`StepError::SingularMatrix`] when a Newton Jacobian, a Gauss–Seidel denominator
-            /// or `G M⁻¹ Gᵀ` is singular (dependent constraints), [`StepError::NonFinite`] when a
-            /// gradient, constraint value, iterate or new state is not finite.
-            pub fn step<S: ConstrainedModel<V, C> + ?Sized>(
-                &mut self,
-                system: &S,
-                state: &mut StateOf<V>,
-            ) -> Result<(), StepError> {
-                self.core.step($project, system, state)
-            }
-        }
-
-        /// Saves `h`, the tolerance, the iteration cap, the solver and the step counter (exact
-        /// bits); the cached `∇V(q_n)`, `G(q_n)` are recomputed from the restored state, giving
-        /// the same bits. The last step's multipliers are outputs, not saved.
-        impl<V: ConstraintSpace<C>, C: Vector> Resumable for $ty<V, C> {
-            fn save(&self, out: &mut ScopeMut<'_>) {
-                let c = &self.core;
-                out.set_f64("h", c.h);
-                out.set_f64("tolerance", c.tolerance);
-                out.set_u64("max_iterations", c.max_iterations as u64);
-                out.set_str("solver", c.solver.name());
-                out.set_u64("steps", c.steps);
-            }
-            fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
-                let c = &mut self.core;
-                c.h = from.f64("h")?;
-                c.tolerance = finite_param("tolerance", from.f64("tolerance")?)?;
-                c.max_iterations = from.u64("max_iterations")? as usize;
-                c.solver = match from.str("solver")? {
-                    "gauss-seidel" => ShakeSolver::GaussSeidel,
-                    "newton" => ShakeSolver::Newton,
-                    other => {
-                        return Err(CheckpointError::Mismatch(format!(
-                            "unknown SHAKE solver {other}"
-                        )))
-                    }
-                };
-                c.steps = from.u64("steps")?;
-                c.reset();
-                Ok(())
-            }
-        }
-
-        impl<S: ConstrainedModel<V, C> + ?Sized, V: ConstraintSpace<C>, C: Vector> Stepper<S, V>
-            for $ty<V, C>
-        {
-            fn step(&mut self, target: &S, state: &mut StateOf<V>) -> Result<(), StepError> {
-                self.core.step($project, target, state)
-            }
-            fn h(&self) -> f64 {
-                self.core.h
-            }
-            fn set_h(&mut self, h: f64) {
-                self.core.h = h;
-            }
-            fn steps_taken(&self) -> u64 {
-                self.core.steps
-            }
-            fn name(&self) -> &'static str {
-                $name
-            }
-        }
-    };
+        };
+        self.clock.restore(from)?;
+        self.reset();
+        Ok(())
+    }
 }
 
 /// SHAKE (Ryckaert, Ciccotti, Berendsen; seed 002 eq. 4, `INTEGRATORS.md` §7) on the unpenalized
@@ -751,10 +698,7 @@ macro_rules! constrained_common {
 /// // The rod pulls the bob towards the pivot: λ > 0 in this crate's sign.
 /// assert!(shake.multipliers()[0] > 0.0);
 /// ```
-#[derive(Debug, Clone)]
-pub struct Shake<V: ConstraintSpace<C>, C: Vector> {
-    core: Core<V, C>,
-}
+pub type Shake<V, C> = ConstrainedStep<V, C, Positions>;
 
 /// RATTLE (Andersen; seed 002, `INTEGRATORS.md` §8): [`Shake`] followed by the projection of the
 /// momenta onto the tangent space of the constraint manifold,
@@ -766,19 +710,13 @@ pub struct Shake<V: ConstraintSpace<C>, C: Vector> {
 /// (`μ` from an `m × m` symmetric solve). A map of the tangent bundle: `G M⁻¹ p = 0` to round-off
 /// after every step; symplectic, symmetric (time-reversible), order 2 in positions and velocities
 /// (seed 002; measured in the tests). Same positions as SHAKE from the same start.
-#[derive(Debug, Clone)]
-pub struct Rattle<V: ConstraintSpace<C>, C: Vector> {
-    core: Core<V, C>,
-}
-
-constrained_common!(Shake, false, "shake");
-constrained_common!(Rattle, true, "rattle");
+pub type Rattle<V, C> = ConstrainedStep<V, C, Velocities>;
 
 impl<V: ConstraintSpace<C>, C: Vector> Rattle<V, C> {
     /// RATTLE's velocity multipliers `μ ≈ λ(t_n+1)` of the last completed step (the
     /// projection at `q_n+1`; same sign as [`Rattle::multipliers`]). Zero before the first step.
     pub fn velocity_multipliers(&self) -> C {
-        Core::<V, C>::multipliers_or_zero(&self.core.mu)
+        Self::multipliers_or_zero(&self.mu)
     }
 }
 

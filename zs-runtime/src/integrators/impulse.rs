@@ -41,8 +41,9 @@
 
 use nalgebra::SMatrix;
 
-use super::{check_finite, check_h, same_bits};
+use super::{check_finite, check_h, same_bits, StepStats};
 use crate::linalg::{solve_matrix, SolveFailure};
+use crate::stepper::{Clock, Clocked};
 use crate::{ConstraintCurvature, FastPotential, MechanicalSystem, State, StepError, Stepper};
 
 /// Options of the Newton iteration that computes the projection `π(q)` of
@@ -348,63 +349,113 @@ where
     projected_covector(sys, q, &sys.gradient(q))
 }
 
-/// Work counters of the impulse-family steppers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ImpulseStats {
-    /// Slow-force evaluations (`∇U` plus, for the mollified method, one projection; for the
-    /// projected method one `M × M` solve). One per macro step in steady state.
-    pub slow_evaluations: u64,
-    /// Macro steps that reused the slow force cached at the end of the previous step.
-    pub slow_cache_hits: u64,
-    /// Evaluations of `∇W` (one per micro-step in steady state).
-    pub fast_evaluations: u64,
-    /// Newton updates of the projection, summed over all steps (mollified method only).
-    pub newton_iterations: u64,
-    /// Largest number of Newton updates of one projection (mollified method only).
-    pub max_newton_iterations: usize,
-}
-
-/// The kick–oscillate–kick engine shared by the three methods; the slow acceleration
-/// `−M⁻¹F(q)` is supplied per method.
+/// The kick–oscillate–kick stepper of the impulse family, one type for the three methods; `K`
+/// says which slow force kicks ([`PlainKick`], [`MollifiedKick`], [`ProjectedKick`]; the
+/// aliases [`Impulse`], [`MollifiedImpulse`], [`ProjectedImpulse`]).
+///
+/// Statistics ([`StepStats`]): `evaluations` of the slow force (`∇U` plus, for the mollified
+/// method, one projection; for the projected method one `M × M` solve; one per macro step in
+/// steady state), `cache_hits` (macro steps that reused the slow force cached at the end of the
+/// previous step), `fast_evaluations` (of `∇W`, one per micro-step in steady state),
+/// `iterations` and `max_step_iterations` (Newton updates of the mollified method's
+/// projection: summed, and the most for one projection).
 #[derive(Debug, Clone)]
-struct Core<const N: usize> {
-    h: f64,
+pub struct ImpulseMethod<const N: usize, K> {
+    clock: Clock,
     micro_steps: usize,
-    steps: u64,
     /// `(q, −M⁻¹F(q))` at the end of the last step.
     slow_cache: Option<([f64; N], [f64; N])>,
     /// `(q, −M⁻¹∇W(q))` at the end of the last step.
     fast_cache: Option<([f64; N], [f64; N])>,
-    stats: ImpulseStats,
+    stats: StepStats,
+    kick: K,
 }
 
-impl<const N: usize> Core<N> {
-    fn new(h: f64, micro_steps: usize) -> Self {
-        assert!(
-            micro_steps >= 1,
-            "impulse methods: micro_steps must be at least 1"
-        );
+/// Which slow force an [`ImpulseMethod`] kicks with.
+pub trait Kick {
+    /// The stepper's name.
+    const NAME: &'static str;
+}
+
+/// The impulse method's kick: `∇U(q)` ([`Impulse`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlainKick;
+
+/// The mollified impulse method's kick `∇(U∘π)(q)`, with the Newton options of the projection
+/// `π` and the last projection computed ([`MollifiedImpulse`]).
+#[derive(Debug, Clone, Default)]
+pub struct MollifiedKick<const N: usize, const M: usize> {
+    options: ProjectionOptions,
+    last: Option<ManifoldProjection<N, M>>,
+}
+
+/// The projected impulse method's kick `P(q)ᵀ∇U(q)` with `M` constraints ([`ProjectedImpulse`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProjectedKick<const M: usize>;
+
+impl Kick for PlainKick {
+    const NAME: &'static str = "impulse";
+}
+impl<const N: usize, const M: usize> Kick for MollifiedKick<N, M> {
+    const NAME: &'static str = "mollified-impulse";
+}
+impl<const M: usize> Kick for ProjectedKick<M> {
+    const NAME: &'static str = "projected-impulse";
+}
+
+impl<const N: usize, K: Kick + Default> ImpulseMethod<N, K> {
+    /// The method with macro step `h` (negative: backwards) and `micro_steps ≥ 1`
+    /// Störmer–Verlet steps of size `h / micro_steps` for the oscillation (the mollified
+    /// method with the default [`ProjectionOptions`]: tolerance `1e-12`, 20 iterations). An
+    /// invalid `h` is reported by `step` as [`StepError::InvalidStepSize`].
+    ///
+    /// # Panics
+    /// If `micro_steps == 0`.
+    pub fn new(h: f64, micro_steps: usize) -> Self {
+        check_micro_steps(micro_steps);
         Self {
-            h,
+            clock: Clock::new(h),
             micro_steps,
-            steps: 0,
             slow_cache: None,
             fast_cache: None,
-            stats: ImpulseStats::default(),
+            stats: StepStats::default(),
+            kick: K::default(),
         }
     }
+}
 
-    fn set_micro_steps(&mut self, micro_steps: usize) {
-        assert!(
-            micro_steps >= 1,
-            "impulse methods: micro_steps must be at least 1"
-        );
+fn check_micro_steps(micro_steps: usize) {
+    assert!(
+        micro_steps >= 1,
+        "impulse methods: micro_steps must be at least 1"
+    );
+}
+
+impl<const N: usize, K> ImpulseMethod<N, K> {
+    /// Number of Störmer–Verlet micro-steps per macro step (micro-step `h / micro_steps`).
+    pub fn micro_steps(&self) -> usize {
+        self.micro_steps
+    }
+
+    /// Change the number of micro-steps per macro step.
+    ///
+    /// # Panics
+    /// If `micro_steps == 0`.
+    pub fn set_micro_steps(&mut self, micro_steps: usize) {
+        check_micro_steps(micro_steps);
         self.micro_steps = micro_steps;
     }
 
-    fn reset(&mut self) {
+    /// Forget the cached forces (required before stepping a *different system* with the same
+    /// stepper: the caches are keyed by the positions only).
+    pub fn reset(&mut self) {
         self.slow_cache = None;
         self.fast_cache = None;
+    }
+
+    /// Work counters (see the type's docs).
+    pub fn stats(&self) -> StepStats {
+        self.stats
     }
 
     fn fast_acceleration<S: FastPotential<N> + ?Sized>(
@@ -421,25 +472,30 @@ impl<const N: usize> Core<N> {
         Ok(core::array::from_fn(|i| -g[i] / masses[i]))
     }
 
-    /// One macro step; `slow(core_stats, q, step, t)` returns `−M⁻¹F(q)`.
-    fn step<S, F>(&mut self, sys: &S, state: &mut State<N>, mut slow: F) -> Result<(), StepError>
+    /// One macro step; `slow(kick, stats, q, step, t)` returns `−M⁻¹F(q)`.
+    fn step_with<S, F>(
+        &mut self,
+        sys: &S,
+        state: &mut State<N>,
+        mut slow: F,
+    ) -> Result<(), StepError>
     where
         S: FastPotential<N> + ?Sized,
-        F: FnMut(&mut ImpulseStats, &[f64; N], u64, f64) -> Result<[f64; N], StepError>,
+        F: FnMut(&mut K, &mut StepStats, &[f64; N], u64, f64) -> Result<[f64; N], StepError>,
     {
-        let (h, k, t) = (self.h, self.steps, state.t);
+        let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
         let masses = sys.masses();
         let half = 0.5 * h;
         // 1. kick
         let a_slow0 = match &self.slow_cache {
             Some((q, a)) if same_bits(q, &state.q) => {
-                self.stats.slow_cache_hits += 1;
+                self.stats.cache_hits += 1;
                 *a
             }
             _ => {
-                self.stats.slow_evaluations += 1;
-                let a = slow(&mut self.stats, &state.q, k, t)?;
+                self.stats.evaluations += 1;
+                let a = slow(&mut self.kick, &mut self.stats, &state.q, k, t)?;
                 check_finite(&a, "slow force", k, t)?;
                 self.slow_cache = Some((state.q, a));
                 a
@@ -472,8 +528,8 @@ impl<const N: usize> Core<N> {
         check_finite(&q, "new position", k, t)?;
         self.fast_cache = Some((q, a_fast));
         // 3. kick
-        self.stats.slow_evaluations += 1;
-        let a_slow1 = slow(&mut self.stats, &q, k, t)?;
+        self.stats.evaluations += 1;
+        let a_slow1 = slow(&mut self.kick, &mut self.stats, &q, k, t)?;
         check_finite(&a_slow1, "slow force", k, t)?;
         self.slow_cache = Some((q, a_slow1));
         for i in 0..N {
@@ -483,52 +539,22 @@ impl<const N: usize> Core<N> {
         state.q = q;
         state.v = v;
         state.t = t + h;
-        self.steps += 1;
+        self.clock.steps += 1;
         Ok(())
     }
 }
 
-macro_rules! common_methods {
-    () => {
-        /// Macro step size `h`.
-        pub fn h(&self) -> f64 {
-            self.core.h
-        }
-
-        /// Change the macro step size (the cached forces depend only on `q` and are kept).
-        pub fn set_h(&mut self, h: f64) {
-            self.core.h = h;
-        }
-
-        /// Number of Störmer–Verlet micro-steps per macro step (micro-step `h / micro_steps`).
-        pub fn micro_steps(&self) -> usize {
-            self.core.micro_steps
-        }
-
-        /// Change the number of micro-steps per macro step.
-        ///
-        /// # Panics
-        /// If `micro_steps == 0`.
-        pub fn set_micro_steps(&mut self, micro_steps: usize) {
-            self.core.set_micro_steps(micro_steps);
-        }
-
-        /// Forget the cached forces (required before stepping a *different system* with the
-        /// same stepper: the caches are keyed by the positions only).
-        pub fn reset(&mut self) {
-            self.core.reset();
-        }
-
-        /// Number of macro steps completed.
-        pub fn steps_taken(&self) -> u64 {
-            self.core.steps
-        }
-
-        /// Work counters.
-        pub fn stats(&self) -> ImpulseStats {
-            self.core.stats
-        }
-    };
+/// The cached forces depend only on `q`: changing the macro step keeps them.
+impl<const N: usize, K: Kick> Clocked for ImpulseMethod<N, K> {
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
+    }
+    fn name(&self) -> &'static str {
+        K::NAME
+    }
 }
 
 /// The impulse method (seed 003 §2.1; Grubmüller et al., Tuckerman–Berne–Martyna):
@@ -558,26 +584,9 @@ macro_rules! common_methods {
 /// for _ in 0..10 { imp.step(&TwoScales, &mut s).unwrap(); }
 /// assert!((s.q[0] - 1f64.cos()).abs() < 1e-3);
 /// ```
-#[derive(Debug, Clone)]
-pub struct Impulse<const N: usize> {
-    core: Core<N>,
-}
+pub type Impulse<const N: usize> = ImpulseMethod<N, PlainKick>;
 
 impl<const N: usize> Impulse<N> {
-    /// The impulse method with macro step `h` (negative: backwards) and `micro_steps ≥ 1`
-    /// Störmer–Verlet steps of size `h / micro_steps` for the oscillation. An invalid `h` is
-    /// reported by [`Impulse::step`] as [`StepError::InvalidStepSize`].
-    ///
-    /// # Panics
-    /// If `micro_steps == 0`.
-    pub fn new(h: f64, micro_steps: usize) -> Self {
-        Self {
-            core: Core::new(h, micro_steps),
-        }
-    }
-
-    common_methods!();
-
     /// Advance `state` by one macro step; on error `state` is unchanged.
     pub fn step<S: FastPotential<N> + ?Sized>(
         &mut self,
@@ -585,7 +594,7 @@ impl<const N: usize> Impulse<N> {
         state: &mut State<N>,
     ) -> Result<(), StepError> {
         let masses = sys.masses();
-        self.core.step(sys, state, |_, q, k, t| {
+        self.step_with(sys, state, |_, _, q, k, t| {
             let g = sys.gradient(q);
             check_finite(&g, "slow gradient", k, t)?;
             Ok(core::array::from_fn(|i| -g[i] / masses[i]))
@@ -614,27 +623,9 @@ impl<const N: usize> Impulse<N> {
 /// let m = MollifiedImpulse::<4, 2>::new(0.05, 500);
 /// assert_eq!(m.micro_steps(), 500);
 /// ```
-#[derive(Debug, Clone)]
-pub struct MollifiedImpulse<const N: usize, const M: usize> {
-    core: Core<N>,
-    options: ProjectionOptions,
-    last: Option<ManifoldProjection<N, M>>,
-}
+pub type MollifiedImpulse<const N: usize, const M: usize> = ImpulseMethod<N, MollifiedKick<N, M>>;
 
 impl<const N: usize, const M: usize> MollifiedImpulse<N, M> {
-    /// The mollified impulse method with macro step `h`, `micro_steps ≥ 1` Verlet micro-steps
-    /// per macro step and the default [`ProjectionOptions`] (tolerance `1e-12`, 20 iterations).
-    ///
-    /// # Panics
-    /// If `micro_steps == 0`.
-    pub fn new(h: f64, micro_steps: usize) -> Self {
-        Self {
-            core: Core::new(h, micro_steps),
-            options: ProjectionOptions::default(),
-            last: None,
-        }
-    }
-
     /// The same with the given Newton options for the projection.
     pub fn with_projection(mut self, options: ProjectionOptions) -> Self {
         self.set_projection(options);
@@ -643,39 +634,35 @@ impl<const N: usize, const M: usize> MollifiedImpulse<N, M> {
 
     /// Change the Newton options (clears the cached forces).
     pub fn set_projection(&mut self, options: ProjectionOptions) {
-        self.options = options;
-        self.core.reset();
+        self.kick.options = options;
+        self.reset();
     }
 
     /// The Newton options.
     pub fn projection(&self) -> ProjectionOptions {
-        self.options
+        self.kick.options
     }
 
     /// The projection computed by the last slow-force evaluation (that is, `π(q)` of the
     /// position the last completed step ended at), if any.
     pub fn last_projection(&self) -> Option<&ManifoldProjection<N, M>> {
-        self.last.as_ref()
+        self.kick.last.as_ref()
     }
-
-    common_methods!();
 
     /// Advance `state` by one macro step; on error `state` is unchanged.
     pub fn step<S>(&mut self, sys: &S, state: &mut State<N>) -> Result<(), StepError>
     where
         S: FastPotential<N> + ConstraintCurvature<N, M> + ?Sized,
     {
-        let opts = self.options;
-        let last = &mut self.last;
-        self.core.step(sys, state, |stats, q, k, t| {
-            let proj = project(sys, q, &opts).map_err(|e| e.at(k, t))?;
-            stats.newton_iterations += proj.iterations as u64;
-            stats.max_newton_iterations = stats.max_newton_iterations.max(proj.iterations);
+        self.step_with(sys, state, |kick, stats, q, k, t| {
+            let proj = project(sys, q, &kick.options).map_err(|e| e.at(k, t))?;
+            stats.iterations += proj.iterations as u64;
+            stats.max_step_iterations = stats.max_step_iterations.max(proj.iterations);
             let grad_u = sys.gradient(&proj.pi);
             check_finite(&grad_u, "slow gradient", k, t)?;
             let (minv_f, _) =
                 mollifier_transpose_times(sys, &proj, &grad_u).map_err(|e| e.at(k, t))?;
-            *last = Some(proj);
+            kick.last = Some(proj);
             Ok(core::array::from_fn(|i| -minv_f[i]))
         })
     }
@@ -693,38 +680,20 @@ impl<const N: usize, const M: usize> MollifiedImpulse<N, M> {
 /// ([`StepError::SingularMatrix`]) only where `G(q)` loses rank.
 ///
 /// ```
-/// use zs_runtime::ProjectedImpulse;
+/// use zs_runtime::{Clocked, ProjectedImpulse};
 /// let p = ProjectedImpulse::<4, 2>::new(0.05, 500);
 /// assert_eq!((p.h(), p.micro_steps()), (0.05, 500));
 /// ```
-#[derive(Debug, Clone)]
-pub struct ProjectedImpulse<const N: usize, const M: usize> {
-    core: Core<N>,
-    _constraints: core::marker::PhantomData<[(); M]>,
-}
+pub type ProjectedImpulse<const N: usize, const M: usize> = ImpulseMethod<N, ProjectedKick<M>>;
 
 impl<const N: usize, const M: usize> ProjectedImpulse<N, M> {
-    /// The projected impulse method with macro step `h` and `micro_steps ≥ 1` Verlet
-    /// micro-steps per macro step.
-    ///
-    /// # Panics
-    /// If `micro_steps == 0`.
-    pub fn new(h: f64, micro_steps: usize) -> Self {
-        Self {
-            core: Core::new(h, micro_steps),
-            _constraints: core::marker::PhantomData,
-        }
-    }
-
-    common_methods!();
-
     /// Advance `state` by one macro step; on error `state` is unchanged.
     pub fn step<S>(&mut self, sys: &S, state: &mut State<N>) -> Result<(), StepError>
     where
         S: FastPotential<N> + MechanicalSystem<N, M> + ?Sized,
     {
         let masses = sys.masses();
-        self.core.step(sys, state, |_, q, k, t| {
+        self.step_with(sys, state, |_, _, q, k, t| {
             let g = sys.gradient(q);
             check_finite(&g, "slow gradient", k, t)?;
             let gj = sys.constraint_jacobian(q);
@@ -738,18 +707,6 @@ impl<S: FastPotential<N> + ?Sized, const N: usize> Stepper<S, [f64; N]> for Impu
     fn step(&mut self, target: &S, state: &mut State<N>) -> Result<(), StepError> {
         Impulse::step(self, target, state)
     }
-    fn h(&self) -> f64 {
-        self.core.h
-    }
-    fn set_h(&mut self, h: f64) {
-        self.core.h = h;
-    }
-    fn steps_taken(&self) -> u64 {
-        self.core.steps
-    }
-    fn name(&self) -> &'static str {
-        "impulse"
-    }
 }
 
 impl<S, const N: usize, const M: usize> Stepper<S, [f64; N]> for MollifiedImpulse<N, M>
@@ -759,18 +716,6 @@ where
     fn step(&mut self, target: &S, state: &mut State<N>) -> Result<(), StepError> {
         MollifiedImpulse::step(self, target, state)
     }
-    fn h(&self) -> f64 {
-        self.core.h
-    }
-    fn set_h(&mut self, h: f64) {
-        self.core.h = h;
-    }
-    fn steps_taken(&self) -> u64 {
-        self.core.steps
-    }
-    fn name(&self) -> &'static str {
-        "mollified-impulse"
-    }
 }
 
 impl<S, const N: usize, const M: usize> Stepper<S, [f64; N]> for ProjectedImpulse<N, M>
@@ -779,17 +724,5 @@ where
 {
     fn step(&mut self, target: &S, state: &mut State<N>) -> Result<(), StepError> {
         ProjectedImpulse::step(self, target, state)
-    }
-    fn h(&self) -> f64 {
-        self.core.h
-    }
-    fn set_h(&mut self, h: f64) {
-        self.core.h = h;
-    }
-    fn steps_taken(&self) -> u64 {
-        self.core.steps
-    }
-    fn name(&self) -> &'static str {
-        "projected-impulse"
     }
 }

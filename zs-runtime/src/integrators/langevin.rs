@@ -6,6 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 use super::composition::{restamp, restore, save};
+use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
 use crate::{Model, StateOf, StepError, Stepper};
 
@@ -50,8 +51,9 @@ pub struct RngState {
 /// checkpoint/restart. Normal deviates come from `rand_distr::StandardNormal` (ziggurat), on the
 /// stack: a step allocates nothing.
 ///
-/// The step size is the inner stepper's ([`Stepper::h`]); it must be positive (the
-/// Ornstein–Uhlenbeck flow cannot be run backwards), otherwise the step fails with
+/// The step size is this stepper's clock ([`Clocked::h`], started at the inner stepper's; each
+/// step runs the inner stepper at it); it must be positive (the Ornstein–Uhlenbeck flow cannot
+/// be run backwards), otherwise the step fails with
 /// [`StepError::InvalidStepSize`]. A failed step leaves the state *and the noise stream*
 /// untouched; an error of the inner step is re-stamped with this stepper's step index.
 ///
@@ -84,7 +86,7 @@ pub struct Langevin<S> {
     kt: f64,
     seed: u64,
     rng: ChaCha8Rng,
-    steps: u64,
+    clock: Clock,
     /// The state before the step (restored when the Ornstein–Uhlenbeck update fails), the masses
     /// and the new velocities: sized at the first step.
     saved: (Vec<f64>, Vec<f64>),
@@ -109,15 +111,18 @@ impl<S> Langevin<S> {
     ///
     /// # Panics
     /// If `gamma` or `kt` is negative or not finite.
-    pub fn new(inner: S, gamma: f64, kt: f64, seed: u64) -> Self {
+    pub fn new(inner: S, gamma: f64, kt: f64, seed: u64) -> Self
+    where
+        S: Clocked,
+    {
         check_parameters(gamma, kt);
         Self {
+            clock: Clock::new(inner.h()),
             inner,
             gamma,
             kt,
             seed,
             rng: ChaCha8Rng::seed_from_u64(seed),
-            steps: 0,
             saved: (Vec::new(), Vec::new()),
             masses: Vec::new(),
             v: Vec::new(),
@@ -144,17 +149,13 @@ impl<S> Langevin<S> {
         self.kt = kt;
     }
 
-    /// Number of steps completed.
-    pub fn steps_taken(&self) -> u64 {
-        self.steps
-    }
-
     /// The deterministic stepper.
     pub fn inner(&self) -> &S {
         &self.inner
     }
 
-    /// The deterministic stepper, mutably (e.g. to `reset()` its cache or change its `h`).
+    /// The deterministic stepper, mutably (e.g. to `reset()` its cache; its step size is set
+    /// from this stepper's at each step).
     pub fn inner_mut(&mut self) -> &mut S {
         &mut self.inner
     }
@@ -217,10 +218,11 @@ impl<S> Langevin<S> {
     where
         S: Stepper<P, V>,
     {
-        let (h, k, t) = (self.inner.h(), self.steps, state.t);
+        let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         if !(h.is_finite() && h > 0.0) {
             return Err(StepError::InvalidStepSize { step: k, t, h });
         }
+        self.inner.set_h(h);
         save(&mut self.saved, state);
         self.inner
             .step(target, state)
@@ -251,8 +253,20 @@ impl<S> Langevin<S> {
             });
         }
         state.v.as_mut_slice().copy_from_slice(&self.v);
-        self.steps += 1;
+        self.clock.steps += 1;
         Ok(())
+    }
+}
+
+impl<S> Clocked for Langevin<S> {
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
+    }
+    fn name(&self) -> &'static str {
+        "langevin"
     }
 }
 
@@ -260,24 +274,12 @@ impl<P: Model<V> + ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Langev
     fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         Langevin::step(self, target, state)
     }
-    fn h(&self) -> f64 {
-        self.inner.h()
-    }
-    fn set_h(&mut self, h: f64) {
-        self.inner.set_h(h);
-    }
-    fn steps_taken(&self) -> u64 {
-        self.steps
-    }
-    fn name(&self) -> &'static str {
-        "langevin"
-    }
 }
 
 /// Saves γ, kT, the noise stream ([`RngState`]: seed and word position), the step counter and
 /// the inner stepper (under `inner`), all exact: a run resumed from a checkpoint draws the same
 /// noise and gives the same bits (`zs-runtime/tests/checkpoint.rs`).
-impl<S: crate::checkpoint::Resumable> crate::checkpoint::Resumable for Langevin<S> {
+impl<S: crate::checkpoint::Resumable + Clocked> crate::checkpoint::Resumable for Langevin<S> {
     fn save(&self, out: &mut crate::checkpoint::ScopeMut<'_>) {
         out.set_f64("gamma", self.gamma);
         out.set_f64("kt", self.kt);
@@ -285,7 +287,7 @@ impl<S: crate::checkpoint::Resumable> crate::checkpoint::Resumable for Langevin<
         let pos = self.rng.get_word_pos();
         out.set_u64("rng.word_pos.hi", (pos >> 64) as u64);
         out.set_u64("rng.word_pos.lo", pos as u64);
-        out.set_u64("steps", self.steps);
+        out.set_u64("steps", self.clock.steps);
         self.inner.save(&mut out.scope_mut("inner"));
     }
     fn restore(
@@ -305,7 +307,10 @@ impl<S: crate::checkpoint::Resumable> crate::checkpoint::Resumable for Langevin<
         self.inner.restore(&from.scope("inner"))?;
         self.set_parameters(gamma, kt);
         self.set_rng_state(RngState { seed, word_pos });
-        self.steps = steps;
+        self.clock = Clock {
+            h: self.inner.h(),
+            steps,
+        };
         Ok(())
     }
 }

@@ -25,41 +25,147 @@
 //! positions were changed is re-evaluated; it cannot see a *different potential* with the same
 //! positions: call `reset()` when switching potentials on the same integrator.
 
-pub mod verlet;
-pub mod zhang_skeel;
-// Issue 3: Newmark family, Z&Ss-stiff, composition, Langevin.
 pub mod composition;
+pub mod constrained;
+pub mod impulse;
 pub mod langevin;
 pub mod newmark;
-pub mod zhang_skeel_stiff;
+pub mod variational;
+pub mod verlet;
+pub mod zhang_skeel;
 
-pub use verlet::VelocityVerlet;
-pub use zhang_skeel::{ZhangSkeel, ZhangSkeelSimplified, ZsStats};
-// Issue 3: Newmark family, Z&Ss-stiff, composition, Langevin.
 pub use composition::Yoshida4;
-pub use langevin::{Langevin, RngState};
-pub use newmark::{LinearlyImplicitNewmark, Newmark, NewmarkStats, PushForwardNewmark};
-pub use zhang_skeel_stiff::ZhangSkeelStiff;
-
-// SHAKE and RATTLE (issue 3).
-pub mod constrained;
-pub use constrained::{Rattle, Shake, ShakeSolver, ShakeStats};
-
-// Impulse, mollified impulse, projected impulse (seed 003, issue 3).
-pub mod impulse;
+pub use constrained::{
+    ConstrainedStep, Positions, Projection, Rattle, Shake, ShakeSolver, Velocities,
+};
 pub use impulse::{
-    Impulse, ImpulseStats, ManifoldProjection, MollifiedImpulse, ProjectedImpulse,
-    ProjectionFailure, ProjectionOptions,
+    Impulse, ImpulseMethod, Kick, ManifoldProjection, MollifiedImpulse, MollifiedKick, PlainKick,
+    ProjectedImpulse, ProjectedKick, ProjectionFailure, ProjectionOptions,
+};
+pub use langevin::{Langevin, RngState};
+pub use newmark::{
+    LinearlyImplicitNewmark, Newmark, NewmarkEq12, NewtonSolve, OneNewtonStep, PushForwardNewmark,
+    ToTolerance,
+};
+pub use variational::{PhaseBSolver, ProjectedRungeKutta, Tableau, TableauError, Variational};
+pub use verlet::VelocityVerlet;
+pub use zhang_skeel::{
+    Eq18, Eq19, Eq3, Linearization, LinearlyImplicit, Method, ZhangSkeel, ZhangSkeelSimplified,
+    ZhangSkeelStiff,
 };
 
-// Any Runge–Kutta method made variational (seed 004, issue 10).
-pub mod variational;
-pub use variational::{PhaseBSolver, ProjectedRungeKutta, Tableau, TableauError, Variational};
-
+use crate::linalg::Factorization;
 use crate::vector::Vector;
 use crate::StepError;
 
 pub(crate) use crate::vector::same_bits;
+
+/// Work counters of a stepper, one type for every method: each counts what it does and leaves
+/// the rest at zero (the docs of each method say which it fills).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepStats {
+    /// Evaluations of the step's force-like quantity: `f(x)` of Z&S (one fused `(∇V, H)`, one
+    /// solve and, for Z&S, one third contraction), `a(x)` of Z&Ss-stiff, the slow force of
+    /// the impulse methods. One per step in steady state.
+    pub evaluations: u64,
+    /// Steps that reused the quantity cached at the end of the previous step.
+    pub cache_hits: u64,
+    /// Evaluations of `∇V` on their own (Verlet, Newmark, SHAKE/RATTLE).
+    pub gradient_evaluations: u64,
+    /// Evaluations of `H` on their own (one per Newton iteration of Newmark).
+    pub hessian_evaluations: u64,
+    /// Evaluations of the pair `(g, G)` (SHAKE/RATTLE).
+    pub constraint_evaluations: u64,
+    /// Evaluations of the fast gradient `∇W` (impulse methods, one per micro-step).
+    pub fast_evaluations: u64,
+    /// Linear solves done by Cholesky (the shifted matrix was positive definite).
+    pub cholesky_solves: u64,
+    /// Linear solves that fell back from Cholesky (an indefinite matrix, e.g. on a non-convex
+    /// potential such as the penalized double pendulum): pivoted LU, or the sparse backends'
+    /// `LDLᵀ`.
+    pub lu_fallbacks: u64,
+    /// Iterations of the step's nonlinear solves (Newton steps of Newmark and of the mollified
+    /// impulse's projection, SHAKE's sweeps or Newton steps), summed over the steps.
+    pub iterations: u64,
+    /// The most iterations one step needed.
+    pub max_step_iterations: usize,
+    /// Iterations of the last step, successful or not.
+    pub last_iterations: usize,
+    /// The residual its nonlinear solve ended with (NaN before the first, and for methods
+    /// without one): Newmark's relative `ρ`, SHAKE's `max_c |g_c|`.
+    pub last_residual: f64,
+}
+
+impl Default for StepStats {
+    fn default() -> Self {
+        Self {
+            evaluations: 0,
+            cache_hits: 0,
+            gradient_evaluations: 0,
+            hessian_evaluations: 0,
+            constraint_evaluations: 0,
+            fast_evaluations: 0,
+            cholesky_solves: 0,
+            lu_fallbacks: 0,
+            iterations: 0,
+            max_step_iterations: 0,
+            last_iterations: 0,
+            last_residual: f64::NAN,
+        }
+    }
+}
+
+impl StepStats {
+    /// Count a linear solve done by `how`.
+    pub(crate) fn count_solve(&mut self, how: Factorization) {
+        if how.is_cholesky() {
+            self.cholesky_solves += 1;
+        } else {
+            self.lu_fallbacks += 1;
+        }
+    }
+
+    /// Record a step's (or a nonlinear solve's) iterations.
+    pub(crate) fn count_iterations(&mut self, iterations: usize) {
+        self.last_iterations = iterations;
+        self.max_step_iterations = self.max_step_iterations.max(iterations);
+    }
+}
+
+/// The buffers a stepper makes at its first step (set-up) and reuses. A copy of the stepper
+/// starts without them and rebuilds them at its first step (recomputing any cached
+/// evaluation, bit for bit): copies never share work arrays, and copying is cheap.
+#[derive(Debug)]
+pub(crate) struct Buffers<W>(Option<W>);
+
+impl<W> Clone for Buffers<W> {
+    fn clone(&self) -> Self {
+        Self(None)
+    }
+}
+
+impl<W> Default for Buffers<W> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<W> Buffers<W> {
+    /// The buffers, made by `make` when there are none yet or when `fits` says they do not fit
+    /// (another system).
+    #[inline]
+    pub fn get(&mut self, fits: impl FnOnce(&W) -> bool, make: impl FnOnce() -> W) -> &mut W {
+        if self.0.as_ref().is_some_and(|w| !fits(w)) {
+            self.0 = None;
+        }
+        self.0.get_or_insert_with(make)
+    }
+
+    /// The buffers, if made.
+    pub fn as_mut(&mut self) -> Option<&mut W> {
+        self.0.as_mut()
+    }
+}
 
 /// `Err(InvalidStepSize)` unless `h` is finite and nonzero.
 #[inline]

@@ -19,11 +19,14 @@
 //! residual is that of the returned (or, on failure, the last) iterate. Its round-off floor is a
 //! few ulps of `‖q‖∞` (≈ 1e-16 relative): a tolerance below ~1e-15 may never be met.
 
+use core::marker::PhantomData;
+
 use super::zhang_skeel::Eval;
-use super::{check_finite, check_h, check_matrix, same_bits};
+use super::{check_finite, check_h, check_matrix, same_bits, Buffers, StepStats};
 use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
-use crate::linalg::{Factorization, ShiftedSolve, SolveOptions};
+use crate::linalg::{ShiftedSolve, SolveOptions};
 use crate::model::HessianPart;
+use crate::stepper::{Clock, Clocked};
 use crate::vector::{inf_norm, Vector};
 use crate::{Model, StateOf, StepError, Stepper};
 
@@ -31,38 +34,6 @@ use crate::{Model, StateOf, StepError, Stepper};
 pub const DEFAULT_NEWTON_TOLERANCE: f64 = 1e-12;
 /// Default cap on Newton iterations (linear solves) per nonlinear solve.
 pub const DEFAULT_NEWTON_MAX_ITERATIONS: usize = 50;
-
-/// Work counters of the Newmark family.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NewmarkStats {
-    /// Gradient evaluations `∇V` (one per Newton iterate, including the one that is found
-    /// converged).
-    pub gradient_evaluations: u64,
-    /// Hessian evaluations `H` (one per Newton iteration).
-    pub hessian_evaluations: u64,
-    /// Newton iterations, i.e. linear solves with `M + βh²H`, over all steps.
-    pub newton_iterations: u64,
-    /// The most Newton iterations any single step needed.
-    pub max_step_iterations: usize,
-    /// Steps that reused the cached acceleration of the previous step.
-    pub cache_hits: u64,
-    /// Solves done by Cholesky.
-    pub cholesky_solves: u64,
-    /// Solves that fell back to pivoted LU (`M + βh²H` indefinite).
-    pub lu_fallbacks: u64,
-}
-
-impl NewmarkStats {
-    fn count(&mut self, how: Factorization) {
-        self.newton_iterations += 1;
-        self.hessian_evaluations += 1;
-        if how.is_cholesky() {
-            self.cholesky_solves += 1;
-        } else {
-            self.lu_fallbacks += 1;
-        }
-    }
-}
 
 fn check_beta(beta: f64) {
     assert!(beta.is_finite(), "Newmark: beta must be finite, got {beta}");
@@ -83,7 +54,7 @@ fn check_max_iterations(n: usize) {
 /// evaluates `H(y)` into `e.hess` and counts the iteration.
 #[allow(clippy::too_many_arguments)]
 fn newton_solve<V: Vector, P: Model<V> + ?Sized>(
-    stats: &mut NewmarkStats,
+    stats: &mut StepStats,
     e: &mut Eval<V>,
     potential: &P,
     y: &V,
@@ -98,7 +69,9 @@ fn newton_solve<V: Vector, P: Model<V> + ?Sized>(
         .solver
         .solve_shifted(&e.m, s, &e.hess, delta, &SolveOptions::default())
         .map_err(|err| err.at(step, t))?;
-    stats.count(how);
+    stats.iterations += 1;
+    stats.hessian_evaluations += 1;
+    stats.count_solve(how);
     Ok(())
 }
 
@@ -140,72 +113,118 @@ impl<V: Vector> NewmarkWork<V> {
     }
 }
 
-#[derive(Debug)]
-struct NewmarkCore<V: Vector> {
+/// How eq. 12's nonlinear equation is solved (sealed: [`ToTolerance`], [`OneNewtonStep`]).
+pub trait NewtonSolve: sealed::Sealed {
+    /// The stepper's name.
+    const NAME: &'static str;
+    /// Newton to the tolerance (`true`) or exactly one Newton step.
+    const EXACT: bool;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::ToTolerance {}
+    impl Sealed for super::OneNewtonStep {}
+}
+
+/// Newton's method to a tolerance: [`Newmark`].
+#[derive(Debug, Clone, Copy)]
+pub struct ToTolerance;
+/// Exactly one Newton step: [`LinearlyImplicitNewmark`].
+#[derive(Debug, Clone, Copy)]
+pub struct OneNewtonStep;
+
+impl NewtonSolve for ToTolerance {
+    const NAME: &'static str = "newmark";
+    const EXACT: bool = true;
+}
+impl NewtonSolve for OneNewtonStep {
+    const NAME: &'static str = "linearly-implicit-newmark";
+    const EXACT: bool = false;
+}
+
+/// Newmark with γ = ½ (eq. 12), its nonlinear equation solved as `S` says; see [`Newmark`] and
+/// [`LinearlyImplicitNewmark`].
+///
+/// Statistics ([`StepStats`]): `gradient_evaluations` (one per Newton iterate, including the
+/// one found converged), `hessian_evaluations` and `iterations` (one per Newton iteration,
+/// i.e. linear solve), `max_step_iterations`, `last_iterations`, `last_residual` (the relative
+/// `ρ` of the last step's final iterate), `cache_hits`, `cholesky_solves`, `lu_fallbacks`.
+#[derive(Debug, Clone)]
+pub struct NewmarkEq12<V: Vector, S> {
     beta: f64,
-    h: f64,
     tol: f64,
     max_iter: usize,
-    steps: u64,
-    stats: NewmarkStats,
-    last_iterations: usize,
-    last_residual: f64,
-    work: Option<NewmarkWork<V>>,
+    clock: Clock,
+    stats: StepStats,
+    work: Buffers<NewmarkWork<V>>,
+    solve: PhantomData<S>,
 }
 
-/// Parameters, counters and statistics; the buffers and the cached `a_k` are rebuilt
-/// (recomputed bit for bit) at the copy's first step.
-impl<V: Vector> Clone for NewmarkCore<V> {
-    fn clone(&self) -> Self {
-        Self {
-            beta: self.beta,
-            h: self.h,
-            tol: self.tol,
-            max_iter: self.max_iter,
-            steps: self.steps,
-            stats: self.stats,
-            last_iterations: self.last_iterations,
-            last_residual: self.last_residual,
-            work: None,
-        }
-    }
-}
-
-impl<V: Vector> NewmarkCore<V> {
-    fn new(beta: f64, h: f64) -> Self {
+impl<V: Vector, S: NewtonSolve> NewmarkEq12<V, S> {
+    /// The integrator with parameter `beta` (β; unconditionally linearly stable for β ≥ ¼) and
+    /// step `h` (negative: integrate backwards). An invalid `h` (zero, non-finite) is reported
+    /// by `step` as [`StepError::InvalidStepSize`].
+    ///
+    /// # Panics
+    /// If `beta` is not finite.
+    pub fn new(beta: f64, h: f64) -> Self {
         check_beta(beta);
         Self {
             beta,
-            h,
             tol: DEFAULT_NEWTON_TOLERANCE,
             max_iter: DEFAULT_NEWTON_MAX_ITERATIONS,
-            steps: 0,
-            stats: NewmarkStats::default(),
-            last_iterations: 0,
-            last_residual: f64::NAN,
-            work: None,
+            clock: Clock::new(h),
+            stats: StepStats::default(),
+            work: Buffers::default(),
+            solve: PhantomData,
         }
     }
 
-    fn reset(&mut self) {
-        if let Some(w) = &mut self.work {
+    /// β.
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+
+    /// Change β.
+    ///
+    /// # Panics
+    /// If `beta` is not finite.
+    pub fn set_beta(&mut self, beta: f64) {
+        check_beta(beta);
+        self.beta = beta;
+    }
+
+    /// Forget the cached acceleration (required before stepping a different potential).
+    pub fn reset(&mut self) {
+        if let Some(w) = self.work.as_mut() {
             w.cached = false;
         }
     }
 
-    /// One step of eq. 12; `exact = false` stops after exactly one Newton step.
-    fn step<P: Model<V> + ?Sized>(
+    /// Work counters (see the type's docs).
+    pub fn stats(&self) -> StepStats {
+        self.stats
+    }
+
+    /// Advance `state` by one step of size `h` (time included).
+    ///
+    /// On error `state` is unchanged and the error carries the index of the failing step
+    /// and the time it started from: [`StepError::InvalidStepSize`],
+    /// [`StepError::SingularMatrix`] (`M + βh²H` singular), [`StepError::NonFinite`],
+    /// and, for [`Newmark`], [`StepError::NotConverged`].
+    pub fn step<P: Model<V> + ?Sized>(
         &mut self,
-        exact: bool,
         potential: &P,
         state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
-        let (h, k, t) = (self.h, self.steps, state.t);
+        let exact = S::EXACT;
+        let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
-        let w = match &mut self.work {
-            Some(w) if w.eval.fits(potential, HessianPart::Full) => w,
-            slot => slot.insert(NewmarkWork::new(potential)),
-        };
+        let w = self.work.get(
+            |w| w.eval.fits(potential, HessianPart::Full),
+            || NewmarkWork::new(potential),
+        );
         let n = state.q.len();
         potential.masses_into(&mut w.eval.m);
         let (h2, s) = (h * h, self.beta * h * h);
@@ -256,8 +275,8 @@ impl<V: Vector> NewmarkCore<V> {
                 });
             }
             if iterations >= self.max_iter {
-                self.last_iterations = iterations;
-                self.last_residual = rho;
+                self.stats.last_iterations = iterations;
+                self.stats.last_residual = rho;
                 return Err(StepError::NotConverged {
                     step: k,
                     t,
@@ -300,12 +319,66 @@ impl<V: Vector> NewmarkCore<V> {
         state.t = t + h;
         core::mem::swap(&mut w.a0, &mut w.a1);
         w.cache_q.copy_from(&w.q);
-        self.steps += 1;
-        self.last_iterations = iterations;
-        self.last_residual = residual;
-        self.stats.max_step_iterations = self.stats.max_step_iterations.max(iterations);
+        self.clock.steps += 1;
+        self.stats.last_residual = residual;
+        self.stats.count_iterations(iterations);
         Ok(())
     }
+}
+
+impl<V: Vector, S: NewtonSolve> Clocked for NewmarkEq12<V, S> {
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
+    }
+    fn name(&self) -> &'static str {
+        S::NAME
+    }
+}
+
+impl<P: Model<V> + ?Sized, V: Vector, S: NewtonSolve> Stepper<P, V> for NewmarkEq12<V, S> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
+        NewmarkEq12::step(self, target, state)
+    }
+}
+
+/// Saves `h`, β, the Newton tolerance and cap and the step counter (exact bits); the cached
+/// `a_k` is recomputed from the restored state, giving the same bits.
+impl<V: Vector, S> Resumable for NewmarkEq12<V, S> {
+    fn save(&self, out: &mut ScopeMut<'_>) {
+        save_newton(out, &self.clock, self.beta, self.tol, self.max_iter);
+    }
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        (self.beta, self.tol, self.max_iter) = restore_newton(from, &mut self.clock)?;
+        if let Some(w) = self.work.as_mut() {
+            w.cached = false;
+        }
+        Ok(())
+    }
+}
+
+/// The checkpoint of a Newton-solved Newmark stepper: `h`, β, tolerance, cap, steps.
+fn save_newton(out: &mut ScopeMut<'_>, clock: &Clock, beta: f64, tol: f64, max_iter: usize) {
+    out.set_f64("h", clock.h);
+    out.set_f64("beta", beta);
+    out.set_f64("tolerance", tol);
+    out.set_u64("max_iterations", max_iter as u64);
+    out.set_u64("steps", clock.steps);
+}
+
+/// `(β, tolerance, cap)` of [`save_newton`], the clock restored.
+fn restore_newton(
+    from: &Scope<'_>,
+    clock: &mut Clock,
+) -> Result<(f64, f64, usize), CheckpointError> {
+    clock.restore(from)?;
+    Ok((
+        finite_param("beta", from.f64("beta")?)?,
+        finite_param("tolerance", from.f64("tolerance")?)?,
+        from.u64("max_iterations")? as usize,
+    ))
 }
 
 /// Newmark with γ = ½ (Tao & Owhadi, Integrator 2, eq. 12), solved by Newton's method:
@@ -345,13 +418,10 @@ impl<V: Vector> NewmarkCore<V> {
 /// let mut nm = Newmark::new(0.25, 0.1).with_tolerance(1e-13).with_max_iterations(20);
 /// let mut s = State::new([1.0], [0.0]);
 /// for _ in 0..100 { nm.step(&Quartic, &mut s).unwrap(); }
-/// assert!(nm.last_residual() <= 1e-13);
+/// assert!(nm.stats().last_residual <= 1e-13);
 /// assert!(nm.stats().max_step_iterations <= 5);
 /// ```
-#[derive(Debug, Clone)]
-pub struct Newmark<V: Vector> {
-    core: NewmarkCore<V>,
-}
+pub type Newmark<V> = NewmarkEq12<V, ToTolerance>;
 
 /// "One-step" (linearly-implicit) Newmark: eq. 12 with **exactly one** Newton step from the
 /// predictor `q_k + h q̇_k + (h²/2) a_k`,
@@ -364,140 +434,10 @@ pub struct Newmark<V: Vector> {
 /// (`F` as in [`Newmark`]). The paper's Fig. 1 row 5: consistent (order 2) but neither symplectic
 /// nor, in general, symmetric, and visibly less accurate than Z&S at large steps. It never
 /// reports `NotConverged`; the residual `ρ` of eq. 12 left after the one step is available as
-/// [`LinearlyImplicitNewmark::last_residual`].
+/// `stats().last_residual`.
 ///
 /// Cost per step: two gradients, one Hessian and one `n×n` solve (`a_k` is cached).
-#[derive(Debug, Clone)]
-pub struct LinearlyImplicitNewmark<V: Vector> {
-    core: NewmarkCore<V>,
-}
-
-macro_rules! newmark_common {
-    ($ty:ident, $exact:expr, $name:literal) => {
-        impl<V: Vector> $ty<V> {
-            /// The integrator with parameter `beta` (β; unconditionally linearly stable for
-            /// β ≥ ¼) and step `h` (negative: integrate backwards). An invalid `h` (zero,
-            /// non-finite) is reported by `step` as [`StepError::InvalidStepSize`].
-            ///
-            /// # Panics
-            /// If `beta` is not finite.
-            pub fn new(beta: f64, h: f64) -> Self {
-                Self {
-                    core: NewmarkCore::new(beta, h),
-                }
-            }
-
-            /// β.
-            pub fn beta(&self) -> f64 {
-                self.core.beta
-            }
-
-            /// Step size `h`.
-            pub fn h(&self) -> f64 {
-                self.core.h
-            }
-
-            /// Change the step size (the cached `a_k = −M⁻¹∇V(q_k)` does not depend on `h` and
-            /// is kept).
-            pub fn set_h(&mut self, h: f64) {
-                self.core.h = h;
-            }
-
-            /// Change β.
-            ///
-            /// # Panics
-            /// If `beta` is not finite.
-            pub fn set_beta(&mut self, beta: f64) {
-                check_beta(beta);
-                self.core.beta = beta;
-            }
-
-            /// Forget the cached acceleration (required before stepping a different potential).
-            pub fn reset(&mut self) {
-                self.core.reset();
-            }
-
-            /// Number of steps completed (the index reported by the next failing step).
-            pub fn steps_taken(&self) -> u64 {
-                self.core.steps
-            }
-
-            /// Work counters.
-            pub fn stats(&self) -> NewmarkStats {
-                self.core.stats
-            }
-
-            /// Newton iterations (linear solves) of the last step, successful or not.
-            pub fn last_iterations(&self) -> usize {
-                self.core.last_iterations
-            }
-
-            /// Relative residual `ρ = ‖M⁻¹F(q)‖∞ / max(1, ‖q‖∞)` of eq. 12 at the last step's
-            /// final iterate (NaN before the first step).
-            pub fn last_residual(&self) -> f64 {
-                self.core.last_residual
-            }
-
-            /// Advance `state` by one step of size `h` (time included).
-            ///
-            /// On error `state` is unchanged and the error carries the index of the failing step
-            /// and the time it started from: [`StepError::InvalidStepSize`],
-            /// [`StepError::SingularMatrix`] (`M + βh²H` singular), [`StepError::NonFinite`],
-            /// and, for [`Newmark`], [`StepError::NotConverged`].
-            pub fn step<P: Model<V> + ?Sized>(
-                &mut self,
-                potential: &P,
-                state: &mut StateOf<V>,
-            ) -> Result<(), StepError> {
-                self.core.step($exact, potential, state)
-            }
-        }
-
-        /// Saves `h`, β, the Newton tolerance and cap and the step counter (exact bits); the
-        /// cached `a_k` is recomputed from the restored state, giving the same bits.
-        impl<V: Vector> Resumable for $ty<V> {
-            fn save(&self, out: &mut ScopeMut<'_>) {
-                let c = &self.core;
-                out.set_f64("h", c.h);
-                out.set_f64("beta", c.beta);
-                out.set_f64("tolerance", c.tol);
-                out.set_u64("max_iterations", c.max_iter as u64);
-                out.set_u64("steps", c.steps);
-            }
-            fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
-                let c = &mut self.core;
-                c.h = from.f64("h")?;
-                c.beta = finite_param("beta", from.f64("beta")?)?;
-                c.tol = finite_param("tolerance", from.f64("tolerance")?)?;
-                c.max_iter = from.u64("max_iterations")? as usize;
-                c.steps = from.u64("steps")?;
-                c.reset();
-                Ok(())
-            }
-        }
-
-        impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for $ty<V> {
-            fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
-                self.core.step($exact, target, state)
-            }
-            fn h(&self) -> f64 {
-                self.core.h
-            }
-            fn set_h(&mut self, h: f64) {
-                self.core.h = h;
-            }
-            fn steps_taken(&self) -> u64 {
-                self.core.steps
-            }
-            fn name(&self) -> &'static str {
-                $name
-            }
-        }
-    };
-}
-
-newmark_common!(Newmark, true, "newmark");
-newmark_common!(LinearlyImplicitNewmark, false, "linearly-implicit-newmark");
+pub type LinearlyImplicitNewmark<V> = NewmarkEq12<V, OneNewtonStep>;
 
 impl<V: Vector> Newmark<V> {
     /// Newton tolerance on the relative residual `ρ` (default [`DEFAULT_NEWTON_TOLERANCE`]).
@@ -506,7 +446,7 @@ impl<V: Vector> Newmark<V> {
     /// If `tol` is not finite and positive.
     pub fn with_tolerance(mut self, tol: f64) -> Self {
         check_tolerance(tol);
-        self.core.tol = tol;
+        self.tol = tol;
         self
     }
 
@@ -516,18 +456,18 @@ impl<V: Vector> Newmark<V> {
     /// If `n` is zero.
     pub fn with_max_iterations(mut self, n: usize) -> Self {
         check_max_iterations(n);
-        self.core.max_iter = n;
+        self.max_iter = n;
         self
     }
 
     /// The Newton tolerance.
     pub fn tolerance(&self) -> f64 {
-        self.core.tol
+        self.tol
     }
 
     /// The cap on Newton iterations per step.
     pub fn max_iterations(&self) -> usize {
-        self.core.max_iter
+        self.max_iter
     }
 }
 
@@ -573,35 +513,17 @@ struct PfWork<V: Vector> {
 /// Cost per step: one nonlinear solve (at `x_k+1`; `a_k` is cached, keyed by the bit patterns of
 /// `x` and `h²`), each Newton iteration one gradient, one Hessian and one `n×n` solve, plus one
 /// gradient to confirm convergence.
-#[derive(Debug)]
+///
+/// Statistics ([`StepStats`]): as [`NewmarkEq12`]'s; `last_iterations` counts both solves of a
+/// step whose cache missed.
+#[derive(Debug, Clone)]
 pub struct PushForwardNewmark<V: Vector> {
     beta: f64,
-    h: f64,
     tol: f64,
     max_iter: usize,
-    steps: u64,
-    stats: NewmarkStats,
-    last_iterations: usize,
-    last_residual: f64,
-    work: Option<PfWork<V>>,
-}
-
-/// Parameters, counters and statistics; the buffers and the cached `a_k` are rebuilt
-/// (recomputed bit for bit) at the copy's first step.
-impl<V: Vector> Clone for PushForwardNewmark<V> {
-    fn clone(&self) -> Self {
-        Self {
-            beta: self.beta,
-            h: self.h,
-            tol: self.tol,
-            max_iter: self.max_iter,
-            steps: self.steps,
-            stats: self.stats,
-            last_iterations: self.last_iterations,
-            last_residual: self.last_residual,
-            work: None,
-        }
-    }
+    clock: Clock,
+    stats: StepStats,
+    work: Buffers<PfWork<V>>,
 }
 
 impl<V: Vector> PushForwardNewmark<V> {
@@ -613,14 +535,11 @@ impl<V: Vector> PushForwardNewmark<V> {
         check_beta(beta);
         Self {
             beta,
-            h,
             tol: DEFAULT_NEWTON_TOLERANCE,
             max_iter: DEFAULT_NEWTON_MAX_ITERATIONS,
-            steps: 0,
-            stats: NewmarkStats::default(),
-            last_iterations: 0,
-            last_residual: f64::NAN,
-            work: None,
+            clock: Clock::new(h),
+            stats: StepStats::default(),
+            work: Buffers::default(),
         }
     }
 
@@ -650,17 +569,6 @@ impl<V: Vector> PushForwardNewmark<V> {
         self.beta
     }
 
-    /// Step size `h`.
-    pub fn h(&self) -> f64 {
-        self.h
-    }
-
-    /// Change the step size. The cached `a` depends on `h` only through `h²`: it is reused when
-    /// `h` changes sign and recomputed otherwise.
-    pub fn set_h(&mut self, h: f64) {
-        self.h = h;
-    }
-
     /// Change β (drops the cached `a`).
     ///
     /// # Panics
@@ -683,29 +591,14 @@ impl<V: Vector> PushForwardNewmark<V> {
 
     /// Forget the cached `a` (required before stepping a different potential).
     pub fn reset(&mut self) {
-        if let Some(w) = &mut self.work {
+        if let Some(w) = self.work.as_mut() {
             w.cache_key = None;
         }
     }
 
-    /// Number of steps completed (the index reported by the next failing step).
-    pub fn steps_taken(&self) -> u64 {
-        self.steps
-    }
-
-    /// Work counters.
-    pub fn stats(&self) -> NewmarkStats {
+    /// Work counters (see the type's docs).
+    pub fn stats(&self) -> StepStats {
         self.stats
-    }
-
-    /// Newton iterations of the last step (both solves if the cache missed).
-    pub fn last_iterations(&self) -> usize {
-        self.last_iterations
-    }
-
-    /// Relative residual `ρ` of the last nonlinear solve's final iterate (NaN before the first).
-    pub fn last_residual(&self) -> f64 {
-        self.last_residual
     }
 
     /// Advance `state` by one step of size `h` (time included).
@@ -718,12 +611,12 @@ impl<V: Vector> PushForwardNewmark<V> {
         potential: &P,
         state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
-        let (h, k, t) = (self.h, self.steps, state.t);
+        let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
         let n = potential.dimension();
-        let w = match &mut self.work {
-            Some(w) if w.eval.fits(potential, HessianPart::Full) => w,
-            slot => slot.insert(PfWork {
+        let w = self.work.get(
+            |w| w.eval.fits(potential, HessianPart::Full),
+            || PfWork {
                 eval: Eval::new(potential, HessianPart::Full),
                 a0: V::zeros(n),
                 a1: V::zeros(n),
@@ -734,8 +627,8 @@ impl<V: Vector> PushForwardNewmark<V> {
                 v1: V::zeros(n),
                 cache_x: V::zeros(n),
                 cache_key: None,
-            }),
-        };
+            },
+        );
         potential.masses_into(&mut w.eval.m);
         let h2 = h * h;
         let h2_bits = h2.to_bits();
@@ -752,7 +645,6 @@ impl<V: Vector> PushForwardNewmark<V> {
             w.cache_key = None;
             iterations += solver.solve(
                 &mut self.stats,
-                &mut self.last_residual,
                 PfBuffers {
                     eval: &mut w.eval,
                     y: &mut w.y,
@@ -775,7 +667,6 @@ impl<V: Vector> PushForwardNewmark<V> {
         check_finite(&w.x1, "new position", k, t)?;
         iterations += solver.solve(
             &mut self.stats,
-            &mut self.last_residual,
             PfBuffers {
                 eval: &mut w.eval,
                 y: &mut w.y,
@@ -799,9 +690,8 @@ impl<V: Vector> PushForwardNewmark<V> {
         core::mem::swap(&mut w.a0, &mut w.a1);
         w.cache_x.copy_from(&w.x1);
         w.cache_key = Some(h2_bits);
-        self.steps += 1;
-        self.last_iterations = iterations;
-        self.stats.max_step_iterations = self.stats.max_step_iterations.max(iterations);
+        self.clock.steps += 1;
+        self.stats.count_iterations(iterations);
         Ok(())
     }
 }
@@ -829,8 +719,7 @@ impl PfSolve {
     #[allow(clippy::too_many_arguments)]
     fn solve<V: Vector, P: Model<V> + ?Sized>(
         &self,
-        stats: &mut NewmarkStats,
-        last_residual: &mut f64,
+        stats: &mut StepStats,
         w: PfBuffers<'_, V>,
         potential: &P,
         x: &V,
@@ -855,7 +744,7 @@ impl PfSolve {
                 w.r[i] = a[i] + w.eval.g[i] / w.eval.m[i];
             }
             let rho = 0.5 * self.h2 * inf_norm(w.r) / scale;
-            *last_residual = rho;
+            stats.last_residual = rho;
             if rho <= self.tol {
                 return Ok(iterations);
             }
@@ -889,21 +778,23 @@ impl PfSolve {
     }
 }
 
-impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for PushForwardNewmark<V> {
-    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
-        PushForwardNewmark::step(self, target, state)
+/// The cached `a` depends on `h` only through `h²`: it is reused when `h` changes sign and
+/// recomputed otherwise.
+impl<V: Vector> Clocked for PushForwardNewmark<V> {
+    fn clock(&self) -> &Clock {
+        &self.clock
     }
-    fn h(&self) -> f64 {
-        self.h
-    }
-    fn set_h(&mut self, h: f64) {
-        self.h = h;
-    }
-    fn steps_taken(&self) -> u64 {
-        self.steps
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
     }
     fn name(&self) -> &'static str {
         "push-forward-newmark"
+    }
+}
+
+impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for PushForwardNewmark<V> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
+        PushForwardNewmark::step(self, target, state)
     }
 }
 
@@ -911,18 +802,10 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for PushForwardNewmark<V> {
 /// `a_k` is recomputed from the restored state, giving the same bits.
 impl<V: Vector> Resumable for PushForwardNewmark<V> {
     fn save(&self, out: &mut ScopeMut<'_>) {
-        out.set_f64("h", self.h);
-        out.set_f64("beta", self.beta);
-        out.set_f64("tolerance", self.tol);
-        out.set_u64("max_iterations", self.max_iter as u64);
-        out.set_u64("steps", self.steps);
+        save_newton(out, &self.clock, self.beta, self.tol, self.max_iter);
     }
     fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
-        self.h = from.f64("h")?;
-        self.beta = finite_param("beta", from.f64("beta")?)?;
-        self.tol = finite_param("tolerance", from.f64("tolerance")?)?;
-        self.max_iter = from.u64("max_iterations")? as usize;
-        self.steps = from.u64("steps")?;
+        (self.beta, self.tol, self.max_iter) = restore_newton(from, &mut self.clock)?;
         self.reset();
         Ok(())
     }

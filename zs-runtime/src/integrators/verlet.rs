@@ -1,8 +1,9 @@
 //! Velocity Verlet (Störmer–Verlet), `INTEGRATORS.md` §1 — the paper's "variational Euler" on
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
-use super::{check_finite, check_h, same_bits};
+use super::{check_finite, check_h, same_bits, Buffers, StepStats};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
+use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
 use crate::{Model, StateOf, StepError, Stepper};
 
@@ -37,29 +38,13 @@ use crate::{Model, StateOf, StepError, Stepper};
 /// assert!((s.q[0] - 1f64.cos()).abs() < 1e-4);
 /// assert!((s.t - 1.0).abs() < 1e-12);
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct VelocityVerlet<V: Vector> {
-    h: f64,
-    steps: u64,
-    evaluations: u64,
-    work: Option<Work<V>>,
+    clock: Clock,
+    stats: StepStats,
+    work: Buffers<Work<V>>,
 }
 
-/// A copy of the parameters and counters; the buffers and the cached acceleration are rebuilt
-/// (recomputed bit for bit) at the copy's first step.
-impl<V: Vector> Clone for VelocityVerlet<V> {
-    fn clone(&self) -> Self {
-        Self {
-            h: self.h,
-            steps: self.steps,
-            evaluations: self.evaluations,
-            work: None,
-        }
-    }
-}
-
-/// Buffers made at the first step: masses, gradient, `a(q)` with its key `q`, and the new
-/// state.
 #[derive(Debug)]
 struct Work<V> {
     m: V,
@@ -78,53 +63,37 @@ impl<V: Vector> VelocityVerlet<V> {
     /// non-finite) is reported by [`VelocityVerlet::step`] as [`StepError::InvalidStepSize`].
     pub fn new(h: f64) -> Self {
         Self {
-            h,
-            steps: 0,
-            evaluations: 0,
-            work: None,
+            clock: Clock::new(h),
+            stats: StepStats::default(),
+            work: Buffers::default(),
         }
-    }
-
-    /// Step size.
-    pub fn h(&self) -> f64 {
-        self.h
-    }
-
-    /// Change the step size (the cached acceleration does not depend on `h` and is kept).
-    pub fn set_h(&mut self, h: f64) {
-        self.h = h;
     }
 
     /// Forget the cached acceleration (required before stepping a different potential).
     pub fn reset(&mut self) {
-        if let Some(w) = &mut self.work {
+        if let Some(w) = self.work.as_mut() {
             w.cached = false;
         }
     }
 
-    /// Number of steps completed.
-    pub fn steps_taken(&self) -> u64 {
-        self.steps
+    /// Work counters: `gradient_evaluations` (one per step after the first, plus one per cache
+    /// miss).
+    pub fn stats(&self) -> StepStats {
+        self.stats
     }
 
-    /// Number of gradient evaluations so far (one per step after the first, plus one per
-    /// cache miss).
-    pub fn gradient_evaluations(&self) -> u64 {
-        self.evaluations
-    }
-
-    /// Advance `state` by one step of size [`VelocityVerlet::h`]; on error `state` is unchanged.
+    /// Advance `state` by one step of size `h`; on error `state` is unchanged.
     pub fn step<P: Model<V> + ?Sized>(
         &mut self,
         potential: &P,
         state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
-        let (h, k, t) = (self.h, self.steps, state.t);
+        let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
         let n = potential.dimension();
-        let w = match &mut self.work {
-            Some(w) if w.m.len() == n => w,
-            slot => slot.insert(Work {
+        let w = self.work.get(
+            |w| w.m.len() == n,
+            || Work {
                 m: V::zeros(n),
                 g: V::zeros(n),
                 a0: V::zeros(n),
@@ -134,12 +103,12 @@ impl<V: Vector> VelocityVerlet<V> {
                 v1: V::zeros(n),
                 cache_q: V::zeros(n),
                 cached: false,
-            }),
-        };
+            },
+        );
         potential.masses_into(&mut w.m);
         if !(w.cached && same_bits(&w.cache_q, &state.q)) {
             w.cached = false;
-            self.evaluations += 1;
+            self.stats.gradient_evaluations += 1;
             acceleration(potential, &state.q, &w.m, &mut w.g, &mut w.a0, k, t)?;
             w.cache_q.copy_from(&state.q);
             w.cached = true;
@@ -150,7 +119,7 @@ impl<V: Vector> VelocityVerlet<V> {
             w.x1[i] = state.q[i] + h * w.v_half[i];
         }
         check_finite(&w.x1, "new position", k, t)?;
-        self.evaluations += 1;
+        self.stats.gradient_evaluations += 1;
         acceleration(potential, &w.x1, &w.m, &mut w.g, &mut w.a1, k, t)?;
         for i in 0..n {
             w.v1[i] = w.v_half[i] + half * w.a1[i];
@@ -161,7 +130,7 @@ impl<V: Vector> VelocityVerlet<V> {
         state.t = t + h;
         core::mem::swap(&mut w.a0, &mut w.a1);
         w.cache_q.copy_from(&w.x1);
-        self.steps += 1;
+        self.clock.steps += 1;
         Ok(())
     }
 }
@@ -184,21 +153,22 @@ fn acceleration<V: Vector, P: Model<V> + ?Sized>(
     check_finite(a, "acceleration", step, t)
 }
 
-impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
-    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
-        VelocityVerlet::step(self, target, state)
+/// The cached acceleration does not depend on `h`: changing it keeps the cache.
+impl<V: Vector> Clocked for VelocityVerlet<V> {
+    fn clock(&self) -> &Clock {
+        &self.clock
     }
-    fn h(&self) -> f64 {
-        self.h
-    }
-    fn set_h(&mut self, h: f64) {
-        VelocityVerlet::set_h(self, h)
-    }
-    fn steps_taken(&self) -> u64 {
-        self.steps
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
     }
     fn name(&self) -> &'static str {
         "velocity-verlet"
+    }
+}
+
+impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
+    fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
+        VelocityVerlet::step(self, target, state)
     }
 }
 
@@ -206,12 +176,10 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
 /// restored state by the same code, giving the same bits.
 impl<V: Vector> Resumable for VelocityVerlet<V> {
     fn save(&self, out: &mut ScopeMut<'_>) {
-        out.set_f64("h", self.h);
-        out.set_u64("steps", self.steps);
+        self.clock.save(out);
     }
     fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
-        self.h = from.f64("h")?;
-        self.steps = from.u64("steps")?;
+        self.clock.restore(from)?;
         self.reset();
         Ok(())
     }

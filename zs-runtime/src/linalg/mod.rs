@@ -39,7 +39,7 @@ pub enum Factorization {
 impl Factorization {
     /// True for [`Factorization::Cholesky`]: the matrix was found positive definite. Every other
     /// factorization is a fallback on an indefinite or ill-balanced matrix (counted as such in
-    /// the steppers' statistics, e.g. [`crate::ZsStats::lu_fallbacks`]).
+    /// the steppers' statistics, e.g. [`crate::StepStats::lu_fallbacks`]).
     pub fn is_cholesky(self) -> bool {
         self == Factorization::Cholesky
     }

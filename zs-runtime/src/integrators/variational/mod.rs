@@ -35,6 +35,7 @@ use lu::Lu;
 
 use super::{check_finite, check_h};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
+use crate::stepper::{Clock, Clocked};
 use crate::{ConstraintThirdContraction, MechanicalSystem, State, StepError, Stepper};
 
 /// How Phase B's nonlinear system is solved.
@@ -62,8 +63,7 @@ const CHORD_ITERATIONS: usize = 200;
 pub struct Variational<const N: usize, const M: usize> {
     layer: Layer<N, M>,
     alpha_minus: f64,
-    h: f64,
-    steps: u64,
+    clock: Clock,
     solver: PhaseBSolver,
     /// Phase A's `2N + 2M` system, Phase B's Jacobian `3N + 3M`.
     phase_a: Lu,
@@ -99,8 +99,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
         Self {
             layer: Layer::new(tableau),
             alpha_minus,
-            h,
-            steps: 0,
+            clock: Clock::new(h),
             solver: PhaseBSolver::Newton,
             phase_a: Lu::new(2 * N + 2 * M),
             phase_b: Lu::new(nb),
@@ -158,7 +157,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
     where
         S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
     {
-        let (step, t, h) = (self.steps, state.t, self.h);
+        let (step, t, h) = (self.clock.steps, state.t, self.clock.h);
         check_h(h, step, t)?;
         check_finite(&state.q, "state", step, t)?;
         check_finite(&state.v, "state", step, t)?;
@@ -184,7 +183,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
         state.q = q2;
         state.v = v2;
         state.t = t + h;
-        self.steps += 1;
+        self.clock.steps += 1;
         Ok(())
     }
 
@@ -193,7 +192,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
     where
         S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
     {
-        let (h, am) = (self.h, self.alpha_minus);
+        let (h, am) = (self.clock.h, self.alpha_minus);
         let fm = self.layer.flow(sys, h * am, q1, v1)?;
         let fp = self.layer.flow(sys, h * (am + 1.0), q1, v1)?;
         let pm = self.layer.project(sys, &fm.q)?;
@@ -251,7 +250,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
     {
         let nb = 3 * N + 3 * M;
         // Initial guess: one layer step, projected; θ⁺ = 0, λ⁺ = μ, ν = 0.
-        let guess = self.layer.flow(sys, self.h, q1, v1)?;
+        let guess = self.layer.flow(sys, self.clock.h, q1, v1)?;
         let q_guess = self.layer.project(sys, &guess.q)?.q;
         let v_guess = tangent_part(sys, &q_guess, &guess.v).map_err(PhaseBError::Layer)?;
         self.z.fill(0.0);
@@ -347,7 +346,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
     where
         S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
     {
-        let (h, am) = (self.h, self.alpha_minus);
+        let (h, am) = (self.clock.h, self.alpha_minus);
         let z = &self.z;
         let q2: [f64; N] = core::array::from_fn(|n| z[n]);
         let v2: [f64; N] = core::array::from_fn(|n| z[N + n]);
@@ -429,7 +428,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
     where
         S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
     {
-        let (h, am) = (self.h, self.alpha_minus);
+        let (h, am) = (self.clock.h, self.alpha_minus);
         let ap = am + 1.0;
         let g0 = sys.constraint_jacobian(q1);
         let m0 = sys.masses();
@@ -527,8 +526,7 @@ where
 #[derive(Debug, Clone)]
 pub struct ProjectedRungeKutta<const N: usize, const M: usize> {
     layer: Layer<N, M>,
-    h: f64,
-    steps: u64,
+    clock: Clock,
 }
 
 impl<const N: usize, const M: usize> ProjectedRungeKutta<N, M> {
@@ -536,8 +534,7 @@ impl<const N: usize, const M: usize> ProjectedRungeKutta<N, M> {
     pub fn new(tableau: Tableau, h: f64) -> Self {
         Self {
             layer: Layer::new(tableau),
-            h,
-            steps: 0,
+            clock: Clock::new(h),
         }
     }
 
@@ -549,7 +546,7 @@ impl<const N: usize, const M: usize> ProjectedRungeKutta<N, M> {
     where
         S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
     {
-        let (step, t, h) = (self.steps, state.t, self.h);
+        let (step, t, h) = (self.clock.steps, state.t, self.clock.h);
         check_h(h, step, t)?;
         check_finite(&state.q, "state", step, t)?;
         check_finite(&state.v, "state", step, t)?;
@@ -563,8 +560,20 @@ impl<const N: usize, const M: usize> ProjectedRungeKutta<N, M> {
         state.q = q;
         state.v = v;
         state.t = t + h;
-        self.steps += 1;
+        self.clock.steps += 1;
         Ok(())
+    }
+}
+
+impl<const N: usize, const M: usize> Clocked for Variational<N, M> {
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
+    }
+    fn name(&self) -> &'static str {
+        "variational-runge-kutta"
     }
 }
 
@@ -575,17 +584,26 @@ where
     fn step(&mut self, target: &S, state: &mut State<N>) -> Result<(), StepError> {
         Variational::step(self, target, state)
     }
-    fn h(&self) -> f64 {
-        self.h
+}
+
+impl<const N: usize, const M: usize> Clocked for ProjectedRungeKutta<N, M> {
+    fn clock(&self) -> &Clock {
+        &self.clock
     }
-    fn set_h(&mut self, h: f64) {
-        self.h = h;
-    }
-    fn steps_taken(&self) -> u64 {
-        self.steps
+    fn clock_mut(&mut self) -> &mut Clock {
+        &mut self.clock
     }
     fn name(&self) -> &'static str {
-        "variational-runge-kutta"
+        "projected-runge-kutta"
+    }
+}
+
+impl<S, const N: usize, const M: usize> Stepper<S, [f64; N]> for ProjectedRungeKutta<N, M>
+where
+    S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
+{
+    fn step(&mut self, target: &S, state: &mut State<N>) -> Result<(), StepError> {
+        ProjectedRungeKutta::step(self, target, state)
     }
 }
 
@@ -593,14 +611,13 @@ where
 /// state.
 impl<const N: usize, const M: usize> Resumable for Variational<N, M> {
     fn save(&self, out: &mut ScopeMut<'_>) {
-        out.set_f64("h", self.h);
+        out.set_f64("h", self.clock.h);
         out.set_f64("alpha_minus", self.alpha_minus);
-        out.set_u64("steps", self.steps);
+        out.set_u64("steps", self.clock.steps);
     }
     fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
-        self.h = from.f64("h")?;
         self.alpha_minus = from.f64("alpha_minus")?;
-        self.steps = from.u64("steps")?;
+        self.clock.restore(from)?;
         self.momentum = None;
         Ok(())
     }
