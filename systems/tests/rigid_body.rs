@@ -8,7 +8,7 @@ mod counting_alloc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use zs_runtime::{Clocked, State, StepError, Stepper, ZhangSkeel};
+use zs_runtime::{Clocked, Quantity, State, StepError, StepErrorKind, Stepper, ZhangSkeel};
 use zs_systems::rigid_body::cayley::{cayley, solve_cubic, CayleyEuler};
 use zs_systems::rigid_body::{
     self, body_angular_velocity, from_q, orthogonality_defect, MagnetizedRigidBody,
@@ -238,9 +238,9 @@ fn bad_input_is_a_typed_error_and_loses_nothing() {
     assert!(
         matches!(
             e,
-            StepError::NonFinite {
+            StepError {
                 step: 1,
-                what: "state",
+                kind: StepErrorKind::NonFinite(Quantity::State),
                 ..
             }
         ),
@@ -251,7 +251,16 @@ fn bad_input_is_a_typed_error_and_loses_nothing() {
     let mut s = good;
     let mut zero = CayleyEuler::new(0.0);
     let e = zero.step(&sys, &mut s).unwrap_err();
-    assert!(matches!(e, StepError::InvalidStepSize { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            StepError {
+                kind: StepErrorKind::InvalidStepSize { .. },
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert_eq!(s, good);
     // A huge angular velocity still gives a rotation (Newton on the cubic converges).
     let mut fast = good;

@@ -10,8 +10,8 @@
 mod counting_alloc;
 
 use zs_runtime::{
-    ConstraintThirdContraction, MechanicalSystem, PhaseBSolver, ProjectedRungeKutta, State,
-    StepError, Tableau, TableauError, Variational,
+    ConstraintThirdContraction, MechanicalSystem, PhaseBSolver, ProjectedRungeKutta, SolveFailure,
+    State, StepError, StepErrorKind, Tableau, TableauError, Variational,
 };
 use zs_systems::pendulum::{Pendulum, SphericalPendulum};
 use zs_systems::DoublePendulum;
@@ -400,7 +400,10 @@ fn bad_input_is_a_typed_error_and_loses_nothing() {
     let mut s = s0;
     assert!(matches!(
         m.step(&Pendulum, &mut s),
-        Err(StepError::InvalidStepSize { .. })
+        Err(StepError {
+            kind: StepErrorKind::InvalidStepSize { .. },
+            ..
+        })
     ));
     assert_eq!(s, s0);
     let mut m = Variational::new(Tableau::rk4(), 0.0, 0.1);
@@ -408,7 +411,11 @@ fn bad_input_is_a_typed_error_and_loses_nothing() {
     let bad = s;
     assert!(matches!(
         m.step(&Pendulum, &mut s),
-        Err(StepError::NonFinite { step: 0, .. })
+        Err(StepError {
+            step: 0,
+            kind: StepErrorKind::NonFinite(_),
+            ..
+        })
     ));
     assert_eq!(s.q, bad.q);
     // Tableaux that are not explicit, consistent or well-formed.
@@ -492,9 +499,19 @@ fn a_step_too_large_to_solve_is_a_typed_error() {
                     println!("h = {h}, {solver:?}: {e}");
                     assert!(matches!(
                         e,
-                        StepError::NotConverged { step: 0, .. }
-                            | StepError::SingularMatrix { step: 0, .. }
-                            | StepError::NonFinite { step: 0, .. }
+                        StepError {
+                            step: 0,
+                            kind: StepErrorKind::NotConverged { .. },
+                            ..
+                        } | StepError {
+                            step: 0,
+                            kind: StepErrorKind::Solve(SolveFailure::Singular { .. }),
+                            ..
+                        } | StepError {
+                            step: 0,
+                            kind: StepErrorKind::NonFinite(_),
+                            ..
+                        }
                     ));
                     assert_eq!(s, s0);
                     failures += 1;

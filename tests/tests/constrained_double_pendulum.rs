@@ -9,7 +9,7 @@
 use zs_runtime::driver::run;
 use zs_runtime::{
     Clocked, MechanicalSystem, PenalizedMultipliers, Potential, Rattle, Shake, ShakeSolver, State,
-    StepError, TimeSeries, ZhangSkeel,
+    StepError, StepErrorKind, TimeSeries, ZhangSkeel,
 };
 use zs_systems::double_pendulum::generalized::GeneralizedPendulum;
 use zs_systems::double_pendulum::{DoublePendulum, BETA};
@@ -267,12 +267,15 @@ fn non_convergence_is_a_typed_error_and_leaves_the_state() {
         let err = shake.step(&sys, &mut warm).unwrap_err();
         println!("{:>12}: {err}", solver.name());
         match err {
-            StepError::NotConverged {
+            StepError {
                 step,
                 t,
-                solver: name,
-                iterations,
-                residual,
+                kind:
+                    StepErrorKind::NotConverged {
+                        solver: name,
+                        iterations,
+                        residual,
+                    },
             } => {
                 assert_eq!(name, "SHAKE");
                 assert_eq!(step, 1);
@@ -297,9 +300,9 @@ fn non_convergence_is_a_typed_error_and_leaves_the_state() {
         let err = rattle.step(&sys, &mut r).unwrap_err();
         assert!(matches!(
             err,
-            StepError::NotConverged {
-                iterations: 1,
+            StepError {
                 step: 0,
+                kind: StepErrorKind::NotConverged { iterations: 1, .. },
                 ..
             }
         ));

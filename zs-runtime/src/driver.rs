@@ -30,6 +30,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::checkpoint::{Checkpoint, CheckpointError, Resumable};
+use crate::error::{Quantity, StepErrorKind};
 use crate::observers::Observer;
 use crate::vector::Vector;
 use crate::{StateOf, StepError, Stepper};
@@ -135,10 +136,10 @@ pub fn planned_steps(t0: f64, t_end: f64, h: f64) -> Option<u64> {
 /// the summary the error ([`RunSummary::failure`]), and every observer has seen exactly the
 /// states up to the last good one. Failures are the stepper's [`StepError`]s, plus two the
 /// driver detects itself, discarding the offending state: a state the stepper returned as
-/// `Ok` but with a non-finite entry ([`StepError::NonFinite`], `what = "state after step"`),
-/// and a guard's rejection ([`StepError::GuardViolated`], see [`crate::guards`]). An `h` that
+/// `Ok` but with a non-finite entry ([`crate::StepErrorKind::NonFinite`], `what = "state after step"`),
+/// and a guard's rejection ([`crate::StepErrorKind::GuardViolated`], see [`crate::guards`]). An `h` that
 /// points away from `t_end` (or is zero or not finite) is reported as
-/// [`StepError::InvalidStepSize`] without stepping.
+/// [`crate::StepErrorKind::InvalidStepSize`] without stepping.
 pub fn run<P, S, V: Vector>(
     stepper: &mut S,
     target: &P,
@@ -373,11 +374,11 @@ where
     P: ?Sized,
     S: Stepper<P, V> + ?Sized,
 {
-    let error = StepError::InvalidStepSize {
-        step: stepper.steps_taken(),
-        t: state.t,
-        h: stepper.h(),
-    };
+    let error = StepError::new(
+        stepper.steps_taken(),
+        state.t,
+        StepErrorKind::InvalidStepSize { h: stepper.h() },
+    );
     let mut l = Loop::new(0, None, 0);
     l.error = Some(error);
     l.finish(stepper, observers, state, Duration::ZERO)
@@ -538,11 +539,7 @@ fn accept<P: ?Sized, V: Vector>(
     t: f64,
 ) -> Result<(), StepError> {
     if !state.is_finite() {
-        return Err(StepError::NonFinite {
-            step,
-            t,
-            what: "state after step",
-        });
+        return Err(StepError::non_finite(step, t, Quantity::StateAfterStep));
     }
     for o in observers.iter_mut() {
         o.check(target, state).map_err(|v| v.at(step, t))?;

@@ -1,119 +1,74 @@
 //! Typed failures of a step. A step that fails leaves the state it was given untouched, so the
 //! caller always holds the last good state.
 //!
+//! [`StepError`] is *where* (the index of the failing step and the time of the state it started
+//! from) and *what* ([`StepErrorKind`]): a failed linear solve ([`SolveFailure`], layered in with
+//! `#[from]`), a non-finite [`Quantity`], an invalid step size, a violated guard, a nonlinear
+//! solve that did not converge.
+//!
 //! Where the last good state is: [`StepError`] is not generic over the dimension, so it does not
 //! carry the state itself. Instead every producer guarantees that the caller's state *is* the
 //! last good state when an error comes back:
 //! - a [`crate::Stepper::step`] that returns `Err` leaves its `state` argument bit-for-bit as it
 //!   was (the contract of the trait);
 //! - the [`crate::driver`] additionally rejects states that a stepper returned as `Ok` but that
-//!   are not finite ([`StepError::NonFinite`], `what = "state after step"`) or that violate a
-//!   guard ([`StepError::GuardViolated`], see [`crate::guards`]): it restores the state from
+//!   are not finite ([`Quantity::StateAfterStep`]) or that violate a guard
+//!   ([`StepErrorKind::GuardViolated`], see [`crate::guards`]): it restores the state from
 //!   before the step, so after any failed run the caller's `state`, the summary's
 //!   [`crate::RunSummary::last_state`] and [`crate::driver::RunFailure::last_good`] all hold the
 //!   last good state, and the observers (CSV rows included) have seen exactly the states up to
 //!   it.
-//!
-//! Every variant carries `step`, the index of the failing step (the number of steps the stepper
-//! had completed before it), and `t`, the time of the state the step started from (the last
-//! good state's time).
 
-/// Why a step failed. `step` is the index of the failing step (the number of steps that
+pub use crate::linalg::{Operand, SolveFailure};
+
+/// Why a step failed, and where: `step` is the index of the failing step (the number of steps
 /// the stepper had completed before it), `t` the time of the state the step started from.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("step {step} (t = {t}): {kind}")]
+pub struct StepError {
+    /// Index of the failing step.
+    pub step: u64,
+    /// Time of the state the failing step started from (the last good state's time).
+    pub t: f64,
+    /// What went wrong.
+    pub kind: StepErrorKind,
+}
+
+/// What went wrong in a failed step (see [`StepError`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-pub enum StepError {
-    /// The linear system of a linearly-implicit step (e.g. `M + βh²H` of Z&S eq. 3) is
-    /// singular to working precision.
-    #[error("step {step} (t = {t}): the {n}x{n} linear system is singular (smallest pivot {pivot:e}, largest {max_pivot:e})")]
-    SingularMatrix {
-        /// Failing step.
-        step: u64,
-        /// Time at the start of the step.
-        t: f64,
-        /// Dimension.
-        n: usize,
-        /// Smallest pivot magnitude of the LU factorization.
-        pivot: f64,
-        /// Largest pivot magnitude.
-        max_pivot: f64,
-    },
-    /// A non-finite value (NaN or ±∞) appeared in `what`.
-    #[error("step {step} (t = {t}): non-finite value in {what}")]
-    NonFinite {
-        /// Failing step.
-        step: u64,
-        /// Time at the start of the step.
-        t: f64,
-        /// Which quantity was not finite (e.g. "gradient", "new position").
-        what: &'static str,
-    },
-    /// The step size is zero or not finite.
-    #[error("step {step} (t = {t}): invalid step size h = {h}")]
+pub enum StepErrorKind {
+    /// The linear system of a linearly-implicit step (e.g. `M + βh²H` of Z&S eq. 3) could not be
+    /// solved: singular to working precision, beyond the user's condition limit, non-finite, or
+    /// needing a factorization the build lacks.
+    #[error(transparent)]
+    Solve(#[from] SolveFailure),
+    /// A non-finite value (NaN or ±∞) appeared in a quantity of the step.
+    #[error("non-finite value in {0}")]
+    NonFinite(Quantity),
+    /// The step size is zero or not finite (or, for Langevin, not positive).
+    #[error("invalid step size h = {h}")]
     InvalidStepSize {
-        /// Failing step.
-        step: u64,
-        /// Time at the start of the step.
-        t: f64,
         /// The offending step size.
         h: f64,
-    },
-    /// The linear system of a linearly-implicit step could be factored, but its estimated
-    /// condition number exceeds the limit the user set
-    /// ([`crate::linalg::SolveOptions::max_condition`], e.g.
-    /// [`crate::ZhangSkeel::with_max_condition`]): near-singular.
-    #[error("step {step} (t = {t}): the {n}x{n} linear system is near-singular (condition estimate {condition:e} > limit {limit:e})")]
-    IllConditioned {
-        /// Failing step.
-        step: u64,
-        /// Time at the start of the step.
-        t: f64,
-        /// Dimension.
-        n: usize,
-        /// Estimated 1-norm condition number `κ̂₁` (a lower bound of `κ₁`, see
-        /// [`crate::linalg::condition_estimate`]).
-        condition: f64,
-        /// The user's limit.
-        limit: f64,
     },
     /// A state produced by a successful step violated a guard (an energy drift or a constraint
     /// residual beyond a user-set limit, see [`crate::guards`]). Reported by the driver, which
     /// discards the offending state: the caller holds the state *before* the step. (The
     /// stepper has counted the discarded step: its `steps_taken()` is `step + 1`.)
-    #[error("step {step} (t = {t}): {what} = {value:e} exceeds the limit {limit:e}")]
+    #[error("{what} = {value:e} exceeds the limit {limit:e}")]
     GuardViolated {
-        /// Failing step (the one that produced the offending state).
-        step: u64,
-        /// Time at the start of the step (the last good state's time).
-        t: f64,
-        /// The guarded quantity (e.g. "energy drift |E - E0|").
+        /// The guarded quantity (e.g. [`crate::guards::ENERGY_DRIFT`]).
         what: &'static str,
         /// Its value in the offending state.
         value: f64,
         /// The limit.
         limit: f64,
     },
-    /// The linear system needs one of faer's factorizations, and this build lacks them
-    /// (zs-runtime without its `faer` feature; see [`crate::sparse`]).
-    #[error("step {step} (t = {t}): the {n}x{n} linear system {reason}: build zs-runtime with its `faer` feature")]
-    NeedsFaer {
-        /// Failing step.
-        step: u64,
-        /// Time at the start of the step.
-        t: f64,
-        /// Dimension.
-        n: usize,
-        /// Why.
-        reason: &'static str,
-    },
     /// An iterative solve (Newton, SHAKE) did not converge.
-    #[error("step {step} (t = {t}): {solver} did not converge in {iterations} iterations (residual {residual:e})")]
+    #[error("{solver} did not converge in {iterations} iterations (residual {residual:e})")]
     NotConverged {
-        /// Failing step.
-        step: u64,
-        /// Time at the start of the step.
-        t: f64,
-        /// Which solver.
+        /// Which solver (e.g. "SHAKE", "Newmark Newton").
         solver: &'static str,
         /// Iterations performed.
         iterations: usize,
@@ -122,64 +77,159 @@ pub enum StepError {
     },
 }
 
+/// A quantity of a step that can turn out non-finite ([`StepErrorKind::NonFinite`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Quantity {
+    /// `∇V`.
+    Gradient,
+    /// `Hess V`.
+    Hessian,
+    /// The Hessian of the stiff part (Z&Ss-stiff, eq. 19).
+    StiffHessian,
+    /// The third contraction `T(x; a)`.
+    ThirdContraction,
+    /// Z&S's `f` of eq. 3 (a finite third contraction scaled out of range).
+    ZsForce,
+    /// `a = −M⁻¹∇V`.
+    Acceleration,
+    /// The new position of a step.
+    NewPosition,
+    /// The new velocity of a step.
+    NewVelocity,
+    /// Newmark's predictor `q_k + h q̇_k + (h²/2) a_k`.
+    NewmarkPredictor,
+    /// An iterate of a Newton solve.
+    NewtonIterate,
+    /// Newmark's residual of eq. 12.
+    NewmarkResidual,
+    /// Push-forward Newmark's residual of eq. 14.
+    PushForwardResidual,
+    /// The fast gradient `∇W` of the impulse methods.
+    FastGradient,
+    /// The slow force of the impulse methods.
+    SlowForce,
+    /// The slow gradient `∇U` of the impulse methods.
+    SlowGradient,
+    /// The velocities after the Ornstein–Uhlenbeck flow of Langevin dynamics.
+    OrnsteinUhlenbeckVelocities,
+    /// A state a stepper returned as good (caught by the driver).
+    StateAfterStep,
+    /// The state a step was given.
+    State,
+    /// The constraint values `g`.
+    Constraints,
+    /// The constraint Jacobian `G`.
+    ConstraintJacobian,
+    /// The Lagrange multipliers.
+    Multipliers,
+    /// `M⁻¹`.
+    InverseMasses,
+    /// An iterate of the SHAKE solve.
+    ShakeIterate,
+    /// The Runge–Kutta layer of a variational integrator.
+    RungeKuttaLayer,
+    /// The projection onto the constraints.
+    Projection,
+    /// The discrete momentum `μ` (Phase A of a variational step).
+    DiscreteMomentum,
+    /// An update of Phase B of a variational step.
+    PhaseBUpdate,
+    /// The residual of Phase B of a variational step.
+    PhaseBResidual,
+    /// A quantity of a stepper defined outside this crate.
+    Other(&'static str),
+}
+
+impl core::fmt::Display for Quantity {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Quantity::Gradient => "gradient",
+            Quantity::Hessian => "Hessian",
+            Quantity::StiffHessian => "stiff Hessian",
+            Quantity::ThirdContraction => "third contraction",
+            Quantity::ZsForce => "f (Z&S eq. 3)",
+            Quantity::Acceleration => "acceleration",
+            Quantity::NewPosition => "new position",
+            Quantity::NewVelocity => "new velocity",
+            Quantity::NewmarkPredictor => "Newmark predictor",
+            Quantity::NewtonIterate => "Newton iterate",
+            Quantity::NewmarkResidual => "Newmark residual",
+            Quantity::PushForwardResidual => "push-forward Newmark residual",
+            Quantity::FastGradient => "fast gradient",
+            Quantity::SlowForce => "slow force",
+            Quantity::SlowGradient => "slow gradient",
+            Quantity::OrnsteinUhlenbeckVelocities => "Ornstein-Uhlenbeck velocities",
+            Quantity::StateAfterStep => "state after step",
+            Quantity::State => "state",
+            Quantity::Constraints => "constraints",
+            Quantity::ConstraintJacobian => "constraint Jacobian",
+            Quantity::Multipliers => "multipliers",
+            Quantity::InverseMasses => "inverse masses",
+            Quantity::ShakeIterate => "SHAKE iterate",
+            Quantity::RungeKuttaLayer => "Runge–Kutta layer",
+            Quantity::Projection => "projection onto the constraints",
+            Quantity::DiscreteMomentum => "discrete momentum μ (Phase A)",
+            Quantity::PhaseBUpdate => "Phase B update",
+            Quantity::PhaseBResidual => "Phase B residual",
+            Quantity::Other(what) => what,
+        })
+    }
+}
+
 impl StepError {
-    /// Index of the failing step.
-    pub fn step(&self) -> u64 {
-        match self {
-            StepError::SingularMatrix { step, .. }
-            | StepError::IllConditioned { step, .. }
-            | StepError::GuardViolated { step, .. }
-            | StepError::NonFinite { step, .. }
-            | StepError::InvalidStepSize { step, .. }
-            | StepError::NeedsFaer { step, .. }
-            | StepError::NotConverged { step, .. } => *step,
+    /// The failure `kind` of step `step`, started at time `t`.
+    pub fn new(step: u64, t: f64, kind: impl Into<StepErrorKind>) -> Self {
+        Self {
+            step,
+            t,
+            kind: kind.into(),
         }
     }
 
-    /// The same error re-stamped with another step index and start time (e.g. a composition
-    /// or Langevin stepper reporting its inner stepper's failure under its own step index).
-    /// Every variant is re-stamped.
-    pub fn with_step(mut self, new_step: u64, new_t: f64) -> StepError {
-        match &mut self {
-            StepError::SingularMatrix { step, t, .. }
-            | StepError::IllConditioned { step, t, .. }
-            | StepError::GuardViolated { step, t, .. }
-            | StepError::NonFinite { step, t, .. }
-            | StepError::InvalidStepSize { step, t, .. }
-            | StepError::NeedsFaer { step, t, .. }
-            | StepError::NotConverged { step, t, .. } => {
-                *step = new_step;
-                *t = new_t;
-            }
-        }
-        self
+    /// A non-finite `what` in step `step`, started at time `t`.
+    pub fn non_finite(step: u64, t: f64, what: Quantity) -> Self {
+        Self::new(step, t, StepErrorKind::NonFinite(what))
+    }
+
+    /// Index of the failing step.
+    pub fn step(&self) -> u64 {
+        self.step
     }
 
     /// Time of the state the failing step started from (the last good state's time).
     pub fn t(&self) -> f64 {
-        match self {
-            StepError::SingularMatrix { t, .. }
-            | StepError::IllConditioned { t, .. }
-            | StepError::GuardViolated { t, .. }
-            | StepError::NonFinite { t, .. }
-            | StepError::InvalidStepSize { t, .. }
-            | StepError::NeedsFaer { t, .. }
-            | StepError::NotConverged { t, .. } => *t,
+        self.t
+    }
+
+    /// The same error re-stamped with another step index and start time (e.g. a composition
+    /// or Langevin stepper reporting its inner stepper's failure under its own step index).
+    pub fn with_step(mut self, step: u64, t: f64) -> StepError {
+        self.step = step;
+        self.t = t;
+        self
+    }
+
+    /// A short stable code of the kind of failure (`"singular-matrix"`, `"ill-conditioned"`,
+    /// `"needs-faer"`, `"guard-violated"`, `"non-finite"`, `"invalid-step-size"`,
+    /// `"not-converged"`), for scripts and status files.
+    pub fn code(&self) -> &'static str {
+        match &self.kind {
+            StepErrorKind::Solve(SolveFailure::Singular { .. }) => "singular-matrix",
+            StepErrorKind::Solve(SolveFailure::IllConditioned { .. }) => "ill-conditioned",
+            StepErrorKind::Solve(SolveFailure::NeedsFaer { .. }) => "needs-faer",
+            StepErrorKind::Solve(SolveFailure::NonFinite(_)) | StepErrorKind::NonFinite(_) => {
+                "non-finite"
+            }
+            StepErrorKind::GuardViolated { .. } => "guard-violated",
+            StepErrorKind::InvalidStepSize { .. } => "invalid-step-size",
+            StepErrorKind::NotConverged { .. } => "not-converged",
         }
     }
 
-    /// A short name of the kind of failure (`"singular-matrix"`, `"ill-conditioned"`,
-    /// `"guard-violated"`, `"non-finite"`, `"invalid-step-size"`, `"not-converged"`), stable
-    /// for scripts and status files.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            StepError::SingularMatrix { .. } => "singular-matrix",
-            StepError::IllConditioned { .. } => "ill-conditioned",
-            StepError::GuardViolated { .. } => "guard-violated",
-            StepError::NonFinite { .. } => "non-finite",
-            StepError::InvalidStepSize { .. } => "invalid-step-size",
-            StepError::NeedsFaer { .. } => "needs-faer",
-            StepError::NotConverged { .. } => "not-converged",
-        }
+    /// True when the failure is a non-finite value, in a quantity of the step or in a linear
+    /// solve.
+    pub fn is_non_finite(&self) -> bool {
+        self.code() == "non-finite"
     }
 }

@@ -4,7 +4,7 @@
 //! A guard is an [`Observer`] whose [`Observer::check`] rejects a state. The driver calls
 //! `check` on every observer after each successful step and *before* any observer sees the new
 //! state; on the first rejection it discards the state (the caller keeps the state from before
-//! the step), stops, and reports [`crate::StepError::GuardViolated`] with the step index, the guarded
+//! the step), stops, and reports [`crate::StepErrorKind::GuardViolated`] with the step index, the guarded
 //! quantity, its value and the limit. Observers (CSV rows included) thus hold exactly the states
 //! up to the last good one.
 //!
@@ -18,7 +18,7 @@
 //!
 //! ```
 //! use zs_runtime::guards::EnergyGuard;
-//! use zs_runtime::{driver::run, Potential, State, StepError, VelocityVerlet};
+//! use zs_runtime::{driver::run, Potential, State, StepErrorKind, VelocityVerlet};
 //!
 //! struct Spring; // V = ½ q², ω = 1
 //! impl Potential<1> for Spring {
@@ -33,7 +33,8 @@
 //! let mut state = State::new([1.0], [0.0]);
 //! let mut guard = EnergyGuard::relative(0.5);
 //! let summary = run(&mut vv, &Spring, &mut state, 100.0, &mut [&mut guard]);
-//! assert!(matches!(summary.error, Some(StepError::GuardViolated { .. })));
+//! let error = summary.error.expect("the guard stopped the run");
+//! assert!(matches!(error.kind, StepErrorKind::GuardViolated { .. }));
 //! assert_eq!(summary.last_state, state); // the state before the offending step
 //! ```
 

@@ -57,7 +57,7 @@ pub mod xyz;
 
 pub use checkpoint::{Checkpoint, CheckpointError, Resumable};
 pub use driver::{run, run_checkpointed, run_steps, RunFailure, RunSummary};
-pub use error::StepError;
+pub use error::{Operand, Quantity, SolveFailure, StepError, StepErrorKind};
 pub use guards::{ConstraintGuard, EnergyGuard, GuardViolation};
 pub use integrators::{
     Impulse, Langevin, LinearlyImplicitNewmark, MollifiedImpulse, Newmark, PhaseBSolver,

@@ -10,6 +10,7 @@
 use core::marker::PhantomData;
 
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
+use crate::error::StepErrorKind;
 use crate::model::{ConstrainedModel, ConstraintSpace};
 use crate::vector::Vector;
 use crate::{Model, StateOf, StepError};
@@ -28,15 +29,17 @@ pub struct GuardViolation {
 }
 
 impl GuardViolation {
-    /// The [`StepError::GuardViolated`] of step `step`, started at time `t`.
+    /// The [`crate::StepErrorKind::GuardViolated`] of step `step`, started at time `t`.
     pub fn at(self, step: u64, t: f64) -> StepError {
-        StepError::GuardViolated {
+        StepError::new(
             step,
             t,
-            what: self.what,
-            value: self.value,
-            limit: self.limit,
-        }
+            StepErrorKind::GuardViolated {
+                what: self.what,
+                value: self.value,
+                limit: self.limit,
+            },
+        )
     }
 }
 
@@ -44,7 +47,7 @@ impl GuardViolation {
 ///
 /// The driver calls [`Observer::start`] once with the initial state, then after every
 /// successful step first [`Observer::check`] on every observer (a guard may reject the new
-/// state: the run then stops with [`StepError::GuardViolated`] and *no* observer sees that
+/// state: the run then stops with [`crate::StepErrorKind::GuardViolated`] and *no* observer sees that
 /// state) and then [`Observer::observe`] on every observer; at the end
 /// [`Observer::stopped_early`] if the run failed, and [`Observer::finish`] once (also after a
 /// failed step; the last state observed is then the last good one).

@@ -412,7 +412,7 @@ impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for CsvRecorder<'_, V> {
         }
     }
     fn stopped_early(&mut self, error: &StepError) {
-        self.ended_early = Some(format!("ended early [{}]: {error}", error.kind()));
+        self.ended_early = Some(format!("ended early [{}]: {error}", error.code()));
     }
     fn finish(&mut self) -> io::Result<()> {
         CsvRecorder::finish(self)

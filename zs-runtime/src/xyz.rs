@@ -150,7 +150,7 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
         }
     }
     fn stopped_early(&mut self, error: &StepError) {
-        self.ended_early = Some(format!("ended early [{}]: {error}", error.kind()));
+        self.ended_early = Some(format!("ended early [{}]: {error}", error.code()));
     }
     fn finish(&mut self) -> io::Result<()> {
         XyzRecorder::finish(self)
@@ -239,11 +239,7 @@ mod tests {
 
         let mut r = XyzRecorder::create(&path, symbols, 1).unwrap();
         Observer::<(), [f64; 6]>::start(&mut r, &(), &s);
-        let e = StepError::NonFinite {
-            step: 7,
-            t: 3.5,
-            what: "q",
-        };
+        let e = StepError::non_finite(7, 3.5, crate::error::Quantity::NewPosition);
         Observer::<(), [f64; 6]>::stopped_early(&mut r, &e);
         Observer::<(), [f64; 6]>::finish(&mut r).unwrap();
         let marker = std::fs::read_to_string(incomplete_marker_of(&path)).unwrap();

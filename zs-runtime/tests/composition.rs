@@ -10,8 +10,8 @@ use zs_runtime::verify::{
     advance, max_diff, reversibility_error, rk4_reference, slope, symplecticity_defect,
 };
 use zs_runtime::{
-    Clocked, Newmark, Potential, State, StepError, Stepper, VelocityVerlet, Yoshida4, ZhangSkeel,
-    ZhangSkeelSimplified,
+    Clocked, Newmark, Potential, State, StepError, StepErrorKind, Stepper, VelocityVerlet,
+    Yoshida4, ZhangSkeel, ZhangSkeelSimplified,
 };
 
 #[path = "support/coupled2.rs"]
@@ -249,7 +249,12 @@ fn failed_substep_restores_the_state_and_reports_the_macro_step() {
     let e = y.step(&p, &mut s).unwrap_err();
     eprintln!("failure in the first substep: {e}");
     match e {
-        StepError::NonFinite { step, t, .. } => {
+        StepError {
+            step,
+            t,
+            kind: StepErrorKind::NonFinite(_),
+            ..
+        } => {
             assert_eq!(
                 step, 3,
                 "the macro step's index, not the inner substep's (9)"
@@ -271,7 +276,7 @@ fn failed_substep_restores_the_state_and_reports_the_macro_step() {
     let e = y.step(&p, &mut s).unwrap_err();
     eprintln!("failure in the middle substep: {e}");
     assert!(
-        matches!(e, StepError::NonFinite { step: 0, t, .. } if t == 7.0),
+        matches!(e, StepError { step: 0, t, kind: StepErrorKind::NonFinite(_), .. } if t == 7.0),
         "{e:?}"
     );
     assert_eq!(

@@ -6,7 +6,8 @@ use zs_runtime::driver::{planned_steps, run, run_steps};
 use zs_runtime::observers::{total_energy, FnObserver, Observer};
 use zs_runtime::{
     Clocked, ConstraintObserver, CsvRecorder, EnergyObserver, MechanicalSystem, MomentumObserver,
-    Potential, State, StepError, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
+    Potential, Quantity, State, StepError, StepErrorKind, VelocityVerlet, ZhangSkeel,
+    ZhangSkeelSimplified,
 };
 
 /// Pendulum `V = 1 - cos q`.
@@ -218,7 +219,11 @@ fn last_step_is_adjusted_to_land_on_t_end() {
     let summary = run(&mut zs, &Pendulum, &mut s, -1.0, &mut []);
     assert!(matches!(
         summary.error,
-        Some(StepError::InvalidStepSize { step: 0, .. })
+        Some(StepError {
+            step: 0,
+            kind: StepErrorKind::InvalidStepSize { .. },
+            ..
+        })
     ));
     assert_eq!(summary.steps, 0);
     assert_eq!(s, State::new([0.5], [0.0]));
@@ -255,11 +260,7 @@ fn failed_step_stops_the_run_cleanly() {
     assert_eq!((summary.planned_steps, summary.steps), (40, 4));
     assert_eq!(
         summary.error,
-        Some(StepError::NonFinite {
-            step: 4,
-            t: 1.0,
-            what: "gradient"
-        })
+        Some(StepError::non_finite(4, 1.0, Quantity::Gradient))
     );
     assert_eq!((s.q[0], s.t), (1.0, 1.0));
     assert_eq!(summary.last_state, s);

@@ -10,9 +10,9 @@ use zs_runtime::guards::{ConstraintGuard, EnergyGuard, CONSTRAINT_RESIDUAL, ENER
 use zs_runtime::observers::{total_energy, FnObserver, Observer};
 use zs_runtime::output::incomplete_marker_of;
 use zs_runtime::{
-    Clock, Clocked, CsvRecorder, Langevin, MechanicalSystem, Newmark, Potential, Shake,
-    ShakeSolver, State, StepError, Stepper, VelocityVerlet, Yoshida4, ZhangSkeel,
-    ZhangSkeelSimplified,
+    Clock, Clocked, CsvRecorder, Langevin, MechanicalSystem, Newmark, Potential, Quantity, Shake,
+    ShakeSolver, SolveFailure, State, StepError, StepErrorKind, Stepper, VelocityVerlet, Yoshida4,
+    ZhangSkeel, ZhangSkeelSimplified,
 };
 
 fn temp_path(name: &str) -> PathBuf {
@@ -103,12 +103,17 @@ fn singular_matrix_stops_the_run_at_the_last_good_state() {
     let summary = run(&mut zs, &sys, &mut s, 20.0, &mut [&mut csv]);
     let failure = summary.failure().expect("the run fails");
     match failure.error {
-        StepError::SingularMatrix {
+        StepError {
             step,
             t,
-            n,
-            pivot,
-            max_pivot,
+            kind:
+                StepErrorKind::Solve(SolveFailure::Singular {
+                    n,
+                    pivot,
+                    max_pivot,
+                    ..
+                }),
+            ..
         } => {
             assert_eq!((step, t, n), (2, 4.0, 2));
             // diag(1, 1 + (-1)) exactly: smallest pivot 0, largest 1.
@@ -160,12 +165,17 @@ fn near_singular_matrix_beyond_the_condition_limit_is_reported_with_its_estimate
         assert_eq!(zs.max_condition(), limit);
         let summary = run(&mut zs, &sys, &mut s, 8.0, &mut []);
         match summary.error {
-            Some(StepError::IllConditioned {
+            Some(StepError {
                 step,
                 t,
-                n,
-                condition,
-                limit: l,
+                kind:
+                    StepErrorKind::Solve(SolveFailure::IllConditioned {
+                        n,
+                        condition,
+                        limit: l,
+                        ..
+                    }),
+                ..
             }) => {
                 assert_eq!((step, t, n, l), (2, 4.0, 2, limit));
                 // Diagonal matrix: the Hager-Higham estimate is exact.
@@ -207,7 +217,16 @@ fn wrapped_steppers_report_inner_faults_under_their_own_step_index() {
         S0,
         100,
     );
-    assert!(matches!(e, StepError::IllConditioned { .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            StepError {
+                kind: StepErrorKind::Solve(SolveFailure::IllConditioned { .. }),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     assert_eq!((e.step(), e.t()), (k, good.t));
     let mut s = S0;
     let mut y = Yoshida4::new(ZhangSkeel::new(0.25, h).with_max_condition(1e8));
@@ -217,7 +236,16 @@ fn wrapped_steppers_report_inner_faults_under_their_own_step_index() {
     // Langevin (no friction, no noise: the inner trajectory) likewise.
     let inner = ZhangSkeel::new(0.25, 2.0).with_max_condition(1e8);
     let (k, e, _) = first_failure(Langevin::new(inner, 0.0, 0.0, 1), &sys, S0, 100);
-    assert!(matches!(e, StepError::IllConditioned { .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            StepError {
+                kind: StepErrorKind::Solve(SolveFailure::IllConditioned { .. }),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     assert_eq!((k, e.step()), (2, 2));
 }
 
@@ -249,11 +277,7 @@ fn non_finite_gradient_is_reported_by_every_stepper() {
     let check = |e: Option<StepError>, s: State<1>, good: State<1>| {
         assert_eq!(
             e,
-            Some(StepError::NonFinite {
-                step: 3,
-                t: good.t,
-                what: "gradient"
-            })
+            Some(StepError::non_finite(3, good.t, Quantity::Gradient))
         );
         assert_eq!(bits(&s), bits(&good));
     };
@@ -322,13 +346,15 @@ impl Clocked for Faulty {
 impl<P: ?Sized> Stepper<P, [f64; 1]> for Faulty {
     fn step(&mut self, _: &P, s: &mut State<1>) -> Result<(), StepError> {
         if Some(self.clock.steps) == self.not_converged_at {
-            return Err(StepError::NotConverged {
-                step: self.clock.steps,
-                t: s.t,
-                solver: "stub Newton",
-                iterations: 50,
-                residual: 3.5e-3,
-            });
+            return Err(StepError::new(
+                self.clock.steps,
+                s.t,
+                StepErrorKind::NotConverged {
+                    solver: "stub Newton",
+                    iterations: 50,
+                    residual: 3.5e-3,
+                },
+            ));
         }
         s.q[0] += self.clock.h;
         s.v[0] = if Some(self.clock.steps) == self.nan_at {
@@ -358,11 +384,7 @@ fn non_finite_state_returned_as_ok_is_caught_by_the_driver() {
     );
     assert_eq!(
         summary.error,
-        Some(StepError::NonFinite {
-            step: 4,
-            t: 2.0,
-            what: "state after step"
-        })
+        Some(StepError::non_finite(4, 2.0, Quantity::StateAfterStep))
     );
     // The NaN state was discarded: the caller holds the state after 4 steps.
     assert_eq!(bits(&s), bits(&State::at([2.0], [1.0], 2.0)));
@@ -381,12 +403,15 @@ fn solver_not_converged_is_reported_with_iterations_and_residual() {
     let summary = run(&mut stepper, &NanBeyondOne, &mut s, 10.0, &mut []);
     let failure: RunFailure<[f64; 1]> = summary.failure().unwrap();
     match failure.error {
-        StepError::NotConverged {
+        StepError {
             step,
             t,
-            solver,
-            iterations,
-            residual,
+            kind:
+                StepErrorKind::NotConverged {
+                    solver,
+                    iterations,
+                    residual,
+                },
         } => {
             assert_eq!(
                 (step, t, solver, iterations, residual),
@@ -397,7 +422,7 @@ fn solver_not_converged_is_reported_with_iterations_and_residual() {
     }
     assert_eq!(bits(&s), bits(&State::at([3.5], [1.0], 3.5)));
     assert_eq!(failure.last_good, s);
-    assert_eq!(failure.error.kind(), "not-converged");
+    assert_eq!(failure.error.code(), "not-converged");
     let text = failure.error.to_string();
     assert_eq!(
         text,
@@ -462,10 +487,14 @@ fn newmark_newton_not_converged_stops_the_run_at_the_last_good_state() {
     eprintln!("Newmark (Newton, cap 1) first fails at step {k}");
     assert!(k >= 3, "some steps converge before the failure (k = {k})");
     match expected {
-        StepError::NotConverged {
-            solver,
-            iterations,
-            residual,
+        StepError {
+            kind:
+                StepErrorKind::NotConverged {
+                    solver,
+                    iterations,
+                    residual,
+                    ..
+                },
             ..
         } => {
             assert_eq!((solver, iterations), ("Newmark Newton", 1));
@@ -544,10 +573,14 @@ fn shake_not_converged_stops_the_run_at_the_last_good_state() {
     let (k, expected, good) = first_failure(make(), &Hanging, s0, 1000);
     assert!(k >= 1, "some steps converge before the failure (k = {k})");
     match expected {
-        StepError::NotConverged {
-            solver,
-            iterations,
-            residual,
+        StepError {
+            kind:
+                StepErrorKind::NotConverged {
+                    solver,
+                    iterations,
+                    residual,
+                    ..
+                },
             ..
         } => {
             assert_eq!((solver, iterations), ("SHAKE", 2));
@@ -620,13 +653,15 @@ fn energy_guard_stops_at_the_first_state_beyond_the_limit() {
     let good = by_hand(VelocityVerlet::new(h), &Spring, s0, first_bad);
     assert_eq!(
         summary.error,
-        Some(StepError::GuardViolated {
-            step: first_bad,
-            t: good.t,
-            what: ENERGY_DRIFT,
-            value,
-            limit,
-        })
+        Some(StepError::new(
+            first_bad,
+            good.t,
+            StepErrorKind::GuardViolated {
+                what: ENERGY_DRIFT,
+                value,
+                limit
+            }
+        ))
     );
     assert_eq!(bits(&s), bits(&good));
     // The stepper did take the discarded step.
@@ -745,13 +780,15 @@ fn constraint_guard_stops_a_penalized_run_that_leaves_the_manifold() {
     let good = by_hand(ZhangSkeel::new(0.4, h), &target, s0, first_bad);
     assert_eq!(
         summary.error,
-        Some(StepError::GuardViolated {
-            step: first_bad,
-            t: good.t,
-            what: CONSTRAINT_RESIDUAL,
-            value,
-            limit,
-        })
+        Some(StepError::new(
+            first_bad,
+            good.t,
+            StepErrorKind::GuardViolated {
+                what: CONSTRAINT_RESIDUAL,
+                value,
+                limit
+            }
+        ))
     );
     assert_eq!(bits(&s), bits(&good));
     assert!(guard.max_seen() <= limit);
@@ -819,7 +856,7 @@ fn guards_see_the_new_state_before_any_observer() {
         fn stopped_early(&mut self, e: &StepError) {
             self.0
                 .borrow_mut()
-                .push(format!("{}:stopped {}", self.1, e.kind()));
+                .push(format!("{}:stopped {}", self.1, e.code()));
         }
         fn finish(&mut self) -> std::io::Result<()> {
             self.0.borrow_mut().push(format!("{}:finish", self.1));

@@ -3,7 +3,8 @@
 //! (bit-for-bit the same trajectory as fresh evaluations); statistics count what happened.
 
 use zs_runtime::{
-    Clocked, Potential, State, StepError, Stepper, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
+    Clocked, Potential, Quantity, SolveFailure, State, StepError, StepErrorKind, Stepper,
+    VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
 };
 
 /// `V = ½ k(q0) q1²` with `k = +1` for `q0 < 5` and `k = -1` beyond: `q0` drifts freely, and with
@@ -144,12 +145,17 @@ fn singular_matrix_is_reported_with_the_failing_step() {
             )
         };
         match e {
-            StepError::SingularMatrix {
+            StepError {
                 step,
                 t,
-                n,
-                pivot,
-                max_pivot,
+                kind:
+                    StepErrorKind::Solve(SolveFailure::Singular {
+                        n,
+                        pivot,
+                        max_pivot,
+                        ..
+                    }),
+                ..
             } => {
                 assert_eq!((step, t, n), (2, 4.0, 2), "{e}");
                 assert_eq!(pivot, 0.0);
@@ -169,14 +175,7 @@ fn non_finite_is_reported_with_the_failing_step() {
     let s0 = State::new([0.0], [1.0]);
     let mut s = s0;
     let e = step_until_error(&mut ZhangSkeel::new(0.4, 0.25), &NanBeyondOne, &mut s, 10);
-    assert_eq!(
-        e,
-        StepError::NonFinite {
-            step: 4,
-            t: 1.0,
-            what: "gradient"
-        }
-    );
+    assert_eq!(e, StepError::non_finite(4, 1.0, Quantity::Gradient));
     let mut s = s0;
     let e = step_until_error(
         &mut ZhangSkeelSimplified::new(0.4, 0.25),
@@ -187,20 +186,23 @@ fn non_finite_is_reported_with_the_failing_step() {
     assert_eq!(e.step(), 4);
     let mut s = s0;
     let e = step_until_error(&mut VelocityVerlet::new(0.25), &NanBeyondOne, &mut s, 10);
-    assert_eq!(
-        e,
-        StepError::NonFinite {
-            step: 4,
-            t: 1.0,
-            what: "gradient"
-        }
-    );
+    assert_eq!(e, StepError::non_finite(4, 1.0, Quantity::Gradient));
     // A non-finite state is reported too (here through its gradient), not propagated.
     let mut s = State::new([f64::INFINITY], [0.0]);
     let e = ZhangSkeel::new(0.4, 0.1)
         .step(&Saddle { c: 0.0 }.into_1d(), &mut s)
         .unwrap_err();
-    assert!(matches!(e, StepError::NonFinite { step: 0, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            StepError {
+                step: 0,
+                kind: StepErrorKind::NonFinite(_),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 /// Project `Saddle` onto its first coordinate (helper for 1-DOF checks).
@@ -236,16 +238,28 @@ fn invalid_step_size_is_reported() {
         let mut s = s0;
         let e = ZhangSkeel::new(0.4, h).step(&p, &mut s).unwrap_err();
         assert!(
-            matches!(e, StepError::InvalidStepSize { step: 0, t: 3.0, h: hh } if hh.to_bits() == h.to_bits()),
+            matches!(e, StepError { step: 0, t: 3.0, kind: StepErrorKind::InvalidStepSize { h: hh } } if hh.to_bits() == h.to_bits()),
             "{e:?}"
         );
         assert_eq!(bits(&s), bits(&s0));
         let e = ZhangSkeelSimplified::new(0.4, h)
             .step(&p, &mut s)
             .unwrap_err();
-        assert!(matches!(e, StepError::InvalidStepSize { .. }));
+        assert!(matches!(
+            e,
+            StepError {
+                kind: StepErrorKind::InvalidStepSize { .. },
+                ..
+            }
+        ));
         let e = VelocityVerlet::new(h).step(&p, &mut s).unwrap_err();
-        assert!(matches!(e, StepError::InvalidStepSize { .. }));
+        assert!(matches!(
+            e,
+            StepError {
+                kind: StepErrorKind::InvalidStepSize { .. },
+                ..
+            }
+        ));
         assert_eq!(bits(&s), bits(&s0));
     }
 }

@@ -11,8 +11,8 @@ use zs_runtime::verify::{
     advance, max_diff, reversibility_error, rk4_reference, slope, symplecticity_defect,
 };
 use zs_runtime::{
-    Clocked, LinearlyImplicitNewmark, Newmark, Potential, PushForwardNewmark, State, StepError,
-    Stepper,
+    Clocked, LinearlyImplicitNewmark, Newmark, Potential, PushForwardNewmark, SolveFailure, State,
+    StepError, StepErrorKind, Stepper,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -315,12 +315,15 @@ fn newmark_not_converged_is_a_typed_error_and_leaves_the_state() {
     let err = nm.step(&p, &mut s).unwrap_err();
     eprintln!("cap 1: {err}");
     match err {
-        StepError::NotConverged {
+        StepError {
             step,
             t,
-            solver,
-            iterations,
-            residual,
+            kind:
+                StepErrorKind::NotConverged {
+                    solver,
+                    iterations,
+                    residual,
+                },
         } => {
             assert_eq!(step, 0);
             assert_eq!(t, 2.0);
@@ -349,11 +352,15 @@ fn newmark_not_converged_is_a_typed_error_and_leaves_the_state() {
     let mut pf = PushForwardNewmark::new(0.25, 0.1).with_max_iterations(1);
     let mut s = s0;
     match pf.step(&p, &mut s).unwrap_err() {
-        StepError::NotConverged {
+        StepError {
             step,
-            solver,
-            iterations,
-            residual,
+            kind:
+                StepErrorKind::NotConverged {
+                    solver,
+                    iterations,
+                    residual,
+                    ..
+                },
             ..
         } => {
             assert_eq!(
@@ -398,7 +405,11 @@ fn failed_step_in_the_middle_reports_its_index() {
     assert!(err.step() > 0);
     assert_eq!(s, last_good);
     match err {
-        StepError::NotConverged { t, iterations, .. } => {
+        StepError {
+            t,
+            kind: StepErrorKind::NotConverged { iterations, .. },
+            ..
+        } => {
             assert_eq!(t, last_good.t);
             assert_eq!(iterations, 4);
         }
@@ -421,7 +432,14 @@ fn check_errors<S: Stepper<NanBeyondOne, [f64; 1]> + Stepper<InvertedHarmonic, [
         let e =
             Stepper::<NanBeyondOne, [f64; 1]>::step(&mut st, &NanBeyondOne, &mut s).unwrap_err();
         assert!(
-            matches!(e, StepError::InvalidStepSize { step: 0, .. }),
+            matches!(
+                e,
+                StepError {
+                    step: 0,
+                    kind: StepErrorKind::InvalidStepSize { .. },
+                    ..
+                }
+            ),
             "{name}: {e:?}"
         );
         assert_eq!(s, s0);
@@ -433,7 +451,14 @@ fn check_errors<S: Stepper<NanBeyondOne, [f64; 1]> + Stepper<InvertedHarmonic, [
     let s1 = s;
     let e = Stepper::<NanBeyondOne, [f64; 1]>::step(&mut st, &NanBeyondOne, &mut s).unwrap_err();
     assert!(
-        matches!(e, StepError::NonFinite { step: 1, .. }),
+        matches!(
+            e,
+            StepError {
+                step: 1,
+                kind: StepErrorKind::NonFinite(_),
+                ..
+            }
+        ),
         "{name}: {e:?}"
     );
     assert_eq!(s, s1, "{name}");
@@ -444,7 +469,14 @@ fn check_errors<S: Stepper<NanBeyondOne, [f64; 1]> + Stepper<InvertedHarmonic, [
     let e = Stepper::<InvertedHarmonic, [f64; 1]>::step(&mut st, &InvertedHarmonic, &mut s)
         .unwrap_err();
     assert!(
-        matches!(e, StepError::SingularMatrix { step: 0, .. }),
+        matches!(
+            e,
+            StepError {
+                step: 0,
+                kind: StepErrorKind::Solve(SolveFailure::Singular { .. }),
+                ..
+            }
+        ),
         "{name}: {e:?}"
     );
     assert_eq!(s, s0, "{name}");

@@ -9,7 +9,7 @@ mod assembled;
 use std::sync::Arc;
 
 use nalgebra::{DMatrix, DVector};
-use zs_runtime::linalg::{Factorization, ShiftedSolve, SolveFailure, SolveOptions};
+use zs_runtime::linalg::{Factorization, Operand, ShiftedSolve, SolveFailure, SolveOptions};
 use zs_runtime::sparse::{Backend, BlockLayout, SparseMatrix, SparseSolver};
 use zs_runtime::{HessianPart, Model};
 
@@ -218,9 +218,7 @@ fn singular_and_non_finite_matrices_are_typed_errors() {
             let r = solver.solve_shifted(&vec![50.0; n], 1.0, &bad, &mut x, &Default::default());
             assert_eq!(
                 r,
-                Err(SolveFailure::NonFinite {
-                    what: "linear system matrix"
-                }),
+                Err(SolveFailure::NonFinite(Operand::Matrix)),
                 "{backend:?}"
             );
             let mut x = vec![1.0; n];
@@ -228,9 +226,7 @@ fn singular_and_non_finite_matrices_are_typed_errors() {
             let r = solver.solve_shifted(&vec![50.0; n], 0.01, &h, &mut x, &Default::default());
             assert_eq!(
                 r,
-                Err(SolveFailure::NonFinite {
-                    what: "right-hand side"
-                }),
+                Err(SolveFailure::NonFinite(Operand::RightHandSide)),
                 "{backend:?}"
             );
         }

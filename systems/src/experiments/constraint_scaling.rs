@@ -133,11 +133,11 @@ impl Status {
 
 /// A few words on what failed.
 pub fn short_error(e: &StepError) -> &'static str {
-    match e {
-        StepError::SingularMatrix { .. } => "singular M + βh²H",
-        StepError::NonFinite { .. } => "non-finite value",
-        StepError::InvalidStepSize { .. } => "invalid h",
-        StepError::NotConverged { .. } => "solver did not converge",
+    match e.code() {
+        "singular-matrix" => "singular M + βh²H",
+        "non-finite" => "non-finite value",
+        "invalid-step-size" => "invalid h",
+        "not-converged" => "solver did not converge",
         _ => "error",
     }
 }

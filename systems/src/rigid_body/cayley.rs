@@ -22,7 +22,7 @@
 //! other state, so a checkpoint (step count and `h`) restarts it bit for bit.
 
 use zs_runtime::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
-use zs_runtime::{Clock, Clocked, State, StepError, Stepper};
+use zs_runtime::{Clock, Clocked, Quantity, State, StepError, StepErrorKind, Stepper};
 
 use super::{from_q, hat, mat_mul, to_q, transpose, vee, MagnetizedRigidBody};
 
@@ -139,25 +139,27 @@ impl Stepper<MagnetizedRigidBody, [f64; 9]> for CayleyEuler {
     fn step(&mut self, body: &MagnetizedRigidBody, state: &mut State<9>) -> Result<(), StepError> {
         let (step, t, h) = (self.clock.steps, state.t, self.clock.h);
         if !(h.is_finite() && h != 0.0) {
-            return Err(StepError::InvalidStepSize { step, t, h });
-        }
-        if !state.q.iter().chain(&state.v).all(|x| x.is_finite()) {
-            return Err(StepError::NonFinite {
+            return Err(StepError::new(
                 step,
                 t,
-                what: "state",
-            });
+                StepErrorKind::InvalidStepSize { h },
+            ));
+        }
+        if !state.q.iter().chain(&state.v).all(|x| x.is_finite()) {
+            return Err(StepError::non_finite(step, t, Quantity::State));
         }
         let r = from_q(&state.q);
         let (r1, w1) = Self::advance(body.b_mu, h, &r, omega_of(state)).map_err(|e| match e {
-            AdvanceError::NonFinite(what) => StepError::NonFinite { step, t, what },
-            AdvanceError::CubicNotConverged(residual) => StepError::NotConverged {
+            AdvanceError::NonFinite(what) => StepError::non_finite(step, t, Quantity::Other(what)),
+            AdvanceError::CubicNotConverged(residual) => StepError::new(
                 step,
                 t,
-                solver: "Newton on the cubic of eq. 34",
-                iterations: CUBIC_ITERATIONS,
-                residual,
-            },
+                StepErrorKind::NotConverged {
+                    solver: "Newton on the cubic of eq. 34",
+                    iterations: CUBIC_ITERATIONS,
+                    residual,
+                },
+            ),
         })?;
         state.q = to_q(&r1);
         state.v = to_q(&mat_mul(&r1, &hat(w1)));

@@ -305,7 +305,7 @@ pub fn thermal_velocities(w: &Water, q: &[f64], kt: f64, seed: u64) -> Vec<f64> 
 
 /// A guard ([`zs_runtime::guards`]) against a molecule leaving the cluster: rejects a state in
 /// which an oxygen is farther than `limit` (Å) from the oxygens' centroid. The run then stops
-/// with [`zs_runtime::StepError::GuardViolated`] at the last state inside the limit. Checking
+/// with [`zs_runtime::StepErrorKind::GuardViolated`] at the last state inside the limit. Checking
 /// allocates nothing.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClusterGuard {

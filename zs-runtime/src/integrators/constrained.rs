@@ -38,7 +38,7 @@
 //!   (quadratic convergence).
 //!
 //! Both stop when `max_c |g_c(Q)| ≤ tolerance` (absolute, in the units of `g`); if that has not
-//! happened after the iteration cap the step fails with [`StepError::NotConverged`]
+//! happened after the iteration cap the step fails with [`crate::StepErrorKind::NotConverged`]
 //! (`solver: "SHAKE"`, the iterations done and the last residual) and the state is untouched.
 //!
 //! # SHAKE's velocities and its multiplier
@@ -82,7 +82,8 @@ use core::marker::PhantomData;
 
 use super::{check_finite, check_h, same_bits, Buffers, StepStats};
 use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
-use crate::linalg::singular_threshold;
+use crate::error::{Quantity, StepErrorKind};
+use crate::linalg::{singular_threshold, SolveFailure};
 use crate::model::{ConstrainedModel, ConstraintSolve, ConstraintSpace, Jacobian};
 use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
@@ -245,7 +246,7 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
     /// system it steps.
     ///
     /// An invalid `h` (zero or non-finite) is reported by `step` as
-    /// [`StepError::InvalidStepSize`].
+    /// [`crate::StepErrorKind::InvalidStepSize`].
     pub fn new(h: f64) -> Self {
         Self {
             clock: Clock::new(h),
@@ -351,11 +352,11 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
     /// Advance `state` by one step of size `h` (time included).
     ///
     /// On error `state` is unchanged and the error carries the index of the failing step and
-    /// the time it started from: [`StepError::InvalidStepSize`] for a zero or non-finite `h`,
-    /// [`StepError::NotConverged`] (`solver: "SHAKE"`) when the constraint solve has not
-    /// reached the tolerance within the iteration cap, [`StepError::SingularMatrix`] when a
+    /// the time it started from: [`crate::StepErrorKind::InvalidStepSize`] for a zero or non-finite `h`,
+    /// [`crate::StepErrorKind::NotConverged`] (`solver: "SHAKE"`) when the constraint solve has not
+    /// reached the tolerance within the iteration cap, [`crate::SolveFailure::Singular`] when a
     /// Newton Jacobian, a Gauss–Seidel denominator or `G M⁻¹ Gᵀ` is singular (dependent
-    /// constraints), [`StepError::NonFinite`] when a gradient, constraint value, iterate or new
+    /// constraints), [`crate::StepErrorKind::NonFinite`] when a gradient, constraint value, iterate or new
     /// state is not finite.
     pub fn step<S: ConstrainedModel<V, C> + ?Sized>(
         &mut self,
@@ -372,7 +373,7 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
         for i in 0..n {
             w.minv[i] = 1.0 / w.m[i];
         }
-        check_finite(&w.minv, "inverse masses", k, t)?;
+        check_finite(&w.minv, Quantity::InverseMasses, k, t)?;
 
         let stats = &mut self.stats;
         if w.cached && same_bits(&w.cache_q, &state.q) {
@@ -381,7 +382,7 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
             w.cached = false;
             stats.gradient_evaluations += 1;
             system.gradient_into(&state.q, &mut w.grad0);
-            check_finite(&w.grad0, "gradient", k, t)?;
+            check_finite(&w.grad0, Quantity::Gradient, k, t)?;
             stats.constraint_evaluations += 1;
             system.constraints_jacobian_into(&state.q, &mut w.g, &mut w.jac0);
             check_constraints::<V, C>(&w.g, &w.jac0, k, t)?;
@@ -395,7 +396,7 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
             w.p_bar[i] = w.p0[i] - half * w.grad0[i];
             w.q[i] = state.q[i] + h * w.minv[i] * w.p_bar[i];
         }
-        check_finite(&w.q, "new position", k, t)?;
+        check_finite(&w.q, Quantity::NewPosition, k, t)?;
         // d_c = M⁻¹∇g_c(q_n): q_n+1 = q̄ - Σ_c d_c Λ_c, Λ = (h²/2) λ.
         w.d.scale_columns(&w.jac0, &w.minv);
         let (iterations, residual) = solve_constraints(
@@ -414,7 +415,7 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
         w.jac0.sub_transpose_mul(&w.big_lambda, h, &mut w.p);
         stats.gradient_evaluations += 1;
         system.gradient_into(&w.q, &mut w.grad1);
-        check_finite(&w.grad1, "gradient", k, t)?;
+        check_finite(&w.grad1, Quantity::Gradient, k, t)?;
         for i in 0..n {
             w.p[i] -= half * w.grad1[i];
         }
@@ -431,7 +432,7 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
         for i in 0..n {
             w.v1[i] = w.minv[i] * w.p[i];
         }
-        check_finite(&w.v1, "new velocity", k, t)?;
+        check_finite(&w.v1, Quantity::NewVelocity, k, t)?;
 
         // Reported multipliers: λ_solved, and λ_n = λ_solved - ν_n (module docs).
         let scale = 0.5 * h * h;
@@ -442,7 +443,7 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
         for c in 0..m {
             w.lambda[c] = w.solved[c] - w.k_nu[c] / half;
         }
-        check_finite(&w.lambda, "multipliers", k, t)?;
+        check_finite(&w.lambda, Quantity::Multipliers, k, t)?;
 
         state.q.copy_from(&w.q);
         state.v.copy_from(&w.v1);
@@ -475,15 +476,11 @@ fn check_constraints<V: ConstraintSpace<C>, C: Vector>(
     step: u64,
     t: f64,
 ) -> Result<(), StepError> {
-    check_finite(g, "constraints", step, t)?;
+    check_finite(g, Quantity::Constraints, step, t)?;
     if jac.is_finite() {
         Ok(())
     } else {
-        Err(StepError::NonFinite {
-            step,
-            t,
-            what: "constraint Jacobian",
-        })
+        Err(StepError::non_finite(step, t, Quantity::ConstraintJacobian))
     }
 }
 
@@ -513,13 +510,15 @@ fn solve_constraints<V: ConstraintSpace<C>, C: Vector, S: ConstrainedModel<V, C>
             return Ok((iterations, residual));
         }
         if iterations >= max_iterations {
-            return Err(StepError::NotConverged {
+            return Err(StepError::new(
                 step,
                 t,
-                solver: "SHAKE",
-                iterations,
-                residual,
-            });
+                StepErrorKind::NotConverged {
+                    solver: "SHAKE",
+                    iterations,
+                    residual,
+                },
+            ));
         }
         match solver {
             ShakeSolver::GaussSeidel => {
@@ -531,18 +530,14 @@ fn solve_constraints<V: ConstraintSpace<C>, C: Vector, S: ConstrainedModel<V, C>
                         stats.constraint_evaluations += 1;
                         let gc = system.constraint_row_into(&w.q, c, &mut w.g, &mut w.jac);
                         if !gc.is_finite() {
-                            return Err(StepError::NonFinite {
-                                step,
-                                t,
-                                what: "constraints",
-                            });
+                            return Err(StepError::non_finite(step, t, Quantity::Constraints));
                         }
                         if !w.jac.row_is_finite(c) {
-                            return Err(StepError::NonFinite {
+                            return Err(StepError::non_finite(
                                 step,
                                 t,
-                                what: "constraint Jacobian",
-                            });
+                                Quantity::ConstraintJacobian,
+                            ));
                         }
                         gc
                     };
@@ -550,13 +545,12 @@ fn solve_constraints<V: ConstraintSpace<C>, C: Vector, S: ConstrainedModel<V, C>
                     let scale = w.jac.row_norm(c) * w.d.row_norm(c);
                     // `scale` is finite (checked G, positive masses); NaN cannot reach here.
                     if denom.abs() <= singular_threshold(1) * scale || denom.is_nan() {
-                        return Err(StepError::SingularMatrix {
-                            step,
-                            t,
+                        return Err(SolveFailure::Singular {
                             n: 1,
                             pivot: denom.abs(),
                             max_pivot: scale,
-                        });
+                        }
+                        .at(step, t));
                     }
                     let dl = gc / denom;
                     w.big_lambda[c] += dl;
@@ -578,7 +572,7 @@ fn solve_constraints<V: ConstraintSpace<C>, C: Vector, S: ConstrainedModel<V, C>
             }
         }
         iterations += 1;
-        check_finite(&w.q, "SHAKE iterate", step, t)?;
+        check_finite(&w.q, Quantity::ShakeIterate, step, t)?;
     }
 }
 

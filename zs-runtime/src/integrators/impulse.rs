@@ -42,6 +42,7 @@
 use nalgebra::SMatrix;
 
 use super::{check_finite, check_h, same_bits, StepStats};
+use crate::error::{Quantity, StepErrorKind};
 use crate::linalg::{solve_matrix, SolveFailure};
 use crate::stepper::{Clock, Clocked};
 use crate::{ConstraintCurvature, FastPotential, MechanicalSystem, State, StepError, Stepper};
@@ -54,7 +55,7 @@ pub struct ProjectionOptions {
     /// constraints' own units). Default `1e-12`.
     pub tolerance: f64,
     /// At most this many Newton updates; more is [`ProjectionFailure::NotConverged`]
-    /// ([`StepError::NotConverged`] in a step). Default `20`.
+    /// ([`crate::StepErrorKind::NotConverged`] in a step). Default `20`.
     pub max_iterations: usize,
 }
 
@@ -103,13 +104,15 @@ impl ProjectionFailure {
             ProjectionFailure::NotConverged {
                 iterations,
                 residual,
-            } => StepError::NotConverged {
+            } => StepError::new(
                 step,
                 t,
-                solver: "Newton projection onto g = 0 (seed 003 eq. 15)",
-                iterations,
-                residual,
-            },
+                StepErrorKind::NotConverged {
+                    solver: "Newton projection onto g = 0 (seed 003 eq. 15)",
+                    iterations,
+                    residual,
+                },
+            ),
             ProjectionFailure::Solve(e) => e.at(step, t),
         }
     }
@@ -407,7 +410,7 @@ impl<const N: usize, K: Kick + Default> ImpulseMethod<N, K> {
     /// The method with macro step `h` (negative: backwards) and `micro_steps ≥ 1`
     /// Störmer–Verlet steps of size `h / micro_steps` for the oscillation (the mollified
     /// method with the default [`ProjectionOptions`]: tolerance `1e-12`, 20 iterations). An
-    /// invalid `h` is reported by `step` as [`StepError::InvalidStepSize`].
+    /// invalid `h` is reported by `step` as [`crate::StepErrorKind::InvalidStepSize`].
     ///
     /// # Panics
     /// If `micro_steps == 0`.
@@ -468,7 +471,7 @@ impl<const N: usize, K> ImpulseMethod<N, K> {
     ) -> Result<[f64; N], StepError> {
         self.stats.fast_evaluations += 1;
         let g = sys.fast_gradient(q);
-        check_finite(&g, "fast gradient", step, t)?;
+        check_finite(&g, Quantity::FastGradient, step, t)?;
         Ok(core::array::from_fn(|i| -g[i] / masses[i]))
     }
 
@@ -496,7 +499,7 @@ impl<const N: usize, K> ImpulseMethod<N, K> {
             _ => {
                 self.stats.evaluations += 1;
                 let a = slow(&mut self.kick, &mut self.stats, &state.q, k, t)?;
-                check_finite(&a, "slow force", k, t)?;
+                check_finite(&a, Quantity::SlowForce, k, t)?;
                 self.slow_cache = Some((state.q, a));
                 a
             }
@@ -524,18 +527,18 @@ impl<const N: usize, K> ImpulseMethod<N, K> {
             }
         }
         self.stats.fast_evaluations += self.micro_steps as u64;
-        check_finite(&a_fast, "fast gradient", k, t)?;
-        check_finite(&q, "new position", k, t)?;
+        check_finite(&a_fast, Quantity::FastGradient, k, t)?;
+        check_finite(&q, Quantity::NewPosition, k, t)?;
         self.fast_cache = Some((q, a_fast));
         // 3. kick
         self.stats.evaluations += 1;
         let a_slow1 = slow(&mut self.kick, &mut self.stats, &q, k, t)?;
-        check_finite(&a_slow1, "slow force", k, t)?;
+        check_finite(&a_slow1, Quantity::SlowForce, k, t)?;
         self.slow_cache = Some((q, a_slow1));
         for i in 0..N {
             v[i] += half * a_slow1[i];
         }
-        check_finite(&v, "new velocity", k, t)?;
+        check_finite(&v, Quantity::NewVelocity, k, t)?;
         state.q = q;
         state.v = v;
         state.t = t + h;
@@ -596,7 +599,7 @@ impl<const N: usize> Impulse<N> {
         let masses = sys.masses();
         self.step_with(sys, state, |_, _, q, k, t| {
             let g = sys.gradient(q);
-            check_finite(&g, "slow gradient", k, t)?;
+            check_finite(&g, Quantity::SlowGradient, k, t)?;
             Ok(core::array::from_fn(|i| -g[i] / masses[i]))
         })
     }
@@ -613,7 +616,7 @@ impl<const N: usize> Impulse<N> {
 ///
 /// The Newton iteration's tolerance and cap are [`ProjectionOptions`]
 /// ([`MollifiedImpulse::with_projection`]); non-convergence is
-/// [`StepError::NotConverged`]. The projection starts from `(π, μ) = (q, 0)` every time (no
+/// [`crate::StepErrorKind::NotConverged`]. The projection starts from `(π, μ) = (q, 0)` every time (no
 /// warm start), so the step is a function of the state alone.
 ///
 /// ```
@@ -659,7 +662,7 @@ impl<const N: usize, const M: usize> MollifiedImpulse<N, M> {
             stats.iterations += proj.iterations as u64;
             stats.max_step_iterations = stats.max_step_iterations.max(proj.iterations);
             let grad_u = sys.gradient(&proj.pi);
-            check_finite(&grad_u, "slow gradient", k, t)?;
+            check_finite(&grad_u, Quantity::SlowGradient, k, t)?;
             let (minv_f, _) =
                 mollifier_transpose_times(sys, &proj, &grad_u).map_err(|e| e.at(k, t))?;
             kick.last = Some(proj);
@@ -677,7 +680,7 @@ impl<const N: usize, const M: usize> MollifiedImpulse<N, M> {
 /// In velocities the kick is `v ← v − (h/2) P(q) M⁻¹∇U(q)` (`M⁻¹Pᵀ = PM⁻¹`), tangent to the
 /// level set of `g` through `q`. Symmetric (time-reversible) but not symplectic; Theorem 2.2:
 /// error `O(h²)` in positions and projected momenta, uniformly in `ε ≤ h`. Fails
-/// ([`StepError::SingularMatrix`]) only where `G(q)` loses rank.
+/// ([`crate::SolveFailure::Singular`]) only where `G(q)` loses rank.
 ///
 /// ```
 /// use zs_runtime::{Clocked, ProjectedImpulse};
@@ -695,7 +698,7 @@ impl<const N: usize, const M: usize> ProjectedImpulse<N, M> {
         let masses = sys.masses();
         self.step_with(sys, state, |_, _, q, k, t| {
             let g = sys.gradient(q);
-            check_finite(&g, "slow gradient", k, t)?;
+            check_finite(&g, Quantity::SlowGradient, k, t)?;
             let gj = sys.constraint_jacobian(q);
             let (_, minv_f) = projected_parts(&masses, &gj, &g).map_err(|e| e.at(k, t))?;
             Ok(core::array::from_fn(|i| -minv_f[i]))

@@ -6,6 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 use super::composition::{restamp, restore, save};
+use crate::error::{Quantity, StepErrorKind};
 use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
 use crate::{Model, StateOf, StepError, Stepper};
@@ -54,7 +55,7 @@ pub struct RngState {
 /// The step size is this stepper's clock ([`Clocked::h`], started at the inner stepper's; each
 /// step runs the inner stepper at it); it must be positive (the Ornstein–Uhlenbeck flow cannot
 /// be run backwards), otherwise the step fails with
-/// [`StepError::InvalidStepSize`]. A failed step leaves the state *and the noise stream*
+/// [`crate::StepErrorKind::InvalidStepSize`]. A failed step leaves the state *and the noise stream*
 /// untouched; an error of the inner step is re-stamped with this stepper's step index.
 ///
 /// ```
@@ -207,9 +208,9 @@ impl<S> Langevin<S> {
     /// Advance `state` by one GLA step: the inner step, then the exact Ornstein–Uhlenbeck flow
     /// of the momenta (time advances by the inner step's `h`).
     ///
-    /// On error `state` and the noise stream are unchanged: [`StepError::InvalidStepSize`] for
+    /// On error `state` and the noise stream are unchanged: [`crate::StepErrorKind::InvalidStepSize`] for
     /// `h ≤ 0` or non-finite, the inner step's error re-stamped with this stepper's index, or
-    /// [`StepError::NonFinite`] if the new velocities are not finite.
+    /// [`crate::StepErrorKind::NonFinite`] if the new velocities are not finite.
     pub fn step<P: Model<V> + ?Sized, V: Vector>(
         &mut self,
         target: &P,
@@ -220,7 +221,7 @@ impl<S> Langevin<S> {
     {
         let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         if !(h.is_finite() && h > 0.0) {
-            return Err(StepError::InvalidStepSize { step: k, t, h });
+            return Err(StepError::new(k, t, StepErrorKind::InvalidStepSize { h }));
         }
         self.inner.set_h(h);
         save(&mut self.saved, state);
@@ -246,11 +247,11 @@ impl<S> Langevin<S> {
         if !self.v.iter().all(|x| x.is_finite()) {
             restore(&self.saved, state, t);
             self.rng.set_word_pos(word_pos);
-            return Err(StepError::NonFinite {
-                step: k,
+            return Err(StepError::non_finite(
+                k,
                 t,
-                what: "Ornstein-Uhlenbeck velocities",
-            });
+                Quantity::OrnsteinUhlenbeckVelocities,
+            ));
         }
         state.v.as_mut_slice().copy_from_slice(&self.v);
         self.clock.steps += 1;

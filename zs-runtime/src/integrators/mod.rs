@@ -54,6 +54,7 @@ pub use zhang_skeel::{
     ZhangSkeelStiff,
 };
 
+use crate::error::{Quantity, StepErrorKind};
 use crate::linalg::Factorization;
 use crate::vector::Vector;
 use crate::StepError;
@@ -173,7 +174,11 @@ pub(crate) fn check_h(h: f64, step: u64, t: f64) -> Result<(), StepError> {
     if h.is_finite() && h != 0.0 {
         Ok(())
     } else {
-        Err(StepError::InvalidStepSize { step, t, h })
+        Err(StepError::new(
+            step,
+            t,
+            StepErrorKind::InvalidStepSize { h },
+        ))
     }
 }
 
@@ -181,14 +186,14 @@ pub(crate) fn check_h(h: f64, step: u64, t: f64) -> Result<(), StepError> {
 #[inline]
 pub(crate) fn check_finite<V: Vector>(
     x: &V,
-    what: &'static str,
+    what: Quantity,
     step: u64,
     t: f64,
 ) -> Result<(), StepError> {
     if crate::vector::all_finite(x) {
         Ok(())
     } else {
-        Err(StepError::NonFinite { step, t, what })
+        Err(StepError::non_finite(step, t, what))
     }
 }
 
@@ -196,13 +201,13 @@ pub(crate) fn check_finite<V: Vector>(
 #[inline]
 pub(crate) fn check_matrix<V: Vector>(
     h: &V::Matrix,
-    what: &'static str,
+    what: Quantity,
     step: u64,
     t: f64,
 ) -> Result<(), StepError> {
     if V::matrix_is_finite(h) {
         Ok(())
     } else {
-        Err(StepError::NonFinite { step, t, what })
+        Err(StepError::non_finite(step, t, what))
     }
 }

@@ -24,6 +24,7 @@ use core::marker::PhantomData;
 use super::zhang_skeel::Eval;
 use super::{check_finite, check_h, check_matrix, same_bits, Buffers, StepStats};
 use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
+use crate::error::{Quantity, StepErrorKind};
 use crate::linalg::{ShiftedSolve, SolveOptions};
 use crate::model::HessianPart;
 use crate::stepper::{Clock, Clocked};
@@ -64,7 +65,7 @@ fn newton_solve<V: Vector, P: Model<V> + ?Sized>(
     t: f64,
 ) -> Result<(), StepError> {
     potential.hessian_into(y, &mut e.hess);
-    check_matrix::<V>(&e.hess, "Hessian", step, t)?;
+    check_matrix::<V>(&e.hess, Quantity::Hessian, step, t)?;
     let how = e
         .solver
         .solve_shifted(&e.m, s, &e.hess, delta, &SolveOptions::default())
@@ -164,7 +165,7 @@ pub struct NewmarkEq12<V: Vector, S> {
 impl<V: Vector, S: NewtonSolve> NewmarkEq12<V, S> {
     /// The integrator with parameter `beta` (β; unconditionally linearly stable for β ≥ ¼) and
     /// step `h` (negative: integrate backwards). An invalid `h` (zero, non-finite) is reported
-    /// by `step` as [`StepError::InvalidStepSize`].
+    /// by `step` as [`crate::StepErrorKind::InvalidStepSize`].
     ///
     /// # Panics
     /// If `beta` is not finite.
@@ -210,9 +211,9 @@ impl<V: Vector, S: NewtonSolve> NewmarkEq12<V, S> {
     /// Advance `state` by one step of size `h` (time included).
     ///
     /// On error `state` is unchanged and the error carries the index of the failing step
-    /// and the time it started from: [`StepError::InvalidStepSize`],
-    /// [`StepError::SingularMatrix`] (`M + βh²H` singular), [`StepError::NonFinite`],
-    /// and, for [`Newmark`], [`StepError::NotConverged`].
+    /// and the time it started from: [`crate::StepErrorKind::InvalidStepSize`],
+    /// [`crate::SolveFailure::Singular`] (`M + βh²H` singular), [`crate::StepErrorKind::NonFinite`],
+    /// and, for [`Newmark`], [`crate::StepErrorKind::NotConverged`].
     pub fn step<P: Model<V> + ?Sized>(
         &mut self,
         potential: &P,
@@ -234,11 +235,11 @@ impl<V: Vector, S: NewtonSolve> NewmarkEq12<V, S> {
             w.cached = false;
             self.stats.gradient_evaluations += 1;
             potential.gradient_into(&state.q, &mut w.eval.g);
-            check_finite(&w.eval.g, "gradient", k, t)?;
+            check_finite(&w.eval.g, Quantity::Gradient, k, t)?;
             for i in 0..n {
                 w.a0[i] = -w.eval.g[i] / w.eval.m[i];
             }
-            check_finite(&w.a0, "acceleration", k, t)?;
+            check_finite(&w.a0, Quantity::Acceleration, k, t)?;
             w.cache_q.copy_from(&state.q);
             w.cached = true;
         }
@@ -248,12 +249,12 @@ impl<V: Vector, S: NewtonSolve> NewmarkEq12<V, S> {
             w.c[i] = state.q[i] + h * state.v[i] + 0.5 * h2 * (1.0 - 2.0 * self.beta) * w.a0[i];
             w.q[i] = state.q[i] + h * state.v[i] + 0.5 * h2 * w.a0[i];
         }
-        check_finite(&w.q, "Newmark predictor", k, t)?;
+        check_finite(&w.q, Quantity::NewmarkPredictor, k, t)?;
         let mut iterations = 0usize;
         let residual = loop {
             self.stats.gradient_evaluations += 1;
             potential.gradient_into(&w.q, &mut w.eval.g);
-            check_finite(&w.eval.g, "gradient", k, t)?;
+            check_finite(&w.eval.g, Quantity::Gradient, k, t)?;
             // r = M⁻¹F(q)
             for i in 0..n {
                 w.r[i] = w.q[i] - w.c[i] + s * w.eval.g[i] / w.eval.m[i];
@@ -268,22 +269,20 @@ impl<V: Vector, S: NewtonSolve> NewmarkEq12<V, S> {
                 break rho;
             }
             if !rho.is_finite() {
-                return Err(StepError::NonFinite {
-                    step: k,
-                    t,
-                    what: "Newmark residual",
-                });
+                return Err(StepError::non_finite(k, t, Quantity::NewmarkResidual));
             }
             if iterations >= self.max_iter {
                 self.stats.last_iterations = iterations;
                 self.stats.last_residual = rho;
-                return Err(StepError::NotConverged {
-                    step: k,
+                return Err(StepError::new(
+                    k,
                     t,
-                    solver: "Newmark Newton",
-                    iterations,
-                    residual: rho,
-                });
+                    StepErrorKind::NotConverged {
+                        solver: "Newmark Newton",
+                        iterations,
+                        residual: rho,
+                    },
+                ));
             }
             // (M + βh²H(q)) δ = −F(q) = −M r
             for i in 0..n {
@@ -302,18 +301,18 @@ impl<V: Vector, S: NewtonSolve> NewmarkEq12<V, S> {
             for i in 0..n {
                 w.q[i] += w.delta[i];
             }
-            check_finite(&w.q, "Newton iterate", k, t)?;
+            check_finite(&w.q, Quantity::NewtonIterate, k, t)?;
             iterations += 1;
         };
         for i in 0..n {
             w.a1[i] = -w.eval.g[i] / w.eval.m[i];
         }
-        check_finite(&w.a1, "acceleration", k, t)?;
+        check_finite(&w.a1, Quantity::Acceleration, k, t)?;
         // q̇_k+1 = q̇_k + (h/2)(a_k + a_k+1)
         for i in 0..n {
             w.v1[i] = state.v[i] + 0.5 * h * (w.a0[i] + w.a1[i]);
         }
-        check_finite(&w.v1, "new velocity", k, t)?;
+        check_finite(&w.v1, Quantity::NewVelocity, k, t)?;
         state.q.copy_from(&w.q);
         state.v.copy_from(&w.v1);
         state.t = t + h;
@@ -393,7 +392,7 @@ fn restore_newton(
 /// residual `ρ = ‖M⁻¹F(q)‖∞ / max(1, ‖q‖∞)` is at most the tolerance
 /// ([`DEFAULT_NEWTON_TOLERANCE`], see [`Newmark::with_tolerance`]) or the iteration cap
 /// ([`DEFAULT_NEWTON_MAX_ITERATIONS`], [`Newmark::with_max_iterations`]) is reached, which is
-/// a [`StepError::NotConverged`] (`solver: "Newmark Newton"`) carrying the iterations and the
+/// a [`crate::StepErrorKind::NotConverged`] (`solver: "Newmark Newton"`) carrying the iterations and the
 /// residual.
 ///
 /// Properties (paper §2.1): order 2, symmetric (time-reversible, to the Newton tolerance),
@@ -503,7 +502,7 @@ struct PfWork<V: Vector> {
 /// `M + βh²H(x_k + βh² a)`, starting from `a = 0` — so the first iterate is exactly the
 /// linearly-implicit `a_k` of Z&Ss (eq. 18; the paper's "partial Newton solve" remark) — until
 /// `ρ = ½h²‖M⁻¹G(a)‖∞ / max(1, ‖x_k‖∞) ≤ tol` (the position error the residual would cause);
-/// the cap on iterations gives [`StepError::NotConverged`] (`solver: "push-forward Newmark
+/// the cap on iterations gives [`crate::StepErrorKind::NotConverged`] (`solver: "push-forward Newmark
 /// Newton"`). Note `x_k + βh² a_k` is Newmark's `q_k` (eq. 13).
 ///
 /// Properties: **symplectic** in `(x, M v)` (the Euler–Lagrange equations of the discrete
@@ -604,8 +603,8 @@ impl<V: Vector> PushForwardNewmark<V> {
     /// Advance `state` by one step of size `h` (time included).
     ///
     /// On error `state` is unchanged and the error carries the index of the failing step and the
-    /// time it started from: [`StepError::InvalidStepSize`], [`StepError::SingularMatrix`],
-    /// [`StepError::NonFinite`], [`StepError::NotConverged`].
+    /// time it started from: [`crate::StepErrorKind::InvalidStepSize`], [`crate::SolveFailure::Singular`],
+    /// [`crate::StepErrorKind::NonFinite`], [`crate::StepErrorKind::NotConverged`].
     pub fn step<P: Model<V> + ?Sized>(
         &mut self,
         potential: &P,
@@ -664,7 +663,7 @@ impl<V: Vector> PushForwardNewmark<V> {
         for i in 0..n {
             w.x1[i] = state.q[i] + h * state.v[i] + 0.5 * h2 * w.a0[i];
         }
-        check_finite(&w.x1, "new position", k, t)?;
+        check_finite(&w.x1, Quantity::NewPosition, k, t)?;
         iterations += solver.solve(
             &mut self.stats,
             PfBuffers {
@@ -683,7 +682,7 @@ impl<V: Vector> PushForwardNewmark<V> {
         for i in 0..n {
             w.v1[i] = state.v[i] + 0.5 * h * (w.a0[i] + w.a1[i]);
         }
-        check_finite(&w.v1, "new velocity", k, t)?;
+        check_finite(&w.v1, Quantity::NewVelocity, k, t)?;
         state.q.copy_from(&w.x1);
         state.v.copy_from(&w.v1);
         state.t = t + h;
@@ -738,7 +737,7 @@ impl PfSolve {
             }
             stats.gradient_evaluations += 1;
             potential.gradient_into(w.y, &mut w.eval.g);
-            check_finite(&w.eval.g, "gradient", step, t)?;
+            check_finite(&w.eval.g, Quantity::Gradient, step, t)?;
             // r = M⁻¹G(a) = a + M⁻¹∇V(y)
             for i in 0..n {
                 w.r[i] = a[i] + w.eval.g[i] / w.eval.m[i];
@@ -749,20 +748,22 @@ impl PfSolve {
                 return Ok(iterations);
             }
             if !rho.is_finite() {
-                return Err(StepError::NonFinite {
+                return Err(StepError::non_finite(
                     step,
                     t,
-                    what: "push-forward Newmark residual",
-                });
+                    Quantity::PushForwardResidual,
+                ));
             }
             if iterations >= self.max_iter {
-                return Err(StepError::NotConverged {
+                return Err(StepError::new(
                     step,
                     t,
-                    solver: "push-forward Newmark Newton",
-                    iterations,
-                    residual: rho,
-                });
+                    StepErrorKind::NotConverged {
+                        solver: "push-forward Newmark Newton",
+                        iterations,
+                        residual: rho,
+                    },
+                ));
             }
             // (M + βh²H(y)) δ = −G(a) = −M r
             for i in 0..n {
@@ -772,7 +773,7 @@ impl PfSolve {
             for i in 0..n {
                 a[i] += w.delta[i];
             }
-            check_finite(a, "Newton iterate", step, t)?;
+            check_finite(a, Quantity::NewtonIterate, step, t)?;
             iterations += 1;
         }
     }

@@ -3,6 +3,7 @@
 
 use super::{check_finite, check_h, same_bits, Buffers, StepStats};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
+use crate::error::Quantity;
 use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
 use crate::{Model, StateOf, StepError, Stepper};
@@ -60,7 +61,7 @@ struct Work<V> {
 
 impl<V: Vector> VelocityVerlet<V> {
     /// Velocity Verlet with step `h` (negative: integrate backwards). An invalid `h` (zero,
-    /// non-finite) is reported by [`VelocityVerlet::step`] as [`StepError::InvalidStepSize`].
+    /// non-finite) is reported by [`VelocityVerlet::step`] as [`crate::StepErrorKind::InvalidStepSize`].
     pub fn new(h: f64) -> Self {
         Self {
             clock: Clock::new(h),
@@ -118,13 +119,13 @@ impl<V: Vector> VelocityVerlet<V> {
             w.v_half[i] = state.v[i] + half * w.a0[i];
             w.x1[i] = state.q[i] + h * w.v_half[i];
         }
-        check_finite(&w.x1, "new position", k, t)?;
+        check_finite(&w.x1, Quantity::NewPosition, k, t)?;
         self.stats.gradient_evaluations += 1;
         acceleration(potential, &w.x1, &w.m, &mut w.g, &mut w.a1, k, t)?;
         for i in 0..n {
             w.v1[i] = w.v_half[i] + half * w.a1[i];
         }
-        check_finite(&w.v1, "new velocity", k, t)?;
+        check_finite(&w.v1, Quantity::NewVelocity, k, t)?;
         state.q.copy_from(&w.x1);
         state.v.copy_from(&w.v1);
         state.t = t + h;
@@ -146,11 +147,11 @@ fn acceleration<V: Vector, P: Model<V> + ?Sized>(
     t: f64,
 ) -> Result<(), StepError> {
     potential.gradient_into(q, g);
-    check_finite(g, "gradient", step, t)?;
+    check_finite(g, Quantity::Gradient, step, t)?;
     for i in 0..g.len() {
         a[i] = -g[i] / m[i];
     }
-    check_finite(a, "acceleration", step, t)
+    check_finite(a, Quantity::Acceleration, step, t)
 }
 
 /// The cached acceleration does not depend on `h`: changing it keeps the cache.

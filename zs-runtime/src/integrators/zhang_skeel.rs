@@ -15,6 +15,7 @@ use core::marker::PhantomData;
 
 use super::{check_finite, check_h, same_bits, Buffers, StepStats};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
+use crate::error::Quantity;
 use crate::linalg::{ShiftedSolve, SolveOptions};
 use crate::model::HessianPart;
 use crate::stepper::{Clock, Clocked};
@@ -41,8 +42,8 @@ pub trait Linearization<P: ?Sized, V: Vector>: Method {
     const PART: HessianPart;
     /// Z&S's third-derivative term `−½β²h⁴M⁻¹T(x; a)` (eq. 3), or `f = a`.
     const THIRD: bool;
-    /// The matrix's name in errors.
-    const HESSIAN: &'static str;
+    /// The matrix, named in errors.
+    const HESSIAN: Quantity;
     /// `∇V(x)` into `g` and the Hessian of the solve into `h` (keeping what the third
     /// contraction at the same point can reuse, when [`Linearization::THIRD`]).
     fn gradient_hessian(p: &P, x: &V, g: &mut V, h: &mut V::Matrix);
@@ -140,7 +141,7 @@ impl Method for Eq19 {
 impl<P: Model<V> + ?Sized, V: Vector> Linearization<P, V> for Eq3 {
     const PART: HessianPart = HessianPart::Full;
     const THIRD: bool = true;
-    const HESSIAN: &'static str = "Hessian";
+    const HESSIAN: Quantity = Quantity::Hessian;
     #[inline(always)]
     fn gradient_hessian(p: &P, x: &V, g: &mut V, h: &mut V::Matrix) {
         p.gradient_hessian_keeping_third_into(x, g, h);
@@ -150,7 +151,7 @@ impl<P: Model<V> + ?Sized, V: Vector> Linearization<P, V> for Eq3 {
 impl<P: Model<V> + ?Sized, V: Vector> Linearization<P, V> for Eq18 {
     const PART: HessianPart = HessianPart::Full;
     const THIRD: bool = false;
-    const HESSIAN: &'static str = "Hessian";
+    const HESSIAN: Quantity = Quantity::Hessian;
     #[inline(always)]
     fn gradient_hessian(p: &P, x: &V, g: &mut V, h: &mut V::Matrix) {
         p.gradient_hessian_into(x, g, h);
@@ -160,7 +161,7 @@ impl<P: Model<V> + ?Sized, V: Vector> Linearization<P, V> for Eq18 {
 impl<P: StiffModel<V> + ?Sized, V: Vector> Linearization<P, V> for Eq19 {
     const PART: HessianPart = HessianPart::Stiff;
     const THIRD: bool = false;
-    const HESSIAN: &'static str = "stiff Hessian";
+    const HESSIAN: Quantity = Quantity::StiffHessian;
     #[inline(always)]
     fn gradient_hessian(p: &P, x: &V, g: &mut V, h: &mut V::Matrix) {
         p.gradient_stiff_hessian_into(x, g, h);
@@ -333,35 +334,28 @@ fn f_at_start<V: Vector, P: Model<V> + ?Sized, L: Linearization<P, V>>(
 pub(crate) fn solve_failure<V: Vector>(
     err: crate::linalg::SolveFailure,
     hess: &V::Matrix,
-    hessian_name: &'static str,
+    hessian_name: Quantity,
     step: u64,
     t: f64,
 ) -> StepError {
-    use crate::linalg::SolveFailure::NonFinite;
+    use crate::linalg::{Operand, SolveFailure::NonFinite};
     let what = match err {
-        NonFinite {
-            what: "right-hand side",
-        } => "gradient",
-        NonFinite {
-            what: "linear system matrix",
-        } if !V::matrix_is_finite(hess) => hessian_name,
+        NonFinite(Operand::RightHandSide) => Quantity::Gradient,
+        NonFinite(Operand::Matrix) if !V::matrix_is_finite(hess) => hessian_name,
         _ => return err.at(step, t),
     };
-    StepError::NonFinite { step, t, what }
+    StepError::non_finite(step, t, what)
 }
 
 #[cold]
 #[inline(never)]
 fn third_failure<V: Vector>(tc: &V, step: u64, t: f64) -> StepError {
-    StepError::NonFinite {
-        step,
-        t,
-        what: if all_finite(tc) {
-            "f (Z&S eq. 3)"
-        } else {
-            "third contraction"
-        },
-    }
+    let what = if all_finite(tc) {
+        Quantity::ZsForce
+    } else {
+        Quantity::ThirdContraction
+    };
+    StepError::non_finite(step, t, what)
 }
 
 impl<V: Vector, L> LinearlyImplicit<V, L> {
@@ -369,7 +363,7 @@ impl<V: Vector, L> LinearlyImplicit<V, L> {
     /// `h` (negative: integrate backwards).
     ///
     /// An invalid `h` (zero or non-finite) is reported by `step` as
-    /// [`StepError::InvalidStepSize`].
+    /// [`crate::StepErrorKind::InvalidStepSize`].
     ///
     /// # Panics
     /// If `beta` is not finite.
@@ -408,9 +402,9 @@ impl<V: Vector, L> LinearlyImplicit<V, L> {
 
     /// Reject near-singular linear systems: a step whose shifted matrix has an estimated
     /// 1-norm condition number above `max_condition` fails with
-    /// [`StepError::IllConditioned`] (see [`crate::linalg::SolveOptions`]). Off by default
+    /// [`crate::SolveFailure::IllConditioned`] (see [`crate::linalg::SolveOptions`]). Off by default
     /// (only matrices singular to working precision are rejected, as
-    /// [`StepError::SingularMatrix`]). Drops the cached `f`.
+    /// [`crate::SolveFailure::Singular`]). Drops the cached `f`.
     ///
     /// # Panics
     /// If `max_condition` is NaN or below 1.
@@ -446,9 +440,9 @@ impl<V: Vector, L> LinearlyImplicit<V, L> {
     /// Advance `state` by one step of size `h` (time included).
     ///
     /// On error `state` is unchanged and the error carries the index of the failing step and
-    /// the time it started from: [`StepError::InvalidStepSize`] for a zero or non-finite `h`,
-    /// [`StepError::SingularMatrix`] when the shifted matrix is singular to working precision,
-    /// [`StepError::NonFinite`] when a gradient, Hessian, third contraction, solution or new
+    /// the time it started from: [`crate::StepErrorKind::InvalidStepSize`] for a zero or non-finite `h`,
+    /// [`crate::SolveFailure::Singular`] when the shifted matrix is singular to working precision,
+    /// [`crate::StepErrorKind::NonFinite`] when a gradient, Hessian, third contraction, solution or new
     /// state is not finite.
     pub fn step<P>(&mut self, potential: &P, state: &mut StateOf<V>) -> Result<(), StepError>
     where
@@ -489,7 +483,7 @@ impl<V: Vector, L> LinearlyImplicit<V, L> {
         for i in 0..n {
             w.x1[i] = state.q[i] + h * state.v[i] - 0.5 * h2 * w.f0[i];
         }
-        check_finite(&w.x1, "new position", k, t)?;
+        check_finite(&w.x1, Quantity::NewPosition, k, t)?;
         f_into::<V, P, L>(
             beta,
             h2,
@@ -506,7 +500,7 @@ impl<V: Vector, L> LinearlyImplicit<V, L> {
         for i in 0..n {
             w.v1[i] = state.v[i] - 0.5 * h * (w.f0[i] + w.f1[i]);
         }
-        check_finite(&w.v1, "new velocity", k, t)?;
+        check_finite(&w.v1, Quantity::NewVelocity, k, t)?;
         state.q.copy_from(&w.x1);
         state.v.copy_from(&w.v1);
         state.t = t + h;

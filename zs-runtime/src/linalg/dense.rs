@@ -12,11 +12,11 @@
 //!    (`min L_ii² < N·ε · max L_ii²`), fall back to LU with partial (row) pivoting.
 //! 3. If the LU has a zero pivot, or the ratio of its smallest to its largest pivot magnitude is
 //!    below `N·ε`, the matrix is singular to working precision: [`SolveFailure::Singular`]
-//!    (turned into [`crate::StepError::SingularMatrix`] by the integrators).
+//!    (turned into [`crate::SolveFailure::Singular`] by the integrators).
 //! 4. Optionally ([`SolveOptions::max_condition`], off by default), a matrix that was factored
 //!    but whose estimated 1-norm condition number `κ̂₁(A) = ‖A‖₁·est‖A⁻¹‖₁` exceeds a
 //!    user-set limit is rejected as near-singular: [`SolveFailure::IllConditioned`] (turned into
-//!    [`crate::StepError::IllConditioned`]). The estimate is Hager's method as refined by Higham
+//!    [`crate::SolveFailure::IllConditioned`]). The estimate is Hager's method as refined by Higham
 //!    (*ACM TOMS* 14, 1988, Algorithm 4.1, the algorithm of LAPACK's `xLACON`): a few solves
 //!    with the factorization already at hand, `O(N²)` each, so it costs a fraction of the
 //!    `O(N³)` factorization; it never exceeds `κ₁` and is rarely below `κ₁/3` (measured on
@@ -49,7 +49,7 @@
 
 use nalgebra::SMatrix;
 
-use super::{singular_threshold, Factorization, ShiftedSolve, SolveFailure, SolveOptions};
+use super::{singular_threshold, Factorization, Operand, ShiftedSolve, SolveFailure, SolveOptions};
 
 /// The dense backend for fixed sizes: [`solve_shifted_with`] on `[[f64; N]; N]`, on the stack.
 /// It has no state: there is no symbolic phase for a dense `N × N` matrix.
@@ -122,9 +122,7 @@ pub fn lu_solve_general<const M: usize>(
     if b.iter().all(|x| x.is_finite()) {
         Ok(b)
     } else {
-        Err(SolveFailure::NonFinite {
-            what: "linear solve solution",
-        })
+        Err(SolveFailure::NonFinite(Operand::Solution))
     }
 }
 
@@ -309,12 +307,8 @@ fn solve_lu_in_place<const N: usize>(
     finish_in_place(x, true, Factorization::Lu)
 }
 
-const NON_FINITE_MATRIX: SolveFailure = SolveFailure::NonFinite {
-    what: "linear system matrix",
-};
-const NON_FINITE_RHS: SolveFailure = SolveFailure::NonFinite {
-    what: "right-hand side",
-};
+const NON_FINITE_MATRIX: SolveFailure = SolveFailure::NonFinite(Operand::Matrix);
+const NON_FINITE_RHS: SolveFailure = SolveFailure::NonFinite(Operand::RightHandSide);
 
 /// The row-major array of an `nalgebra` matrix.
 fn to_rows<const N: usize>(a: &SMatrix<f64, N, N>) -> [[f64; N]; N] {
@@ -461,9 +455,7 @@ fn finish_in_place<const N: usize>(
     } else if !rhs_finite {
         Err(NON_FINITE_RHS)
     } else {
-        Err(SolveFailure::NonFinite {
-            what: "linear solve solution",
-        })
+        Err(SolveFailure::NonFinite(Operand::Solution))
     }
 }
 
@@ -781,25 +773,16 @@ mod tests {
         let h = [[f64::NAN, 0.0], [0.0, 1.0]];
         assert_eq!(
             solve_shifted(&m, 1.0, &h, &[1.0, 1.0]),
-            Err(SolveFailure::NonFinite {
-                what: "linear system matrix"
-            })
+            Err(SolveFailure::NonFinite(Operand::Matrix))
         );
         let h = [[1.0, 0.0], [0.0, 1.0]];
         assert_eq!(
             solve_shifted(&m, 1.0, &h, &[f64::INFINITY, 1.0]),
-            Err(SolveFailure::NonFinite {
-                what: "right-hand side"
-            })
+            Err(SolveFailure::NonFinite(Operand::RightHandSide))
         );
         // Finite inputs, overflowing solution.
         let r = solve_shifted(&[0.5, 0.5], 0.0, &h, &[f64::MAX, 1.0]);
-        assert_eq!(
-            r,
-            Err(SolveFailure::NonFinite {
-                what: "linear solve solution"
-            })
-        );
+        assert_eq!(r, Err(SolveFailure::NonFinite(Operand::Solution)));
     }
 
     /// Exact `κ₁ = ‖A‖₁‖A⁻¹‖₁` through nalgebra's inverse.
@@ -924,7 +907,7 @@ mod tests {
         }
         .at(7, 0.7);
         assert_eq!(e.step(), 7);
-        assert_eq!(e.kind(), "ill-conditioned");
+        assert_eq!(e.code(), "ill-conditioned");
     }
 
     #[test]

@@ -71,10 +71,14 @@ pub trait ShiftedSolve<V: crate::vector::Vector> {
 }
 
 /// Why [`solve_shifted`] failed.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SolveFailure {
     /// The matrix is singular to working precision: a zero pivot, or
     /// `pivot / max_pivot < N·ε` in the pivoted LU.
+    #[error(
+        "the {n}x{n} linear system is singular (smallest pivot {pivot:e}, largest {max_pivot:e})"
+    )]
     Singular {
         /// Dimension.
         n: usize,
@@ -85,6 +89,7 @@ pub enum SolveFailure {
     },
     /// The matrix was factored, but its estimated condition number exceeds the user's limit
     /// ([`SolveOptions::max_condition`]).
+    #[error("the {n}x{n} linear system is near-singular (condition estimate {condition:e} > limit {limit:e})")]
     IllConditioned {
         /// Dimension.
         n: usize,
@@ -94,14 +99,13 @@ pub enum SolveFailure {
         limit: f64,
     },
     /// A non-finite value in the matrix, the right-hand side or the solution.
-    NonFinite {
-        /// Which one (`"linear system matrix"`, `"right-hand side"`, `"linear solve solution"`).
-        what: &'static str,
-    },
+    #[error("non-finite value in {0}")]
+    NonFinite(Operand),
     /// The system needs one of faer's factorizations and this build has no `faer` feature
     /// ([`crate::sparse`]): an indefinite or ill-balanced matrix that the banded `LDLᵀ` cannot
     /// factor accurately without pivoting, or the nonsymmetric Newton matrix of SHAKE on an
     /// assembled system.
+    #[error("the {n}x{n} linear system {reason}: build zs-runtime with its `faer` feature")]
     NeedsFaer {
         /// Dimension.
         n: usize,
@@ -110,35 +114,31 @@ pub enum SolveFailure {
     },
 }
 
+/// An operand of a linear solve ([`SolveFailure::NonFinite`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operand {
+    /// The matrix.
+    Matrix,
+    /// The right-hand side.
+    RightHandSide,
+    /// The solution.
+    Solution,
+}
+
+impl core::fmt::Display for Operand {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Operand::Matrix => "linear system matrix",
+            Operand::RightHandSide => "right-hand side",
+            Operand::Solution => "linear solve solution",
+        })
+    }
+}
+
 impl SolveFailure {
     /// The [`StepError`] of step `step` started at time `t`.
     pub fn at(self, step: u64, t: f64) -> StepError {
-        match self {
-            SolveFailure::Singular {
-                n,
-                pivot,
-                max_pivot,
-            } => StepError::SingularMatrix {
-                step,
-                t,
-                n,
-                pivot,
-                max_pivot,
-            },
-            SolveFailure::IllConditioned {
-                n,
-                condition,
-                limit,
-            } => StepError::IllConditioned {
-                step,
-                t,
-                n,
-                condition,
-                limit,
-            },
-            SolveFailure::NonFinite { what } => StepError::NonFinite { step, t, what },
-            SolveFailure::NeedsFaer { n, reason } => StepError::NeedsFaer { step, t, n, reason },
-        }
+        StepError::new(step, t, self)
     }
 }
 

@@ -22,7 +22,7 @@ use std::sync::Arc;
 #[cfg(feature = "faer")]
 use super::faer_backend::FaerSolver;
 use super::{inverse_norm_estimate, BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
-use crate::linalg::{singular_threshold, Factorization, SolveFailure, SolveOptions};
+use crate::linalg::{singular_threshold, Factorization, Operand, SolveFailure, SolveOptions};
 
 /// Marks a band entry outside the pattern (structurally zero).
 const ZERO: u32 = u32::MAX;
@@ -231,9 +231,7 @@ impl Banded {
     ) -> Result<Factorization, SolveFailure> {
         // A non-finite matrix entry gives a non-finite pivot: the fallback then reports it.
         if !crate::vector::slice_finite(x) {
-            return Err(SolveFailure::NonFinite {
-                what: "right-hand side",
-            });
+            return Err(SolveFailure::NonFinite(Operand::RightHandSide));
         }
         let (n, b) = (self.n, self.band);
         let Some((lo, hi, positive)) = self.factor(masses, scale, h.values(), x) else {
@@ -266,9 +264,7 @@ impl Banded {
                 Factorization::Ldlt
             })
         } else {
-            Err(SolveFailure::NonFinite {
-                what: "linear solve solution",
-            })
+            Err(SolveFailure::NonFinite(Operand::Solution))
         }
     }
 
@@ -289,9 +285,7 @@ impl Banded {
         {
             let _ = (masses, scale, x, options);
             if !h.is_finite() || !masses.iter().all(|m| m.is_finite()) || !scale.is_finite() {
-                return Err(SolveFailure::NonFinite {
-                    what: "linear system matrix",
-                });
+                return Err(SolveFailure::NonFinite(Operand::Matrix));
             }
             Err(SolveFailure::NeedsFaer {
                 n: self.n,

@@ -37,7 +37,7 @@ use faer::{Conj, MatMut, Par, Side};
 
 use super::lu::SparseLu;
 use super::{inverse_norm_estimate, BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
-use crate::linalg::{singular_threshold, Factorization, SolveFailure, SolveOptions};
+use crate::linalg::{singular_threshold, Factorization, Operand, SolveFailure, SolveOptions};
 
 /// A compressed-column pattern with, per stored scalar, its index in the block values.
 #[derive(Debug)]
@@ -235,20 +235,14 @@ impl FaerSolver {
         debug_assert_eq!(h.layout().id(), self.layout.id());
         let n = self.n;
         if !h.is_finite() {
-            return Err(SolveFailure::NonFinite {
-                what: "linear system matrix",
-            });
+            return Err(SolveFailure::NonFinite(Operand::Matrix));
         }
         self.lower.fill(masses, scale, h.values());
         if !self.lower.values.iter().all(|v| v.is_finite()) {
-            return Err(SolveFailure::NonFinite {
-                what: "linear system matrix",
-            });
+            return Err(SolveFailure::NonFinite(Operand::Matrix));
         }
         if !x.iter().all(|v| v.is_finite()) {
-            return Err(SolveFailure::NonFinite {
-                what: "right-hand side",
-            });
+            return Err(SolveFailure::NonFinite(Operand::RightHandSide));
         }
         self.rhs.copy_from_slice(x);
         let threshold = singular_threshold(n);
@@ -454,8 +448,6 @@ fn finish(x: &[f64], how: Factorization) -> Result<Factorization, SolveFailure> 
     if x.iter().all(|v| v.is_finite()) {
         Ok(how)
     } else {
-        Err(SolveFailure::NonFinite {
-            what: "linear solve solution",
-        })
+        Err(SolveFailure::NonFinite(Operand::Solution))
     }
 }

@@ -11,7 +11,7 @@ use faer::sparse::linalg::lu::{factorize_symbolic_lu, simplicial, LuSymbolicPara
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
 use faer::{Conj, MatMut, Par};
 
-use crate::linalg::{singular_threshold, SolveFailure};
+use crate::linalg::{singular_threshold, Operand, SolveFailure};
 
 /// A square matrix in a fixed compressed-column pattern, its values and an LU solver for it.
 pub struct SparseLu {
@@ -149,9 +149,7 @@ impl SparseLu {
         if x.iter().all(|v| v.is_finite()) {
             Ok(())
         } else {
-            Err(SolveFailure::NonFinite {
-                what: "linear solve solution",
-            })
+            Err(SolveFailure::NonFinite(Operand::Solution))
         }
     }
 

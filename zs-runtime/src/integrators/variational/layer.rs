@@ -28,6 +28,8 @@
 
 use super::lu::{Lu, Singular};
 use super::tableau::Tableau;
+use crate::error::{Quantity, StepErrorKind};
+use crate::linalg::SolveFailure;
 use crate::{ConstraintThirdContraction, MechanicalSystem, StepError};
 
 /// A value or a tangent of `y = (q, v, S)`.
@@ -80,28 +82,32 @@ pub(crate) enum LayerError {
     /// Newton on `P` did not converge (final step size).
     Projection(f64),
     /// A non-finite value in the named quantity.
-    NonFinite(&'static str),
+    NonFinite(Quantity),
 }
 
 impl LayerError {
     /// The typed error of the step `step` starting at time `t`.
     pub(crate) fn at(self, step: u64, t: f64) -> StepError {
         match self {
-            LayerError::Singular(s) => StepError::SingularMatrix {
+            LayerError::Singular(s) => StepError::new(
                 step,
                 t,
-                n: s.n,
-                pivot: s.pivot,
-                max_pivot: s.max_pivot,
-            },
-            LayerError::Projection(residual) => StepError::NotConverged {
+                SolveFailure::Singular {
+                    n: s.n,
+                    pivot: s.pivot,
+                    max_pivot: s.max_pivot,
+                },
+            ),
+            LayerError::Projection(residual) => StepError::new(
                 step,
                 t,
-                solver: "Newton on the projection P (seed 004, Stage 3)",
-                iterations: PROJECTION_ITERATIONS,
-                residual,
-            },
-            LayerError::NonFinite(what) => StepError::NonFinite { step, t, what },
+                StepErrorKind::NotConverged {
+                    solver: "Newton on the projection P (seed 004, Stage 3)",
+                    iterations: PROJECTION_ITERATIONS,
+                    residual,
+                },
+            ),
+            LayerError::NonFinite(what) => StepError::non_finite(step, t, what),
         }
     }
 }
@@ -242,7 +248,7 @@ impl<const N: usize, const M: usize> Layer<N, M> {
             && out.s.is_finite()
             && out.c.iter().chain(&out.b).flatten().all(|x| x.is_finite());
         if !finite {
-            return Err(LayerError::NonFinite("Runge–Kutta layer"));
+            return Err(LayerError::NonFinite(Quantity::RungeKuttaLayer));
         }
         Ok(out)
     }
@@ -351,7 +357,7 @@ impl<const N: usize, const M: usize> Layer<N, M> {
             }
             last = step;
             if !step.is_finite() {
-                return Err(LayerError::NonFinite("projection onto the constraints"));
+                return Err(LayerError::NonFinite(Quantity::Projection));
             }
             if step <= 1e-14 * scale {
                 converged = true;

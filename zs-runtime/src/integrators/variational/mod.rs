@@ -35,6 +35,7 @@ use lu::Lu;
 
 use super::{check_finite, check_h};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
+use crate::error::{Quantity, StepErrorKind};
 use crate::stepper::{Clock, Clocked};
 use crate::{ConstraintThirdContraction, MechanicalSystem, State, StepError, Stepper};
 
@@ -150,17 +151,17 @@ impl<const N: usize, const M: usize> Variational<N, M> {
     /// One step from `state` (on `TQ`). A failed step leaves `state` untouched.
     ///
     /// # Errors
-    /// [`StepError::InvalidStepSize`] for `h` zero or not finite; [`StepError::NonFinite`];
-    /// [`StepError::SingularMatrix`] when a KKT, projection or Phase A/B matrix is singular;
-    /// [`StepError::NotConverged`] when the projection or Phase B does not converge.
+    /// [`crate::StepErrorKind::InvalidStepSize`] for `h` zero or not finite; [`crate::StepErrorKind::NonFinite`];
+    /// [`crate::SolveFailure::Singular`] when a KKT, projection or Phase A/B matrix is singular;
+    /// [`crate::StepErrorKind::NotConverged`] when the projection or Phase B does not converge.
     pub fn step<S>(&mut self, system: &S, state: &mut State<N>) -> Result<(), StepError>
     where
         S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
     {
         let (step, t, h) = (self.clock.steps, state.t, self.clock.h);
         check_h(h, step, t)?;
-        check_finite(&state.q, "state", step, t)?;
-        check_finite(&state.v, "state", step, t)?;
+        check_finite(&state.q, Quantity::State, step, t)?;
+        check_finite(&state.v, Quantity::State, step, t)?;
         let layer_error = |e: LayerError| e.at(step, t);
         self.phase_a(system, &state.q, &state.v)
             .map_err(layer_error)?;
@@ -168,16 +169,18 @@ impl<const N: usize, const M: usize> Variational<N, M> {
             .phase_b(system, &state.q, &state.v)
             .map_err(|e| match e {
                 PhaseBError::Layer(e) => layer_error(e),
-                PhaseBError::NotConverged(residual, iterations) => StepError::NotConverged {
+                PhaseBError::NotConverged(residual, iterations) => StepError::new(
                     step,
                     t,
-                    solver: match self.solver {
-                        PhaseBSolver::Newton => "Newton on Phase B (seed 004, Stage 4)",
-                        PhaseBSolver::Chord => "chord iteration on Phase B (seed 004, §4.4)",
+                    StepErrorKind::NotConverged {
+                        solver: match self.solver {
+                            PhaseBSolver::Newton => "Newton on Phase B (seed 004, Stage 4)",
+                            PhaseBSolver::Chord => "chord iteration on Phase B (seed 004, §4.4)",
+                        },
+                        iterations,
+                        residual,
                     },
-                    iterations,
-                    residual,
-                },
+                ),
             })?;
         self.momentum = Some((self.qbar, self.mu));
         state.q = q2;
@@ -233,7 +236,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
         self.qbar = pp.q;
         self.mu = core::array::from_fn(|i| self.rhs_a[mu0 + i]);
         if !self.mu.iter().all(|x| x.is_finite()) {
-            return Err(LayerError::NonFinite("discrete momentum μ (Phase A)"));
+            return Err(LayerError::NonFinite(Quantity::DiscreteMomentum));
         }
         Ok(())
     }
@@ -297,7 +300,9 @@ impl<const N: usize, const M: usize> Variational<N, M> {
             self.f_probe = dz;
             last = dq.max(dv);
             if !last.is_finite() {
-                return Err(PhaseBError::Layer(LayerError::NonFinite("Phase B update")));
+                return Err(PhaseBError::Layer(LayerError::NonFinite(
+                    Quantity::PhaseBUpdate,
+                )));
             }
             // The chord converges linearly, at a rate ρ estimated from the last two updates:
             // its distance to the solution is about ρ/(1 − ρ) times the last update, and that,
@@ -391,7 +396,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
         if out.iter().all(|x| x.is_finite()) {
             Ok(())
         } else {
-            Err(LayerError::NonFinite("Phase B residual"))
+            Err(LayerError::NonFinite(Quantity::PhaseBResidual))
         }
     }
 
@@ -548,8 +553,8 @@ impl<const N: usize, const M: usize> ProjectedRungeKutta<N, M> {
     {
         let (step, t, h) = (self.clock.steps, state.t, self.clock.h);
         check_h(h, step, t)?;
-        check_finite(&state.q, "state", step, t)?;
-        check_finite(&state.v, "state", step, t)?;
+        check_finite(&state.q, Quantity::State, step, t)?;
+        check_finite(&state.v, Quantity::State, step, t)?;
         let fail = |e: LayerError| e.at(step, t);
         let f = self
             .layer
