@@ -195,8 +195,8 @@ impl<'a> Method<'a> {
         for arg in &f.sig.inputs {
             match arg {
                 FnArg::Receiver(r) => {
-                    let by_shared_ref =
-                        r.reference.is_some() && r.mutability.is_none() && r.colon_token.is_none();
+                    let by_shared_ref = r.mutability.is_none()
+                        && matches!(r.kind, syn::ReceiverKind::Reference(_, _, None));
                     receiver = if by_shared_ref {
                         SelfArg::Ref
                     } else {

@@ -42,7 +42,7 @@ fn run(source: &str) -> Outcome {
             .items
             .iter()
             .filter_map(|it| match it {
-                syn::Item::Impl(i) => i.trait_.as_ref().map(|(_, p, _)| {
+                syn::Item::Impl(i) => i.trait_.as_ref().map(|(p, _)| {
                     p.segments
                         .last()
                         .map(|s| s.ident.to_string())

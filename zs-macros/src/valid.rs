@@ -73,7 +73,7 @@ pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
     let item = input.original;
     let mut shape = Shape::default();
 
-    if let Some((_, path, _)) = &item.trait_ {
+    if let Some((path, _)) = &item.trait_ {
         cx.error_spanned_by(
             path,
             "#[mechanical_system] goes on an inherent impl block (`impl MySystem { ... }`), \

@@ -12,7 +12,7 @@
 //! system allocates nothing; their names differ from the contract's so that both traits can be
 //! imported together without ambiguity.
 
-use crate::linalg::SolveFailure;
+use crate::linalg::{SolveFailure, SolveOptions};
 use crate::vector::Vector;
 use crate::{MechanicalSystem, Potential, StiffSplit};
 
@@ -275,8 +275,7 @@ impl<const N: usize, const M: usize> ConstraintSolve<[f64; N], [f64; M], [[f64; 
         let a: [[f64; M]; M] = core::array::from_fn(|r| {
             core::array::from_fn(|c| (0..N).map(|i| jac[r][i] * w[i] * jac[c][i]).sum())
         });
-        let (k, _) = crate::linalg::solve_array(&a, x)?;
-        *x = k;
+        crate::linalg::dense::solve(&a, x, &SolveOptions::default())?;
         Ok(())
     }
 
@@ -289,8 +288,7 @@ impl<const N: usize, const M: usize> ConstraintSolve<[f64; N], [f64; M], [[f64; 
         let m: [[f64; M]; M] = core::array::from_fn(|r| {
             core::array::from_fn(|c| a[r].iter().zip(&d[c]).map(|(p, q)| p * q).sum())
         });
-        *x = crate::linalg::lu_solve_general(m, *x)?;
-        Ok(())
+        crate::linalg::dense::solve_general(&m, x)
     }
 }
 

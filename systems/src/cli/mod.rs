@@ -11,7 +11,7 @@
 //! zs reproduce <experiment> [--out-dir DIR]
 //! ```
 //!
-//! `run` integrates a system (`CONTRACT.md`: the penalized `V + ½ω²|g|²` for the penalty
+//! `run` integrates a system (the penalized `V + ½ω²|g|²` for the penalty
 //! methods, the constrained system for `shake`/`rattle`) from the paper's initial state or the
 //! last row of `--init FILE`, shows progress on long runs, prints a summary and writes the
 //! trajectory as CSV (written to `FILE.tmp`, renamed when complete; a run stopped by a failed
@@ -32,10 +32,16 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod drive;
+pub mod error;
 pub mod eval;
 pub mod reproduce;
+mod resume;
 pub mod run;
 pub mod state_file;
+mod system;
+
+pub use error::CliError;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -310,8 +316,8 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("zs: {}", one_line(&message));
+        Err(error) => {
+            eprintln!("zs: {}", one_line(&error.to_string()));
             ExitCode::FAILURE
         }
     }

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use super::error::CliError;
+
 #[cfg(feature = "experiments")]
 use crate::experiments::Experiment;
 
@@ -73,29 +75,34 @@ pub struct ReproduceArgs {
 }
 
 /// `zs reproduce` in a build without the `experiments` feature: the command that builds it.
+///
+/// # Errors
+/// Always [`CliError::NeedsFeature`].
 #[cfg(not(feature = "experiments"))]
-pub fn reproduce(args: &ReproduceArgs) -> Result<(), String> {
+pub fn reproduce(args: &ReproduceArgs) -> Result<(), CliError> {
     use clap::ValueEnum;
     let name = args
         .experiment
         .to_possible_value()
         .map_or_else(String::new, |v| v.get_name().to_string());
-    Err(format!(
-        "this zs was built without the experiments (cargo feature `experiments`): run \
-         `cargo run --release -p zs-systems --features experiments --bin zs -- reproduce {name}`"
-    ))
+    Err(CliError::NeedsFeature {
+        what: "zs reproduce runs the papers' experiments".into(),
+        feature: "experiments",
+        command: format!(
+            "cargo run --release -p zs-systems --features experiments --bin zs -- reproduce {name}"
+        ),
+    })
 }
 
-/// Run `zs reproduce` with parsed arguments; `Err` is the one-line message to print.
+/// Run `zs reproduce` with parsed arguments.
+///
+/// # Errors
+/// An output directory that cannot be created, a failed experiment.
 #[cfg(feature = "experiments")]
-pub fn reproduce(args: &ReproduceArgs) -> Result<(), String> {
+pub fn reproduce(args: &ReproduceArgs) -> Result<(), CliError> {
     if !args.out_dir.is_dir() {
-        std::fs::create_dir_all(&args.out_dir).map_err(|e| {
-            format!(
-                "cannot create the output directory {}: {e}",
-                args.out_dir.display()
-            )
-        })?;
+        std::fs::create_dir_all(&args.out_dir)
+            .map_err(|e| CliError::io("create the output directory", &args.out_dir, e))?;
     }
     for (i, experiment) in args.experiment.experiments().into_iter().enumerate() {
         if i > 0 {

@@ -118,50 +118,58 @@ impl Experiment {
     /// Run the experiment with the paper's parameters, writing its files into `out_dir`.
     ///
     /// # Errors
-    /// A one-line message when the output cannot be written or the experiment is not available.
-    pub fn run(self, out_dir: &Path) -> Result<Report, String> {
+    /// The output cannot be written, or (impulse convergence) a step failed.
+    pub fn run(self, out_dir: &Path) -> Result<Report, ExperimentError> {
         match self {
             Experiment::ConstraintScaling => {
                 let cfg = constraint_scaling::Config::paper();
                 let out = constraint_scaling::run(&cfg);
-                constraint_scaling::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                constraint_scaling::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::DoublePendulum => double_pendulum::reproduce(
                 out_dir,
                 &double_pendulum::Config::paper(),
                 &double_pendulum::Config::printed_sign(),
             )
-            .map_err(|e| io_message(out_dir, e)),
+            .map_err(|e| ExperimentError::write(out_dir, e)),
             Experiment::Multipliers => {
                 let cfg = multipliers::Config::paper();
                 let out = multipliers::run(&cfg);
-                multipliers::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                multipliers::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::ImpulseConvergence => {
                 let cfg = impulse_convergence::Config::paper();
-                let out = impulse_convergence::run(&cfg)
-                    .map_err(|e| format!("impulse-convergence: a step failed: {e}"))?;
-                impulse_convergence::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                let out =
+                    impulse_convergence::run(&cfg).map_err(|source| ExperimentError::Step {
+                        experiment: "impulse-convergence",
+                        source,
+                    })?;
+                impulse_convergence::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::Chain => {
                 let cfg = chain::Config::paper();
                 let out = chain::run(&cfg);
-                chain::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                chain::write(&cfg, &out, out_dir).map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::Dna => {
                 let cfg = dna::Config::paper();
                 let out = dna::run(&cfg);
-                dna::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                dna::write(&cfg, &out, out_dir).map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::WaterConservation => {
                 let cfg = water_conservation::Config::paper();
                 let out = water_conservation::run(&cfg);
-                water_conservation::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                water_conservation::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::WaterMultipliers => {
                 let cfg = water_multipliers::Config::paper();
                 let out = water_multipliers::run(&cfg);
-                water_multipliers::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                water_multipliers::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::WaterRdf | Experiment::Water100 => {
                 let cfg = if self == Experiment::WaterRdf {
@@ -170,24 +178,54 @@ impl Experiment {
                     water_rdf::Config::fig7()
                 };
                 let out = water_rdf::run(&cfg);
-                water_rdf::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                water_rdf::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::RigidBody => {
                 let cfg = rigid_body::Config::paper();
                 let out = rigid_body::run(&cfg);
-                rigid_body::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                rigid_body::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::Variational => {
                 let cfg = variational::Config::paper();
                 let out = variational::run(&cfg);
-                variational::write(&cfg, &out, out_dir).map_err(|e| io_message(out_dir, e))
+                variational::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
             }
         }
     }
 }
 
-fn io_message(dir: &Path, e: io::Error) -> String {
-    format!("cannot write the results into {}: {e}", dir.display())
+/// Why an experiment could not be reproduced.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExperimentError {
+    /// Its files cannot be written.
+    #[error("cannot write the results into {}: {source}", dir.display())]
+    Write {
+        /// The output directory.
+        dir: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A step of a run it needs failed.
+    #[error("{experiment}: a step failed: {source}")]
+    Step {
+        /// The experiment.
+        experiment: &'static str,
+        /// The failure.
+        source: StepError,
+    },
+}
+
+impl ExperimentError {
+    fn write(dir: &Path, source: io::Error) -> Self {
+        ExperimentError::Write {
+            dir: dir.to_path_buf(),
+            source,
+        }
+    }
 }
 
 /// What an experiment measured: tables to print, notes, and the files written.

@@ -22,6 +22,7 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use zs_runtime::assembly::{Assembled, Topology};
+use zs_runtime::linalg::dense::solve_general;
 use zs_runtime::mechanical_system;
 
 /// Molecules of the paper's small cluster (Figs. 4–6).
@@ -259,42 +260,63 @@ fn rotate(r: [f64; 4], v: [f64; 3]) -> [f64; 3] {
 /// # Panics
 /// If `q.len() != 9 n`.
 pub fn thermal_velocities(w: &Water, q: &[f64], kt: f64, seed: u64) -> Vec<f64> {
-    use nalgebra::{Matrix3, Vector3};
+    type V3 = [f64; 3];
+    let cross = |a: V3, b: V3| {
+        [
+            a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0],
+        ]
+    };
+    let add = |a: V3, b: V3| -> V3 { core::array::from_fn(|c| a[c] + b[c]) };
+    let sub = |a: V3, b: V3| -> V3 { core::array::from_fn(|c| a[c] - b[c]) };
+    let scale = |s: f64, a: V3| a.map(|x| s * x);
     assert_eq!(q.len() % 9, 0, "9 coordinates per molecule");
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7e4d_5eed_0000_0001);
     let masses = [w.m_o, w.m_h, w.m_h];
     let total = masses.iter().sum::<f64>();
-    let at = |x: &[f64], k: usize| Vector3::new(x[3 * k], x[3 * k + 1], x[3 * k + 2]);
+    let at = |x: &[f64], k: usize| -> V3 { [x[3 * k], x[3 * k + 1], x[3 * k + 2]] };
+    // `Σ_k m_k x_k` for the three atoms' vectors `x_k`, and that over `Σ m`.
+    let mass_sum = |x: [V3; 3]| (0..3).fold([0.0; 3], |s, k| add(s, scale(masses[k], x[k])));
+    let mass_mean = |x: [V3; 3]| scale(1.0 / total, mass_sum(x));
     let mut v = vec![0.0; q.len()];
     for (qm, vm) in q.chunks_exact(9).zip(v.chunks_exact_mut(9)) {
-        let u: Vec<Vector3<f64>> = masses
-            .iter()
-            .map(|m| {
-                Vector3::from_fn(|_, _| {
-                    (kt / m).sqrt() * Distribution::<f64>::sample(&StandardNormal, &mut rng)
-                })
+        let u: [V3; 3] = core::array::from_fn(|k| {
+            core::array::from_fn(|_| {
+                (kt / masses[k]).sqrt() * Distribution::<f64>::sample(&StandardNormal, &mut rng)
             })
-            .collect();
-        let com = (0..3).map(|k| masses[k] * at(qm, k)).sum::<Vector3<f64>>() / total;
-        let vcom = (0..3).map(|k| masses[k] * u[k]).sum::<Vector3<f64>>() / total;
-        let (mut l, mut inertia) = (Vector3::zeros(), Matrix3::zeros());
+        });
+        let com = mass_mean(core::array::from_fn(|k| at(qm, k)));
+        let vcom = mass_mean(u);
+        // Angular momentum `L = Σ m d × (u − v_com)` and inertia `I = Σ m (|d|² 1 − d dᵀ)`
+        // about the centre of mass; the rigid rotation is `ω = I⁻¹L`.
+        let (mut l, mut inertia) = ([0.0; 3], [[0.0; 3]; 3]);
         for k in 0..3 {
-            let d = at(qm, k) - com;
-            l += masses[k] * d.cross(&(u[k] - vcom));
-            inertia += masses[k] * (Matrix3::identity() * d.norm_squared() - d * d.transpose());
+            let d = sub(at(qm, k), com);
+            l = add(l, scale(masses[k], cross(d, sub(u[k], vcom))));
+            let d2 = d.iter().map(|x| x * x).sum::<f64>();
+            for (i, row) in inertia.iter_mut().enumerate() {
+                for (j, e) in row.iter_mut().enumerate() {
+                    let delta = if i == j { d2 } else { 0.0 };
+                    *e += masses[k] * (delta - d[i] * d[j]);
+                }
+            }
         }
-        let omega = inertia.lu().solve(&l).unwrap_or_else(Vector3::zeros);
+        let mut omega = l;
+        if solve_general(&inertia, &mut omega).is_err() {
+            omega = [0.0; 3];
+        }
         for k in 0..3 {
-            let vk = vcom + omega.cross(&(at(qm, k) - com));
-            vm[3 * k..3 * k + 3].copy_from_slice(vk.as_slice());
+            let vk = add(vcom, cross(omega, sub(at(qm, k), com)));
+            vm[3 * k..3 * k + 3].copy_from_slice(&vk);
         }
     }
     let n = q.len() / 9;
-    let mut p = Vector3::zeros();
+    let mut p = [0.0; 3];
     for vm in v.chunks_exact(9) {
-        p += (0..3).map(|k| masses[k] * at(vm, k)).sum::<Vector3<f64>>();
+        p = add(p, mass_sum(core::array::from_fn(|k| at(vm, k))));
     }
-    let drift = p / (total * n as f64);
+    let drift = scale(1.0 / (total * n as f64), p);
     for x in v.chunks_exact_mut(3) {
         for c in 0..3 {
             x[c] -= drift[c];

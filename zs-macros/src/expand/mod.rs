@@ -111,7 +111,7 @@ pub(crate) fn user_impl(item: &ItemImpl, stub: Option<&[String]>) -> TokenStream
     // on top of the error).
     let mut trait_use = TokenStream::new();
     if let Some(stub) = stub {
-        if let Some((_, path, _)) = item.trait_.take() {
+        if let Some((path, _)) = item.trait_.take() {
             if item.generics.params.is_empty() {
                 trait_use = quote! {
                     const _: () = {

@@ -80,12 +80,17 @@ impl<'c, 'a> Lowerer<'c, 'a> {
         scrut: &Value,
         env: &mut Env,
     ) -> Result<Option<Value>, Unwind> {
-        match self.pat_matches(&arm.pat, scrut, env) {
+        // A guard is part of the arm's pattern: `pat if guard`.
+        let (pat, guard) = match &arm.pat {
+            Pat::Guard(g) => (&*g.pat, Some(&*g.guard)),
+            pat => (pat, None),
+        };
+        match self.pat_matches(pat, scrut, env) {
             None => return Ok(Some(Value::Poison)),
             Some(false) => return Ok(None),
             Some(true) => {}
         }
-        if let Some((_, guard)) = &arm.guard {
+        if let Some(guard) = guard {
             match self.lower_expr(guard, env)? {
                 Value::Bool(true) => {}
                 Value::Bool(false) => return Ok(None),

@@ -434,6 +434,58 @@ fn contract<const D: usize, const K: usize>(t: &LocalThird<D, K>, a: &Local<D, K
     })
 }
 
+/// `f(first, chunk)` over the fixed chunks of `out` (`first`: the index of the chunk's first
+/// element), on rayon's pool when `parallel`, else once over the whole. The callback is a trait
+/// object: rayon's machinery is instantiated once per output type, not once per kernel and
+/// system (it was a quarter of the code of a program using three systems).
+fn chunked1<A: Send>(parallel: bool, a: &mut [A], f: &(dyn Fn(usize, &mut [A]) + Sync)) {
+    if parallel && a.len() > CHUNK {
+        a.par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(c, a)| f(c * CHUNK, a));
+    } else {
+        f(0, a);
+    }
+}
+
+/// [`chunked1`] over two outputs of the same length.
+#[allow(clippy::type_complexity)]
+fn chunked2<A: Send, B: Send>(
+    parallel: bool,
+    a: &mut [A],
+    b: &mut [B],
+    f: &(dyn Fn(usize, &mut [A], &mut [B]) + Sync),
+) {
+    if parallel && a.len() > CHUNK {
+        a.par_chunks_mut(CHUNK)
+            .zip(b.par_chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(|(c, (a, b))| f(c * CHUNK, a, b));
+    } else {
+        f(0, a, b);
+    }
+}
+
+/// [`chunked1`] over three outputs of the same length.
+#[allow(clippy::type_complexity)]
+fn chunked3<A: Send, B: Send, C: Send>(
+    parallel: bool,
+    a: &mut [A],
+    b: &mut [B],
+    c: &mut [C],
+    f: &(dyn Fn(usize, &mut [A], &mut [B], &mut [C]) + Sync),
+) {
+    if parallel && a.len() > CHUNK {
+        a.par_chunks_mut(CHUNK)
+            .zip(b.par_chunks_mut(CHUNK))
+            .zip(c.par_chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(|(k, ((a, b), c))| f(k * CHUNK, a, b, c));
+    } else {
+        f(0, a, b, c);
+    }
+}
+
 /// `out[t] = f(free[t], bodies[t])` for every term, in parallel chunks when asked.
 #[inline]
 fn map1<O: Send, const K: usize>(
@@ -443,20 +495,16 @@ fn map1<O: Send, const K: usize>(
     f: impl Fn(&[u32; K], &[u32; K]) -> O + Sync,
 ) {
     debug_assert_eq!(out.len(), list.len());
-    if parallel && list.len() > CHUNK {
-        out.par_chunks_mut(CHUNK)
-            .zip(list.free.par_chunks(CHUNK))
-            .zip(list.bodies.par_chunks(CHUNK))
-            .for_each(|((o, fr), bo)| {
-                for ((o, fr), bo) in o.iter_mut().zip(fr).zip(bo) {
-                    *o = f(fr, bo);
-                }
-            });
-    } else {
-        for ((o, fr), bo) in out.iter_mut().zip(&list.free).zip(&list.bodies) {
+    chunked1(parallel, out, &|first, out| {
+        let terms = first..first + out.len();
+        for ((o, fr), bo) in out
+            .iter_mut()
+            .zip(&list.free[terms.clone()])
+            .zip(&list.bodies[terms])
+        {
             *o = f(fr, bo);
         }
-    }
+    });
 }
 
 /// [`map1`] for kernels returning two outputs (gradient, Hessian).
@@ -469,26 +517,17 @@ fn map2<A: Send, B: Send, const K: usize>(
     f: impl Fn(&[u32; K], &[u32; K]) -> (A, B) + Sync,
 ) {
     debug_assert!(a.len() == list.len() && b.len() == list.len());
-    if parallel && list.len() > CHUNK {
-        a.par_chunks_mut(CHUNK)
-            .zip(b.par_chunks_mut(CHUNK))
-            .zip(list.free.par_chunks(CHUNK))
-            .zip(list.bodies.par_chunks(CHUNK))
-            .for_each(|(((a, b), fr), bo)| {
-                for (((a, b), fr), bo) in a.iter_mut().zip(b).zip(fr).zip(bo) {
-                    (*a, *b) = f(fr, bo);
-                }
-            });
-    } else {
+    chunked2(parallel, a, b, &|first, a, b| {
+        let terms = first..first + a.len();
         for (((a, b), fr), bo) in a
             .iter_mut()
             .zip(b.iter_mut())
-            .zip(&list.free)
-            .zip(&list.bodies)
+            .zip(&list.free[terms.clone()])
+            .zip(&list.bodies[terms])
         {
             (*a, *b) = f(fr, bo);
         }
-    }
+    });
 }
 
 /// [`map1`] for kernels returning three outputs (gradient, Hessian, third tensor).
@@ -502,28 +541,18 @@ fn map3<A: Send, B: Send, C: Send, const K: usize>(
     f: impl Fn(&[u32; K], &[u32; K]) -> (A, B, C) + Sync,
 ) {
     debug_assert!(a.len() == list.len() && b.len() == list.len() && c.len() == list.len());
-    if parallel && list.len() > CHUNK {
-        a.par_chunks_mut(CHUNK)
-            .zip(b.par_chunks_mut(CHUNK))
-            .zip(c.par_chunks_mut(CHUNK))
-            .zip(list.free.par_chunks(CHUNK))
-            .zip(list.bodies.par_chunks(CHUNK))
-            .for_each(|((((a, b), c), fr), bo)| {
-                for ((((a, b), c), fr), bo) in a.iter_mut().zip(b).zip(c).zip(fr).zip(bo) {
-                    (*a, *b, *c) = f(fr, bo);
-                }
-            });
-    } else {
+    chunked3(parallel, a, b, c, &|first, a, b, c| {
+        let terms = first..first + a.len();
         for ((((a, b), c), fr), bo) in a
             .iter_mut()
             .zip(b.iter_mut())
             .zip(c.iter_mut())
-            .zip(&list.free)
-            .zip(&list.bodies)
+            .zip(&list.free[terms.clone()])
+            .zip(&list.bodies[terms])
         {
             (*a, *b, *c) = f(fr, bo);
         }
-    }
+    });
 }
 
 /// `out[t] = f(free[t], kept[t])` for every term (the third contraction from kept tensors).
@@ -536,20 +565,16 @@ fn map_kept<O: Send, X: Sync, const K: usize>(
     f: impl Fn(&[u32; K], &X) -> O + Sync,
 ) {
     debug_assert!(out.len() == list.len() && kept.len() == list.len());
-    if parallel && list.len() > CHUNK {
-        out.par_chunks_mut(CHUNK)
-            .zip(list.free.par_chunks(CHUNK))
-            .zip(kept.par_chunks(CHUNK))
-            .for_each(|((o, fr), x)| {
-                for ((o, fr), x) in o.iter_mut().zip(fr).zip(x) {
-                    *o = f(fr, x);
-                }
-            });
-    } else {
-        for ((o, fr), x) in out.iter_mut().zip(&list.free).zip(kept) {
+    chunked1(parallel, out, &|first, out| {
+        let terms = first..first + out.len();
+        for ((o, fr), x) in out
+            .iter_mut()
+            .zip(&list.free[terms.clone()])
+            .zip(&kept[terms])
+        {
             *o = f(fr, x);
         }
-    }
+    });
 }
 
 /// The forms of a system, in table order.

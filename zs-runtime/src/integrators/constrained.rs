@@ -717,37 +717,6 @@ impl<V: ConstraintSpace<C>, C: Vector> Rattle<V, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linalg::{lu_solve_general as lu_solve, SolveFailure};
-
-    #[test]
-    fn lu_solves_a_nonsymmetric_system() {
-        // Zero leading entry (needs the pivot) and a nonsymmetric matrix.
-        let a = [[0.0, 2.0, 1.0], [3.0, 1.0, -1.0], [1.0, -4.0, 2.0]];
-        let b = [1.0, 2.0, 3.0];
-        let x = lu_solve(a, b).unwrap();
-        for r in 0..3 {
-            let ax: f64 = (0..3).map(|c| a[r][c] * x[c]).sum();
-            assert!((ax - b[r]).abs() < 1e-14, "row {r}: {ax} vs {}", b[r]);
-        }
-        // The symmetric part alone would give a different answer: the solver must read the
-        // upper triangle.
-        let sym = [[0.0, 2.5, 1.0], [2.5, 1.0, -2.5], [1.0, -2.5, 2.0]];
-        let y = lu_solve(sym, b).unwrap();
-        assert!((0..3).any(|i| (x[i] - y[i]).abs() > 1e-3));
-    }
-
-    #[test]
-    fn lu_reports_singular() {
-        assert!(matches!(
-            lu_solve([[1.0, 2.0], [2.0, 4.0]], [1.0, 1.0]),
-            Err(SolveFailure::Singular { n: 2, .. })
-        ));
-        assert!(matches!(
-            lu_solve([[0.0, 0.0], [0.0, 1.0]], [1.0, 1.0]),
-            Err(SolveFailure::Singular { pivot, .. }) if pivot == 0.0
-        ));
-        assert_eq!(lu_solve::<0>([], []), Ok([]));
-    }
 
     #[test]
     fn max_abs_propagates_nan() {

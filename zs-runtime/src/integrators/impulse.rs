@@ -39,11 +39,9 @@
 //! arrays. A failed step returns a [`StepError`] with the step index and leaves the state
 //! untouched.
 
-use nalgebra::SMatrix;
-
 use super::{check_finite, check_h, same_bits, StepStats};
 use crate::error::{Quantity, StepErrorKind};
-use crate::linalg::{solve_matrix, SolveFailure};
+use crate::linalg::{dense, SolveFailure, SolveOptions};
 use crate::stepper::{Clock, Clocked};
 use crate::{ConstraintCurvature, FastPotential, MechanicalSystem, State, StepError, Stepper};
 
@@ -124,14 +122,21 @@ impl From<SolveFailure> for ProjectionFailure {
     }
 }
 
-/// Solve `a x_c = rhs_c` for every column `c` (Cholesky, LU fallback: [`solve_matrix`]).
+/// Solve the symmetric `a x = rhs` (Cholesky, LU fallback: [`dense::solve`]).
+fn solve<const N: usize>(a: &[[f64; N]; N], rhs: &[f64; N]) -> Result<[f64; N], SolveFailure> {
+    let mut x = *rhs;
+    dense::solve(a, &mut x, &SolveOptions::default())?;
+    Ok(x)
+}
+
+/// Solve `a x_c = rhs_c` for every column `c`.
 fn solve_columns<const N: usize, const K: usize>(
-    a: &SMatrix<f64, N, N>,
+    a: &[[f64; N]; N],
     rhs: &[[f64; N]; K],
 ) -> Result<[[f64; N]; K], SolveFailure> {
     let mut out = [[0.0; N]; K];
     for (o, r) in out.iter_mut().zip(rhs) {
-        *o = solve_matrix(*a, r)?.0;
+        *o = solve(a, r)?;
     }
     Ok(out)
 }
@@ -142,20 +147,19 @@ fn b_matrix<S, const N: usize, const M: usize>(
     pi: &[f64; N],
     mu: &[f64; M],
     masses: &[f64; N],
-) -> SMatrix<f64, N, N>
+) -> [[f64; N]; N]
 where
     S: ConstraintCurvature<N, M> + ?Sized,
 {
     let k = sys.weighted_constraint_hessian(pi, mu);
-    SMatrix::<f64, N, N>::from_fn(|i, j| if i == j { masses[i] } else { 0.0 } - k[i][j])
+    core::array::from_fn(|i| {
+        core::array::from_fn(|j| if i == j { masses[i] } else { 0.0 } - k[i][j])
+    })
 }
 
 /// `S = G Z` with `Z = B⁻¹Gᵀ` given by its columns `z_c = B⁻¹∇g_c`.
-fn schur<const N: usize, const M: usize>(
-    g: &[[f64; N]; M],
-    z: &[[f64; N]; M],
-) -> SMatrix<f64, M, M> {
-    SMatrix::<f64, M, M>::from_fn(|c, d| dot(&g[c], &z[d]))
+fn schur<const N: usize, const M: usize>(g: &[[f64; N]; M], z: &[[f64; N]; M]) -> [[f64; M]; M] {
+    core::array::from_fn(|c| core::array::from_fn(|d| dot(&g[c], &z[d])))
 }
 
 #[inline]
@@ -233,7 +237,7 @@ where
         let [w] = solve_columns(&b, &[f1])?;
         let s = schur(&gj, &z);
         let rhs: [f64; M] = core::array::from_fn(|c| dot(&gj[c], &w) - gv[c]);
-        let (dmu, _) = solve_matrix(s, &rhs)?;
+        let dmu = solve(&s, &rhs)?;
         for i in 0..N {
             pi[i] += (0..M).map(|c| z[c][i] * dmu[c]).sum::<f64>() - w[i];
         }
@@ -262,7 +266,7 @@ where
     let [u] = solve_columns(&b, &[*y])?;
     let s = schur(&gj, &z);
     let zt_y: [f64; M] = core::array::from_fn(|c| dot(&z[c], y));
-    let (sigma, _) = solve_matrix(s, &zt_y)?;
+    let sigma = solve(&s, &zt_y)?;
     let minv_f: [f64; N] =
         core::array::from_fn(|i| u[i] - (0..M).map(|c| z[c][i] * sigma[c]).sum::<f64>());
     let f = core::array::from_fn(|i| masses[i] * minv_f[i]);
@@ -330,10 +334,11 @@ fn projected_parts<const N: usize, const M: usize>(
     y: &[f64; N],
 ) -> Result<([f64; N], [f64; N]), SolveFailure> {
     let minv_y: [f64; N] = core::array::from_fn(|i| y[i] / masses[i]);
-    let s =
-        SMatrix::<f64, M, M>::from_fn(|c, d| (0..N).map(|i| gj[c][i] * gj[d][i] / masses[i]).sum());
+    let s: [[f64; M]; M] = core::array::from_fn(|c| {
+        core::array::from_fn(|d| (0..N).map(|i| gj[c][i] * gj[d][i] / masses[i]).sum())
+    });
     let rhs: [f64; M] = core::array::from_fn(|c| dot(&gj[c], &minv_y));
-    let (lambda, _) = solve_matrix(s, &rhs)?;
+    let lambda = solve(&s, &rhs)?;
     let pty: [f64; N] =
         core::array::from_fn(|i| y[i] - (0..M).map(|c| gj[c][i] * lambda[c]).sum::<f64>());
     let minv_pty = core::array::from_fn(|i| pty[i] / masses[i]);

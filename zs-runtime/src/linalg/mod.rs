@@ -16,11 +16,7 @@
 
 pub mod dense;
 
-pub use dense::{
-    condition_estimate, condition_estimate_array, lu_solve_general, solve_array, solve_array_with,
-    solve_matrix, solve_matrix_with, solve_shifted, solve_shifted_in_place, solve_shifted_with,
-    DenseSolver,
-};
+pub use dense::{condition_estimate, solve_shifted, DenseSolver};
 
 use crate::StepError;
 
@@ -57,7 +53,7 @@ impl Factorization {
 pub trait ShiftedSolve<V: crate::vector::Vector> {
     /// Factor `diag(masses) + scale·hessian` and overwrite `x` (holding `b`) by the solution.
     ///
-    /// Failures, as [`solve_shifted_with`]: a non-finite matrix or right-hand side, a matrix
+    /// Failures, as [`solve_shifted`]: a non-finite matrix or right-hand side, a matrix
     /// singular to working precision, an estimated condition number above
     /// `options.max_condition`, a non-finite solution. On failure `x` is unspecified.
     fn solve_shifted(
@@ -142,7 +138,7 @@ impl SolveFailure {
     }
 }
 
-/// Options of [`solve_shifted_with`].
+/// Options of [`solve_shifted`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SolveOptions {
     /// Reject a factored matrix whose estimated 1-norm condition number exceeds this limit
@@ -178,4 +174,76 @@ impl SolveOptions {
 #[inline]
 pub fn singular_threshold(n: usize) -> f64 {
     n.max(1) as f64 * f64::EPSILON
+}
+
+/// The Hager–Higham estimate of `‖A⁻¹‖₁` for a symmetric `A` of dimension `n`, with
+/// `solve(x)` overwriting `x` by `A⁻¹x` (Higham 1988, Algorithm 4.1), the one estimate of every
+/// backend's condition check. `x`, `sign`, `z` are scratch of length `n`.
+pub(crate) fn inverse_norm_estimate(
+    n: usize,
+    mut solve: impl FnMut(&mut [f64]),
+    x: &mut [f64],
+    sign: &mut [f64],
+    z: &mut [f64],
+) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    let norm_1 = |x: &[f64]| x.iter().map(|v| v.abs()).sum::<f64>();
+    let iamax = |x: &[f64]| {
+        let mut best = 0;
+        for i in 1..x.len() {
+            if x[i].abs() > x[best].abs() {
+                best = i;
+            }
+        }
+        best
+    };
+    let nf = n as f64;
+    if n == 1 {
+        x[0] = 1.0;
+        solve(x);
+        return x[0].abs();
+    }
+    x.fill(1.0 / nf);
+    solve(x);
+    let mut est = norm_1(x);
+    for (s, v) in sign.iter_mut().zip(x.iter()) {
+        *s = if *v >= 0.0 { 1.0 } else { -1.0 };
+    }
+    z.copy_from_slice(sign);
+    solve(z);
+    let mut j = iamax(z);
+    for _ in 0..4 {
+        x.fill(0.0);
+        x[j] = 1.0;
+        solve(x);
+        let est_new = norm_1(x);
+        let same = sign
+            .iter()
+            .zip(x.iter())
+            .all(|(s, v)| *s == if *v >= 0.0 { 1.0 } else { -1.0 });
+        if same || est_new <= est {
+            est = est.max(est_new);
+            break;
+        }
+        est = est_new;
+        for (s, v) in sign.iter_mut().zip(x.iter()) {
+            *s = if *v >= 0.0 { 1.0 } else { -1.0 };
+        }
+        z.copy_from_slice(sign);
+        solve(z);
+        let j_new = iamax(z);
+        if j_new == j || z[j_new].abs() <= z[j].abs() {
+            break;
+        }
+        j = j_new;
+    }
+    for (i, v) in x.iter_mut().enumerate() {
+        let s = if i % 2 == 0 { 1.0 } else { -1.0 };
+        *v = s * (1.0 + i as f64 / (nf - 1.0));
+    }
+    solve(x);
+    let alt = 2.0 * norm_1(x) / (3.0 * nf);
+    est.max(alt)
 }

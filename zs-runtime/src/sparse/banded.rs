@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 #[cfg(feature = "faer")]
 use super::faer_backend::FaerSolver;
-use super::{inverse_norm_estimate, BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
+use super::{BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
+use crate::linalg::inverse_norm_estimate;
 use crate::linalg::{singular_threshold, Factorization, Operand, SolveFailure, SolveOptions};
 
 /// Marks a band entry outside the pattern (structurally zero).

@@ -3,7 +3,7 @@
 //! monomorphized for each block size up to [`MAX_BLOCK`]. O(B) for `B` bodies, no allocation.
 
 use super::{BlockLayout, SparseMatrix};
-use crate::linalg::{solve_shifted_with, Factorization, SolveFailure, SolveOptions};
+use crate::linalg::{solve_shifted, Factorization, SolveFailure, SolveOptions};
 
 /// The largest block (coordinates per body) the block-diagonal backend handles: rigid water
 /// has 9, a rigid body in `R^{3×3}` 9, point masses 2 or 3.
@@ -64,8 +64,8 @@ fn solve_blocks<const D: usize>(
         let h: [[f64; D]; D] = core::array::from_fn(|i| core::array::from_fn(|j| blk[i * D + j]));
         let m: [f64; D] = core::array::from_fn(|i| masses[b * D + i]);
         let xb = &mut x[b * D..(b + 1) * D];
-        let rhs: [f64; D] = core::array::from_fn(|i| xb[i]);
-        let (sol, f) = solve_shifted_with(&m, scale, &h, &rhs, options)?;
+        let mut sol: [f64; D] = core::array::from_fn(|i| xb[i]);
+        let f = solve_shifted(&m, scale, &h, &mut sol, options)?;
         xb.copy_from_slice(&sol);
         if !f.is_cholesky() {
             how = Factorization::Lu;

@@ -36,7 +36,8 @@ use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
 use faer::{Conj, MatMut, Par, Side};
 
 use super::lu::SparseLu;
-use super::{inverse_norm_estimate, BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
+use super::{BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
+use crate::linalg::inverse_norm_estimate;
 use crate::linalg::{singular_threshold, Factorization, Operand, SolveFailure, SolveOptions};
 
 /// A compressed-column pattern with, per stored scalar, its index in the block values.

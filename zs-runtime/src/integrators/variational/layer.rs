@@ -26,9 +26,9 @@
 // Index loops read best for the matrices and blocks of the equations written out here.
 #![allow(clippy::needless_range_loop)]
 
-use super::lu::{Lu, Singular};
 use super::tableau::Tableau;
 use crate::error::{Quantity, StepErrorKind};
+use crate::linalg::dense::lu::LuMatrix;
 use crate::linalg::SolveFailure;
 use crate::{ConstraintThirdContraction, MechanicalSystem, StepError};
 
@@ -77,8 +77,9 @@ pub(crate) struct Projected<const N: usize> {
 /// Why the layer or the projection failed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum LayerError {
-    /// A singular KKT matrix (the Lagrangian is not regular there, or `G` lost rank).
-    Singular(Singular),
+    /// A failed linear solve: a singular KKT matrix (the Lagrangian is not regular there, or
+    /// `G` lost rank), or a non-finite solution.
+    Solve(SolveFailure),
     /// Newton on `P` did not converge (final step size).
     Projection(f64),
     /// A non-finite value in the named quantity.
@@ -89,15 +90,7 @@ impl LayerError {
     /// The typed error of the step `step` starting at time `t`.
     pub(crate) fn at(self, step: u64, t: f64) -> StepError {
         match self {
-            LayerError::Singular(s) => StepError::new(
-                step,
-                t,
-                SolveFailure::Singular {
-                    n: s.n,
-                    pivot: s.pivot,
-                    max_pivot: s.max_pivot,
-                },
-            ),
+            LayerError::Solve(s) => StepError::new(step, t, s),
             LayerError::Projection(residual) => StepError::new(
                 step,
                 t,
@@ -112,9 +105,9 @@ impl LayerError {
     }
 }
 
-impl From<Singular> for LayerError {
-    fn from(s: Singular) -> Self {
-        LayerError::Singular(s)
+impl From<SolveFailure> for LayerError {
+    fn from(s: SolveFailure) -> Self {
+        LayerError::Solve(s)
     }
 }
 
@@ -131,7 +124,7 @@ pub(crate) struct Layer<const N: usize, const M: usize> {
     kt: Vec<Tan<N>>,
     /// Tangents at the current stage point (`2N` columns).
     y_t: Vec<Tan<N>>,
-    kkt: Lu,
+    kkt: LuMatrix,
     rhs: Vec<f64>,
 }
 
@@ -143,7 +136,7 @@ impl<const N: usize, const M: usize> Layer<N, M> {
             k: vec![Tan::ZERO; s],
             kt: vec![Tan::ZERO; s * 2 * N],
             y_t: vec![Tan::ZERO; 2 * N],
-            kkt: Lu::new(N + M),
+            kkt: LuMatrix::zeros(N + M),
             rhs: vec![0.0; N + M],
         }
     }

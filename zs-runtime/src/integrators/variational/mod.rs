@@ -25,13 +25,12 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod layer;
-mod lu;
 pub mod tableau;
 
 pub use tableau::{Tableau, TableauError};
 
+use crate::linalg::dense::lu::LuMatrix;
 use layer::{Flow, Layer, LayerError};
-use lu::Lu;
 
 use super::{check_finite, check_h};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
@@ -67,8 +66,8 @@ pub struct Variational<const N: usize, const M: usize> {
     clock: Clock,
     solver: PhaseBSolver,
     /// Phase A's `2N + 2M` system, Phase B's Jacobian `3N + 3M`.
-    phase_a: Lu,
-    phase_b: Lu,
+    phase_a: LuMatrix,
+    phase_b: LuMatrix,
     rhs_a: Vec<f64>,
     z: Vec<f64>,
     f: Vec<f64>,
@@ -102,8 +101,8 @@ impl<const N: usize, const M: usize> Variational<N, M> {
             alpha_minus,
             clock: Clock::new(h),
             solver: PhaseBSolver::Newton,
-            phase_a: Lu::new(2 * N + 2 * M),
-            phase_b: Lu::new(nb),
+            phase_a: LuMatrix::zeros(2 * N + 2 * M),
+            phase_b: LuMatrix::zeros(nb),
             rhs_a: vec![0.0; 2 * N + 2 * M],
             z: vec![0.0; nb],
             f: vec![0.0; nb],
@@ -512,13 +511,8 @@ where
         }
     }
     let gv: [f64; M] = core::array::from_fn(|a| (0..N).map(|n| g[a][n] * v[n]).sum());
-    let y = crate::linalg::dense::lu_solve_general(ggt, gv).map_err(|_| {
-        LayerError::Singular(lu::Singular {
-            n: M,
-            pivot: 0.0,
-            max_pivot: 0.0,
-        })
-    })?;
+    let mut y = gv;
+    crate::linalg::dense::solve_general(&ggt, &mut y)?;
     Ok(core::array::from_fn(|n| {
         v[n] - (0..M).map(|a| g[a][n] * y[a]).sum::<f64>()
     }))

@@ -1,0 +1,258 @@
+//! How `zs run` drives a stepper: the observers (energy, constraint residual, CSV, extended
+//! XYZ, guards, progress), the driver call (fresh, checkpointed or resumed) and the summary it
+//! prints.
+
+use std::path::Path;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use zs_runtime::driver::{self, Checkpointing, RunSummary};
+use zs_runtime::files::tmp_path_of;
+use zs_runtime::observers::{EnergyObserver, FnObserver, Observer};
+use zs_runtime::output::{incomplete_marker_of, CsvRecorder};
+use zs_runtime::xyz::XyzRecorder;
+use zs_runtime::{
+    ConstrainedModel, ConstraintGuard, ConstraintObserver, ConstraintSpace, EnergyGuard, Model,
+    StateOf, Vector,
+};
+
+use super::error::CliError;
+use super::run::{CliStepper, Job};
+use crate::rigid_body;
+
+impl Job<'_> {
+    /// Run `stepper` on `target` to `t_end` (or resume it) with energy, constraint, CSV, guard
+    /// and progress observers, and print the summary.
+    pub(crate) fn drive<S, T, V, C>(
+        &self,
+        system: &S,
+        target: &T,
+        mut stepper: Box<dyn CliStepper<T, V> + '_>,
+        mut state: StateOf<V>,
+        names: Vec<String>,
+    ) -> Result<(), CliError>
+    where
+        S: ConstrainedModel<V, C> + ?Sized,
+        T: Model<V> + ?Sized,
+        V: ConstraintSpace<C>,
+        C: Vector,
+    {
+        let (args, p) = (self.args, self.p);
+        let out = &self.out;
+        let planned =
+            driver::planned_steps(state.t, p.t_end, stepper.h()).ok_or(CliError::Unreachable {
+                h: stepper.h(),
+                t_end: p.t_end,
+            })?;
+        let constrained = system.constraint_count() > 0;
+        let mut energy = EnergyObserver::new();
+        let mut residual = ConstraintObserver::new(system);
+        let csv = match self.resume {
+            None => CsvRecorder::create(out, args.every)
+                .map_err(|e| CliError::io("create", tmp_path_of(out), e))?,
+            Some(_) => {
+                CsvRecorder::reopen(out, args.every).map_err(|source| CliError::ResumeOutput {
+                    out: out.clone(),
+                    completed: out.exists(),
+                    source,
+                })?
+            }
+        };
+        let csv = csv.with_names(names).with_energy();
+        let mut csv = if constrained {
+            csv.with_constraints(system)
+        } else {
+            csv
+        };
+        let defect = |q: &V| {
+            <&[f64; 9]>::try_from(q.as_slice()).map_or(f64::NAN, rigid_body::orthogonality_defect)
+        };
+        if self.orthogonality {
+            csv = csv.with_column("orthogonality_defect", defect);
+        }
+        let mut max_defect = 0.0_f64;
+        let mut defect_observer = FnObserver(|_: &T, s: &StateOf<V>| {
+            max_defect = max_defect.max(defect(&s.q));
+        });
+        let xyz_path = out.with_extension("xyz");
+        let mut xyz = match &self.xyz {
+            None => None,
+            Some(symbols) => Some(
+                match self.resume {
+                    None => XyzRecorder::create(&xyz_path, symbols.clone(), args.every),
+                    Some(_) => XyzRecorder::reopen(&xyz_path, symbols.clone(), args.every),
+                }
+                .map_err(|e| CliError::io("open", tmp_path_of(&xyz_path), e))?,
+            ),
+        };
+        let mut energy_guard = args.max_energy_drift.map(EnergyGuard::new);
+        let mut residual_guard = args.max_residual.map(|r| ConstraintGuard::new(system, r));
+        let mut cluster_guard = self.cluster_guard;
+        let first = match self.resume {
+            Some(cp) => cp.u64("run.done").unwrap_or(0),
+            None => 0,
+        };
+        let progress = if args.quiet || planned < 20_000 {
+            ProgressBar::hidden()
+        } else {
+            let bar = ProgressBar::with_draw_target(Some(planned), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}")
+                    .expect("valid progress template"),
+            );
+            bar.set_position(first);
+            bar
+        };
+        let mut count = first;
+        let mut ticker = FnObserver(|_: &T, _: &StateOf<V>| {
+            count += 1;
+            if count % 4096 == 0 {
+                progress.set_position(count);
+            }
+        });
+        let checkpointing = args.checkpoint.as_ref().map(|path| {
+            Checkpointing::new(path, args.checkpoint_every).with_meta(self.meta.clone())
+        });
+        let summary = {
+            // The same observers in the same order for a fresh and a resumed run (the
+            // checkpoint stores them by position; the guards are part of the compared
+            // arguments).
+            let mut observers: Vec<&mut dyn Observer<T, V>> =
+                vec![&mut energy, &mut residual, &mut csv];
+            if let Some(x) = xyz.as_mut() {
+                observers.push(x);
+            }
+            if let Some(g) = energy_guard.as_mut() {
+                observers.push(g);
+            }
+            if let Some(g) = residual_guard.as_mut() {
+                observers.push(g);
+            }
+            if let Some(g) = cluster_guard.as_mut() {
+                observers.push(g);
+            }
+            if self.orthogonality {
+                observers.push(&mut defect_observer);
+            }
+            observers.push(&mut ticker);
+            let stepper = stepper.as_mut();
+            match (self.resume, &checkpointing) {
+                (Some(cp), c) => {
+                    driver::resume(stepper, target, &mut state, cp, &mut observers, c.as_ref())
+                        .map_err(|source| CliError::Resume {
+                            path: args.resume.clone().unwrap_or_default(),
+                            source,
+                        })?
+                }
+                (None, Some(c)) => driver::run_checkpointed(
+                    stepper,
+                    target,
+                    &mut state,
+                    p.t_end,
+                    &mut observers,
+                    c,
+                ),
+                (None, None) => driver::run(stepper, target, &mut state, p.t_end, &mut observers),
+            }
+        };
+        progress.finish_and_clear();
+
+        let rows = csv.rows();
+        println!();
+        if summary.resumed_at > 0 {
+            println!(
+                "  resumed at step {:>8}   from {}",
+                summary.resumed_at,
+                args.resume.as_deref().unwrap_or(Path::new("?")).display()
+            );
+        }
+        println!("  steps            {:>14}", summary.steps);
+        println!(
+            "  wall time        {:>14.3} s",
+            summary.wall_time.as_secs_f64()
+        );
+        println!(
+            "  steps/s          {:>14.0}   (observers and CSV output included)",
+            summary.steps_per_second
+        );
+        let energy_name = if args.integrator.is_penalty_method() && constrained {
+            "penalized energy ½vᵀMv + V + ½ω²|g|²"
+        } else {
+            "energy ½vᵀMv + V"
+        };
+        println!(
+            "  energy E0        {:>14.6e}   ({energy_name})",
+            energy.initial_energy().unwrap_or(f64::NAN)
+        );
+        println!(
+            "  energy drift     {:>14.3e}   max |E - E0|, final E - E0 = {:.3e}",
+            energy.max_abs_drift(),
+            energy.final_drift()
+        );
+        if constrained {
+            println!(
+                "  max ‖g(q)‖       {:>14.3e}   final ‖g(q)‖ = {:.3e}",
+                residual.max_residual(),
+                residual.last_residual()
+            );
+        }
+        if self.orthogonality {
+            println!("  max ‖RᵀR − I‖    {max_defect:>14.3e}   (distance from SO(3), Frobenius)");
+        }
+        if let Some((cholesky, fallbacks)) = stepper.solves() {
+            println!(
+                "  linear solves    {cholesky:>14} Cholesky, {fallbacks} fallbacks (M + βh²H indefinite: LDLᵀ or pivoted LU)"
+            );
+        }
+        let q = summary.last_state.q.as_slice();
+        let fmt = |x: f64| {
+            if x.abs() < 1e6 {
+                format!("{x:.5}")
+            } else {
+                format!("{x:.3e}")
+            }
+        };
+        let shown: Vec<String> = q.iter().take(4).map(|&x| fmt(x)).collect();
+        println!(
+            "  final state      t = {:.4}, q = ({}{})",
+            summary.last_state.t,
+            shown.join(", "),
+            if q.len() > 4 { ", …" } else { "" }
+        );
+        if let Some(c) = &checkpointing {
+            println!(
+                "  checkpoints      {:>14}   {} (every {} steps)",
+                summary.checkpoints,
+                c.path.display(),
+                c.every
+            );
+        }
+        if summary.output_error.is_none() {
+            println!("  trajectory       {} ({rows} rows)", out.display());
+            if let Some(x) = &xyz {
+                println!(
+                    "  extended XYZ     {} ({} frames; VMD, OVITO, ASE)",
+                    xyz_path.display(),
+                    x.frames()
+                );
+            }
+        }
+        finish(summary, out)
+    }
+}
+
+/// The run's result: the output error, or the failed step, or success.
+fn finish<V: Vector>(summary: RunSummary<V>, out: &Path) -> Result<(), CliError> {
+    if let Some(e) = summary.output_error {
+        return Err(CliError::Output(e));
+    }
+    match summary.failure() {
+        None => Ok(()),
+        Some(f) => Err(CliError::Stopped {
+            error: f.error,
+            out: out.to_path_buf(),
+            steps: f.steps,
+            t: f.last_good.t,
+            marker: incomplete_marker_of(out),
+        }),
+    }
+}

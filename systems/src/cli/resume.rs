@@ -1,0 +1,77 @@
+//! What a checkpoint of `zs run` says about its run: the arguments that define it, saved in
+//! every checkpoint and compared on `--resume`.
+
+use std::path::Path;
+
+use zs_runtime::Checkpoint;
+
+use super::error::CliError;
+use super::run::{clap_name, Profile};
+use super::{GravitySign, RunArgs};
+
+/// The arguments that define the run, saved in every checkpoint (`cli.*`) and compared on
+/// resume. The names are the options' names.
+pub(crate) fn run_meta(args: &RunArgs, system: &str, out: &Path, p: &Profile) -> Checkpoint {
+    let mut cp = Checkpoint::new();
+    let mut m = cp.scope_mut("cli");
+    m.set_str("system", system);
+    m.set_str("integrator", &clap_name(args.integrator));
+    m.set_f64("h", p.h);
+    m.set_f64("t-end", p.t_end);
+    m.set_f64("omega", p.omega);
+    m.set_f64("beta", p.beta);
+    m.set_u64("every", args.every);
+    m.set_str(
+        "gravity",
+        &format!("{:?}", args.gravity.unwrap_or(GravitySign::Physical)),
+    );
+    m.set_str("out", &out.display().to_string());
+    m.set_f64s(
+        "n",
+        &args.n.map(|n| n as f64).into_iter().collect::<Vec<_>>(),
+    );
+    m.set_f64s(
+        "seed",
+        &args.seed.map(|s| s as f64).into_iter().collect::<Vec<_>>(),
+    );
+    m.set_f64s("gamma", args.gamma.as_slice());
+    m.set_f64s("kt", args.kt.as_slice());
+    m.set_f64s("max-energy-drift", args.max_energy_drift.as_slice());
+    m.set_f64s("max-residual", args.max_residual.as_slice());
+    m.set_f64s("max-radius", args.max_radius.as_slice());
+    m.set_f64s("max-condition", args.max_condition.as_slice());
+    cp
+}
+
+/// `Err` naming the first argument that differs between this command line and the checkpoint.
+pub(crate) fn check_same_run(
+    now: &Checkpoint,
+    saved: &Checkpoint,
+    path: &Path,
+) -> Result<(), CliError> {
+    let human = |text: Option<String>| match text {
+        None => "absent".to_string(),
+        Some(t) => {
+            let value = t.split_once(' ').map_or(t.as_str(), |(_, v)| v);
+            let shown = value.split_once("# ").map_or(value, |(_, d)| d).trim();
+            if shown.is_empty() {
+                "unset".to_string()
+            } else {
+                shown.to_string()
+            }
+        }
+    };
+    for key in now.keys() {
+        let (a, b) = (now.value_text(key), saved.value_text(key));
+        if a != b {
+            let name = key.strip_prefix("cli.").unwrap_or(key);
+            return Err(CliError::ResumeMismatch {
+                path: path.to_path_buf(),
+                option: name.to_string(),
+                here: human(a),
+                saved: human(b),
+            });
+        }
+    }
+    Ok(())
+}

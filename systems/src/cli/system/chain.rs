@@ -1,0 +1,72 @@
+//! `chain`: the chain of `n` pendula of Tao & Owhadi §4.2, assembled (a site term per mass, a
+//! bond constraint per rod, the pivot pinned).
+
+use super::{count, gravity, gravity_name, Accepts, CliSystem};
+use crate::chain::{self, PendulumChain};
+use crate::cli::error::CliError;
+use crate::cli::eval::table;
+use crate::cli::run::{DynConstrained, DynStiff, Job};
+use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
+
+pub(super) struct ChainCli;
+
+impl CliSystem for ChainCli {
+    fn name(&self) -> &'static str {
+        "chain"
+    }
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            n: Some(("pendula", chain::N, 1)),
+            constraints: Ok(()),
+            omega: true,
+            gravity: true,
+            rigid_body: false,
+            threads: true,
+            cluster: false,
+        }
+    }
+    fn omega(&self) -> f64 {
+        chain::OMEGA
+    }
+    fn defaults(&self, method: IntegratorName, omega: f64) -> (f64, f64, f64) {
+        let h = if method == IntegratorName::Verlet {
+            0.1 / omega
+        } else {
+            chain::H
+        };
+        (h, chain::T_END, chain::BETA)
+    }
+    fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
+        let n = count(self, args.n)?;
+        let g = gravity(args.gravity);
+        let system = PendulumChain {
+            gravity: g,
+            ..PendulumChain::paper()
+        }
+        .assemble(n);
+        let state = job.initial_state(PendulumChain::initial_state(n))?;
+        println!(
+            "zs: chain of {n} pendula (Tao & Owhadi §4.2), gravity {} (V = {}Σ y_i), L = √5, pivot pinned at the origin",
+            gravity_name(g),
+            if g < 0.0 { "+" } else { "-" },
+        );
+        let names = PendulumChain::coordinate_names(n);
+        let penalized = system.penalized(job.p.omega);
+        let (sys, pen): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &penalized);
+        job.in_pool(|| job.run(sys, pen, state, names))
+    }
+    fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
+        let n = count(self, args.n)?;
+        let system = PendulumChain {
+            gravity: gravity(args.gravity),
+            ..PendulumChain::paper()
+        }
+        .assemble(n);
+        let rows = state_file::read(&args.input, 2 * n)?;
+        let names = PendulumChain::coordinate_names(n);
+        Ok(match args.omega {
+            Some(w) => table(&system.penalized(w), &rows, &names),
+            None => table(&system, &rows, &names),
+        })
+    }
+}

@@ -1,0 +1,57 @@
+//! `dna`: the DNA base-pair ring of Tao & Owhadi §4.4, assembled (a site and a bond term,
+//! unconstrained).
+
+use super::{count, Accepts, CliSystem};
+use crate::cli::error::CliError;
+use crate::cli::eval::table;
+use crate::cli::run::{DynConstrained, DynStiff, Job};
+use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
+use crate::dna::{self, DnaChain};
+
+pub(super) struct DnaCli;
+
+impl CliSystem for DnaCli {
+    fn name(&self) -> &'static str {
+        "dna"
+    }
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            n: Some(("base pairs", dna::N, 3)),
+            constraints: Err("it has no constraints (nor a stiff part)"),
+            omega: false,
+            gravity: false,
+            rigid_body: false,
+            threads: true,
+            cluster: false,
+        }
+    }
+    fn omega(&self) -> f64 {
+        0.0
+    }
+    fn defaults(&self, method: IntegratorName, _omega: f64) -> (f64, f64, f64) {
+        let h = if method == IntegratorName::Verlet {
+            dna::VERLET_H
+        } else {
+            dna::H
+        };
+        (h, 500.0, dna::BETA)
+    }
+    fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
+        let n = count(self, args.n)?;
+        let seed = args.seed.unwrap_or(0);
+        let system = DnaChain::paper().assemble(n);
+        let state = job.initial_state(DnaChain::initial_state(n, seed))?;
+        println!(
+            "zs: DNA ring of {n} base pairs (Tao & Owhadi §4.4), ε = 1/1400, a = 7, x0 = 0.3, initial noise seed {seed}"
+        );
+        let names = DnaChain::coordinate_names(n);
+        let (sys, pot): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &system);
+        job.in_pool(|| job.run(sys, pot, state, names))
+    }
+    fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
+        let n = count(self, args.n)?;
+        let system = DnaChain::paper().assemble(n);
+        let rows = state_file::read(&args.input, n)?;
+        Ok(table(&system, &rows, &DnaChain::coordinate_names(n)))
+    }
+}

@@ -1,0 +1,72 @@
+//! `double-pendulum`: the penalized double pendulum of Tao & Owhadi §4.1 (4 coordinates,
+//! 2 constraints), fixed size.
+
+use zs_runtime::MechanicalSystem;
+
+use super::{gravity, gravity_name, Accepts, CliSystem};
+use crate::cli::error::CliError;
+use crate::cli::eval::table;
+use crate::cli::run::Job;
+use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
+use crate::double_pendulum::{self, DoublePendulum};
+
+pub(super) struct DoublePendulumCli;
+
+const NAMES: [&str; 4] = ["x1", "y1", "x2", "y2"];
+
+impl CliSystem for DoublePendulumCli {
+    fn name(&self) -> &'static str {
+        "double-pendulum"
+    }
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            n: None,
+            constraints: Ok(()),
+            omega: true,
+            gravity: true,
+            rigid_body: false,
+            threads: false,
+            cluster: false,
+        }
+    }
+    fn omega(&self) -> f64 {
+        double_pendulum::OMEGA
+    }
+    fn defaults(&self, method: IntegratorName, omega: f64) -> (f64, f64, f64) {
+        let h = if method == IntegratorName::Verlet {
+            double_pendulum::H / omega
+        } else {
+            double_pendulum::H
+        };
+        (h, 50.0, double_pendulum::BETA)
+    }
+    fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
+        let g = gravity(args.gravity);
+        let system = DoublePendulum {
+            gravity: g,
+            ..DoublePendulum::paper()
+        };
+        let state = job.initial_state(DoublePendulum::initial_state())?;
+        println!(
+            "zs: double pendulum (Tao & Owhadi §4.1), gravity {} (V = {}(y1 + y2)), L1 = {}, L2 = {:.6}",
+            gravity_name(g),
+            if g < 0.0 { "+" } else { "-" },
+            system.l1,
+            system.l2
+        );
+        let names = NAMES.map(String::from).to_vec();
+        job.run(&system, &system.penalized(job.p.omega), state, names)
+    }
+    fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
+        let system = DoublePendulum {
+            gravity: gravity(args.gravity),
+            ..DoublePendulum::paper()
+        };
+        let rows = state_file::read(&args.input, 4)?;
+        let names = NAMES.map(String::from);
+        Ok(match args.omega {
+            Some(w) => table(&system.penalized(w), &rows, &names),
+            None => table(&system, &rows, &names),
+        })
+    }
+}

@@ -1,0 +1,163 @@
+//! The systems of the command line, one description each ([`CliSystem`]): its name, the
+//! options that apply to it ([`Accepts`]), the paper's defaults, how it is built from the
+//! arguments, what a run writes besides the CSV, and its `zs eval`. `zs run` and `zs eval` are
+//! written once over these descriptions; a new system is a file here, a [`SystemName`] variant
+//! and a line in [`describe`].
+
+mod chain;
+mod dna;
+mod double_pendulum;
+mod rigid_body;
+mod water;
+
+use super::error::CliError;
+use super::run::Job;
+use super::{EvalArgs, GravitySign, IntegratorName, RunArgs, SystemName};
+
+/// The options a system takes (each given to a system that does not take it is a one-line
+/// error naming the systems it applies to).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Accepts {
+    /// `--n`: what it counts, its default, its least value.
+    pub n: Option<(&'static str, usize, usize)>,
+    /// Constraints: `--max-residual`, `--integrator shake|rattle|zss-stiff`, a penalty `--omega`.
+    /// `Err(reason)`: why not.
+    pub constraints: Result<(), &'static str>,
+    /// `--omega` without constraints (the rigid body's penalty is part of its potential).
+    pub omega: bool,
+    /// `--gravity` (the pendula).
+    pub gravity: bool,
+    /// `--b-mu` and `--integrator lie-euler` (the rigid body).
+    pub rigid_body: bool,
+    /// `--threads` (the assembled systems).
+    pub threads: bool,
+    /// `--minimize`, `--max-radius` (the water cluster).
+    pub cluster: bool,
+}
+
+/// One system of the command line (see the [module docs](self)).
+pub(crate) trait CliSystem: Sync {
+    /// The command-line name.
+    fn name(&self) -> &'static str;
+    /// The options it takes.
+    fn accepts(&self) -> Accepts;
+    /// The paper's penalty frequency ω (the default of `--omega`; unused without constraints).
+    fn omega(&self) -> f64;
+    /// The paper's `(h, T, β)` for `method` with penalty `omega`.
+    fn defaults(&self, method: IntegratorName, omega: f64) -> (f64, f64, f64);
+    /// `zs run`: build the system, its start and its extra outputs, and drive it with `job`.
+    ///
+    /// # Errors
+    /// What building or running reports.
+    fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError>;
+    /// `zs eval`: `V` (penalized with `--omega`) and `∇V` of every row of `--in`, as CSV.
+    ///
+    /// # Errors
+    /// An unreadable state file, an option that does not apply.
+    fn eval(&self, args: &EvalArgs) -> Result<String, CliError>;
+}
+
+/// The description of `name`.
+pub(crate) fn describe(name: SystemName) -> &'static dyn CliSystem {
+    match name {
+        SystemName::DoublePendulum => &double_pendulum::DoublePendulumCli,
+        SystemName::Chain => &chain::ChainCli,
+        SystemName::Dna => &dna::DnaCli,
+        SystemName::Water => &water::WaterCli,
+        SystemName::RigidBody => &rigid_body::RigidBodyCli,
+    }
+}
+
+/// Every system, in the order of [`SystemName`].
+fn all() -> impl Iterator<Item = &'static dyn CliSystem> {
+    [
+        SystemName::DoublePendulum,
+        SystemName::Chain,
+        SystemName::Dna,
+        SystemName::Water,
+        SystemName::RigidBody,
+    ]
+    .into_iter()
+    .map(describe)
+}
+
+/// "chain, dna and water": the systems for which `has` holds.
+pub(crate) fn which(has: impl Fn(&Accepts) -> bool) -> String {
+    let names: Vec<&str> = all()
+        .filter(|s| has(&s.accepts()))
+        .map(|s| s.name())
+        .collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The coefficient `gravity` of `V = -gravity·Σ y` for `--gravity` (physical: `-1`).
+pub(crate) fn gravity(sign: Option<GravitySign>) -> f64 {
+    match sign.unwrap_or(GravitySign::Physical) {
+        GravitySign::Physical => -1.0,
+        GravitySign::Printed => 1.0,
+    }
+}
+
+/// `"physical"` or `"printed"`.
+pub(crate) fn gravity_name(g: f64) -> &'static str {
+    if g < 0.0 {
+        "physical"
+    } else {
+        "printed"
+    }
+}
+
+/// `--n`, its default, checked against the least value the system takes.
+pub(crate) fn count(sys: &dyn CliSystem, n: Option<u64>) -> Result<usize, CliError> {
+    let (what, default, least) = sys.accepts().n.expect("a system with --n");
+    let n = n.map_or(default, |n| n as usize);
+    if n < least {
+        return Err(CliError::BadValue {
+            option: "--n",
+            value: n.to_string(),
+            why: match what {
+                "base pairs" => "a DNA ring needs at least 3 base pairs",
+                "molecules" => "a water cluster needs at least one molecule",
+                _ => "too few bodies",
+            },
+        });
+    }
+    Ok(n)
+}
+
+/// The options `zs eval` shares with `zs run`, checked against what `sys` accepts.
+pub(crate) fn check_eval_options(sys: &dyn CliSystem, args: &EvalArgs) -> Result<(), CliError> {
+    let a = sys.accepts();
+    let name = sys.name();
+    if args.b_mu.is_some() && !a.rigid_body {
+        return Err(CliError::applies_only_to(
+            "--b-mu",
+            which(|a| a.rigid_body),
+            name,
+        ));
+    }
+    if args.n.is_some() && a.n.is_none() {
+        return Err(CliError::applies_only_to(
+            "--n",
+            which(|a| a.n.is_some()),
+            name,
+        ));
+    }
+    if args.gravity.is_some() && !a.gravity {
+        return Err(CliError::applies_only_to(
+            "--gravity",
+            which(|a| a.gravity),
+            name,
+        ));
+    }
+    if let (Some(_), Err(reason)) = (args.omega, a.constraints) {
+        if !a.omega {
+            return Err(CliError::does_not_apply("--omega", name, Some(reason)));
+        }
+    }
+    Ok(())
+}
