@@ -177,6 +177,13 @@ impl core::fmt::Display for Quantity {
     }
 }
 
+impl SolveFailure {
+    /// The [`StepError`] of step `step` started at time `t`.
+    pub fn at(self, step: u64, t: f64) -> StepError {
+        StepError::new(step, t, self)
+    }
+}
+
 impl StepError {
     /// The failure `kind` of step `step`, started at time `t`.
     pub fn new(step: u64, t: f64, kind: impl Into<StepErrorKind>) -> Self {

@@ -28,7 +28,7 @@ pub trait Vector:
     type Matrix: Debug + Send + Sync;
     /// The two-phase solver of `(M + sH) x = b` for [`Vector::Matrix`] (pattern once, factor and
     /// solve each step).
-    type Solver: ShiftedSolve<Self> + Debug + Send + Sync;
+    type Solver: ShiftedSolve<Self, Matrix = Self::Matrix> + Debug + Send + Sync;
 
     /// `len` zeros. For `[f64; N]`, `len` must be `N`.
     fn zeros(len: usize) -> Self;
@@ -133,18 +133,7 @@ pub fn all_finite<V: Vector>(x: &V) -> bool {
     slice_finite(x.as_slice())
 }
 
-/// [`all_finite`] on a slice.
-#[inline]
-pub fn slice_finite(x: &[f64]) -> bool {
-    // An OR of per-entry tests on the exponent bits (all ones: ±∞ or NaN) has no floating-point
-    // dependency chain and no early exit, so it vectorizes: a few hundred entries cost tens of
-    // cycles (a running `acc += 0.0 * v` costs one add latency per entry).
-    const EXPONENT: u64 = 0x7ff0_0000_0000_0000;
-    let bad = x.iter().fold(0u64, |m, v| {
-        m | u64::from(v.to_bits() & EXPONENT == EXPONENT)
-    });
-    bad == 0
-}
+pub use crate::linalg::slice_finite;
 
 /// True when `a` and `b` hold the same bit patterns (so `-0.0 ≠ 0.0`, and NaNs of equal bits
 /// are equal): the key of the steppers' caches.

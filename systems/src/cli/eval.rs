@@ -5,14 +5,11 @@
 //! `½ω²‖RᵀR − I‖²` is part of its potential: `Bμ R33` without `--omega`, `--b-mu X` sets `Bμ`).
 //! Written once; each system's description ([`super::system`]) builds its model.
 
-use std::fmt::Write as _;
 use std::path::Path;
-
-use zs_runtime::{Model, Vector};
 
 use super::error::CliError;
 use super::system::{check_eval_options, describe};
-use super::{state_file, EvalArgs};
+use super::EvalArgs;
 
 /// Run `zs eval` with parsed arguments.
 ///
@@ -42,28 +39,4 @@ pub fn eval(args: &EvalArgs) -> Result<(), CliError> {
                 .map_err(|e| CliError::io("write", path, e))
         }
     }
-}
-
-/// The CSV text: header, then `V, ∇V` per row.
-pub(crate) fn table<P: Model<V>, V: Vector>(
-    target: &P,
-    rows: &[state_file::Row],
-    names: &[String],
-) -> String {
-    let mut out = String::from("potential");
-    for n in names {
-        let _ = write!(out, ",dV_{n}");
-    }
-    out.push('\n');
-    let mut g = V::zeros(names.len());
-    for row in rows {
-        let q = V::try_from_slice(&row.q).expect("rows have the system's size");
-        target.gradient_into(&q, &mut g);
-        let _ = write!(out, "{:e}", target.potential_at(&q));
-        for x in g.as_slice() {
-            let _ = write!(out, ",{x:e}");
-        }
-        out.push('\n');
-    }
-    out
 }

@@ -32,11 +32,10 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand, ValueEnum};
 
-mod drive;
 pub mod error;
 pub mod eval;
+mod job;
 pub mod reproduce;
-mod resume;
 pub mod run;
 pub mod state_file;
 mod system;
@@ -119,6 +118,11 @@ pub enum IntegratorName {
 }
 
 impl IntegratorName {
+    /// The command-line spelling (`zss-stiff`).
+    pub fn clap_name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(|| format!("{self:?}"), |v| v.get_name().to_string())
+    }
     /// True for the methods that integrate the penalized potential (all but SHAKE, RATTLE).
     pub fn is_penalty_method(self) -> bool {
         !matches!(

@@ -22,17 +22,7 @@
 //!   measures the alternatives).
 
 use super::graph::{FxHashMap, Graph, Node, NodeId};
-use super::{Binary, Unary, Var};
-
-/// What a derivative is taken with respect to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Wrt {
-    /// The partial derivative `∂/∂v`.
-    Var(Var),
-    /// The directional derivative `Σ_k a_k ∂/∂q_k`, with `a_k = Var::Dir(k)` (treated as
-    /// constants).
-    QDir,
-}
+use super::{Binary, Unary, Var, Wrt};
 
 impl Graph {
     fn depends(&self, n: NodeId, wrt: Wrt) -> bool {

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
-use super::{Binary, Unary, Var};
+use super::{Binary, Unary, Var, Wrt};
 
 /// A fast non-cryptographic hasher (the multiply-rotate scheme of rustc's `FxHasher`): the
 /// engine's maps are keyed by small fixed-size values it creates itself, and SipHash dominated
@@ -158,7 +158,7 @@ pub struct Graph {
     /// The empty bitset, shared by all constants.
     no_deps: Rc<[u64]>,
     /// Memo of `derivative` (see `diff.rs`).
-    pub(super) deriv_memo: FxHashMap<(NodeId, super::diff::Wrt), NodeId>,
+    pub(super) deriv_memo: FxHashMap<(NodeId, Wrt), NodeId>,
 }
 
 impl Graph {

@@ -82,6 +82,16 @@ pub enum Var {
     Lambda(u32),
 }
 
+/// What a derivative is taken with respect to (the key of the graph's derivative memo).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Wrt {
+    /// The partial derivative `∂/∂v`.
+    Var(Var),
+    /// The directional derivative `Σ_k a_k ∂/∂q_k`, with `a_k = Var::Dir(k)` (treated as
+    /// constants).
+    QDir,
+}
+
 /// Unary functions supported by the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Unary {

@@ -13,8 +13,8 @@ use core::marker::PhantomData;
 
 use rayon::prelude::*;
 
-use super::constraints::SparseJacobian;
 use super::forms::{Form, FormInfo, Over, ThirdForm};
+use super::jacobian::SparseJacobian;
 use super::plan::{Bodies, Csr, HessianGather, TermList, NOWHERE, PINNED};
 use super::terms::{Kernel, Local, LocalHessian, LocalThird};
 use super::topology::Topology;

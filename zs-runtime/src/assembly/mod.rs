@@ -15,12 +15,16 @@
 //!   the third derivative is obtained);
 //! - [`terms`]: the kernel trait the macro implements, one per form, generic in `(D, K)`;
 //! - `plan`: set-up of one form — its term list, gather lists into the Hessian block patterns;
+//! - [`jacobian`]: the sparse constraint Jacobian and the `m × m` solves of SHAKE/RATTLE in its
+//!   pattern;
 //! - `eval`: the engine, written once over the forms — kernels in parallel chunks into per-term
 //!   buffers, then a fixed-order gather (bit-identical whatever the thread count, nothing
 //!   allocated);
 //! - [`system`]: [`Assembled`], a [`crate::Model`] / [`crate::StiffModel`] over `Vec<f64>`;
-//! - [`constraints`]: the sparse constraint Jacobian and the `m × m` solves of SHAKE/RATTLE, a
+//! - [`constraints`]: which constraints there are, [`Assembled`] as a
 //!   [`crate::ConstrainedModel`].
+//!
+//! Each module imports only from those listed before it (`topology` and `forms` from none).
 //!
 //! ```
 //! use zs_runtime::assembly::{Assembled, Topology};
@@ -54,13 +58,14 @@
 pub mod constraints;
 mod eval;
 pub mod forms;
+pub mod jacobian;
 mod plan;
 pub mod system;
 pub mod terms;
 pub mod topology;
 
-pub use constraints::{SparseConstraintSolver, SparseJacobian};
 pub use forms::{Bond, Form, FormInfo, Forms, Over, Pair, Site, ThirdForm};
+pub use jacobian::{SparseConstraintSolver, SparseJacobian};
 pub use system::{Assembled, PenalizedAssembly, PARALLEL_BY_DEFAULT_ABOVE};
 pub use terms::{Body, Kernel, Local, LocalHessian, LocalThird, Terms};
 pub use topology::{Topology, TopologyError};

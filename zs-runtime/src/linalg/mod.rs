@@ -18,8 +18,6 @@ pub mod dense;
 
 pub use dense::{condition_estimate, solve_shifted, DenseSolver};
 
-use crate::StepError;
-
 /// Which factorization solved the system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Factorization {
@@ -50,7 +48,10 @@ impl Factorization {
 /// Backends: [`DenseSolver`] (the unrolled stack solve of this module, fixed sizes) and
 /// [`crate::sparse::SparseSolver`] (block diagonal, or sparse `LLᵀ` via faer with `LDLᵀ` and
 /// pivoting-LU fallbacks).
-pub trait ShiftedSolve<V: crate::vector::Vector> {
+pub trait ShiftedSolve<V> {
+    /// How the Hessian is stored: `[[f64; N]; N]`, or a [`crate::sparse::SparseMatrix`].
+    type Matrix;
+
     /// Factor `diag(masses) + scale·hessian` and overwrite `x` (holding `b`) by the solution.
     ///
     /// Failures, as [`solve_shifted`]: a non-finite matrix or right-hand side, a matrix
@@ -60,7 +61,7 @@ pub trait ShiftedSolve<V: crate::vector::Vector> {
         &mut self,
         masses: &V,
         scale: f64,
-        hessian: &V::Matrix,
+        hessian: &Self::Matrix,
         x: &mut V,
         options: &SolveOptions,
     ) -> Result<Factorization, SolveFailure>;
@@ -128,13 +129,6 @@ impl core::fmt::Display for Operand {
             Operand::RightHandSide => "right-hand side",
             Operand::Solution => "linear solve solution",
         })
-    }
-}
-
-impl SolveFailure {
-    /// The [`StepError`] of step `step` started at time `t`.
-    pub fn at(self, step: u64, t: f64) -> StepError {
-        StepError::new(step, t, self)
     }
 }
 
@@ -246,4 +240,17 @@ pub(crate) fn inverse_norm_estimate(
     solve(x);
     let alt = 2.0 * norm_1(x) / (3.0 * nf);
     est.max(alt)
+}
+
+/// True when every entry of `x` is finite ([`crate::vector::all_finite`] on a slice).
+#[inline]
+pub fn slice_finite(x: &[f64]) -> bool {
+    // An OR of per-entry tests on the exponent bits (all ones: ±∞ or NaN) has no floating-point
+    // dependency chain and no early exit, so it vectorizes: a few hundred entries cost tens of
+    // cycles (a running `acc += 0.0 * v` costs one add latency per entry).
+    const EXPONENT: u64 = 0x7ff0_0000_0000_0000;
+    let bad = x.iter().fold(0u64, |m, v| {
+        m | u64::from(v.to_bits() & EXPONENT == EXPONENT)
+    });
+    bad == 0
 }

@@ -231,7 +231,7 @@ impl Banded {
         options: &SolveOptions,
     ) -> Result<Factorization, SolveFailure> {
         // A non-finite matrix entry gives a non-finite pivot: the fallback then reports it.
-        if !crate::vector::slice_finite(x) {
+        if !crate::linalg::slice_finite(x) {
             return Err(SolveFailure::NonFinite(Operand::RightHandSide));
         }
         let (n, b) = (self.n, self.band);
@@ -258,7 +258,7 @@ impl Banded {
         for (i, &old) in self.perm.iter().enumerate() {
             x[old as usize] = self.y[i];
         }
-        if crate::vector::slice_finite(x) {
+        if crate::linalg::slice_finite(x) {
             Ok(if positive {
                 Factorization::Cholesky
             } else {

@@ -336,6 +336,8 @@ fn banded_or_general(layout: &Arc<BlockLayout>, backend: Backend) -> Inner {
 }
 
 impl ShiftedSolve<Vec<f64>> for SparseSolver {
+    type Matrix = SparseMatrix;
+
     fn solve_shifted(
         &mut self,
         masses: &Vec<f64>,

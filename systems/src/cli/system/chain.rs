@@ -1,11 +1,10 @@
 //! `chain`: the chain of `n` pendula of Tao & Owhadi §4.2, assembled (a site term per mass, a
 //! bond constraint per rod, the pivot pinned).
 
-use super::{count, gravity, gravity_name, Accepts, CliSystem};
+use super::{count, gravity, gravity_name, table, Accepts, CliSystem};
 use crate::chain::{self, PendulumChain};
 use crate::cli::error::CliError;
-use crate::cli::eval::table;
-use crate::cli::run::{DynConstrained, DynStiff, Job};
+use crate::cli::job::{DynConstrained, DynStiff, Job};
 use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
 
 pub(super) struct ChainCli;

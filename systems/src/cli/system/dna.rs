@@ -1,10 +1,9 @@
 //! `dna`: the DNA base-pair ring of Tao & Owhadi §4.4, assembled (a site and a bond term,
 //! unconstrained).
 
-use super::{count, Accepts, CliSystem};
+use super::{count, table, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::eval::table;
-use crate::cli::run::{DynConstrained, DynStiff, Job};
+use crate::cli::job::{DynConstrained, DynStiff, Job};
 use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
 use crate::dna::{self, DnaChain};
 

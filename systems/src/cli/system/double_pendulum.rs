@@ -3,10 +3,9 @@
 
 use zs_runtime::MechanicalSystem;
 
-use super::{gravity, gravity_name, Accepts, CliSystem};
+use super::{gravity, gravity_name, table, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::eval::table;
-use crate::cli::run::Job;
+use crate::cli::job::Job;
 use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
 use crate::double_pendulum::{self, DoublePendulum};
 

@@ -10,9 +10,13 @@ mod double_pendulum;
 mod rigid_body;
 mod water;
 
+use std::fmt::Write as _;
+
+use zs_runtime::{Model, Vector};
+
 use super::error::CliError;
-use super::run::Job;
-use super::{EvalArgs, GravitySign, IntegratorName, RunArgs, SystemName};
+use super::job::Job;
+use super::{state_file, EvalArgs, GravitySign, IntegratorName, RunArgs, SystemName};
 
 /// The options a system takes (each given to a system that does not take it is a one-line
 /// error naming the systems it applies to).
@@ -160,4 +164,28 @@ pub(crate) fn check_eval_options(sys: &dyn CliSystem, args: &EvalArgs) -> Result
         }
     }
     Ok(())
+}
+
+/// The CSV text: header, then `V, ∇V` per row.
+pub(crate) fn table<P: Model<V>, V: Vector>(
+    target: &P,
+    rows: &[state_file::Row],
+    names: &[String],
+) -> String {
+    let mut out = String::from("potential");
+    for n in names {
+        let _ = write!(out, ",dV_{n}");
+    }
+    out.push('\n');
+    let mut g = V::zeros(names.len());
+    for row in rows {
+        let q = V::try_from_slice(&row.q).expect("rows have the system's size");
+        target.gradient_into(&q, &mut g);
+        let _ = write!(out, "{:e}", target.potential_at(&q));
+        for x in g.as_slice() {
+            let _ = write!(out, ",{x:e}");
+        }
+        out.push('\n');
+    }
+    out
 }

@@ -4,10 +4,9 @@
 
 use zs_runtime::Clocked;
 
-use super::{Accepts, CliSystem};
+use super::{table, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::eval::table;
-use crate::cli::run::{CliStepper, Job};
+use crate::cli::job::{CliStepper, Job};
 use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
 use crate::rigid_body::{self, cayley::CayleyEuler, MagnetizedRigidBody};
 

@@ -4,10 +4,9 @@
 
 use zs_runtime::Model;
 
-use super::{count, Accepts, CliSystem};
+use super::{count, table, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::eval::table;
-use crate::cli::run::{DynConstrained, DynStiff, Job};
+use crate::cli::job::{DynConstrained, DynStiff, Job};
 use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
 use crate::water::{self, ClusterGuard, Water};
 

@@ -44,6 +44,8 @@ use super::{
 pub struct DenseSolver<const N: usize>;
 
 impl<const N: usize> ShiftedSolve<[f64; N]> for DenseSolver<N> {
+    type Matrix = [[f64; N]; N];
+
     #[inline(always)]
     fn solve_shifted(
         &mut self,

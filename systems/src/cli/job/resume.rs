@@ -5,9 +5,9 @@ use std::path::Path;
 
 use zs_runtime::Checkpoint;
 
-use super::error::CliError;
-use super::run::{clap_name, Profile};
-use super::{GravitySign, RunArgs};
+use super::Profile;
+use crate::cli::error::CliError;
+use crate::cli::{GravitySign, RunArgs};
 
 /// The arguments that define the run, saved in every checkpoint (`cli.*`) and compared on
 /// resume. The names are the options' names.
@@ -15,7 +15,7 @@ pub(crate) fn run_meta(args: &RunArgs, system: &str, out: &Path, p: &Profile) ->
     let mut cp = Checkpoint::new();
     let mut m = cp.scope_mut("cli");
     m.set_str("system", system);
-    m.set_str("integrator", &clap_name(args.integrator));
+    m.set_str("integrator", &args.integrator.clap_name());
     m.set_f64("h", p.h);
     m.set_f64("t-end", p.t_end);
     m.set_f64("omega", p.omega);

@@ -15,8 +15,8 @@ use zs_runtime::{
     StateOf, Vector,
 };
 
-use super::error::CliError;
-use super::run::{CliStepper, Job};
+use super::{CliStepper, Job};
+use crate::cli::error::CliError;
 use crate::rigid_body;
 
 impl Job<'_> {

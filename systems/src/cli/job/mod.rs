@@ -1,0 +1,165 @@
+//! One `zs run` invocation once its options are checked ([`Job`]): the start state, the
+//! stepper the options name ([`stepper`]), the observers and the driver loop ([`drive`]), and
+//! what a checkpoint records of the run ([`resume`]).
+//!
+//! The fixed-size double pendulum (`[f64; 4]`) and rigid body (`[f64; 9]`) are stepped
+//! monomorphized; the assembled chain, DNA ring and water cluster (`Vec<f64>`, evaluated on a
+//! rayon pool of `--threads`) share one instantiation of every stepper through the type-erased
+//! [`DynConstrained`] / [`DynStiff`]: a step's dynamic calls are a handful of nanoseconds next
+//! to its assembly.
+
+mod drive;
+pub(crate) mod resume;
+mod stepper;
+
+use std::path::PathBuf;
+
+use zs_runtime::{
+    Checkpoint, ConstrainedModel, ConstraintSpace, Rattle, Shake, ShakeSolver, StateOf, StiffModel,
+    Vector,
+};
+
+pub(crate) use stepper::CliStepper;
+
+use super::error::CliError;
+use super::{state_file, IntegratorName, RunArgs};
+use crate::water::ClusterGuard;
+
+/// An assembled system's constrained model, type-erased (see the [module docs](self)).
+pub(crate) type DynConstrained<'a> = dyn ConstrainedModel<Vec<f64>, Vec<f64>> + Sync + 'a;
+/// An assembled system's (penalized) potential, type-erased.
+pub(crate) type DynStiff<'a> = dyn StiffModel<Vec<f64>> + Sync + 'a;
+
+/// The paper's parameters of a system, overridden by the command line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Profile {
+    pub h: f64,
+    pub t_end: f64,
+    pub omega: f64,
+    pub beta: f64,
+}
+
+/// One `zs run` invocation: its arguments, output, checkpoint to resume, parameters, and what
+/// the system adds to the CSV.
+pub(crate) struct Job<'a> {
+    pub args: &'a RunArgs,
+    pub out: PathBuf,
+    pub resume: Option<&'a Checkpoint>,
+    pub p: Profile,
+    /// The arguments saved in checkpoints (and compared on resume).
+    pub meta: Checkpoint,
+    /// Atom symbols (one per 3 coordinates): also write an extended XYZ trajectory beside the
+    /// CSV (`<out>.xyz`).
+    pub xyz: Option<Vec<String>>,
+    /// `--max-radius` (water): stop when a molecule leaves the cluster.
+    pub cluster_guard: Option<ClusterGuard>,
+    /// The rigid body: an `orthogonality_defect` column `‖RᵀR − I‖_F` and its maximum in the
+    /// summary.
+    pub orthogonality: bool,
+}
+
+impl Job<'_> {
+    /// Also write the positions as extended XYZ, atoms named by `symbols`.
+    pub fn with_xyz(mut self, symbols: Vec<String>) -> Self {
+        self.xyz = Some(symbols);
+        self
+    }
+
+    /// Run `f` on a rayon pool of `--threads` threads (rayon's default without it): the terms
+    /// of an assembled system are evaluated there, and nothing is allocated per step.
+    pub fn in_pool<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        let mut builder = rayon::ThreadPoolBuilder::new();
+        if let Some(t) = self.args.threads {
+            builder = builder.num_threads(t as usize);
+        }
+        match builder.build() {
+            Ok(pool) => pool.install(f),
+            Err(_) => f(),
+        }
+    }
+
+    /// The paper's start, or the last row of `--init`.
+    pub fn initial_state<V: Vector>(&self, paper: StateOf<V>) -> Result<StateOf<V>, CliError> {
+        let Some(path) = &self.args.init else {
+            return Ok(paper);
+        };
+        let n = paper.q.len();
+        let (t, q, v) = state_file::last_state(path, n)?;
+        if t >= self.p.t_end {
+            return Err(CliError::InitAfterEnd {
+                path: path.clone(),
+                t,
+                t_end: self.p.t_end,
+            });
+        }
+        let conv = |x: &[f64]| V::try_from_slice(x).expect("the state file has the system's size");
+        Ok(StateOf::at(conv(&q), conv(&v), t))
+    }
+
+    /// Check the checkpoint, print the set-up, make the stepper and drive it.
+    pub fn run<S, P, V, C>(
+        &self,
+        system: &S,
+        penalized: &P,
+        state: StateOf<V>,
+        names: Vec<String>,
+    ) -> Result<(), CliError>
+    where
+        S: ConstrainedModel<V, C> + Sync + ?Sized,
+        P: StiffModel<V> + Sync + ?Sized,
+        V: ConstraintSpace<C>,
+        C: Vector,
+    {
+        let (args, p) = (self.args, self.p);
+        if let (Some(saved), Some(path)) = (self.resume, &args.resume) {
+            resume::check_same_run(&self.meta, saved, path)?;
+        }
+        let method = args.integrator;
+        let beta_text = if method.solves() {
+            format!(", β = {}", p.beta)
+        } else {
+            String::new()
+        };
+        let target_text = if !method.is_penalty_method() {
+            "the constrained system (Lagrange multipliers)".to_string()
+        } else if system.constraint_count() > 0 {
+            format!("the penalized potential V + ½ω²|g|², ω = {}", p.omega)
+        } else if self.orthogonality {
+            format!(
+                "V = Bμ R33 + ½ω²‖RᵀR − I‖², ω = {} (the penalty is part of V)",
+                p.omega
+            )
+        } else {
+            "V (no constraints)".to_string()
+        };
+        let langevin = match (args.gamma, args.kt) {
+            (Some(g), Some(kt)) => format!(
+                ", GLA Langevin γ = {g}, kT = {kt}, seed {}",
+                args.seed.unwrap_or(0)
+            ),
+            _ => String::new(),
+        };
+        println!(
+            "    integrator {}, h = {}, T = {}{beta_text}{langevin}, on {target_text}",
+            method.clap_name(),
+            p.h,
+            p.t_end
+        );
+        if method.is_penalty_method() {
+            let stepper = self.maybe_langevin(self.penalty_stepper::<P, V>());
+            self.drive(system, penalized, stepper, state, names)
+        } else {
+            // Newton on the m × m system (quadratic convergence): the Gauss–Seidel SHAKE
+            // iteration converges linearly, too slowly on a chain of 10 links to reach 1e-12
+            // in 100 sweeps (the paper solves with `fsolve`).
+            let stepper: Box<dyn CliStepper<S, V>> = match method {
+                IntegratorName::Shake => {
+                    Box::new(Shake::<V, C>::new(p.h).with_solver(ShakeSolver::Newton))
+                }
+                _ => Box::new(Rattle::<V, C>::new(p.h).with_solver(ShakeSolver::Newton)),
+            };
+            let stepper = self.maybe_langevin(stepper);
+            self.drive(system, system, stepper, state, names)
+        }
+    }
+}
