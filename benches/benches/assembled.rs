@@ -1,4 +1,4 @@
-//! Assembled systems (issue 7): `cargo bench -p zs-bench --bench assembled` (BENCHMARKS.md,
+//! Assembled systems: `cargo bench -p zs-bench --bench assembled` (BENCHMARKS.md,
 //! "Assembled systems"). Every bench times the steps of one continuing run (steady state: the
 //! stepper's cache holds `f_k`), restarted from the initial state every [`RESTART`] steps so the
 //! DNA run stays in its bounded regime.

@@ -1,8 +1,8 @@
-//! The generated double-pendulum Z&S step against one written entirely by hand
-//! ([`HandZhangSkeel`]: closed-form derivatives, an in-place 4 × 4 Cholesky, no checks), the
-//! outside check of issue 7 ("the fixed-size path must not get slower"; goal ≤ 1.0×):
-//! `cargo bench -p zs-bench --bench hand_step`. Both time the steps of one continuing run from
-//! the paper's initial state (penalized, ω = 20, β = 0.4, h = 0.1), restarted every 1000 steps.
+//! The generated double-pendulum Z&S step against one written entirely by hand ([`HandZhangSkeel`]:
+//! closed-form derivatives, an in-place 4 × 4 Cholesky, no checks), the outside check of the
+//! assembled-systems work ("the fixed-size path must not get slower"; goal ≤ 1.0×): `cargo bench -p
+//! zs-bench --bench hand_step`. Both time the steps of one continuing run from the paper's initial
+//! state (penalized, ω = 20, β = 0.4, h = 0.1), restarted every 1000 steps.
 
 use std::hint::black_box;
 use std::time::Duration;

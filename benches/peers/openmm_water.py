@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""zs against OpenMM on the same TIP3P cluster (issue 8).
+"""zs against OpenMM on the same TIP3P cluster.
 
 1. Energies and forces: random off-manifold configurations of an N-molecule cluster, evaluated
    by `zs eval water` and by OpenMM's Reference platform (NonbondedForce, NoCutoff, the 3

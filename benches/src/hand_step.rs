@@ -18,7 +18,7 @@ pub struct HandZhangSkeel {
     pub h: f64,
     /// Penalty frequency ω.
     pub omega: f64,
-    /// `L1`, `L2`, the gravity coefficient of the contract's potential.
+    /// `L1`, `L2`, the gravity coefficient of the README's potential.
     pub l1: f64,
     /// `L2`.
     pub l2: f64,

@@ -14,12 +14,12 @@
 //!   mass, a bond constraint per rod, the pivot pinned; `n` at run time);
 //! - [`dna`]: the DNA base-pair ring of Z&S §4.4 (an assembled system: a site and a bond term,
 //!   `N` at run time);
-//! - [`stiff_spring`]: the stiff spring double pendulum of seed 003 Example 1 (4 DOF, slow
-//!   gravity `U`, fast springs `W` with stiffness `k_i/ε²`, their minimum manifold as 2
+//! - [`stiff_spring`]: the stiff spring double pendulum of the impulse paper, Example 1 (4 DOF,
+//!   slow gravity `U`, fast springs `W` with stiffness `k_i/ε²`, their minimum manifold as 2
 //!   constraints), for the impulse family; [`stiff_spring::convergence_table`] is Figs. 1–3.
 //!
-//! - [`pendulum`]: the planar and the spherical pendulum in Cartesian coordinates, seed 004's
-//!   checks (`VARIATIONAL.md` §4).
+//! - [`pendulum`]: the planar and the spherical pendulum in Cartesian coordinates, Patrick et al.'s
+//!   checks (`docs/VARIATIONAL.md` §4).
 //!
 //! [`experiments`] reproduces the papers' figures (`zs reproduce`).
 //!

@@ -1,6 +1,6 @@
-//! The pendula of seed 004's checks (`VARIATIONAL.md` §4): the planar pendulum and the spherical
-//! pendulum in Cartesian coordinates, unit mass and length, `V` the height, constrained to the
-//! unit circle or sphere. The paper has no numerical examples; these are the project's.
+//! The pendula of Patrick et al.'s checks (`docs/VARIATIONAL.md` §4): the planar pendulum and the
+//! spherical pendulum in Cartesian coordinates, unit mass and length, `V` the height, constrained
+//! to the unit circle or sphere. The paper has no numerical examples; these are the project's.
 
 use zs_runtime::{mechanical_system, State};
 
@@ -25,7 +25,7 @@ impl Pendulum {
         State::new([s, -c], [omega * c, omega * s])
     }
 
-    /// `VARIATIONAL.md` §4: `q0 = (sin 1, −cos 1)`, `v0 = 0.5 (cos 1, sin 1)`.
+    /// `docs/VARIATIONAL.md` §4: `q0 = (sin 1, −cos 1)`, `v0 = 0.5 (cos 1, sin 1)`.
     pub fn initial_state() -> State<2> {
         Self::at(1.0, 0.5)
     }
@@ -72,7 +72,7 @@ impl SphericalPendulum {
 }
 
 impl SphericalPendulum {
-    /// `VARIATIONAL.md` §4.5: `q0 = (sin 1, 0, −cos 1)`, `v0 = (0, 0.8, 0)`.
+    /// `docs/VARIATIONAL.md` §4.5: `q0 = (sin 1, 0, −cos 1)`, `v0 = (0, 0.8, 0)`.
     pub fn initial_state() -> State<3> {
         let (s, c) = 1f64.sin_cos();
         State::new([s, 0.0, -c], [0.0, 0.8, 0.0])

@@ -1,5 +1,5 @@
-//! The stiff spring double pendulum of seed 003, Example 1 (Figs. 1–3): two point masses in
-//! the plane, the first joined to the origin, the second to the first, by stiff springs, under
+//! The stiff spring double pendulum of the impulse paper, Example 1 (Figs. 1–3): two point masses
+//! in the plane, the first joined to the origin, the second to the first, by stiff springs, under
 //! gravity. `q = (x1, y1, x2, y2)`, `r1 = (x1, y1)`, `r2 = (x2 − x1, y2 − y1)`:
 //!
 //! ```text
@@ -10,16 +10,16 @@
 //! ```
 //!
 //! The constraints are written `|r_i|² − ℓ_i²` rather than `|r_i| − ℓ_i`: polynomial, smooth
-//! everywhere (also at `r_i = 0`), and the same as the rigid double pendulum's. The choice does
-//! not change the methods: both forms have the same zero set, so the same projection `π(q)`
-//! (seed 003 eq. 15), and at any `q` their gradients are parallel (`∇|r|² = 2|r|∇|r|`), so the
+//! everywhere (also at `r_i = 0`), and the same as the rigid double pendulum's. The choice does not
+//! change the methods: both forms have the same zero set, so the same projection `π(q)` (the
+//! impulse paper, eq. 15), and at any `q` their gradients are parallel (`∇|r|² = 2|r|∇|r|`), so the
 //! same `P(q)` (eq. 10).
 //!
 //! [`reference`](mod@reference) holds hand-written derivatives of the same system;
 //! [`convergence_table`] is the experiment of Figs. 1–3.
 //!
 //! # Parameters and initial value
-//! The text of seed 003 available to this project lost its formulas: Example 1's parameter
+//! The text of the impulse paper available to this project lost its formulas: Example 1's parameter
 //! values, the initial value (14) and the time interval are not legible.
 //! [`StiffSpringDoublePendulum::example1`]
 //! and [`initial_state`] are therefore this project's choice, made to satisfy the paper's stated
@@ -35,7 +35,7 @@ use zs_runtime::{
     MollifiedImpulse, ProjectedImpulse, State, StepError,
 };
 
-/// The stiff spring double pendulum of seed 003 Example 1 (see the [module docs](self)):
+/// The stiff spring double pendulum of the impulse paper, Example 1 (see the [module docs](self)):
 /// `q = (x1, y1, x2, y2)`, slow potential `U = gravity·(m1 y1 + m2 y2)` (the [`Potential`]),
 /// fast potential `W = ½ Σ_i (k_i/ε²)(|r_i| − ℓ_i)²` (the [`FastPotential`]), constraints
 /// `g = (|r1|² − ℓ1², |r2|² − ℓ2²)` (W's minimum manifold).
@@ -89,7 +89,7 @@ impl StiffSpringDoublePendulum {
 }
 
 impl StiffSpringDoublePendulum {
-    /// This project's parameters for seed 003 Example 1 (see the [module docs](self)):
+    /// This project's parameters for the impulse paper, Example 1 (see the [module docs](self)):
     /// unit masses and rest lengths, `k1 = 1`, `k2 = 4` (fast frequencies well separated, their
     /// ratio stays in `[3.4, 4.3]` along the experiment's solution), `gravity = 1`, the given ε.
     pub fn example1(eps: f64) -> Self {
@@ -151,7 +151,7 @@ pub fn frequencies(p: &StiffSpringDoublePendulum, q: &[f64; 4]) -> [f64; 2] {
     [(0.5 * tr - disc).sqrt(), (0.5 * tr + disc).sqrt()]
 }
 
-/// The three methods of seed 003 §2.
+/// The three methods of the impulse paper, §2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ImpulseMethod {
     /// [`Impulse`] (§2.1, Fig. 1).
@@ -302,7 +302,7 @@ where
     Ok(Sampled { dt: h, states })
 }
 
-/// Projected momenta `P(q)ᵀp` of a state (seed 003 eq. 10, Theorem 2.2).
+/// Projected momenta `P(q)ᵀp` of a state (the impulse paper, eq. 10, Theorem 2.2).
 pub fn projected_momenta<S: MechanicalSystem<4, 2>>(sys: &S, x: &State<4>) -> [f64; 4] {
     let p = x.momenta(&sys.masses());
     zs_runtime::integrators::impulse::projected_covector(sys, &x.q, &p)
@@ -344,10 +344,10 @@ pub struct ConvergencePoint {
     pub seconds: f64,
 }
 
-/// The experiment of seed 003 Figs. 1–3 on an explicit system and reference: for each macro
-/// step `h` in `hs` (each a multiple of `reference.dt`, `setup.t_end` a multiple of each),
-/// run `method` with micro-step `≈ setup.micro_step_per_eps · ε` and measure
-/// [`max_errors`] against `reference`.
+/// The experiment of the impulse paper, Figs. 1–3 on an explicit system and reference: for each
+/// macro step `h` in `hs` (each a multiple of `reference.dt`, `setup.t_end` a multiple of each),
+/// run `method` with micro-step `≈ setup.micro_step_per_eps · ε` and measure [`max_errors`] against
+/// `reference`.
 pub fn convergence_table_with<S>(
     sys: &S,
     eps: f64,
@@ -378,19 +378,20 @@ where
         .collect()
 }
 
-/// Seed 003 Figs. 1–3: the errors of `method` on the stiff spring double pendulum
-/// ([`StiffSpringDoublePendulum::example1`]`(eps)`, [`initial_state`], default [`ConvergenceSetup`]: `T = 1`,
-/// micro-step and reference step `ε/100`) against the Störmer–Verlet reference solution of
-/// the same Hamiltonian at the same ε ([`reference_for`]), for each macro step in `hs` (each
-/// must divide `T = 1`, e.g. `1/5, 1/10, …`). Returns one [`ConvergencePoint`] per `h`, in
-/// the order of `hs`; fit the order with [`fitted_slope`].
+/// The impulse paper, Figs. 1–3: the errors of `method` on the stiff spring double pendulum
+/// ([`StiffSpringDoublePendulum::example1`]`(eps)`, [`initial_state`], default
+/// [`ConvergenceSetup`]: `T = 1`, micro-step and reference step `ε/100`) against the Störmer–Verlet
+/// reference solution of the same Hamiltonian at the same ε ([`reference_for`]), for each macro
+/// step in `hs` (each must divide `T = 1`, e.g. `1/5, 1/10, …`). Returns one [`ConvergencePoint`]
+/// per `h`, in the order of `hs`; fit the order with [`zs_runtime::verify::slope`].
 ///
 /// ```
-/// use zs_systems::stiff_spring::{convergence_table, fitted_slope, ImpulseMethod};
+/// use zs_runtime::verify::slope;
+/// use zs_systems::stiff_spring::{convergence_table, ImpulseMethod};
 /// let hs = [0.2, 0.1, 0.05];
 /// let t = convergence_table(ImpulseMethod::Mollified, 1e-3, &hs).unwrap();
 /// let e: Vec<f64> = t.iter().map(|r| r.position_error).collect();
-/// assert!((fitted_slope(&hs, &e) - 2.0).abs() < 0.1);
+/// assert!((slope(&hs, &e) - 2.0).abs() < 0.1);
 /// ```
 ///
 /// Cost: the reference and each run take about `100·T/ε` force evaluations (`10⁵` for
@@ -437,30 +438,18 @@ fn gcd(a: usize, b: usize) -> usize {
     }
 }
 
-/// Least-squares slope of `log y` against `log x`.
-pub fn fitted_slope(x: &[f64], y: &[f64]) -> f64 {
-    assert_eq!(x.len(), y.len());
-    let n = x.len() as f64;
-    let lx: Vec<f64> = x.iter().map(|v| v.ln()).collect();
-    let ly: Vec<f64> = y.iter().map(|v| v.ln()).collect();
-    let mx = lx.iter().sum::<f64>() / n;
-    let my = ly.iter().sum::<f64>() / n;
-    let sxy: f64 = lx.iter().zip(&ly).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sxx: f64 = lx.iter().map(|a| (a - mx) * (a - mx)).sum();
-    sxy / sxx
-}
-
 #[cfg(test)]
 mod tests {
     //! The code `#[mechanical_system]` generates for [`StiffSpringDoublePendulum`] against the
     //! hand-written [`StiffSpringReference`] at random points (relative error ≤ 1e-12, the
-    //! measure of `systems/tests/derivatives.rs`).
+    //! measure of `systems/tests/systems/derivatives.rs`).
 
     use super::reference::StiffSpringReference;
     use super::*;
     use crate::testing::{rel_err, rel_err_mat, rel_err_scalar};
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
+    use zs_runtime::verify::slope;
     use zs_runtime::Potential;
 
     const TOL: f64 = 1e-12;
@@ -589,13 +578,13 @@ mod tests {
     #[test]
     fn convergence_table_runs_on_the_generated_system() {
         // The public entry point: order 2 for the mollified method at ε = 1e-3 (the full
-        // experiment and its assertions: tests/tests/impulse_convergence.rs in zs-tests).
+        // experiment and its assertions: tests/tests/workspace/impulse_convergence.rs in zs-tests).
         let hs = [0.2, 0.1, 0.05];
         let t = convergence_table(ImpulseMethod::Mollified, 1e-3, &hs).unwrap();
         assert_eq!(t.len(), 3);
         let eq: Vec<f64> = t.iter().map(|r| r.position_error).collect();
         let ep: Vec<f64> = t.iter().map(|r| r.momentum_error).collect();
-        let slopes = (fitted_slope(&hs, &eq), fitted_slope(&hs, &ep));
+        let slopes = (slope(&hs, &eq), slope(&hs, &ep));
         assert!(
             (slopes.0 - 2.0).abs() < 0.1 && (slopes.1 - 2.0).abs() < 0.1,
             "{slopes:?}"

@@ -50,8 +50,8 @@ use proc_macro::TokenStream;
 ///   **The system's `Potential<N>` is then the total `potential + stiff_potential`**
 ///   (`potential` is `V0`), and so are the `penalized_*` methods (`V0 + V1 + ½ω²|g|²`);
 ///   `StiffSplit::stiff_hessian` is `Hess V1` alone;
-/// - `fn fast_potential(&self, q: &[f64; N]) -> f64` (optional): the fast potential `W` of
-///   `H = ½pᵀM⁻¹p + U + ε⁻²W` (seed 003, with `ε⁻²` folded into `W`), for the impulse methods.
+/// - `fn fast_potential(&self, q: &[f64; N]) -> f64` (optional): the fast potential `W` of `H =
+///   ½pᵀM⁻¹p + U + ε⁻²W` (the impulse paper, with `ε⁻²` folded into `W`), for the impulse methods.
 ///   **It is not part of `Potential<N>`**, which stays the slow `U` (`potential`, plus
 ///   `stiff_potential` if any); it is exposed through `FastPotential<N>` only;
 /// - any other methods: they stay in the block; those called from `potential`/`constraints`
@@ -80,13 +80,13 @@ use proc_macro::TokenStream;
 ///   with `break`/`continue`;
 /// - `if`/`else` and `match` whose conditions are constants at expansion time.
 ///
-/// Anything else is a compile error at the offending tokens: non-smooth functions (`abs`,
-/// `min`, `max`, `floor`, ...), branching on coordinates, non-constant indices or loop bounds,
-/// integer arithmetic mixed with `f64`s, recursion between helpers, macros, closures, ...
-/// After an error the block (with the bodies the macro interpreted replaced by
-/// `unreachable!()`, so that rustc does not repeat the macro's messages) and dummy trait impls
-/// are still emitted, so no cascade follows. `tests/compile-fail/ui/` holds one compile-fail test per
-/// mistake, with the exact message.
+/// Anything else is a compile error at the offending tokens: non-smooth functions (`abs`, `min`,
+/// `max`, `floor`, ...), branching on coordinates, non-constant indices or loop bounds, integer
+/// arithmetic mixed with `f64`s, recursion between helpers, macros, closures, ... After an error
+/// the block (with the bodies the macro interpreted replaced by `unreachable!()`, so that rustc
+/// does not repeat the macro's messages) and dummy trait impls are still emitted, so no cascade
+/// follows. `tests/compile-fail/ui/` holds one compile-fail test per mistake, with the exact
+/// message.
 ///
 /// # Generated code
 /// Straight-line, allocation-free code with common subexpressions shared within each function:
@@ -100,7 +100,7 @@ use proc_macro::TokenStream;
 /// - `impl ConstraintCurvature<N, M>`: `weighted_constraint_hessian(q, λ)` =
 ///   `Σ_c λ_c Hess g_c(q)` (zero when `M = 0`);
 /// - `impl ConstraintThirdContraction<N, M>`: `weighted_constraint_third_contraction(q, a, λ)` =
-///   `Σ_c λ_c ∇³g_c(q)[a, a, ·]`, what seed 004's variational equations need (`Variational`);
+///   `Σ_c λ_c ∇³g_c(q)[a, a, ·]`, what Patrick et al.'s variational equations need (`Variational`);
 /// - `impl FastPotential<N>` (`fast_potential`, `fast_gradient`, `fast_hessian`) when the block
 ///   has a `fast_potential`.
 #[proc_macro_attribute]

@@ -1,4 +1,4 @@
-//! Property tests of the whole expansion on bad input (issue 4): random token soups, random
+//! Property tests of the whole expansion on bad input: random token soups, random
 //! token-level mutations of a valid definition, and a template whose slots are each filled
 //! with a valid choice or a known mistake. `expand` must never panic (a panic inside a proc
 //! macro is an unhelpful "proc macro panicked" at the attribute), never report an internal

@@ -1,11 +1,12 @@
 //! Checkpoint and restart, bit for bit.
 //!
-//! A [`Checkpoint`] is everything a run needs to continue exactly as if it had never stopped:
-//! the [`StateOf`] (every `f64` stored as its bit pattern), the run's step count and plan, the
+//! A [`Checkpoint`] is everything a run needs to continue exactly as if it had never stopped: the
+//! [`StateOf`] (every `f64` stored as its bit pattern), the run's step count and plan, the
 //! stepper's own state ([`Resumable`]) and the observers' ([`crate::Observer::save_checkpoint`],
-//! e.g. how many bytes of the CSV file belong to the run so far). [`crate::driver::run_checkpointed`]
-//! writes one every `K` steps and [`crate::driver::resume`] continues from one; the resumed
-//! run's states are bit-for-bit those of an uninterrupted run (`tests/checkpoint.rs`).
+//! e.g. how many bytes of the CSV file belong to the run so far).
+//! [`crate::driver::run_checkpointed`] writes one every `K` steps and [`crate::driver::resume`]
+//! continues from one; the resumed run's states are bit-for-bit those of an uninterrupted run
+//! (`tests/checkpoint.rs`).
 //!
 //! What a stepper must save is what is *not* a pure function of the state: its step counter,
 //! `h`, its parameters (β), and e.g. the position of a random-number stream. Caches need not be
@@ -41,8 +42,8 @@
 //! rename, fsync of the directory): a crash while checkpointing leaves the previous checkpoint
 //! intact.
 //!
-//! serde is available but no serde format crate is (serde_json is not a dependency); this
-//! format is ~100 lines, exact by construction, and keeps the dependency list unchanged.
+//! Why not serde with a format crate: this format is ~100 lines, exact by construction (bit
+//! patterns, not decimal round trips), and adds no dependency to the runtime.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -11,15 +11,21 @@ use std::path::{Path, PathBuf};
 /// or the new one complete, never a truncated file under `path`.
 ///
 /// # Errors
-/// Any I/O error (then `<path>.tmp` may remain and `path` is untouched).
+/// Any I/O error: then `path` is untouched and `<path>.tmp` removed (best effort).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = tmp_path_of(path);
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.flush()?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
+    let written = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.flush()?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
     sync_parent_dir(path);
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! (its step adapts between `dt_max` and the stiff time scale) and allocates only at set-up.
 //!
 //! Used to relax a starting configuration before dynamics: a cluster built on a grid at rest
-//! boils off molecules (`SYSTEMS.md`, water); after a minimisation it stays bound.
+//! boils off molecules (`docs/systems/water.md`, water); after a minimisation it stays bound.
 
 use crate::vector::Vector;
 use crate::Model;

@@ -1,7 +1,7 @@
 //! What an integrator needs of a system, whatever its storage: the traits every stepper is
 //! written against, once.
 //!
-//! A fixed-size system (`#[mechanical_system]` with `potential`) implements the contract's
+//! A fixed-size system (`#[mechanical_system]` with `potential`) implements the public traits
 //! [`Potential<N>`] / [`StiffSplit<N>`] / [`MechanicalSystem<N, M>`], which return arrays by
 //! value; the blanket impls here make every such type a [`Model<[f64; N]>`](Model) (and
 //! [`StiffModel`], [`ConstrainedModel`]) with no cost: after inlining, `gradient_into(q, g)` is
@@ -9,7 +9,7 @@
 //! traits over `Vec<f64>`, scattering per-term kernels into preallocated storage.
 //!
 //! Methods write into buffers the caller owns (`*_into`), so that a step on an assembled
-//! system allocates nothing; their names differ from the contract's so that both traits can be
+//! system allocates nothing; their names differ from the fixed-size traits' so that both traits can be
 //! imported together without ambiguity.
 
 use crate::linalg::{SolveFailure, SolveOptions};

@@ -1,4 +1,5 @@
-//! Lagrange multipliers from a penalized run (Tao & Owhadi Thm 1.2, eq. 8; `INTEGRATORS.md` §12).
+//! Lagrange multipliers from a penalized run (Tao & Owhadi Thm 1.2, eq. 8; `docs/INTEGRATORS.md`
+//! §12).
 //!
 //! Theorem 1.2 of the paper: along the solution `q^ω` of the penalized system (eq. 7,
 //! `V_ω = V + ½ω²gᵀg`) started on the constraint manifold with a tangent velocity,
@@ -10,7 +11,7 @@
 //! is the multiplier of the constrained dynamics `M q̈ = -∇V(q) + λᵀ∇g(q)` (eq. 9).
 //!
 //! # Sign convention
-//! Eq. 9 writes the constraint force as `+λᵀ∇g`. This crate (like seed 002 and
+//! Eq. 9 writes the constraint force as `+λᵀ∇g`. This crate (like Fernández-Pendás and
 //! [`crate::Shake`]) writes it as `-G(q)ᵀλ`, `G = Dg`, so its λ is the **negative** of the
 //! paper's, and the estimate recorded here is
 //!

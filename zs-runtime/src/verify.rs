@@ -101,8 +101,20 @@ pub fn max_diff<const N: usize>(a: &State<N>, b: &State<N>) -> f64 {
 }
 
 /// Least-squares slope of `log err` against `log h`: the measured convergence order when
-/// `errs[k]` is the global error with step `hs[k]`.
+/// `errs[k]` is the global error with step `hs[k]`. The one log-log fit of the workspace (tests,
+/// experiments, benchmarks).
+///
+/// NaN when a point is not positive and finite (a zero or NaN error is a finding, not a point
+/// to drop), when there are fewer than two points, or when all `h` are equal.
+///
+/// # Panics
+/// If `hs` and `errs` differ in length.
 pub fn slope(hs: &[f64], errs: &[f64]) -> f64 {
+    assert_eq!(hs.len(), errs.len(), "slope: one error per step size");
+    let usable = |x: &f64| x.is_finite() && *x > 0.0;
+    if hs.len() < 2 || !hs.iter().chain(errs).all(usable) {
+        return f64::NAN;
+    }
     let xs: Vec<f64> = hs.iter().map(|h| h.ln()).collect();
     let ys: Vec<f64> = errs.iter().map(|e| e.ln()).collect();
     let n = xs.len() as f64;

@@ -2,7 +2,7 @@
 //! 2-thread rayon pool: counted in every thread of the process (this binary holds one test, so
 //! nothing else runs). The stepping loops run inside `ThreadPool::install`, as the driver and
 //! the command line do: called from outside a pool, rayon's injector allocates a block every
-//! few dozen injected jobs (`../shared/notes/structured-systems.md`).
+//! few dozen injected jobs (`docs/DEPENDENCIES.md`).
 
 #[path = "support/assembled.rs"]
 mod assembled;

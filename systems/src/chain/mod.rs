@@ -4,16 +4,16 @@
 //! Written term by term ([`PendulumChain`]): a site term (gravity) for each mass and a bond
 //! constraint `|x_j − x_i|² − L²` for each rod; [`PendulumChain::assemble`] puts them over a
 //! chain topology of `n + 1` bodies whose body 0, the pivot, is pinned at the origin, so the
-//! coordinates are `q = (x1, y1, …, xn, yn)` (`CONTRACT.md`) and the constraints are
+//! coordinates are `q = (x1, y1, …, xn, yn)` (`docs/CLI.md`) and the constraints are
 //! `g_1 = |q_1|² − L²`, `g_i = |q_i − q_{i−1}|² − L²`, as in the paper.
 //!
 //! # The sign of gravity
-//! The paper prints `V = −Σ y_i`: the force points along `+y`, and from the paper's start
-//! (`x_i = i`, `y_i = −2i`, the chain hanging 26.6° from the vertical) the chain starts near its
-//! *unstable* equilibrium. Measured independently (`SYSTEMS.md`): Z&S then blows up at step 176
-//! and SHAKE(0.05) and SHAKE(0.025) disagree by 5.6 at t = 20 (chaos); with `V = +Σ y_i`
-//! (gravity down) Z&S stays bounded and within 0.037 of SHAKE(0.025) up to t = 100. As for the
-//! double pendulum, the field [`PendulumChain::gravity`] is the coefficient of `V = −gravity·Σ y_i`:
+//! The paper prints `V = −Σ y_i`: the force points along `+y`, and from the paper's start (`x_i =
+//! i`, `y_i = −2i`, the chain hanging 26.6° from the vertical) the chain starts near its *unstable*
+//! equilibrium. Measured independently (`docs/systems/chain.md`): Z&S then blows up at step 176 and
+//! SHAKE(0.05) and SHAKE(0.025) disagree by 5.6 at t = 20 (chaos); with `V = +Σ y_i` (gravity down)
+//! Z&S stays bounded and within 0.037 of SHAKE(0.025) up to t = 100. As for the double pendulum,
+//! the field [`PendulumChain::gravity`] is the coefficient of `V = −gravity·Σ y_i`:
 //! [`PendulumChain::paper`] uses `gravity = −1` (physical), [`PendulumChain::paper_printed_sign`]
 //! `+1`.
 

@@ -3,7 +3,7 @@
 //! `potential`, then `∂V/∂q` in the system's coordinate order (`dV_<name>` columns); `V`
 //! penalized (`V + ½ω²|g|²`) when `--omega` is given (for `rigid-body`, whose penalty
 //! `½ω²‖RᵀR − I‖²` is part of its potential: `Bμ R33` without `--omega`, `--b-mu X` sets `Bμ`).
-//! Written once; each system's description ([`super::system`]) builds its model.
+//! Written once; each system's description (`cli/system`) builds its model.
 
 use std::path::Path;
 

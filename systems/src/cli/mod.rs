@@ -108,9 +108,9 @@ pub enum IntegratorName {
     Newmark1,
     /// Push-forward Newmark (Integrator 3, eq. 14).
     Pushforward,
-    /// SHAKE (seed 002) on the constrained system: Lagrange multipliers, no penalty.
+    /// SHAKE (Fernández-Pendás) on the constrained system: Lagrange multipliers, no penalty.
     Shake,
-    /// RATTLE (seed 002): SHAKE with velocities projected onto the tangent space.
+    /// RATTLE (Fernández-Pendás): SHAKE with velocities projected onto the tangent space.
     Rattle,
     /// Rigid body only: the Hamilton–Pontryagin / Cayley variational Euler on SO(3) (eq. 34),
     /// the paper's Lie-group comparison and benchmark.
@@ -184,7 +184,8 @@ pub struct RunArgs {
     /// coordinates, the velocities) instead of the paper's initial state.
     #[arg(long, value_name = "FILE")]
     pub init: Option<PathBuf>,
-    /// Number of pendula (chain, default 10), base pairs (dna, default 200) or molecules (water, default 7).
+    /// Number of pendula (chain, default 10), base pairs (dna, default 200) or molecules (water,
+    /// default 7).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub n: Option<u64>,
     /// Seed of the random numbers: the DNA's initial angles and the Langevin noise (default 0).
@@ -204,8 +205,8 @@ pub struct RunArgs {
     /// the minimum; the paper does not print it).
     #[arg(long = "b-mu", value_name = "X", allow_negative_numbers = true, value_parser = finite_f64)]
     pub b_mu: Option<f64>,
-    /// Threads evaluating the terms of an assembled system (chain, dna, water; default: rayon's, one
-    /// per core). The results are the same bits whatever the number.
+    /// Threads evaluating the terms of an assembled system (chain, dna, water; default: rayon's,
+    /// one per core). The results are the same bits whatever the number.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub threads: Option<u64>,
     /// Stop (typed error, trajectory kept and marked) when an oxygen gets farther than this from
@@ -258,7 +259,8 @@ pub struct EvalArgs {
     /// columns — velocities, outputs — are ignored).
     #[arg(long = "in", value_name = "FILE")]
     pub input: PathBuf,
-    /// Number of pendula (chain, default 10), base pairs (dna, default 200) or molecules (water, default 7).
+    /// Number of pendula (chain, default 10), base pairs (dna, default 200) or molecules (water,
+    /// default 7).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub n: Option<u64>,
     /// Evaluate the penalized V + ½ω²|g|² (constrained systems).

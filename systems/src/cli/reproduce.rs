@@ -12,30 +12,36 @@ use crate::experiments::Experiment;
 /// Which experiments `zs reproduce` runs.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExperimentChoice {
-    /// Tao & Owhadi Fig. 1 and the run-time table (errors against a generalized-coordinate reference).
+    /// Tao & Owhadi Fig. 1 and the run-time table (errors against a generalized-coordinate
+    /// reference).
     DoublePendulum,
     /// Tao & Owhadi Fig. 2a: ω²‖g(q(T))‖ against ω.
     ConstraintScaling,
     /// Tao & Owhadi Fig. 2b: λ(t) from the penalized Z&S run vs SHAKE's multipliers.
     Multipliers,
-    /// Seed 003 Figs. 1–3: error vs macro step of the impulse family, stiff spring double pendulum.
+    /// The impulse paper, Figs. 1–3: error vs macro step of the impulse family, stiff spring double
+    /// pendulum.
     ImpulseConvergence,
     /// Tao & Owhadi §4.2, Fig. 3: chain of 10 pendula, Z&S vs SHAKE, and the run-time table.
     Chain,
-    /// Tao & Owhadi §4.4, Fig. 8: DNA ring of 200 base pairs, Z&S vs Verlet, and the run-time table.
+    /// Tao & Owhadi §4.4, Fig. 8: DNA ring of 200 base pairs, Z&S vs Verlet, and the run-time
+    /// table.
     Dna,
     /// Tao & Owhadi Fig. 6: energy and momenta of 7 rigid TIP3P waters, four integrators.
     WaterConservation,
-    /// Tao & Owhadi Fig. 5: eq. 8 multipliers of the first oxygen's constraints vs SHAKE's, ω = 500.
+    /// Tao & Owhadi Fig. 5: eq. 8 multipliers of the first oxygen's constraints vs SHAKE's, ω =
+    /// 500.
     WaterMultipliers,
-    /// Tao & Owhadi Fig. 4: O–O distance histograms of 7 waters under Langevin, Z&Ss-stiff vs SHAKE.
+    /// Tao & Owhadi Fig. 4: O–O distance histograms of 7 waters under Langevin, Z&Ss-stiff vs
+    /// SHAKE.
     WaterRdf,
     /// Tao & Owhadi Fig. 7: the same for 100 waters (minutes).
     #[value(name = "water-100")]
     Water100,
     /// Tao & Owhadi §4.5, Figs. 9–10: magnetized rigid body, penalized Z&S vs the Lie-group eq. 34.
     RigidBody,
-    /// Seed 004: Runge–Kutta methods made variational vs projected (orders, long-time energy, cost).
+    /// Patrick et al.: Runge–Kutta methods made variational vs projected (orders, long-time energy,
+    /// cost).
     Variational,
     /// All of the above, one after another.
     All,

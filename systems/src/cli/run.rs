@@ -2,9 +2,9 @@
 //! print a summary and write the trajectory as CSV; optionally under guards, with Langevin
 //! noise, with checkpoints, or resumed from one.
 //!
-//! Written once for every system ([`super::system`] describes each): the options are checked
+//! Written once for every system (`cli/system` describes each): the options are checked
 //! against what the system accepts, the paper's defaults fill in what is not given, and one
-//! [`Job`] builds the stepper and drives it ([`super::job`]).
+//! `Job` builds the stepper and drives it (`cli/job`).
 
 use std::path::{Path, PathBuf};
 

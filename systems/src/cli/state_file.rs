@@ -1,4 +1,4 @@
-//! State files (the public contract's): what `zs run --out` writes and what `--init` and `zs eval`
+//! State files (docs/CLI.md): what `zs run --out` writes and what `--init` and `zs eval`
 //! read. A CSV with a header; column 1 is `t`, then the `n` coordinates, then the `n`
 //! velocities, in the system's coordinate order; any further columns (energy, residuals, ...)
 //! are outputs and are ignored on input. `--init FILE` starts from the last row (coordinates

@@ -6,8 +6,8 @@
 //! ```
 //!
 //! `a = 7`, `x0 = 0.3`, `ε = 1/1400`, unit masses, periodic boundaries (not printed; free ends
-//! behave the same, `SYSTEMS.md`). Written term by term ([`DnaChain`]: a site term `εU` and a
-//! bond term `½(θ_j − θ_i)²`) and assembled over a ring ([`DnaChain::assemble`]): the Hessian
+//! behave the same, `docs/systems/dna.md`). Written term by term ([`DnaChain`]: a site term `εU`
+//! and a bond term `½(θ_j − θ_i)²`) and assembled over a ring ([`DnaChain::assemble`]): the Hessian
 //! is cyclic tridiagonal, `T` diagonal, and Z&S's solve is O(N).
 //!
 //! The start: `θ_k(0) = 0.8 + 0.1 ξ_k` (`ξ_k` i.i.d. standard normal, seeded: ChaCha8 and

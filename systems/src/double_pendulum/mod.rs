@@ -2,26 +2,27 @@
 //! `q = (x1, y1, x2, y2)`, 2 holonomic length constraints, penalized with frequency ω (eq. 7).
 //!
 //! The system is defined with `#[mechanical_system]` exactly as a user would write it;
-//! [`reference`](mod@reference) holds hand-written closed-form derivatives of the same system, [`dual`] a
-//! forward-mode automatic-differentiation (num-dual) version of the penalized potential, and
-//! [`generalized`] the pendulum in the generalized coordinates (θ, φ) of §4.1 (position-dependent
-//! mass matrix, eq. 23) with a small-step high-order reference integrator.
+//! [`reference`](mod@reference) holds hand-written closed-form derivatives of the same system,
+//! [`dual`] a forward-mode automatic-differentiation (num-dual) version of the penalized potential,
+//! and [`generalized`] the pendulum in the generalized coordinates (θ, φ) of §4.1
+//! (position-dependent mass matrix, eq. 23) with a small-step high-order reference integrator.
 //!
 //! # The sign of gravity
-//! The paper prints `V = -g y1 - g y2` with `g = 1` and the generalized coordinates
-//! `y1 = -L1 cos θ`, `y2 = -L1 cos θ - L2 cos φ`. With those coordinates the printed potential is
-//! `g (2 L1 cos θ + L2 cos φ)`, minimal at θ = φ = π: gravity pointing **up**. Starting from the
-//! paper's initial state (below the pivot) the pendulum then falls over, and the penalized
-//! Z&S run (β = 0.4, h = 0.1, ω = 20) diverges within about 40 steps (measured independently,
-//! see `shared/spec/SYSTEMS.md`). The field [`DoublePendulum::gravity`] is the coefficient of the
-//! contract's potential `V = -gravity · (y1 + y2)`, so
+//! The paper prints `V = -g y1 - g y2` with `g = 1` and the generalized coordinates `y1 = -L1 cos
+//! θ`, `y2 = -L1 cos θ - L2 cos φ`. With those coordinates the printed potential is `g (2 L1 cos
+//! θ + L2 cos φ)`, minimal at θ = φ = π: gravity pointing **up**. Starting from the paper's initial
+//! state (below the pivot) the pendulum then falls over, and the penalized Z&S run (β = 0.4, h =
+//! 0.1, ω = 20) diverges within about 40 steps (measured independently, see
+//! docs/systems/double-pendulum.md). The field [`DoublePendulum::gravity`] is the coefficient of
+//! the README's potential `V = -gravity · (y1 + y2)`, so
 //! - [`DoublePendulum::paper`] uses `gravity = -1`, i.e. `V = +(y1 + y2)`: gravity pointing
 //!   **down**, the physical pendulum hanging below its pivot (the one the figures show);
 //! - [`DoublePendulum::paper_printed_sign`] uses `gravity = +1`, the sign as printed.
 //!
 //! Masses: the paper takes `m1 = m2 = 1`, and so does this type, whose fields are exactly the
-//! public contract's (`l1`, `l2`, `gravity`; `CONTRACT.md`). The hand-written
-//! [`reference`](mod@reference) and the [`generalized`](mod@generalized) model accept general masses.
+//! README's example (`l1`, `l2`, `gravity`). The hand-written
+//! [`reference`](mod@reference) and the [`generalized`](mod@generalized) model accept general
+//! masses.
 
 #[cfg(feature = "num-dual")]
 pub mod dual;

@@ -2,11 +2,11 @@
 //! (eq. 3, `h = 0.05`, ω = 20, β = 0.4) against SHAKE at `h = 0.05` and `h = 0.025`, and the
 //! run-time table (paper: SHAKE 16.5 s and 8.1 s, Z&S 1.1 s).
 //!
-//! The chain is the assembled system of [`crate::chain`] (site term gravity, bond constraints,
-//! the pivot a pinned body); its shifted solve is banded (half-bandwidth 3 after ordering), so a
-//! Z&S step is O(n). SHAKE solves its `n × n` multiplier system by Newton (quadratic
-//! convergence; the Gauss–Seidel sweep of seed 002 converges too slowly on a chain of 10 links
-//! to reach the tolerance — the paper uses `fsolve`).
+//! The chain is the assembled system of [`crate::chain`] (site term gravity, bond constraints, the
+//! pivot a pinned body); its shifted solve is banded (half-bandwidth 3 after ordering), so a Z&S
+//! step is O(n). SHAKE solves its `n × n` multiplier system by Newton (quadratic convergence; the
+//! Gauss–Seidel sweep of Fernández-Pendás converges too slowly on a chain of 10 links to reach the
+//! tolerance — the paper uses `fsolve`).
 //!
 //! The paper does not print the final time: T = 100 ([`crate::chain::T_END`]). It prints
 //! `V = −Σ y_i`, gravity pointing up, which starts the chain near its unstable equilibrium: the
@@ -40,7 +40,7 @@ pub const PAPER_SECONDS: [(Method, f64, f64); 3] = [
 pub enum Method {
     /// Penalized Z&S (eq. 3).
     ZhangSkeel,
-    /// SHAKE (seed 002) on the constrained system.
+    /// SHAKE (Fernández-Pendás) on the constrained system.
     Shake,
 }
 
@@ -555,7 +555,7 @@ fn notes(cfg: &Config, out: &Outcome, reference: &Run, printed_ref: &Run) -> Vec
     let mut notes = Vec::new();
     if let Some(zs) = Outcome::find(&out.physical, Method::ZhangSkeel, cfg.h) {
         notes.push(format!(
-            "Physical sign: Z&S keeps every rod within |g_i| ≤ {} (SYSTEMS.md measured 0.0114); its largest coordinate differs from SHAKE h = {} by {} at t = {} and by at most {} over the run (SYSTEMS.md: \"within 0.037 up to t = 100\", norm not stated). The deviation grows linearly in t: a phase error, as between the two SHAKE runs.",
+            "Physical sign: Z&S keeps every rod within |g_i| ≤ {} (docs/systems/chain.md measured 0.0114); its largest coordinate differs from SHAKE h = {} by {} at t = {} and by at most {} over the run (docs/systems/chain.md: \"within 0.037 up to t = 100\", norm not stated). The deviation grows linearly in t: a phase error, as between the two SHAKE runs.",
             sci(zs.residual_max()),
             reference.h,
             sci(zs.deviation(reference).last().map_or(f64::NAN, |p| p.1)),
@@ -569,7 +569,7 @@ fn notes(cfg: &Config, out: &Outcome, reference: &Run, printed_ref: &Run) -> Vec
             None => format!("completes with |g_i| up to {}", sci(zs.residual_max())),
         };
         notes.push(format!(
-            "Printed sign (gravity up, the chain starts near its unstable equilibrium): Z&S {fate}; SYSTEMS.md measured a blow-up at step 176."
+            "Printed sign (gravity up, the chain starts near its unstable equilibrium): Z&S {fate}; docs/systems/chain.md measured a blow-up at step 176."
         ));
     }
     for r in out
@@ -578,7 +578,7 @@ fn notes(cfg: &Config, out: &Outcome, reference: &Run, printed_ref: &Run) -> Vec
         .filter(|r| r.method == Method::Shake && r.h != printed_ref.h)
     {
         notes.push(format!(
-            "Printed sign: {} and SHAKE h = {} differ by {} at t = {} (chaos; SYSTEMS.md: 5.6 at t = 20).",
+            "Printed sign: {} and SHAKE h = {} differ by {} at t = {} (chaos; docs/systems/chain.md: 5.6 at t = 20).",
             r.label(),
             printed_ref.h,
             sci(r.deviation(printed_ref).last().map_or(f64::NAN, |p| p.1)),

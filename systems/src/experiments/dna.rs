@@ -655,7 +655,7 @@ fn tables(cfg: &Config, out: &Outcome) -> Vec<Table> {
 fn notes(cfg: &Config, out: &Outcome) -> Vec<String> {
     let (lo, hi) = out.verlet_edge;
     let mut notes = vec![format!(
-        "Verlet's largest stable step, bisected in [{}, {}] ({} steps, seed {}, to T = {}): stable at h = {lo:.4}, unstable at h = {hi:.4} (SYSTEMS.md: ≈ 0.9–1.0, diverges at 1.01; the harmonic coupling alone has ω_max = 2, so h < 1).",
+        "Verlet's largest stable step, bisected in [{}, {}] ({} steps, seed {}, to T = {}): stable at h = {lo:.4}, unstable at h = {hi:.4} (docs/systems/dna.md: ≈ 0.9–1.0, diverges at 1.01; the harmonic coupling alone has ω_max = 2, so h < 1).",
         cfg.verlet_bracket.0, cfg.verlet_bracket.1, cfg.bisections, cfg.seed, cfg.t_end
     )];
     let zs_ok = out.seeds.iter().all(|s| s.zs.stable());
@@ -686,6 +686,6 @@ fn notes(cfg: &Config, out: &Outcome) -> Vec<String> {
         cfg.reference_h,
         100.0 * ((z0 + z1) / (r0 + r1) - 1.0)
     ));
-    notes.push("SYSTEMS.md (seeds 0–9, independent code): ⟨θ⟩ first crosses π at t = 85–93 and peaks at 5.46–5.59; Z&S's energy is lower than Verlet's (paper: \"lower\").".into());
+    notes.push("docs/systems/dna.md (seeds 0–9, independent code): ⟨θ⟩ first crosses π at t = 85–93 and peaks at 5.46–5.59; Z&S's energy is lower than Verlet's (paper: \"lower\").".into());
     notes
 }

@@ -1,13 +1,13 @@
-//! `zs reproduce impulse-convergence`: seed 003 Figs. 1–3 — log-log error against the macro step
-//! `h` of the impulse, mollified impulse and projected impulse methods on the stiff spring double
-//! pendulum ([`crate::stiff_spring`]), in positions and in projected momenta `P(q)ᵀp`, at two
-//! values of ε an order of magnitude apart.
+//! `zs reproduce impulse-convergence`: the impulse paper, Figs. 1–3 — log-log error against the
+//! macro step `h` of the impulse, mollified impulse and projected impulse methods on the stiff
+//! spring double pendulum ([`crate::stiff_spring`]), in positions and in projected momenta
+//! `P(q)ᵀp`, at two values of ε an order of magnitude apart.
 //!
-//! Seed 003 (Theorem 2.2): the mollified and projected impulse methods have error `O(h²)` in
-//! positions and projected momenta with macro steps not restricted by ε (uniformly in ε); the
+//! The impulse paper (Theorem 2.2): the mollified and projected impulse methods have error `O(h²)`
+//! in positions and projected momenta with macro steps not restricted by ε (uniformly in ε); the
 //! plain impulse method does not (Fig. 1). The text available to the project lost Example 1's
-//! parameters and initial value (14); [`StiffSpringDoublePendulum::example1`] and
-//! [`initial_state`] are the project's choice (see [`crate::stiff_spring`]), `T = 1`.
+//! parameters and initial value (14); [`StiffSpringDoublePendulum::example1`] and [`initial_state`]
+//! are the project's choice (see [`crate::stiff_spring`]), `T = 1`.
 //!
 //! Measurement ([`convergence_table_with`]): the reference is the same Hamiltonian at the same ε
 //! integrated by Störmer–Verlet at step `δ = ε/100`, the methods' micro-step is the same `δ`;
@@ -190,7 +190,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, StepError> {
 
 fn title(method: ImpulseMethod) -> &'static str {
     match method {
-        ImpulseMethod::Impulse => "impulse (seed 003 Fig. 1)",
+        ImpulseMethod::Impulse => "impulse (the impulse paper, Fig. 1)",
         ImpulseMethod::Mollified => "mollified impulse (Fig. 2)",
         ImpulseMethod::Projected => "projected impulse (Fig. 3)",
     }
@@ -247,7 +247,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     let x_range = (10f64.powf(h_lo.log10().floor()), h_hi * 1.25);
     let mut figure = Figure::new(
         format!(
-            "Seed 003 Figs. 1–3: stiff spring double pendulum, max error over 0 ≤ t ≤ {} vs macro step h (micro-step ε/{:.0})",
+            "The impulse paper, Figs. 1–3: stiff spring double pendulum, max error over 0 ≤ t ≤ {} vs macro step h (micro-step ε/{:.0})",
             cfg.setup.t_end,
             1.0 / cfg.setup.micro_step_per_eps
         ),
@@ -402,7 +402,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     Ok(Report {
         experiment: "impulse-convergence".into(),
         setup: format!(
-            "Seed 003 Figs. 1–3: stiff spring double pendulum (k1 = 1, k2 = 4, unit masses and lengths, gravity 1), ε ∈ {{{}}}, T = {}, micro-step and reference step ε/{:.0}; error = max over macro-step times of the max norm, against Störmer–Verlet on the full system.",
+            "The impulse paper, Figs. 1–3: stiff spring double pendulum (k1 = 1, k2 = 4, unit masses and lengths, gravity 1), ε ∈ {{{}}}, T = {}, micro-step and reference step ε/{:.0}; error = max over macro-step times of the max norm, against Störmer–Verlet on the full system.",
             eps_list.join(", "),
             cfg.setup.t_end,
             1.0 / cfg.setup.micro_step_per_eps

@@ -11,13 +11,13 @@
 //! | `double-pendulum` | Tao & Owhadi §4.1, Fig. 1 and the run-time table | [`double_pendulum`] |
 //! | `constraint-scaling` | Tao & Owhadi Fig. 2a, `ω²‖g(q(T))‖` against ω | [`constraint_scaling`] |
 //! | [`multipliers`] | Tao & Owhadi Fig. 2b, λ(t) from the penalized run (eq. 8) vs SHAKE | [`multipliers`] |
-//! | `impulse-convergence` | seed 003 Figs. 1–3, error vs macro step of the impulse family | [`impulse_convergence`] |
+//! | `impulse-convergence` | the impulse paper, Figs. 1–3, error vs macro step of the impulse family | [`impulse_convergence`] |
 //! | `chain` | Tao & Owhadi §4.2, Fig. 3, chain of 10 pendula, Z&S vs SHAKE, run-time table | [`chain`] |
 //! | `water-conservation` | Tao & Owhadi Fig. 6, energy and momenta of 7 rigid waters | [`water_conservation`] |
 //! | `water-rdf`, `water-100` | Tao & Owhadi Figs. 4 and 7, O–O distance histograms under Langevin | [`water_rdf`] |
 //! | `water-multipliers` | Tao & Owhadi Fig. 5, eq. 8 multipliers vs SHAKE's, ω = 500 | [`water_multipliers`] |
 //! | `rigid-body` | Tao & Owhadi §4.5, Figs. 9–10, penalized Z&S vs the Lie-group eq. 34 | [`rigid_body`] |
-//! | `variational` | seed 004: Runge–Kutta methods made variational vs projected, three pendula | [`variational`] |
+//! | `variational` | Patrick et al.: Runge–Kutta methods made variational vs projected, three pendula | [`variational`] |
 //! | `dna` | Tao & Owhadi §4.4, Fig. 8, DNA ring of 200 base pairs, Z&S vs Verlet, run-time table | [`dna`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
@@ -37,11 +37,11 @@ pub mod water_multipliers;
 pub mod water_rdf;
 
 use std::fmt;
-use std::fs::File;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub use zs_runtime::files::write_atomic;
 use zs_runtime::{StateOf, StepError, Stepper};
 
 /// The experiments `zs reproduce` knows.
@@ -54,8 +54,8 @@ pub enum Experiment {
     ConstraintScaling,
     /// Tao & Owhadi Fig. 2b: Lagrange multipliers from the penalized run vs SHAKE's.
     Multipliers,
-    /// Seed 003 Figs. 1–3: error vs macro step of the impulse, mollified impulse and projected
-    /// impulse methods on the stiff spring double pendulum.
+    /// The impulse paper, Figs. 1–3: error vs macro step of the impulse, mollified impulse and
+    /// projected impulse methods on the stiff spring double pendulum.
     ImpulseConvergence,
     /// Tao & Owhadi §4.2, Fig. 3: the chain of 10 pendula, Z&S vs SHAKE at two steps, and the
     /// run-time table.
@@ -75,8 +75,8 @@ pub enum Experiment {
     /// Tao & Owhadi §4.5, Figs. 9–10: the magnetized rigid body, penalized Z&S (two β) and
     /// the Lie-group eq. 34 at h = 0.1 against eq. 34 at h = 1e-4, Bμ = −1 and +1.
     RigidBody,
-    /// Seed 004 (no numerical examples in the paper): orders and long-time energy of Runge–Kutta
-    /// methods made variational against the same methods projected, on three pendula.
+    /// Patrick et al. (no numerical examples in the paper): orders and long-time energy of
+    /// Runge–Kutta methods made variational against the same methods projected, on three pendula.
     Variational,
 }
 
@@ -444,26 +444,6 @@ impl Csv {
     }
 }
 
-/// Write `bytes` to `path.tmp`, sync, and rename it to `path`: readers never see a partial file.
-///
-/// # Errors
-/// I/O failures (the `.tmp` file is removed on a failed write).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// Minimum wall time of `f` over `repetitions` batches, each batch repeating `f` enough times to
 /// last at least `min_batch` (so the clock's resolution does not matter); returned per call.
 ///
@@ -582,21 +562,14 @@ pub fn sci(x: f64) -> String {
 
 /// Least-squares slope of `log10 y` against `log10 x` over the points with positive finite
 /// coordinates (the measured order of a convergence plot); `None` with fewer than two.
+/// ([`zs_runtime::verify::slope`] on the usable points).
 pub fn log_log_slope(points: &[(f64, f64)]) -> Option<f64> {
-    let pts: Vec<(f64, f64)> = points
+    let (x, y): (Vec<f64>, Vec<f64>) = points
         .iter()
         .filter(|(x, y)| x.is_finite() && y.is_finite() && *x > 0.0 && *y > 0.0)
-        .map(|(x, y)| (x.log10(), y.log10()))
-        .collect();
-    if pts.len() < 2 {
-        return None;
-    }
-    let n = pts.len() as f64;
-    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
+        .copied()
+        .unzip();
+    Some(zs_runtime::verify::slope(&x, &y)).filter(|s| s.is_finite())
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! `zs reproduce rigid-body`: Tao & Owhadi §4.5, Figs. 9–10 — the magnetized rigid body with
-//! identity inertia (`SYSTEMS.md`, SO(3)).
+//! identity inertia (`docs/systems/rigid-body.md`, SO(3)).
 //!
 //! Three methods at `h = 0.1` against the benchmark, eq. 34 at `h = 1e-4`:
-//! - **Z&S, paper's scheme**: generic Z&S on the 9-coordinate penalized system (ω = 10,
-//!   `M = ½I₉`) with `β = 0.2` — the paper's own eq. 37 with its printed β = 0.4 (`SYSTEMS.md`:
-//!   `β_generic = β_paper / 2`);
+//! - **Z&S, paper's scheme**: generic Z&S on the 9-coordinate penalized system (ω = 10, `M = ½I₉`)
+//!   with `β = 0.2` — the paper's own eq. 37 with its printed β = 0.4
+//!   (`docs/systems/rigid-body.md`: `β_generic = β_paper / 2`);
 //! - **Z&S, β = 0.4 generic**: the same with generic Z&S's β = 0.4 (a different method);
 //! - **eq. 34 at h = 0.1**: the Lie-group variational Euler of Fig. 10b
 //!   ([`crate::rigid_body::cayley::CayleyEuler`]).

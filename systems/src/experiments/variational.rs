@@ -1,5 +1,5 @@
-//! `zs reproduce variational`: seed 004 (Patrick, Cuell, Spiteri, Zhang) has no numerical
-//! examples (`VARIATIONAL.md` §3), so this is the reproduction of its claims: explicit
+//! `zs reproduce variational`: Patrick, Cuell, Spiteri and Zhang has no numerical
+//! examples (`docs/VARIATIONAL.md` §3), so this is the reproduction of its claims: explicit
 //! Runge–Kutta methods of orders 1–4, made variational ([`zs_runtime::Variational`]), against the
 //! same methods projected back onto the constraints after each step
 //! ([`zs_runtime::ProjectedRungeKutta`], "the underlying method"), on the planar pendulum, the
@@ -468,12 +468,12 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         None => Style::Markers,
     };
     let mut orders_fig = Figure::new(
-        "Seed 004: error at T against the number of steps (solid: variational α⁻ = 0, dashed: α⁻ = −½, markers: projected)",
+        "Patrick et al.: error at T against the number of steps (solid: variational α⁻ = 0, dashed: α⁻ = −½, markers: projected)",
         3,
         (520, 420),
     );
     let mut energy_fig = Figure::new(
-        "Seed 004: energy error over a long run (solid: variational α⁻ = 0, markers: projected Runge–Kutta)",
+        "Patrick et al.: energy error over a long run (solid: variational α⁻ = 0, markers: projected Runge–Kutta)",
         3,
         (520, 420),
     );
@@ -578,7 +578,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     }
     Ok(Report {
         experiment: "variational".into(),
-        setup: "Seed 004 has no numerical examples; this reproduces its claims: explicit Runge–Kutta methods (Euler, Heun, Kutta 3, RK4) made variational with α⁻ = 0 and −½, against the same methods projected onto TQ after each step, on the pendulum, the spherical pendulum (VARIATIONAL.md §4) and the double pendulum of Tao & Owhadi §4.1 (physical gravity). Phase B by Newton unless marked chord.".into(),
+        setup: "Patrick et al. give no numerical examples; this reproduces its claims: explicit Runge–Kutta methods (Euler, Heun, Kutta 3, RK4) made variational with α⁻ = 0 and −½, against the same methods projected onto TQ after each step, on the pendulum, the spherical pendulum (docs/VARIATIONAL.md §4) and the double pendulum of Tao & Owhadi §4.1 (physical gravity). Phase B by Newton unless marked chord.".into(),
         tables,
         notes: vec![],
         files: vec![csv_path, orders_path, energy_path],

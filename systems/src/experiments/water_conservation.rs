@@ -9,15 +9,16 @@
 //! energy of `h/2 · M⁻¹Gᵀλ`: 1.43 kcal/mol here, a constant offset after the first step that
 //! says nothing about SHAKE's energy behaviour.
 //!
-//! The start (not printed in the paper): the seeded cluster of [`Water::cluster`] relaxed by
-//! FIRE on the penalized potential, each molecule then put back on its exact geometry
-//! ([`Water::make_rigid`]: SHAKE starts on its manifold), then rigid thermal velocities at `kT = 0.02 kcal/mol` (the paper's β_T = 50). The
-//! penalty methods integrate `V + ½ω²|g|²` at the paper's ω = 20, β = 0.4 (not printed either).
-//! Momenta are those of the atoms: `P = Σ m v`, `L = Σ m r × v` about the origin.
+//! The start (not printed in the paper): the seeded cluster of [`Water::cluster`] relaxed by FIRE
+//! on the penalized potential, each molecule then put back on its exact geometry
+//! ([`Water::make_rigid`]: SHAKE starts on its manifold), then rigid thermal velocities at `kT =
+//! 0.02 kcal/mol` (the paper's β_T = 50). The penalty methods integrate `V + ½ω²|g|²` at the
+//! paper's ω = 20, β = 0.4 (not printed either). Momenta are those of the atoms: `P = Σ m v`, `L =
+//! Σ m r × v` about the origin.
 //!
-//! What the paper shows and `SYSTEMS.md` measured independently: Integrator 5 conserves linear
-//! momentum (its force and its solve are both translation invariant) but not angular momentum
-//! (the stiff Hessian alone is not the Hessian of a rotation-invariant potential's step);
+//! What the paper shows and `docs/systems/water.md` measured independently: Integrator 5 conserves
+//! linear momentum (its force and its solve are both translation invariant) but not angular
+//! momentum (the stiff Hessian alone is not the Hessian of a rotation-invariant potential's step);
 //! full Z&S conserves both.
 
 use std::io;
@@ -419,7 +420,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     )];
     if let Some(s) = slope {
         notes.push(format!(
-            "Z&Ss-stiff's angular-momentum error falls as h^{s:.2}: a consistent method's error, not conservation (SYSTEMS.md, another start: 0.14, 0.014, 0.0033 at h = 0.05, 0.025, 0.0125)."
+            "Z&Ss-stiff's angular-momentum error falls as h^{s:.2}: a consistent method's error, not conservation (docs/systems/water.md, another start: 0.14, 0.014, 0.0033 at h = 0.05, 0.025, 0.0125)."
         ));
     }
     let conserved = |x: f64| {

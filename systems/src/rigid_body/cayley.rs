@@ -1,9 +1,10 @@
 //! The Lie-group method the paper compares against (Tao & Owhadi §4.5, eq. 34): the
 //! Hamilton–Pontryagin variational Euler on `SO(3)` with the Cayley map, for the magnetized rigid
-//! body with identity inertia (`SYSTEMS.md`, SO(3)). It is both the paper's benchmark (at
-//! `h = 1e-4`) and the "Lie-group variational Euler" of Fig. 10b (at `h = 0.1`).
+//! body with identity inertia (`docs/systems/rigid-body.md`, SO(3)). It is both the paper's
+//! benchmark (at `h = 1e-4`) and the "Lie-group variational Euler" of Fig. 10b (at `h = 0.1`).
 //!
-//! One step from `(R_k, Ω_k)`, as `SYSTEMS.md` writes eq. 34 (using `Ω̂ᵀΩ̂Ω̂ᵀ = −|Ω|²Ω̂`):
+//! One step from `(R_k, Ω_k)`, as `docs/systems/rigid-body.md` writes eq. 34 (using `Ω̂ᵀΩ̂Ω̂ᵀ =
+//! −|Ω|²Ω̂`):
 //!
 //! ```text
 //! τ       = Bμ (R_kᵀ e₃) × e₃                      (torque of V = Bμ e₃ᵀ R e₃)

@@ -1,4 +1,5 @@
-//! The penalized magnetized rigid body of Tao & Owhadi §4.5 (Figs. 9–10), `INTEGRATORS.md` §13.
+//! The penalized magnetized rigid body of Tao & Owhadi §4.5 (Figs. 9–10), `docs/INTEGRATORS.md`
+//! §13.
 //!
 //! The rotation `R ∈ SO(3)` is relaxed to `R ∈ R^{3×3}`, stored **row-major** in
 //! `q = (R11, R12, R13, R21, …, R33)` (`R_ij = q[3(i-1) + (j-1)]`). Identity inertia: the kinetic
@@ -24,11 +25,11 @@
 //! Lie-group method of eq. 34 the paper compares against.
 //!
 //! `Bμ` is not printed. With the printed sign `+Bμ R33`, `R = I` (dipole along the field) is the
-//! energy *maximum* when `Bμ > 0`: the default here is `Bμ = −1` ([`B_MU`], `SYSTEMS.md`), for
-//! which the body precesses about the field; `+1` is run too (`zs run rigid-body --b-mu 1`,
-//! `zs reproduce rigid-body`). With `M = ½I₉` the paper's own scheme (eq. 37, its β = 0.4) is
-//! generic Z&S with `β = 0.2` ([`BETA_PAPER_SCHEME`]); the paper's text says β = 0.4 ([`BETA`]),
-//! which in generic Z&S is a different, also stable, method.
+//! energy *maximum* when `Bμ > 0`: the default here is `Bμ = −1` ([`B_MU`],
+//! `docs/systems/rigid-body.md`), for which the body precesses about the field; `+1` is run too
+//! (`zs run rigid-body --b-mu 1`, `zs reproduce rigid-body`). With `M = ½I₉` the paper's own scheme
+//! (eq. 37, its β = 0.4) is generic Z&S with `β = 0.2` ([`BETA_PAPER_SCHEME`]); the paper's text
+//! says β = 0.4 ([`BETA`]), which in generic Z&S is a different, also stable, method.
 
 pub mod cayley;
 pub mod reference;
@@ -40,7 +41,7 @@ pub const OMEGA: f64 = 10.0;
 /// Z&S β as the paper prints it (β = 0.4), used as generic Z&S's β.
 pub const BETA: f64 = 0.4;
 /// Generic Z&S's β that reproduces the paper's own scheme (eq. 37 with its β = 0.4): with
-/// `M = ½I₉`, `β_generic = β_paper / 2` (`SYSTEMS.md`).
+/// `M = ½I₉`, `β_generic = β_paper / 2` (`docs/systems/rigid-body.md`).
 pub const BETA_PAPER_SCHEME: f64 = 0.2;
 /// Step of the penalized Z&S run (and of the Lie-group comparison, Fig. 10b).
 pub const H: f64 = 0.1;
@@ -119,7 +120,7 @@ impl MagnetizedRigidBody {
     }
 }
 
-/// Coordinate names `R11, R12, …, R33` (row-major, `CONTRACT.md`).
+/// Coordinate names `R11, R12, …, R33` (row-major, `docs/CLI.md`).
 pub fn coordinate_names() -> Vec<String> {
     (1..=3)
         .flat_map(|i| (1..=3).map(move |j| format!("R{i}{j}")))

@@ -211,7 +211,7 @@ impl ConstraintCurvature<4, 2> for StiffSpringReference {
 #[cfg(test)]
 mod tests {
     //! The hand-written derivatives against central differences (steps and tolerances as in
-    //! `systems/tests/reference.rs`: truncation `~ε²|f'''|`, rounding `~u|f|/ε`).
+    //! `systems/tests/systems/reference.rs`: truncation `~ε²|f'''|`, rounding `~u|f|/ε`).
 
     use super::*;
     use crate::stiff_spring::{frequencies, StiffSpringDoublePendulum};

@@ -11,8 +11,9 @@
 //! No constraints (M = 0): `penalized_*` equal the unpenalized methods.
 //!
 //! The system is defined with `#[mechanical_system]` (the Morse term is a helper method called
-//! twice and inlined by the macro; the xyz components are an unrolled loop); [`reference`](mod@reference)
-//! holds hand-written derivatives built on the third-order jet of [`jet`].
+//! twice and inlined by the macro; the xyz components are an unrolled loop);
+//! [`reference`](mod@reference) holds hand-written derivatives built on the third-order jet of
+//! [`jet`].
 //!
 //! # Units and parameters
 //! Å, atomic mass units (g/mol) and kcal/mol, so the time unit is the AKMA unit
@@ -20,7 +21,7 @@
 //! of the flexible q-TIP4P/F water model (Habershon, Markland & Manolopoulos, J. Chem. Phys.
 //! 131, 024501 (2009): `D = 116.09 kcal/mol`, `α = 2.287 Å⁻¹`, `r0 = 0.9419 Å`,
 //! `k_θ = 87.85 kcal mol⁻¹ rad⁻²`, `θ0 = 107.4°`; that model uses a quartic expansion of this
-//! Morse term, here it is kept exact) and the masses O 15.9994, H 1.008 of `SYSTEMS.md`.
+//! Morse term, here it is kept exact) and the masses O 15.9994, H 1.008 of `docs/systems/water.md`.
 //! The angle term is singular where `θ ∈ {0, π}` (acos); keep configurations away from those.
 
 pub mod jet;
@@ -28,7 +29,7 @@ pub mod reference;
 
 use zs_runtime::{mechanical_system, State};
 
-/// Atomic mass of oxygen (amu), as in `SYSTEMS.md` (TIP3P).
+/// Atomic mass of oxygen (amu), as in `docs/systems/water.md` (TIP3P).
 pub const MASS_O: f64 = 15.9994;
 /// Atomic mass of hydrogen (amu).
 pub const MASS_H: f64 = 1.008;

@@ -9,9 +9,9 @@
 //! ```
 //!
 //! in AKMA units (Å, kcal/mol, amu; time unit 48.888 fs). An open cluster: every pair, no cutoff,
-//! no periodic box. Parameters: Jorgensen et al. 1983 (TIP3P), `SYSTEMS.md` (water), where the
-//! paper's gaps are listed: it prints none of these values. The paper orders a molecule's atoms
-//! (H, O, H); `CONTRACT.md` orders them (O, H, H), as here.
+//! no periodic box. Parameters: Jorgensen et al. 1983 (TIP3P), `docs/systems/water.md` (water),
+//! where the paper's gaps are listed: it prints none of these values. The paper orders a molecule's
+//! atoms (H, O, H); `docs/CLI.md` orders them (O, H, H), as here.
 //!
 //! The penalty `½ω² Σ_a |g_a|²` (eq. 26) is the stiff part that Z&Ss-stiff (Integrator 5,
 //! eq. 19) puts in its solve: its Hessian is block diagonal, one 9 × 9 block per molecule.
@@ -33,10 +33,11 @@ pub const OMEGA: f64 = 20.0;
 pub const H: f64 = 0.05;
 /// Z&S β: not printed in the paper; 0.4, as for the other systems.
 pub const BETA: f64 = 0.4;
-/// Grid spacing of the built clusters (Å), as in `SYSTEMS.md`'s measurement.
+/// Grid spacing of the built clusters (Å), as in `docs/systems/water.md`'s measurement.
 pub const SPACING: f64 = 3.1;
 
-/// Coulomb constant `K_c` (kcal Å mol⁻¹ e⁻²) as `SYSTEMS.md` gives it (OpenMM uses 332.0637).
+/// Coulomb constant `K_c` (kcal Å mol⁻¹ e⁻²) as `docs/systems/water.md` gives it (OpenMM uses
+/// 332.0637).
 pub const COULOMB: f64 = 332.06;
 /// O–H bond length (Å).
 pub const R_OH: f64 = 0.9572;
@@ -117,7 +118,7 @@ impl Water {
 }
 
 impl Water {
-    /// TIP3P with `SYSTEMS.md`'s constants.
+    /// TIP3P with `docs/systems/water.md`'s constants.
     pub fn tip3p() -> Self {
         Self {
             coulomb: COULOMB,
@@ -212,7 +213,7 @@ impl Water {
     /// each turned by a uniformly random rotation drawn from `seed` (ChaCha8: normal
     /// quaternions, normalised), exact geometry, at rest. Relax it before dynamics
     /// ([`zs_runtime::minimize::Fire`]): a grid start at rest releases energy and boils off
-    /// molecules (`SYSTEMS.md`).
+    /// molecules (`docs/systems/water.md`).
     pub fn cluster(&self, n: usize, spacing: f64, seed: u64) -> Vec<f64> {
         let side = (n as f64).cbrt().ceil() as i64 + 1;
         let mut sites: Vec<[i64; 3]> = (0..side.pow(3))

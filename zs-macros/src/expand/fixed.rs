@@ -76,11 +76,11 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
             .collect();
         let l = graph.sum(terms);
         let grad = graph.gradient(l, n);
-        // Σ_c λ_c ∇³g_c[a, a, ·] (seed 004's variational equations): the directional
+        // Σ_c λ_c ∇³g_c[a, a, ·] (Patrick et al.'s variational equations): the directional
         // derivative applied twice to ∇(Σ_c λ_c g_c), as for V's third contraction.
         (graph.hessian(&grad), graph.third_contraction(&grad))
     };
-    // W of seed 003 (ε⁻² folded in).
+    // W of the impulse paper (ε⁻² folded in).
     let fast = lowered.fast.map(|w| {
         let grad = graph.gradient(w, n);
         let hess = graph.hessian(&grad);

@@ -20,7 +20,7 @@ pub struct Lowered {
     pub potential: Option<NodeId>,
     /// `V1(q)` (Tao & Owhadi eq. 19), when `stiff_potential` exists and could be lowered.
     pub stiff: Option<NodeId>,
-    /// `W(q)` (seed 003), when `fast_potential` exists and could be lowered.
+    /// `W(q)` (the impulse paper), when `fast_potential` exists and could be lowered.
     pub fast: Option<NodeId>,
     /// `g(q)`, when `constraints` exists and could be lowered.
     pub constraints: Option<Vec<NodeId>>,

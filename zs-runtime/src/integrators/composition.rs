@@ -1,4 +1,4 @@
-//! Composition to higher order (`INTEGRATORS.md` §10; Tao & Owhadi Remark 2.1): the
+//! Composition to higher order (`docs/INTEGRATORS.md` §10; Tao & Owhadi Remark 2.1): the
 //! triple jump of Yoshida (1990) / Suzuki, applied to any symmetric second-order stepper.
 
 use crate::stepper::{Clock, Clocked};
@@ -29,11 +29,11 @@ pub(crate) fn restamp(e: StepError, step: u64, t: f64) -> StepError {
 ///
 /// The macro step `h` is the composition's own clock, started at the inner stepper's step size:
 /// `Yoshida4::new(ZhangSkeel::new(0.4, 0.1))` steps by 0.1, [`Clocked::h`] / [`Clocked::set_h`]
-/// read and change it, and between macro steps `y.inner().h()` is `h`. Each step sets the inner step size to `w1 h`, `w0 h`,
-/// `w1 h` in turn with [`Clocked::set_h`], takes one inner step with each, and restores `h`. A
-/// failed substep restores the state to the start of the macro step and returns the inner error
-/// re-stamped with the macro step's index and start time (the inner stepper's own counters
-/// have still moved).
+/// read and change it, and between macro steps `y.inner().h()` is `h`. Each step sets the inner
+/// step size to `w1 h`, `w0 h`, `w1 h` in turn with [`Clocked::set_h`], takes one inner step with
+/// each, and restores `h`. A failed substep restores the state to the start of the macro step and
+/// returns the inner error re-stamped with the macro step's index and start time (the inner
+/// stepper's own counters have still moved).
 ///
 /// Cost: three inner steps. Steppers whose cached quantity does not depend on `h` reuse it
 /// across substeps: [`crate::VelocityVerlet`] costs 3 gradients per macro step, as the
@@ -42,7 +42,7 @@ pub(crate) fn restamp(e: StepError, step: u64, t: f64) -> StepError {
 /// [`crate::PushForwardNewmark`] — must re-evaluate it at the start of the middle and last
 /// substeps (`w0² ≠ w1²`): 5 evaluations per macro step instead of 3. This is inherent to the
 /// composition, not to the cache: `f(x; w0²h²) ≠ f(x; w1²h²)`, so holding one inner stepper per
-/// weight would not save any (measured in `zs-runtime/tests/composition.rs`).
+/// weight would not save any (measured in `zs-runtime/tests/runtime/composition.rs`).
 ///
 /// ```
 /// use zs_runtime::{Clocked, Potential, State, VelocityVerlet, Yoshida4};

@@ -1,23 +1,23 @@
-//! SHAKE and RATTLE on the **unpenalized** constrained system (`INTEGRATORS.md` §7–8, seed 002):
-//! Lagrange multipliers instead of a stiff penalty.
+//! SHAKE and RATTLE on the **unpenalized** constrained system (`docs/INTEGRATORS.md` §7–8,
+//! Fernández-Pendás): Lagrange multipliers instead of a stiff penalty.
 //!
 //! # Equations and the sign of λ
-//! The constrained equations of motion are (seed 002 eq. 1)
+//! The constrained equations of motion are (Fernández-Pendás, eq. 1)
 //!
 //! ```text
 //! q̇ = M⁻¹p,   ṗ = -∇V(q) - G(q)ᵀλ,   g(q) = 0,        G = Dg (row c = ∇g_c)
 //! ```
 //!
-//! so the constraint force is **`-G(q)ᵀλ`** (the augmented Hamiltonian `H + gᵀλ`). Seed 002 writes
-//! the same thing as `+G̃ᵀλ` with its "negative constraint Jacobian" `G̃ = -Dg`: the same λ.
-//! Tao & Owhadi (eqs. 6, 8, 9) write the force as `+λᵀ∇g`, the **opposite** sign: their λ is
-//! `-λ` here. With the penalty `½ω²gᵀg` the force is `-ω²G(q)ᵀg(q)`, so the multiplier here is
-//! `λ ≈ +ω²⟨g⟩` (the time average of Tao & Owhadi Thm 1.2, eq. 8, whose `-ω²⟨g⟩` is the same
-//! quantity in their sign). [`crate::multipliers::PenalizedMultipliers`] uses this sign too.
-//! For distance constraints `g = |r|² - ℓ²` a rod under tension has `λ > 0`.
+//! so the constraint force is **`-G(q)ᵀλ`** (the augmented Hamiltonian `H + gᵀλ`). Fernández-Pendás
+//! writes the same thing as `+G̃ᵀλ` with its "negative constraint Jacobian" `G̃ = -Dg`: the same λ.
+//! Tao & Owhadi (eqs. 6, 8, 9) write the force as `+λᵀ∇g`, the **opposite** sign: their λ is `-λ`
+//! here. With the penalty `½ω²gᵀg` the force is `-ω²G(q)ᵀg(q)`, so the multiplier here is `λ ≈
+//! +ω²⟨g⟩` (the time average of Tao & Owhadi Thm 1.2, eq. 8, whose `-ω²⟨g⟩` is the same quantity in
+//! their sign). [`crate::multipliers::PenalizedMultipliers`] uses this sign too. For distance
+//! constraints `g = |r|² - ℓ²` a rod under tension has `λ > 0`.
 //!
-//! One step (seed 002 eq. 4, in the velocity form of `INTEGRATORS.md` §7; the state holds
-//! `v = M⁻¹p`):
+//! One step (Fernández-Pendás, eq. 4, in the velocity form of `docs/INTEGRATORS.md` §7; the state
+//! holds `v = M⁻¹p`):
 //!
 //! ```text
 //! p½    = p_n - (h/2) ∇V(q_n) - (h/2) G(q_n)ᵀ λ
@@ -26,12 +26,12 @@
 //! p_n+1 = p½ - (h/2) ∇V(q_n+1) - (h/2) G(q_n+1)ᵀ μ,  G(q_n+1) M⁻¹ p_n+1 = 0      (RATTLE)
 //! ```
 //!
-//! With `Λ = (h²/2) λ` the position equation is `g(q̄ - M⁻¹G(q_n)ᵀΛ) = 0`,
-//! `q̄ = q_n + h M⁻¹(p_n - (h/2)∇V(q_n))` the unconstrained Verlet predictor (seed 002 eq. 7). It is
-//! solved from `Λ = 0` (seed 002: "equivalent to taking λ_n to be zero") by either
-//! - [`ShakeSolver::GaussSeidel`], the SHAKE iteration of Ryckaert, Ciccotti and Berendsen as given in
-//!   seed 002: sweep over the constraints, correcting one multiplier at a time,
-//!   `ΔΛ_c = g_c(Q) / (∇g_c(Q) · M⁻¹∇g_c(q_n))`, `Q ← Q - M⁻¹∇g_c(q_n) ΔΛ_c` — a nonlinear
+//! With `Λ = (h²/2) λ` the position equation is `g(q̄ - M⁻¹G(q_n)ᵀΛ) = 0`, `q̄ = q_n + h M⁻¹(p_n -
+//! (h/2)∇V(q_n))` the unconstrained Verlet predictor (Fernández-Pendás, eq. 7). It is solved from
+//! `Λ = 0` (Fernández-Pendás: "equivalent to taking λ_n to be zero") by either
+//! - [`ShakeSolver::GaussSeidel`], the SHAKE iteration of Ryckaert, Ciccotti and Berendsen as given
+//!   in Fernández-Pendás: sweep over the constraints, correcting one multiplier at a time, `ΔΛ_c =
+//!   g_c(Q) / (∇g_c(Q) · M⁻¹∇g_c(q_n))`, `Q ← Q - M⁻¹∇g_c(q_n) ΔΛ_c` — a nonlinear
 //!   Gauss–Seidel–Newton iteration (Barth et al. 1995; linear convergence); or
 //! - [`ShakeSolver::Newton`], Newton on the `m × m` system with the Jacobian
 //!   `G(Q) M⁻¹ G(q_n)ᵀ` (not symmetric: `Q ≠ q_n`), solved by a pivoted LU on the stack
@@ -42,33 +42,34 @@
 //! (`solver: "SHAKE"`, the iterations done and the last residual) and the state is untouched.
 //!
 //! # SHAKE's velocities and its multiplier
-//! SHAKE's `p_n+1` is seed 002 eq. 4's `p_n+1` **without** its term `(h/2)G(q_n+1)ᵀλ_n+1`, which
-//! only the next step can supply (seed 002: SHAKE "does not define a mapping of the tangent
-//! bundle"): `G M⁻¹ p_n+1 ≠ 0`, the normal component of the velocity is `O(h)` off, and the next
-//! step's solve absorbs it. Positions are those of RATTLE (seed 002: the two are equivalent in
-//! positions; tested), and so are their errors (order 2), but SHAKE's velocities are only
-//! first-order accurate in their normal component, and the `λ` the solver finds for a
-//! non-tangent `p_n` contains that component too: after a SHAKE step it is about `2λ(t_n)`
-//! (seed 002's leapfrog multiplier is half of it). Both integrators therefore report
-//! ([`Shake::multipliers`], [`Rattle::multipliers`]) the multiplier with the incoming normal
-//! velocity removed:
+//! SHAKE's `p_n+1` is Fernández-Pendás's eq. 4's `p_n+1` **without** its term
+//! `(h/2)G(q_n+1)ᵀλ_n+1`, which only the next step can supply (Fernández-Pendás: SHAKE "does not
+//! define a mapping of the tangent bundle"): `G M⁻¹ p_n+1 ≠ 0`, the normal component of the
+//! velocity is `O(h)` off, and the next step's solve absorbs it. Positions are those of RATTLE
+//! (Fernández-Pendás: the two are equivalent in positions; tested), and so are their errors (order
+//! 2), but SHAKE's velocities are only first-order accurate in their normal component, and the `λ`
+//! the solver finds for a non-tangent `p_n` contains that component too: after a SHAKE step it is
+//! about `2λ(t_n)` (Fernández-Pendás's leapfrog multiplier is half of it). Both integrators
+//! therefore report ([`Shake::multipliers`], [`Rattle::multipliers`]) the multiplier with the
+//! incoming normal velocity removed:
 //!
 //! ```text
 //! λ_n = λ_solved - ν_n,   (h/2) (G M⁻¹ Gᵀ)(q_n) ν_n = G(q_n) M⁻¹ p_n
 //! ```
 //!
-//! `ν_n` is the multiplier of the velocity projection of the incoming `p_n` (zero for a
-//! tangent `p_n`, e.g. after a RATTLE step), so `λ_n` is exactly RATTLE's position multiplier
-//! `λ_n^(r)` of seed 002 eqs. 5–6 from the projected state, whatever the history: a first-order
+//! `ν_n` is the multiplier of the velocity projection of the incoming `p_n` (zero for a tangent
+//! `p_n`, e.g. after a RATTLE step), so `λ_n` is exactly RATTLE's position multiplier `λ_n^(r)` of
+//! Fernández-Pendás, eqs. 5–6 from the projected state, whatever the history: a first-order
 //! approximation of `λ(t_n)`. [`Shake::solved_multipliers`] gives `λ_solved`. RATTLE's velocity
 //! multiplier `μ_n` ([`Rattle::velocity_multipliers`] of the step that ended at `t_n`) errs the
-//! other way, and the mean `½(λ_n + μ_n)` (seed 002 eq. 6's `½(λ^(r) + λ^(v))`, the leapfrog
-//! SHAKE multiplier) is second-order accurate (measured: `zs-runtime/tests/shake.rs`).
+//! other way, and the mean `½(λ_n + μ_n)` (Fernández-Pendás's eq. 6, its `½(λ^(r) + λ^(v))`, the
+//! leapfrog SHAKE multiplier) is second-order accurate (measured:
+//! `zs-runtime/tests/runtime/shake.rs`).
 //!
 //! # Reversibility
-//! RATTLE is symmetric: a step of `h` followed by one of `-h` returns to the start (seed 002;
-//! measured to round-off in the tests). SHAKE is not, as a map of `(q, v)`: the positions return
-//! (the backward solve converges at `λ = 0`), but the velocity comes back as
+//! RATTLE is symmetric: a step of `h` followed by one of `-h` returns to the start
+//! (Fernández-Pendás; measured to round-off in the tests). SHAKE is not, as a map of `(q, v)`: the
+//! positions return (the backward solve converges at `λ = 0`), but the velocity comes back as
 //! `v_n - (h/2)M⁻¹G(q_n)ᵀλ_solved`, the tangent component exact and the normal one `O(h)` off.
 //!
 //! # Cost and caching
@@ -98,7 +99,7 @@ pub const DEFAULT_MAX_ITERATIONS: usize = 100;
 /// [module docs](self)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ShakeSolver {
-    /// The SHAKE iteration (seed 002): nonlinear Gauss–Seidel over the constraints, one
+    /// The SHAKE iteration (Fernández-Pendás): nonlinear Gauss–Seidel over the constraints, one
     /// multiplier at a time. An iteration is one sweep over all `m` constraints.
     #[default]
     GaussSeidel,
@@ -351,13 +352,13 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
 
     /// Advance `state` by one step of size `h` (time included).
     ///
-    /// On error `state` is unchanged and the error carries the index of the failing step and
-    /// the time it started from: [`crate::StepErrorKind::InvalidStepSize`] for a zero or non-finite `h`,
-    /// [`crate::StepErrorKind::NotConverged`] (`solver: "SHAKE"`) when the constraint solve has not
-    /// reached the tolerance within the iteration cap, [`crate::SolveFailure::Singular`] when a
-    /// Newton Jacobian, a Gauss–Seidel denominator or `G M⁻¹ Gᵀ` is singular (dependent
-    /// constraints), [`crate::StepErrorKind::NonFinite`] when a gradient, constraint value, iterate or new
-    /// state is not finite.
+    /// On error `state` is unchanged and the error carries the index of the failing step and the
+    /// time it started from: [`crate::StepErrorKind::InvalidStepSize`] for a zero or non-finite
+    /// `h`, [`crate::StepErrorKind::NotConverged`] (`solver: "SHAKE"`) when the constraint solve
+    /// has not reached the tolerance within the iteration cap, [`crate::SolveFailure::Singular`]
+    /// when a Newton Jacobian, a Gauss–Seidel denominator or `G M⁻¹ Gᵀ` is singular (dependent
+    /// constraints), [`crate::StepErrorKind::NonFinite`] when a gradient, constraint value, iterate
+    /// or new state is not finite.
     pub fn step<S: ConstrainedModel<V, C> + ?Sized>(
         &mut self,
         system: &S,
@@ -660,8 +661,8 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> Resumable for ConstrainedS
     }
 }
 
-/// SHAKE (Ryckaert, Ciccotti, Berendsen; seed 002 eq. 4, `INTEGRATORS.md` §7) on the unpenalized
-/// constrained system of a [`crate::MechanicalSystem`]:
+/// SHAKE (Ryckaert, Ciccotti, Berendsen; Fernández-Pendás, eq. 4, `docs/INTEGRATORS.md` §7) on the
+/// unpenalized constrained system of a [`crate::MechanicalSystem`]:
 ///
 /// ```text
 /// p½    = p_n - (h/2) ∇V(q_n) - (h/2) G(q_n)ᵀ λ
@@ -694,8 +695,8 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> Resumable for ConstrainedS
 /// ```
 pub type Shake<V, C> = ConstrainedStep<V, C, Positions>;
 
-/// RATTLE (Andersen; seed 002, `INTEGRATORS.md` §8): [`Shake`] followed by the projection of the
-/// momenta onto the tangent space of the constraint manifold,
+/// RATTLE (Andersen; Fernández-Pendás, `docs/INTEGRATORS.md` §8): [`Shake`] followed by the
+/// projection of the momenta onto the tangent space of the constraint manifold,
 ///
 /// ```text
 /// p_n+1 = p½ - (h/2) ∇V(q_n+1) - (h/2) G(q_n+1)ᵀ μ,     G(q_n+1) M⁻¹ p_n+1 = 0
@@ -703,7 +704,7 @@ pub type Shake<V, C> = ConstrainedStep<V, C, Positions>;
 ///
 /// (`μ` from an `m × m` symmetric solve). A map of the tangent bundle: `G M⁻¹ p = 0` to round-off
 /// after every step; symplectic, symmetric (time-reversible), order 2 in positions and velocities
-/// (seed 002; measured in the tests). Same positions as SHAKE from the same start.
+/// (Fernández-Pendás; measured in the tests). Same positions as SHAKE from the same start.
 pub type Rattle<V, C> = ConstrainedStep<V, C, Velocities>;
 
 impl<V: ConstraintSpace<C>, C: Vector> Rattle<V, C> {

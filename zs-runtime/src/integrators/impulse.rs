@@ -1,10 +1,10 @@
-//! The impulse family of seed 003 (`INTEGRATORS.md` §9) for
+//! The impulse family of the impulse paper (`docs/INTEGRATORS.md` §9) for
 //! `H(q, p) = ½ pᵀM⁻¹p + U(q) + W(q)`, with `U` the slow potential (the system's
 //! [`Potential`](crate::Potential)) and `W` the stiff fast potential (the system's
 //! [`FastPotential`], `ε⁻²` folded in), minimal on the constraint manifold `g(q) = 0` of the
-//! [`MechanicalSystem`] (seed 003 eqs. 1–4):
+//! [`MechanicalSystem`] (the impulse paper, eqs. 1–4):
 //!
-//! | type | kick with | seed 003 |
+//! | type | kick with | the impulse paper |
 //! |---|---|---|
 //! | [`Impulse`] | `∇U(q)` | §2.1 |
 //! | [`MollifiedImpulse`] | `∇(U∘π)(q) = Dπ(q)ᵀ∇U(π(q))`, `π` the M-orthogonal projection onto `g = 0` | §2.2, eq. 15 |
@@ -22,7 +22,7 @@
 //! with the slow force `F` of the table. The state carries velocities `v = M⁻¹p`, so the kicks
 //! are `v ← v − (h/2) M⁻¹F(q)`.
 //!
-//! Properties (seed 003): the impulse method is the symmetric (Strang) splitting
+//! Properties (the impulse paper): the impulse method is the symmetric (Strang) splitting
 //! `φ^U_{h/2} ∘ φ^{T+W}_h ∘ φ^U_{h/2}`, hence symplectic and time-reversible (§2.1); the
 //! mollified impulse method is the same splitting of `½pᵀM⁻¹p + U(π(q)) + W(q)`, so also
 //! symplectic and reversible; the projected impulse method "sacrifices symplecticity" (`PᵀF` is
@@ -66,7 +66,7 @@ impl Default for ProjectionOptions {
     }
 }
 
-/// The M-orthogonal projection `π(q)` of `q` onto the manifold `g = 0` (seed 003, eq. 15):
+/// The M-orthogonal projection `π(q)` of `q` onto the manifold `g = 0` (the impulse paper, eq. 15):
 /// `g(π) = 0`, `π = q + M⁻¹G(π)ᵀμ`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ManifoldProjection<const N: usize, const M: usize> {
@@ -106,7 +106,7 @@ impl ProjectionFailure {
                 step,
                 t,
                 StepErrorKind::NotConverged {
-                    solver: "Newton projection onto g = 0 (seed 003 eq. 15)",
+                    solver: "Newton projection onto g = 0 (the impulse paper, eq. 15)",
                     iterations,
                     residual,
                 },
@@ -194,7 +194,7 @@ where
     (if r.is_nan() { f64::INFINITY } else { r }, gv, gj, f1)
 }
 
-/// The M-orthogonal projection of `q` onto `g = 0` (seed 003, eq. 15): solve
+/// The M-orthogonal projection of `q` onto `g = 0` (the impulse paper, eq. 15): solve
 /// `F(π, μ) = (M(π − q) − G(π)ᵀμ, g(π)) = 0` by Newton's method from `(π, μ) = (q, 0)`.
 ///
 /// The Newton matrix is `[[B, −Gᵀ], [G, 0]]` with `B = M − Σ_c μ_c Hess g_c(π)`
@@ -273,10 +273,10 @@ where
     Ok((minv_f, f))
 }
 
-/// The mollified slow force of seed 003 §2.2: `∇(U∘π)(q) = Dπ(q)ᵀ ∇U(π(q))`, with the
+/// The mollified slow force of the impulse paper, §2.2: `∇(U∘π)(q) = Dπ(q)ᵀ ∇U(π(q))`, with the
 /// projection `π(q)` of eq. 15 (computed by [`project`]). Returns the force and the projection.
 ///
-/// # The derivative of the projection (seed 003, proof of Lemma 2.1)
+/// # The derivative of the projection (the impulse paper, proof of Lemma 2.1)
 /// Differentiate the two equations of eq. 15, `g(π(q)) = 0` and `π = q + M⁻¹G(π)ᵀμ(q)`:
 ///
 /// ```text
@@ -310,10 +310,10 @@ where
     Ok((f, proj))
 }
 
-/// `P(q)ᵀ y = y − G(q)ᵀ (G M⁻¹ Gᵀ)⁻¹ G M⁻¹ y` (seed 003, eq. 10), with `G = G(q)` at the given
-/// `q` (which need not lie on the manifold). For a momentum `y = p` this is the projected
-/// momentum the error of Theorem 2.2 is measured in; for `y = ∇U(q)` the projected impulse
-/// method's slow force. Fails only when `G M⁻¹ Gᵀ` is singular (`G(q)` not of full rank).
+/// `P(q)ᵀ y = y − G(q)ᵀ (G M⁻¹ Gᵀ)⁻¹ G M⁻¹ y` (the impulse paper, eq. 10), with `G = G(q)` at the
+/// given `q` (which need not lie on the manifold). For a momentum `y = p` this is the projected
+/// momentum the error of Theorem 2.2 is measured in; for `y = ∇U(q)` the projected impulse method's
+/// slow force. Fails only when `G M⁻¹ Gᵀ` is singular (`G(q)` not of full rank).
 pub fn projected_covector<S, const N: usize, const M: usize>(
     sys: &S,
     q: &[f64; N],
@@ -345,8 +345,8 @@ fn projected_parts<const N: usize, const M: usize>(
     Ok((pty, minv_pty))
 }
 
-/// The projected impulse method's slow force `P(q)ᵀ∇U(q)` (seed 003 §2.3), with `P` and `∇U`
-/// both at the current `q` (see [`ProjectedImpulse`]).
+/// The projected impulse method's slow force `P(q)ᵀ∇U(q)` (the impulse paper, §2.3), with `P` and
+/// `∇U` both at the current `q` (see [`ProjectedImpulse`]).
 pub fn projected_gradient<S, const N: usize, const M: usize>(
     sys: &S,
     q: &[f64; N],
@@ -565,10 +565,10 @@ impl<const N: usize, K: Kick> Clocked for ImpulseMethod<N, K> {
     }
 }
 
-/// The impulse method (seed 003 §2.1; Grubmüller et al., Tuckerman–Berne–Martyna):
-/// kick with the slow force `∇U(q)`, oscillate with micro-step Verlet on `½pᵀM⁻¹p + W`,
-/// kick. Symplectic and symmetric; does **not** converge uniformly in `ε` (seed 003 Fig. 1:
-/// the `M`-orthogonal component of `∇U` pumps the fast oscillations' actions).
+/// The impulse method (the impulse paper, §2.1; Grubmüller et al., Tuckerman–Berne–Martyna): kick
+/// with the slow force `∇U(q)`, oscillate with micro-step Verlet on `½pᵀM⁻¹p + W`, kick. Symplectic
+/// and symmetric; does **not** converge uniformly in `ε` (the impulse paper, Fig. 1: the
+/// `M`-orthogonal component of `∇U` pumps the fast oscillations' actions).
 ///
 /// ```
 /// use zs_runtime::{FastPotential, Impulse, Potential, State};
@@ -610,7 +610,7 @@ impl<const N: usize> Impulse<N> {
     }
 }
 
-/// The mollified impulse method with the projection mollifier (seed 003 §2.2, eq. 15;
+/// The mollified impulse method with the projection mollifier (the impulse paper, §2.2, eq. 15;
 /// García-Archilla–Sanz-Serna–Skeel, Izaguirre–Reich–Skeel): the impulse method for
 /// `½pᵀM⁻¹p + U(π(q)) + W(q)`, i.e. kicks with `∇(U∘π)(q) = Dπ(q)ᵀ∇U(π(q))`, where `π(q)` is
 /// the M-orthogonal projection of `q` onto `g = 0` (computed by Newton: [`project`]; the
@@ -621,8 +621,8 @@ impl<const N: usize> Impulse<N> {
 ///
 /// The Newton iteration's tolerance and cap are [`ProjectionOptions`]
 /// ([`MollifiedImpulse::with_projection`]); non-convergence is
-/// [`crate::StepErrorKind::NotConverged`]. The projection starts from `(π, μ) = (q, 0)` every time (no
-/// warm start), so the step is a function of the state alone.
+/// [`crate::StepErrorKind::NotConverged`]. The projection starts from `(π, μ) = (q, 0)` every time
+/// (no warm start), so the step is a function of the state alone.
 ///
 /// ```
 /// use zs_runtime::MollifiedImpulse;
@@ -676,7 +676,7 @@ impl<const N: usize, const M: usize> MollifiedImpulse<N, M> {
     }
 }
 
-/// The projected impulse method (seed 003 §2.3): kicks with the projected slow force
+/// The projected impulse method (the impulse paper, §2.3): kicks with the projected slow force
 /// `P(q)ᵀ∇U(q)`, `P(q) = I − M⁻¹G(q)ᵀ(G(q)M⁻¹G(q)ᵀ)⁻¹G(q)` (eq. 10), both evaluated at the
 /// current position `q` (`q_n` for the first kick, `q_n+1` for the second), which lies `O(ε)`
 /// off the manifold: no projection onto `g = 0` is computed. Motivated by Lemma 2.1

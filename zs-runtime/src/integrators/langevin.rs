@@ -1,4 +1,4 @@
-//! Langevin dynamics by the Geometric Langevin Algorithm (GLA; `INTEGRATORS.md` §11;
+//! Langevin dynamics by the Geometric Langevin Algorithm (GLA; `docs/INTEGRATORS.md` §11;
 //! Tao & Owhadi §4.3, eq. 27, after Bou-Rabee & Owhadi).
 
 use rand_chacha::rand_core::SeedableRng;
@@ -208,9 +208,10 @@ impl<S> Langevin<S> {
     /// Advance `state` by one GLA step: the inner step, then the exact Ornstein–Uhlenbeck flow
     /// of the momenta (time advances by the inner step's `h`).
     ///
-    /// On error `state` and the noise stream are unchanged: [`crate::StepErrorKind::InvalidStepSize`] for
-    /// `h ≤ 0` or non-finite, the inner step's error re-stamped with this stepper's index, or
-    /// [`crate::StepErrorKind::NonFinite`] if the new velocities are not finite.
+    /// On error `state` and the noise stream are unchanged:
+    /// [`crate::StepErrorKind::InvalidStepSize`] for `h ≤ 0` or non-finite, the inner step's error
+    /// re-stamped with this stepper's index, or [`crate::StepErrorKind::NonFinite`] if the new
+    /// velocities are not finite.
     pub fn step<P: Model<V> + ?Sized, V: Vector>(
         &mut self,
         target: &P,
@@ -279,7 +280,7 @@ impl<P: Model<V> + ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Langev
 
 /// Saves γ, kT, the noise stream ([`RngState`]: seed and word position), the step counter and
 /// the inner stepper (under `inner`), all exact: a run resumed from a checkpoint draws the same
-/// noise and gives the same bits (`zs-runtime/tests/checkpoint.rs`).
+/// noise and gives the same bits (`zs-runtime/tests/runtime/checkpoint.rs`).
 impl<S: crate::checkpoint::Resumable + Clocked> crate::checkpoint::Resumable for Langevin<S> {
     fn save(&self, out: &mut crate::checkpoint::ScopeMut<'_>) {
         out.set_f64("gamma", self.gamma);

@@ -1,19 +1,19 @@
-//! The integrators, one file per method (notation: `shared/spec/INTEGRATORS.md`).
+//! The integrators, one file per method (notation: `docs/INTEGRATORS.md`).
 //!
 //! | type | method | cost per step |
 //! |---|---|---|
 //! | [`VelocityVerlet`] | Störmer–Verlet (§1) | one `∇V` |
 //! | [`ZhangSkeel`] | Z&S, Tao & Owhadi Integrator 1, eq. 3 (§2) | one `(∇V, H, T)` and one `n×n` solve |
 //! | [`ZhangSkeelSimplified`] | Z&Ss, Integrator 4, eq. 18 (§3) | one `(∇V, H)` and one `n×n` solve |
-//! | [`Shake`], [`Rattle`] | seed 002 eq. 4 (§7, §8), unpenalized, multipliers λ | one `∇V`, a few `(g, G)` and `m×m` solves |
+//! | [`Shake`], [`Rattle`] | Fernández-Pendás, eq. 4 (§7, §8), unpenalized, multipliers λ | one `∇V`, a few `(g, G)` and `m×m` solves |
 //! | [`ZhangSkeelStiff`] | Z&Ss for stiff systems, Integrator 5, eq. 19 (§4) | one `(∇V, Hess V1)` and one `n×n` solve |
 //! | [`Newmark`] | Newmark γ = ½, Integrator 2, eq. 12 (§5), Newton to a tolerance | per Newton iteration one `∇V`, one `H`, one solve (+ one `∇V`) |
 //! | [`LinearlyImplicitNewmark`] | eq. 12 with one Newton step (§5; Fig. 1 row 5) | two `∇V`, one `H`, one solve |
 //! | [`PushForwardNewmark`] | Integrator 3, eq. 14 (§6), Newton on `a_k` | per Newton iteration one `∇V`, one `H`, one solve (+ one `∇V`) |
 //! | [`Yoshida4`] | triple-jump composition, Remark 2.1 (§10) | three inner steps |
 //! | [`Langevin`] | GLA: inner step ∘ exact OU flow, §4.3 eq. 27 (§11) | one inner step and `N` normal deviates |
-//! | [`Impulse`], [`MollifiedImpulse`], [`ProjectedImpulse`] | seed 003 §2 (§9), `H = T + U + W` | one slow force (+ projection) and `micro_steps` `∇W` |
-//! | [`Variational`] | any explicit Runge–Kutta tableau made variational (seed 004, `VARIATIONAL.md`) | two layer steps with exact derivatives, projections, a `2N+2d` solve, Newton or chord on `3N+3d` unknowns |
+//! | [`Impulse`], [`MollifiedImpulse`], [`ProjectedImpulse`] | the impulse paper, §2 (§9), `H = T + U + W` | one slow force (+ projection) and `micro_steps` `∇W` |
+//! | [`Variational`] | any explicit Runge–Kutta tableau made variational (Patrick et al., `docs/VARIATIONAL.md`) | two layer steps with exact derivatives, projections, a `2N+2d` solve, Newton or chord on `3N+3d` unknowns |
 //!
 //! Every step either advances the state by `h` (time included) or returns a
 //! [`StepError`] carrying the failing step's index and leaves the state

@@ -1,4 +1,4 @@
-//! The Newmark family with γ = ½ (`INTEGRATORS.md` §5–6; Tao & Owhadi §2.1):
+//! The Newmark family with γ = ½ (`docs/INTEGRATORS.md` §5–6; Tao & Owhadi §2.1):
 //! [`Newmark`] (Integrator 2, eq. 12, Newton to a tolerance), [`LinearlyImplicitNewmark`]
 //! (eq. 12 with exactly one Newton step: the paper's "one-step Newmark", Fig. 1 row 5) and
 //! [`PushForwardNewmark`] (Integrator 3, eq. 14, Newton on `a_k`).
@@ -210,10 +210,11 @@ impl<V: Vector, S: NewtonSolve> NewmarkEq12<V, S> {
 
     /// Advance `state` by one step of size `h` (time included).
     ///
-    /// On error `state` is unchanged and the error carries the index of the failing step
-    /// and the time it started from: [`crate::StepErrorKind::InvalidStepSize`],
-    /// [`crate::SolveFailure::Singular`] (`M + βh²H` singular), [`crate::StepErrorKind::NonFinite`],
-    /// and, for [`Newmark`], [`crate::StepErrorKind::NotConverged`].
+    /// On error `state` is unchanged and the error carries the index of the failing step and the
+    /// time it started from: [`crate::StepErrorKind::InvalidStepSize`],
+    /// [`crate::SolveFailure::Singular`] (`M + βh²H` singular),
+    /// [`crate::StepErrorKind::NonFinite`], and, for [`Newmark`],
+    /// [`crate::StepErrorKind::NotConverged`].
     pub fn step<P: Model<V> + ?Sized>(
         &mut self,
         potential: &P,
@@ -389,11 +390,10 @@ fn restore_newton(
 ///
 /// Implicit in `q_k+1`: Newton on `F(q) = M(q − q_k − h q̇_k − (h²/2)(1 − 2β) a_k) + βh²∇V(q) = 0`
 /// with Jacobian `M + βh²H(q)`, from the predictor `q_k + h q̇_k + (h²/2) a_k`, until the relative
-/// residual `ρ = ‖M⁻¹F(q)‖∞ / max(1, ‖q‖∞)` is at most the tolerance
-/// ([`DEFAULT_NEWTON_TOLERANCE`], see [`Newmark::with_tolerance`]) or the iteration cap
-/// ([`DEFAULT_NEWTON_MAX_ITERATIONS`], [`Newmark::with_max_iterations`]) is reached, which is
-/// a [`crate::StepErrorKind::NotConverged`] (`solver: "Newmark Newton"`) carrying the iterations and the
-/// residual.
+/// residual `ρ = ‖M⁻¹F(q)‖∞ / max(1, ‖q‖∞)` is at most the tolerance ([`DEFAULT_NEWTON_TOLERANCE`],
+/// see [`Newmark::with_tolerance`]) or the iteration cap ([`DEFAULT_NEWTON_MAX_ITERATIONS`],
+/// [`Newmark::with_max_iterations`]) is reached, which is a [`crate::StepErrorKind::NotConverged`]
+/// (`solver: "Newmark Newton"`) carrying the iterations and the residual.
 ///
 /// Properties (paper §2.1): order 2, symmetric (time-reversible, to the Newton tolerance),
 /// unconditionally linearly stable for β ≥ ¼; variational but **not** symplectic in the
@@ -498,12 +498,12 @@ struct PfWork<V: Vector> {
 /// a_k   = −M⁻¹∇V(x_k + βh² a_k)       (nonlinear in a_k)
 /// ```
 ///
-/// `a_k` is found by Newton on `G(a) = M a + ∇V(x_k + βh² a) = 0` with Jacobian
-/// `M + βh²H(x_k + βh² a)`, starting from `a = 0` — so the first iterate is exactly the
-/// linearly-implicit `a_k` of Z&Ss (eq. 18; the paper's "partial Newton solve" remark) — until
-/// `ρ = ½h²‖M⁻¹G(a)‖∞ / max(1, ‖x_k‖∞) ≤ tol` (the position error the residual would cause);
-/// the cap on iterations gives [`crate::StepErrorKind::NotConverged`] (`solver: "push-forward Newmark
-/// Newton"`). Note `x_k + βh² a_k` is Newmark's `q_k` (eq. 13).
+/// `a_k` is found by Newton on `G(a) = M a + ∇V(x_k + βh² a) = 0` with Jacobian `M + βh²H(x_k + βh²
+/// a)`, starting from `a = 0` — so the first iterate is exactly the linearly-implicit `a_k` of Z&Ss
+/// (eq. 18; the paper's "partial Newton solve" remark) — until `ρ = ½h²‖M⁻¹G(a)‖∞ / max(1, ‖x_k‖∞)
+/// ≤ tol` (the position error the residual would cause); the cap on iterations gives
+/// [`crate::StepErrorKind::NotConverged`] (`solver: "push-forward Newmark Newton"`). Note `x_k +
+/// βh² a_k` is Newmark's `q_k` (eq. 13).
 ///
 /// Properties: **symplectic** in `(x, M v)` (the Euler–Lagrange equations of the discrete
 /// Lagrangian eq. 15), hence to the Newton tolerance in practice; **symmetric**; order 2;
@@ -603,8 +603,9 @@ impl<V: Vector> PushForwardNewmark<V> {
     /// Advance `state` by one step of size `h` (time included).
     ///
     /// On error `state` is unchanged and the error carries the index of the failing step and the
-    /// time it started from: [`crate::StepErrorKind::InvalidStepSize`], [`crate::SolveFailure::Singular`],
-    /// [`crate::StepErrorKind::NonFinite`], [`crate::StepErrorKind::NotConverged`].
+    /// time it started from: [`crate::StepErrorKind::InvalidStepSize`],
+    /// [`crate::SolveFailure::Singular`], [`crate::StepErrorKind::NonFinite`],
+    /// [`crate::StepErrorKind::NotConverged`].
     pub fn step<P: Model<V> + ?Sized>(
         &mut self,
         potential: &P,

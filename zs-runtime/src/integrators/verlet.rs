@@ -1,4 +1,4 @@
-//! Velocity Verlet (Störmer–Verlet), `INTEGRATORS.md` §1 — the paper's "variational Euler" on
+//! Velocity Verlet (Störmer–Verlet), `docs/INTEGRATORS.md` §1 — the paper's "variational Euler" on
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
 use super::{check_finite, check_h, same_bits, Buffers, StepStats};
@@ -61,7 +61,8 @@ struct Work<V> {
 
 impl<V: Vector> VelocityVerlet<V> {
     /// Velocity Verlet with step `h` (negative: integrate backwards). An invalid `h` (zero,
-    /// non-finite) is reported by [`VelocityVerlet::step`] as [`crate::StepErrorKind::InvalidStepSize`].
+    /// non-finite) is reported by [`VelocityVerlet::step`] as
+    /// [`crate::StepErrorKind::InvalidStepSize`].
     pub fn new(h: f64) -> Self {
         Self {
             clock: Clock::new(h),

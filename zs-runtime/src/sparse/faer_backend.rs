@@ -1,5 +1,5 @@
 //! The general sparse backend: faer 0.24's sparse symmetric factorizations (see
-//! `../shared/notes/structured-systems.md` for the measured facts behind the choices).
+//! `docs/DEPENDENCIES.md` for the measured facts behind the choices).
 //!
 //! Set-up (once per layout): the lower triangle of `M + sH` as a compressed-column pattern
 //! with, for each stored scalar, its index in the [`SparseMatrix`] values (a gather map); the

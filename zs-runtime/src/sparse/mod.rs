@@ -17,8 +17,8 @@
 //!   ordering of the bodies (chains, rings, polymers): a banded `LDLᵀ`, O(B);
 //! - [`Backend::Sparse`] otherwise: faer's sparse Cholesky — symbolic analysis (AMD ordering,
 //!   elimination tree) once, numeric `LLᵀ` each step — with two fallbacks when `M + sH` is
-//!   indefinite (the penalized pendulum chain, `SYSTEMS.md`): `LDLᵀ` on the same symbolic
-//!   structure, kept only if its pivots are balanced and its backward error small, then LU
+//!   indefinite (the penalized pendulum chain, `docs/systems/chain.md`): `LDLᵀ` on the same
+//!   symbolic structure, kept only if its pivots are balanced and its backward error small, then LU
 //!   with partial pivoting (faer's simplicial LU, COLAMD ordering). O(B) for chains.
 //!
 //! faer is behind the crate's `faer` feature (on by default). Without it, [`Backend::Auto`] and

@@ -3,7 +3,7 @@
 use zs_runtime::assembly::{Assembled, Topology};
 use zs_runtime::mechanical_system;
 
-/// The DNA base-pair chain of Tao & Owhadi §4.4 (`SYSTEMS.md`).
+/// The DNA base-pair chain of Tao & Owhadi §4.4 (`docs/systems/dna.md`).
 pub struct Dna {
     pub epsilon: f64,
     pub a: f64,

@@ -1,5 +1,5 @@
-//! The standard layer of seed 004 with its exact derivatives, and the projection `P`
-//! (`VARIATIONAL.md` §1).
+//! The standard layer of Patrick et al. with its exact derivatives, and the projection `P`
+//! (`docs/VARIATIONAL.md` §1).
 //!
 //! The layer is one explicit Runge–Kutta step of signed size `t` on `y = (q, v, S)`,
 //! `q' = v`, `v' = A(q, v)`, `S' = L(q, v) = ½vᵀMv − V(q)`, where the acceleration and the
@@ -9,8 +9,9 @@
 //! [M −Gᵀ; −G 0] [A; λ] = [−∇V; c],   c_a = vᵀ Hess g_a v.
 //! ```
 //!
-//! Its derivatives with respect to the initial `(q, v)` are exact derivatives of the numerical
-//! map: the same tableau applied to the variational equations (seed 004, its reference 6, Lemma 4.1),
+//! Its derivatives with respect to the initial `(q, v)` are exact derivatives of the numerical map:
+//! the same tableau applied to the variational equations (Patrick et al., its reference 6, Lemma
+//! 4.1),
 //!
 //! ```text
 //! [M −Gᵀ; −G 0] [δA; δλ] = [−∇²V δq + Σ_a λ_a H_a δq;  ∇³g_a[v,v,δq] + Aᵀ H_a δq + 2 vᵀ H_a δv],
@@ -95,7 +96,7 @@ impl LayerError {
                 step,
                 t,
                 StepErrorKind::NotConverged {
-                    solver: "Newton on the projection P (seed 004, Stage 3)",
+                    solver: "Newton on the projection P (Patrick et al., Stage 3)",
                     iterations: PROJECTION_ITERATIONS,
                     residual,
                 },

@@ -1,6 +1,6 @@
-//! Any explicit Runge–Kutta method made variational (seed 004: Patrick, Cuell, Spiteri, Zhang,
+//! Any explicit Runge–Kutta method made variational (Patrick, Cuell, Spiteri, Zhang,
 //! *On converting any one-step method to a variational integrator of the same order*), as
-//! `VARIATIONAL.md` states the algorithm — the paper's printed chord rows and projection are
+//! `docs/VARIATIONAL.md` states the algorithm — the paper's printed chord rows and projection are
 //! garbled; the corrections are that page's §5.
 //!
 //! The standard layer ([`layer`]) is the tableau applied to `y = (q, v, S)` with `S' = L`; two
@@ -46,7 +46,7 @@ pub enum PhaseBSolver {
     /// Newton), with one polishing iteration so that the solution is at rounding.
     Newton,
     /// The chord iteration `z ← z − J₀⁻¹F(z)` of §4.4, `J₀` the corrected linear part
-    /// (`VARIATIONAL.md` §1, §5), factored once per step.
+    /// (`docs/VARIATIONAL.md` §1, §5), factored once per step.
     Chord,
 }
 
@@ -150,9 +150,10 @@ impl<const N: usize, const M: usize> Variational<N, M> {
     /// One step from `state` (on `TQ`). A failed step leaves `state` untouched.
     ///
     /// # Errors
-    /// [`crate::StepErrorKind::InvalidStepSize`] for `h` zero or not finite; [`crate::StepErrorKind::NonFinite`];
-    /// [`crate::SolveFailure::Singular`] when a KKT, projection or Phase A/B matrix is singular;
-    /// [`crate::StepErrorKind::NotConverged`] when the projection or Phase B does not converge.
+    /// [`crate::StepErrorKind::InvalidStepSize`] for `h` zero or not finite;
+    /// [`crate::StepErrorKind::NonFinite`]; [`crate::SolveFailure::Singular`] when a KKT,
+    /// projection or Phase A/B matrix is singular; [`crate::StepErrorKind::NotConverged`] when the
+    /// projection or Phase B does not converge.
     pub fn step<S>(&mut self, system: &S, state: &mut State<N>) -> Result<(), StepError>
     where
         S: MechanicalSystem<N, M> + ConstraintThirdContraction<N, M>,
@@ -173,8 +174,10 @@ impl<const N: usize, const M: usize> Variational<N, M> {
                     t,
                     StepErrorKind::NotConverged {
                         solver: match self.solver {
-                            PhaseBSolver::Newton => "Newton on Phase B (seed 004, Stage 4)",
-                            PhaseBSolver::Chord => "chord iteration on Phase B (seed 004, §4.4)",
+                            PhaseBSolver::Newton => "Newton on Phase B (Patrick et al., Stage 4)",
+                            PhaseBSolver::Chord => {
+                                "chord iteration on Phase B (Patrick et al., §4.4)"
+                            }
                         },
                         iterations,
                         residual,
@@ -308,7 +311,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
             // not the update itself, must meet the tolerance (Newton's is far below it).
             // Both converge linearly once the matrix is not refreshed. The chord also aims ten
             // times tighter, so that it lands within 1e-13 of Newton's solution
-            // (`VARIATIONAL.md` §4.7).
+            // (`docs/VARIATIONAL.md` §4.7).
             let rho = last / previous;
             refresh = rho > 0.1;
             let tighter = match self.solver {
@@ -426,7 +429,7 @@ impl<const N: usize, const M: usize> Variational<N, M> {
         Ok(())
     }
 
-    /// The chord matrix `J₀` (the linear part of the residual, §4.4 with `VARIATIONAL.md` §5's
+    /// The chord matrix `J₀` (the linear part of the residual, §4.4 with `docs/VARIATIONAL.md` §5's
     /// corrections), factored into `self.phase_b`.
     fn chord_matrix<S>(&mut self, sys: &S, q1: &[f64; N]) -> Result<(), LayerError>
     where
@@ -518,9 +521,9 @@ where
     }))
 }
 
-/// The method seed 004 converts, on its own: one step of the tableau on the constrained vector
-/// field (the standard layer), then `q ← P(q)` and `v ← (I − Gᵀ(GGᵀ)⁻¹G) v` back onto `TQ`
-/// (`VARIATIONAL.md` §4: "the standard layer with projection"). Not symplectic: what
+/// The method Patrick et al. converts, on its own: one step of the tableau on the constrained
+/// vector field (the standard layer), then `q ← P(q)` and `v ← (I − Gᵀ(GGᵀ)⁻¹G) v` back onto `TQ`
+/// (`docs/VARIATIONAL.md` §4: "the standard layer with projection"). Not symplectic: what
 /// [`Variational`] is compared against.
 #[derive(Debug, Clone)]
 pub struct ProjectedRungeKutta<const N: usize, const M: usize> {

@@ -1,4 +1,5 @@
-//! Explicit Runge–Kutta tableaux: the "standard layer" seed 004 converts (`VARIATIONAL.md` §1).
+//! Explicit Runge–Kutta tableaux: the "standard layer" Patrick et al. converts
+//! (`docs/VARIATIONAL.md` §1).
 
 use std::fmt;
 

@@ -5,17 +5,17 @@
 //! Everything lives on the stack (`[[f64; N]; N]` arrays), so a solve allocates nothing.
 //!
 //! Strategy ([`solve_shifted`], what every other entry point is a case of):
-//! 1. Cholesky `A = LDLᵀ` ([`cholesky`]). `M + βh²H` is SPD whenever `H` is positive
+//! 1. Cholesky `A = LDLᵀ` (`cholesky.rs`). `M + βh²H` is SPD whenever `H` is positive
 //!    semi-definite (convex potentials) or `βh²` is small.
 //! 2. If Cholesky fails — the matrix is indefinite, which does happen on non-convex potentials
 //!    such as the penalized double pendulum — or its pivots are too unbalanced
-//!    (`min d < N·ε · max d`), fall back to LU with partial (row) pivoting ([`lu`]).
+//!    (`min d < N·ε · max d`), fall back to LU with partial (row) pivoting (`lu.rs`).
 //! 3. If the LU has a zero pivot, or the ratio of its smallest to its largest pivot magnitude is
 //!    below `N·ε`, the matrix is singular to working precision: [`SolveFailure::Singular`].
 //! 4. Optionally ([`SolveOptions::max_condition`], off by default), a matrix that was factored
 //!    but whose estimated 1-norm condition number `κ̂₁(A) = ‖A‖₁·est‖A⁻¹‖₁` exceeds a
 //!    user-set limit is rejected as near-singular: [`SolveFailure::IllConditioned`]. The estimate
-//!    is Hager's method as refined by Higham ([`super::inverse_norm_estimate`]).
+//!    is Hager's method as refined by Higham (Higham 1988, Algorithm 4.1).
 //!
 //! The matrix `M + sH` is never built on the Cholesky path: the factorization reads
 //! `m_i + s·h_ii` and `s·h_ij` from the lower triangle of `H` as it factors, in place on the

@@ -1,0 +1,17 @@
+//! The integration tests of `zs-systems`, one module per subject, in one test binary (one link
+//! instead of one per file; `cargo test -p zs-systems --test systems <module>::` runs a subject).
+//!
+//! The binary counts allocations per thread, for the tests that prove a step allocates nothing.
+
+#[path = "../../../zs-runtime/tests/support/counting_alloc.rs"]
+mod counting_alloc;
+
+mod cli;
+mod derivatives;
+mod derivatives_assembled;
+mod dynamics;
+mod experiments;
+mod reference;
+mod rigid_body;
+mod variational;
+mod water;

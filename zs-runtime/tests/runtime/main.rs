@@ -1,0 +1,33 @@
+//! The integration tests of `zs-runtime`, one module per subject, in one test binary (one link
+//! instead of one per file; `cargo test -p zs-runtime --test runtime <module>::` runs a subject).
+//! `alloc_assembled.rs` stays a binary of its own: it counts the allocations of every thread.
+//!
+//! The binary counts allocations per thread (`support::counting_alloc`), for the tests that
+//! prove a step allocates nothing.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod alloc;
+mod assembly;
+mod assembly_parallel;
+mod checkpoint;
+mod composition;
+mod constraint_third;
+mod driver;
+mod faults;
+mod impulse;
+mod integrators;
+mod langevin;
+mod macro_expansion;
+mod macro_large;
+mod macro_lints;
+mod macro_split;
+mod multipliers;
+mod newmark;
+mod output_safety;
+mod properties;
+mod rattle;
+mod shake;
+mod sparse_backends;
+mod stiff;
