@@ -15,6 +15,18 @@ use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
+/// plotters failed to draw a figure (its error type is generic over the drawing backend: kept
+/// as its message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("plotters could not draw the figure: {0}")]
+pub struct PlotError(pub String);
+
+impl PlotError {
+    fn new(e: impl std::fmt::Display) -> Self {
+        PlotError(e.to_string())
+    }
+}
+
 /// Scale of one axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
@@ -214,22 +226,22 @@ impl Figure {
     /// The figure as an SVG document.
     ///
     /// # Errors
-    /// A message if plotters fails to draw (it does not for finite ranges).
-    pub fn to_svg(&self) -> Result<String, String> {
+    /// [`PlotError`] if plotters fails to draw (it does not for finite ranges).
+    pub fn to_svg(&self) -> Result<String, PlotError> {
         let mut buf = String::new();
         {
             let root = SVGBackend::with_string(&mut buf, self.size()).into_drawing_area();
-            root.fill(&WHITE).map_err(|e| e.to_string())?;
+            root.fill(&WHITE).map_err(PlotError::new)?;
             let body = root
                 .titled(&self.title, ("sans-serif", 22).into_font().color(&BLACK))
-                .map_err(|e| e.to_string())?;
+                .map_err(PlotError::new)?;
             let columns = self.columns.min(self.panels.len()).max(1);
             let rows = self.panels.len().div_ceil(self.columns).max(1);
             let areas = body.split_evenly((rows, columns));
             for (panel, area) in self.panels.iter().zip(areas.iter()) {
                 draw_panel(area, panel)?;
             }
-            root.present().map_err(|e| e.to_string())?;
+            root.present().map_err(PlotError::new)?;
         }
         Ok(buf)
     }
@@ -318,7 +330,7 @@ fn axis_label(v: f64, log: bool) -> String {
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     panel: &Panel,
-) -> Result<(), String> {
+) -> Result<(), PlotError> {
     let xs = panel
         .series
         .iter()
@@ -398,7 +410,7 @@ fn draw_in<DB: DrawingBackend, X, Y>(
     panel: &Panel,
     x: X,
     y: Y,
-) -> Result<(), String>
+) -> Result<(), PlotError>
 where
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
@@ -413,7 +425,7 @@ where
         .x_label_area_size(48)
         .y_label_area_size(72)
         .build_cartesian_2d(x, y)
-        .map_err(|e| e.to_string())?;
+        .map_err(PlotError::new)?;
     chart
         .configure_mesh()
         .x_desc(panel.x_label.as_str())
@@ -425,7 +437,7 @@ where
         .light_line_style(BLACK.mix(0.05))
         .bold_line_style(BLACK.mix(0.15))
         .draw()
-        .map_err(|e| e.to_string())?;
+        .map_err(PlotError::new)?;
 
     let mut any_label = false;
     for s in &panel.series {
@@ -445,11 +457,11 @@ where
                 Style::LineMarkers => {
                     chart
                         .draw_series(LineSeries::new(seg.iter().copied(), line))
-                        .map_err(|e| e.to_string())?;
+                        .map_err(PlotError::new)?;
                     chart.draw_series(seg.iter().map(|&p| Circle::new(p, 4, color.filled())))
                 }
             }
-            .map_err(|e| e.to_string())?;
+            .map_err(PlotError::new)?;
             if !labelled && !s.label.is_empty() {
                 labelled = true;
                 any_label = true;
@@ -478,7 +490,7 @@ where
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.4))
             .draw()
-            .map_err(|e| e.to_string())?;
+            .map_err(PlotError::new)?;
     }
     Ok(())
 }
