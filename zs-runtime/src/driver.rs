@@ -472,7 +472,7 @@ impl Loop {
                 o.observe(target, state);
             }
             if let Some((every, hook)) = hook.as_mut() {
-                if self.done % *every == 0 && self.done < n {
+                if self.done.is_multiple_of(*every) && self.done < n {
                     match hook(stepper, state, self.done, observers) {
                         Ok(()) => self.checkpoints += 1,
                         Err(e) => {

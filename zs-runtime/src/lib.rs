@@ -47,6 +47,7 @@ pub mod model;
 pub mod multipliers;
 pub mod observers;
 pub mod output;
+pub mod simd;
 pub mod sparse;
 pub mod state;
 pub mod stepper;

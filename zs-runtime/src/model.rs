@@ -54,6 +54,13 @@ pub trait Model<V: Vector> {
     fn potential_at(&self, q: &V) -> f64;
     /// `∇V(q)`.
     fn gradient_into(&self, q: &V, g: &mut V);
+    /// `V(q)` and `∇V(q)` from one evaluation: `∇V(q)` into `g`, `V(q)` returned. Generated
+    /// systems compute the value in the gradient's pass (what the minimisers and observers
+    /// use); the default evaluates the two.
+    fn value_gradient_into(&self, q: &V, g: &mut V) -> f64 {
+        self.gradient_into(q, g);
+        self.potential_at(q)
+    }
     /// `Hess V(q)`.
     fn hessian_into(&self, q: &V, h: &mut V::Matrix);
     /// `∇V(q)` and `Hess V(q)` in one evaluation.
@@ -112,6 +119,12 @@ impl<P: Potential<N> + ?Sized, const N: usize> Model<[f64; N]> for P {
     #[inline]
     fn gradient_into(&self, q: &[f64; N], g: &mut [f64; N]) {
         *g = self.gradient(q);
+    }
+    #[inline]
+    fn value_gradient_into(&self, q: &[f64; N], g: &mut [f64; N]) -> f64 {
+        let v;
+        (v, *g) = self.value_gradient(q);
+        v
     }
     #[inline]
     fn hessian_into(&self, q: &[f64; N], h: &mut [[f64; N]; N]) {

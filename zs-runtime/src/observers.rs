@@ -360,7 +360,10 @@ impl MomentumObserver {
             return;
         }
         if let Some(dim) = self.by_component {
-            assert!(n % dim == 0, "MomentumObserver: {dim} does not divide {n}");
+            assert!(
+                n.is_multiple_of(dim),
+                "MomentumObserver: {dim} does not divide {n}"
+            );
             self.groups = (0..dim).map(|c| (c..n).step_by(dim).collect()).collect();
         }
         for g in &self.groups {

@@ -407,7 +407,7 @@ impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for CsvRecorder<'_, V> {
     }
     fn observe(&mut self, target: &P, state: &StateOf<V>) {
         self.seen += 1;
-        if self.seen % self.every == 0 {
+        if self.seen.is_multiple_of(self.every) {
             self.write_row(target, state);
         }
     }

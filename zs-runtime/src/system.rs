@@ -28,6 +28,12 @@ pub trait Potential<const N: usize> {
     fn gradient_hessian(&self, q: &[f64; N]) -> ([f64; N], [[f64; N]; N]) {
         (self.gradient(q), self.hessian(q))
     }
+    /// `V(q)` and `∇V(q)` in one evaluation (generated code shares their subexpressions: the
+    /// energy comes almost free with the force). The default calls the two methods.
+    #[inline]
+    fn value_gradient(&self, q: &[f64; N]) -> (f64, [f64; N]) {
+        (self.potential(q), self.gradient(q))
+    }
 }
 
 /// A mechanical system with `N` coordinates and `M` holonomic constraints `g(q) = 0`
@@ -54,6 +60,14 @@ pub trait MechanicalSystem<const N: usize, const M: usize>: Potential<N> {
         (
             self.penalized_gradient(omega, q),
             self.penalized_hessian(omega, q),
+        )
+    }
+    /// `V_ω` and `∇V_ω` in one evaluation (shared subexpressions in generated code).
+    #[inline]
+    fn penalized_value_gradient(&self, omega: f64, q: &[f64; N]) -> (f64, [f64; N]) {
+        (
+            self.penalized_potential(omega, q),
+            self.penalized_gradient(omega, q),
         )
     }
     /// `Hess V1` of the stiff part of `V_ω`: the penalty `½ω²|g|²` plus the user's
@@ -139,6 +153,10 @@ impl<S: MechanicalSystem<N, M>, const N: usize, const M: usize> Potential<N>
     fn gradient_hessian(&self, q: &[f64; N]) -> ([f64; N], [[f64; N]; N]) {
         self.system.penalized_gradient_hessian(self.omega, q)
     }
+    #[inline]
+    fn value_gradient(&self, q: &[f64; N]) -> (f64, [f64; N]) {
+        self.system.penalized_value_gradient(self.omega, q)
+    }
 }
 
 impl<P: Potential<N> + ?Sized, const N: usize> Potential<N> for &P {
@@ -165,6 +183,10 @@ impl<P: Potential<N> + ?Sized, const N: usize> Potential<N> for &P {
     #[inline]
     fn gradient_hessian(&self, q: &[f64; N]) -> ([f64; N], [[f64; N]; N]) {
         (**self).gradient_hessian(q)
+    }
+    #[inline]
+    fn value_gradient(&self, q: &[f64; N]) -> (f64, [f64; N]) {
+        (**self).value_gradient(q)
     }
 }
 

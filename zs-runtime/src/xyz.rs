@@ -145,7 +145,7 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
     }
     fn observe(&mut self, _: &P, state: &StateOf<V>) {
         self.seen += 1;
-        if self.seen % self.every == 0 {
+        if self.seen.is_multiple_of(self.every) {
             self.frame(state.t, state.q.as_slice());
         }
     }

@@ -31,7 +31,7 @@ impl WaterReference {
     }
 
     fn charge(&self, atom: usize) -> f64 {
-        if atom % 3 == 0 {
+        if atom.is_multiple_of(3) {
             self.q_o
         } else {
             self.q_h

@@ -51,6 +51,91 @@ fn generated_energy_and_gradient_match_the_direct_double_loop() {
     }
 }
 
+/// The SIMD passes (4 lanes on AVX2, 8 on AVX-512, whatever this machine has) give the scalar
+/// path's bits, serial and parallel, on clusters whose pair count is not a multiple of the
+/// lanes (the remainder goes through the scalar code) and with the per-term kernels (the
+/// Hessian pass's values and gradients, summed in the same order) to 1e-13.
+#[test]
+fn simd_passes_give_the_scalar_bits_at_any_width_and_thread_count() {
+    use zs_runtime::simd::Isa;
+    for (n, seed) in [(3, 7), (11, 8), (40, 9)] {
+        let q = random_point(n, seed);
+        let eval = |isa: Isa, parallel: bool| {
+            let sys = Water::tip3p()
+                .assemble(n)
+                .with_simd(isa)
+                .with_parallel(parallel);
+            let pen = sys.penalized(20.0);
+            let mut g = vec![0.0; q.len()];
+            let v = pen.value_gradient_into(&q, &mut g);
+            let fresh = Water::tip3p()
+                .assemble(n)
+                .with_simd(isa)
+                .penalized(20.0)
+                .potential_at(&q);
+            (v, fresh, g)
+        };
+        let (v0, e0, g0) = eval(Isa::Scalar, false);
+        assert_eq!(v0.to_bits(), e0.to_bits(), "energy pass against value pass");
+        let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for isa in Isa::available() {
+            for parallel in [false, true] {
+                let (v, e, g) = eval(isa, parallel);
+                assert_eq!(v.to_bits(), v0.to_bits(), "{isa:?}, parallel {parallel}");
+                assert_eq!(e.to_bits(), e0.to_bits(), "{isa:?}, parallel {parallel}");
+                assert_eq!(bits(&g), bits(&g0), "{isa:?}, parallel {parallel}");
+            }
+        }
+        // The per-term scalar kernels (a Hessian pass) at the same point.
+        let sys = Water::tip3p().assemble(n);
+        let pen = sys.penalized(20.0);
+        let mut h = pen.new_matrix(HessianPart::Full);
+        let mut gh = vec![0.0; q.len()];
+        pen.gradient_hessian_into(&q, &mut gh, &mut h);
+        let vh = pen.potential_at(&q);
+        assert!(rel(vh, v0) < 1e-13, "{vh} vs {v0}");
+        let scale = g0.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        let worst = g0
+            .iter()
+            .zip(&gh)
+            .fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            worst <= 1e-13 * scale,
+            "gradient differs by {worst} (scale {scale})"
+        );
+    }
+}
+
+/// The energy is taken from the last gradient pass only at exactly that point: after a move,
+/// `potential_at` evaluates afresh (a stale value would be the old energy).
+#[test]
+fn the_energy_from_the_gradient_pass_is_never_stale() {
+    let n = 9;
+    let sys = Water::tip3p().assemble(n);
+    let reference = WaterReference::tip3p();
+    let mut q = random_point(n, 21);
+    let mut g = vec![0.0; q.len()];
+    for k in 0..4 {
+        let v = sys.value_gradient_into(&q, &mut g);
+        let (e, _) = reference.energy_gradient(&q);
+        assert!(rel(v, e) < 1e-12, "step {k}: {v} vs {e}");
+        assert_eq!(sys.potential_at(&q).to_bits(), v.to_bits());
+        q[3 * k] += 0.05;
+        let (e1, _) = reference.energy_gradient(&q);
+        assert!(
+            rel(sys.potential_at(&q), e1) < 1e-12,
+            "after a move, step {k}"
+        );
+        // The penalized potential at the same q is another function: not the cached one.
+        let pen = sys.penalized(20.0);
+        let with_penalty = pen.potential_at(&q);
+        assert!(
+            with_penalty > sys.potential_at(&q),
+            "penalty > 0 off the manifold"
+        );
+    }
+}
+
 #[test]
 fn hessian_matches_finite_differences_of_the_gradient() {
     let n = 3;

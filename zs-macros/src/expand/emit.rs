@@ -30,6 +30,10 @@ pub struct Emitter<'l> {
     pub uses: &'l [syn::ItemUse],
     /// How coordinates are read.
     pub coords: Coords,
+    /// Emit SIMD lane code: every value of type `L: zs_runtime::simd::Lanes` instead of `f64`
+    /// (constants and parameters splatted, `sqrt` and `powi` the lanes' own, other functions
+    /// lane by lane). The operations and their order are those of the scalar code.
+    pub lanes: bool,
 }
 
 impl Emitter<'_> {
@@ -42,6 +46,7 @@ impl Emitter<'_> {
         assemble: impl FnOnce(&[TokenStream]) -> TokenStream,
     ) -> TokenStream {
         let prog = schedule(graph, outputs);
+        let ty = self.ty();
         let mut lets = Vec::new();
         let vars = prog.vars();
         if vars.iter().any(|v| matches!(v, Var::Param(_))) {
@@ -54,12 +59,12 @@ impl Emitter<'_> {
                 Var::Q(i) => {
                     let name = var_ident(v);
                     let at = self.index(i as usize);
-                    lets.push(quote!(let #name: f64 = q #at;));
+                    lets.push(quote!(let #name: #ty = q #at;));
                 }
                 Var::Dir(j) => {
                     let name = var_ident(v);
                     let at = self.index(j as usize);
-                    lets.push(quote!(let #name: f64 = a #at;));
+                    lets.push(quote!(let #name: #ty = a #at;));
                 }
                 Var::Param(k) => {
                     let name = var_ident(v);
@@ -69,13 +74,22 @@ impl Emitter<'_> {
                     // are converted as `self.k as f64` or `f64::from(self.k)` in the user's
                     // code would; other types are a cast error at the user's tokens.
                     let span = first_span(expr);
-                    lets.push(quote_spanned!(span=> let #name: f64 = #expr as f64;));
+                    if self.lanes {
+                        lets.push(quote_spanned!(span=> let #name: L = L::splat(#expr as f64);));
+                    } else {
+                        lets.push(quote_spanned!(span=> let #name: f64 = #expr as f64;));
+                    }
                 }
                 Var::Lambda(c) => {
                     let name = var_ident(v);
                     let c = usize_lit(c as usize);
-                    lets.push(quote!(let #name: f64 = lambda[#c];));
+                    if self.lanes {
+                        lets.push(quote!(let #name: L = L::splat(lambda[#c]);));
+                    } else {
+                        lets.push(quote!(let #name: f64 = lambda[#c];));
+                    }
                 }
+                Var::Omega if self.lanes => lets.push(quote!(let omega: L = L::splat(omega);)),
                 Var::Omega => {}
             }
         }
@@ -89,57 +103,24 @@ impl Emitter<'_> {
                 .map(|k| format_ident!("t{}", k))
                 .collect();
             for chunk in ids.chunks(DECL_CHUNK) {
-                let tys = chunk.iter().map(|_| quote!(f64));
+                let tys = chunk.iter().map(|_| ty.clone());
                 lets.push(quote!(let (#(#chunk,)*): (#(#tys,)*);));
             }
         }
         for ins in &prog.instrs {
             let dst = format_ident!("t{}", ins.dst());
-            let rhs = match *ins {
-                Instr::Unary { op, a, .. } => {
-                    let a = operand(a);
-                    match op {
-                        Unary::Neg => quote!(-#a),
-                        Unary::Sqrt => quote!(f64::sqrt(#a)),
-                        Unary::Exp => quote!(f64::exp(#a)),
-                        Unary::Ln => quote!(f64::ln(#a)),
-                        Unary::Sin => quote!(f64::sin(#a)),
-                        Unary::Cos => quote!(f64::cos(#a)),
-                        Unary::Tan => quote!(f64::tan(#a)),
-                        Unary::Tanh => quote!(f64::tanh(#a)),
-                        Unary::Acos => quote!(f64::acos(#a)),
-                        Unary::Asin => quote!(f64::asin(#a)),
-                        Unary::Atan => quote!(f64::atan(#a)),
-                    }
-                }
-                Instr::Binary { op, a, b, .. } => {
-                    let (a, b) = (operand(a), operand(b));
-                    match op {
-                        Binary::Add => quote!(#a + #b),
-                        Binary::Sub => quote!(#a - #b),
-                        Binary::Mul => quote!(#a * #b),
-                        Binary::Div => quote!(#a / #b),
-                        Binary::Powf => quote!(f64::powf(#a, #b)),
-                        Binary::Atan2 => quote!(f64::atan2(#a, #b)),
-                    }
-                }
-                Instr::Powi { a, n, .. } => {
-                    let a = operand(a);
-                    let k = Literal::i32_unsuffixed(n.unsigned_abs() as i32);
-                    if n < 0 {
-                        quote!(f64::powi(#a, -#k))
-                    } else {
-                        quote!(f64::powi(#a, #k))
-                    }
-                }
+            let rhs = if self.lanes {
+                lane_rhs(ins)
+            } else {
+                scalar_rhs(ins)
             };
             lets.push(if chunked {
                 quote!(#dst = #rhs;)
             } else {
-                quote!(let #dst: f64 = #rhs;)
+                quote!(let #dst: #ty = #rhs;)
             });
         }
-        let outs: Vec<TokenStream> = prog.outputs.iter().map(|&o| operand(o)).collect();
+        let outs: Vec<TokenStream> = prog.outputs.iter().map(|&o| self.operand(o)).collect();
         let result = assemble(&outs);
         quote! {
             #(#lets)*
@@ -149,6 +130,24 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
+    /// The type of every value: `f64`, or `L` for lanes.
+    fn ty(&self) -> TokenStream {
+        if self.lanes {
+            quote!(L)
+        } else {
+            quote!(f64)
+        }
+    }
+
+    /// An output operand (a constant is splatted in lane code).
+    fn operand(&self, o: Operand) -> TokenStream {
+        if self.lanes {
+            lane_operand(o)
+        } else {
+            operand(o)
+        }
+    }
+
     /// `[i]` or `[i / D][i % D]`.
     fn index(&self, i: usize) -> TokenStream {
         match self.coords {
@@ -182,6 +181,105 @@ fn var_ident(v: Var) -> Ident {
         Var::Param(k) => format_ident!("p{}", k),
         Var::Omega => format_ident!("omega"),
         Var::Lambda(c) => format_ident!("lambda{}", c),
+    }
+}
+
+/// The right-hand side of a scalar instruction.
+fn scalar_rhs(ins: &Instr) -> TokenStream {
+    match *ins {
+        Instr::Unary { op, a, .. } => {
+            let a = operand(a);
+            match op {
+                Unary::Neg => quote!(-#a),
+                Unary::Sqrt => quote!(f64::sqrt(#a)),
+                Unary::Exp => quote!(f64::exp(#a)),
+                Unary::Ln => quote!(f64::ln(#a)),
+                Unary::Sin => quote!(f64::sin(#a)),
+                Unary::Cos => quote!(f64::cos(#a)),
+                Unary::Tan => quote!(f64::tan(#a)),
+                Unary::Tanh => quote!(f64::tanh(#a)),
+                Unary::Acos => quote!(f64::acos(#a)),
+                Unary::Asin => quote!(f64::asin(#a)),
+                Unary::Atan => quote!(f64::atan(#a)),
+            }
+        }
+        Instr::Binary { op, a, b, .. } => {
+            let (a, b) = (operand(a), operand(b));
+            match op {
+                Binary::Add => quote!(#a + #b),
+                Binary::Sub => quote!(#a - #b),
+                Binary::Mul => quote!(#a * #b),
+                Binary::Div => quote!(#a / #b),
+                Binary::Powf => quote!(f64::powf(#a, #b)),
+                Binary::Atan2 => quote!(f64::atan2(#a, #b)),
+            }
+        }
+        Instr::Powi { a, n, .. } => {
+            let a = operand(a);
+            let k = Literal::i32_unsuffixed(n.unsigned_abs() as i32);
+            if n < 0 {
+                quote!(f64::powi(#a, -#k))
+            } else {
+                quote!(f64::powi(#a, #k))
+            }
+        }
+    }
+}
+
+/// The right-hand side of a lane instruction: the scalar one's operations on `L`. `f64::powi`
+/// with a constant exponent is the same chain of multiplications as `Lanes::powi` (LLVM's
+/// expansion and compiler-rt's `__powidf2` both square and multiply from the low bit up).
+fn lane_rhs(ins: &Instr) -> TokenStream {
+    let lanes = quote!(::zs_runtime::simd::Lanes);
+    match *ins {
+        Instr::Unary { op, a, .. } => {
+            let a = lane_operand(a);
+            let lanewise = |f: TokenStream| quote!(#lanes::map(#a, #f));
+            match op {
+                Unary::Neg => quote!(-#a),
+                Unary::Sqrt => quote!(#lanes::sqrt(#a)),
+                Unary::Exp => lanewise(quote!(f64::exp)),
+                Unary::Ln => lanewise(quote!(f64::ln)),
+                Unary::Sin => lanewise(quote!(f64::sin)),
+                Unary::Cos => lanewise(quote!(f64::cos)),
+                Unary::Tan => lanewise(quote!(f64::tan)),
+                Unary::Tanh => lanewise(quote!(f64::tanh)),
+                Unary::Acos => lanewise(quote!(f64::acos)),
+                Unary::Asin => lanewise(quote!(f64::asin)),
+                Unary::Atan => lanewise(quote!(f64::atan)),
+            }
+        }
+        Instr::Binary { op, a, b, .. } => {
+            let (a, b) = (lane_operand(a), lane_operand(b));
+            match op {
+                Binary::Add => quote!(#a + #b),
+                Binary::Sub => quote!(#a - #b),
+                Binary::Mul => quote!(#a * #b),
+                Binary::Div => quote!(#a / #b),
+                Binary::Powf => quote!(#lanes::zip_map(#a, #b, f64::powf)),
+                Binary::Atan2 => quote!(#lanes::zip_map(#a, #b, f64::atan2)),
+            }
+        }
+        Instr::Powi { a, n, .. } => {
+            let a = lane_operand(a);
+            let k = Literal::i32_unsuffixed(n.unsigned_abs() as i32);
+            if n < 0 {
+                quote!(#lanes::powi(#a, -#k))
+            } else {
+                quote!(#lanes::powi(#a, #k))
+            }
+        }
+    }
+}
+
+/// An operand of lane code: constants splatted.
+fn lane_operand(o: Operand) -> TokenStream {
+    match o {
+        Operand::Const(c) => {
+            let c = f64_tokens(c);
+            quote!(<L as ::zs_runtime::simd::Lanes>::splat(#c))
+        }
+        _ => operand(o),
     }
 }
 
@@ -246,8 +344,9 @@ impl Derived {
         self.hessian.iter().flatten().copied().collect()
     }
 
-    /// `(value, gradient, hessian, third contraction, gradient + hessian)` bodies.
-    pub fn bodies(&self, em: &Emitter<'_>, graph: &Graph, n: usize) -> [TokenStream; 5] {
+    /// `(value, gradient, hessian, third contraction, gradient + hessian, value + gradient)`
+    /// bodies.
+    pub fn bodies(&self, em: &Emitter<'_>, graph: &Graph, n: usize) -> [TokenStream; 6] {
         let value = em.body(graph, &[self.value], |o| o[0].clone());
         let gradient = em.body(graph, &self.gradient, vector);
         let hessian = em.body(graph, &self.hessian_flat(), |o| matrix(o, n));
@@ -259,6 +358,19 @@ impl Derived {
             let h = matrix(&o[n..], n);
             quote!((#g, #h))
         });
-        [value, gradient, hessian, third, gradient_hessian]
+        let mut value_gradient_outs = vec![self.value];
+        value_gradient_outs.extend(self.gradient.iter().copied());
+        let value_gradient = em.body(graph, &value_gradient_outs, |o| {
+            let (v, g) = (&o[0], vector(&o[1..]));
+            quote!((#v, #g))
+        });
+        [
+            value,
+            gradient,
+            hessian,
+            third,
+            gradient_hessian,
+            value_gradient,
+        ]
     }
 }

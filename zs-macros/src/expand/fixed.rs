@@ -91,13 +91,15 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
         params: &lowered.params,
         uses: &lowered.uses,
         coords: Coords::Flat,
+        lanes: false,
     };
     let (impl_generics, self_ty, where_clause) = header(input);
     let allow = allow_lints();
     let n_lit = usize_lit(n);
     let m_lit = usize_lit(m);
     let masses = masses_body(input, shape, n);
-    let [value, gradient, hessian, third, gradient_hessian] = plain.bodies(&em, &graph, n);
+    let [value, gradient, hessian, third, gradient_hessian, value_gradient] =
+        plain.bodies(&em, &graph, n);
     let mat = |o: &[TokenStream]| matrix(o, n);
     let grad_mat = |o: &[TokenStream]| {
         let g = vector(&o[..n]);
@@ -125,17 +127,19 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
     let curvature_third_body = em.body(&graph, &curvature_third, vector);
 
     let pot = quote!(::zs_runtime::Potential<#n_lit>);
-    let [p_value, p_gradient, p_hessian, p_third, p_gradient_hessian] = match &penalized {
-        Some(d) => d.bodies(&em, &graph, n),
-        // M = 0: V_ω = V.
-        None => [
-            quote!(<Self as #pot>::potential(self, q)),
-            quote!(<Self as #pot>::gradient(self, q)),
-            quote!(<Self as #pot>::hessian(self, q)),
-            quote!(<Self as #pot>::third_contraction(self, q, a)),
-            quote!(<Self as #pot>::gradient_hessian(self, q)),
-        ],
-    };
+    let [p_value, p_gradient, p_hessian, p_third, p_gradient_hessian, p_value_gradient] =
+        match &penalized {
+            Some(d) => d.bodies(&em, &graph, n),
+            // M = 0: V_ω = V.
+            None => [
+                quote!(<Self as #pot>::potential(self, q)),
+                quote!(<Self as #pot>::gradient(self, q)),
+                quote!(<Self as #pot>::hessian(self, q)),
+                quote!(<Self as #pot>::third_contraction(self, q, a)),
+                quote!(<Self as #pot>::gradient_hessian(self, q)),
+                quote!(<Self as #pot>::value_gradient(self, q)),
+            ],
+        };
 
     let fast_impl = fast.map(|(w, grad, hess)| {
         let w_body = em.body(&graph, &[w], |o| o[0].clone());
@@ -188,6 +192,10 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
             #[inline]
             fn gradient_hessian(&self, q: &[f64; #n_lit]) -> ([f64; #n_lit], [[f64; #n_lit]; #n_lit]) {
                 #gradient_hessian
+            }
+            #[inline]
+            fn value_gradient(&self, q: &[f64; #n_lit]) -> (f64, [f64; #n_lit]) {
+                #value_gradient
             }
         }
 
@@ -244,6 +252,14 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
                 q: &[f64; #n_lit],
             ) -> ([f64; #n_lit], [[f64; #n_lit]; #n_lit]) {
                 #p_gradient_hessian
+            }
+            #[inline]
+            fn penalized_value_gradient(
+                &self,
+                omega: f64,
+                q: &[f64; #n_lit],
+            ) -> (f64, [f64; #n_lit]) {
+                #p_value_gradient
             }
             #[inline]
             fn penalized_stiff_hessian(

@@ -41,6 +41,11 @@ fn local_hessian(outs: &[TokenStream], d: usize, k: usize) -> TokenStream {
     quote!([#(#ka),*])
 }
 
+/// Kernel bodies per form: energy, value + gradient, value + gradient + Hessian, value +
+/// gradient + stiff Hessian, third contraction, value + gradient + Hessian + third tensor, and the
+/// SIMD lane versions of the energy and of value + gradient.
+const BODIES: usize = 8;
+
 /// Forms with at most this many local coordinates (`K·D`) get a third-tensor kernel
 /// (`ThirdForm::Tensor`): `n³ ≤ 64` entries, cheaper to keep and contract than to re-evaluate.
 const TENSOR_MAX_COORDS: usize = 4;
@@ -71,44 +76,63 @@ impl Variant {
         }
     }
 
-    /// `[energy, gradient, gradient_hessian, gradient_stiff_hessian, third,
-    /// gradient_hessian_third]` (the last empty without a tensor).
-    fn bodies(&self, em: &Emitter<'_>, graph: &Graph, d: usize, k: usize) -> [TokenStream; 6] {
+    /// The kernel bodies, in [`BODIES`] order (`value_gradient_hessian_third` empty without a
+    /// tensor). `lanes` emits the SIMD ones.
+    fn bodies(
+        &self,
+        em: &Emitter<'_>,
+        lanes: &Emitter<'_>,
+        graph: &Graph,
+        d: usize,
+        k: usize,
+    ) -> [TokenStream; BODIES] {
         let (dv, n) = (&self.dv, d * k);
         let energy = em.body(graph, &[dv.value], |o| o[0].clone());
-        let gradient = em.body(graph, &dv.gradient, |o| local(o, d));
-        let with_matrix = |extra: &[NodeId]| {
-            let mut outs = dv.gradient.clone();
-            outs.extend(extra.iter().copied());
-            em.body(graph, &outs, |o| {
-                let g = local(&o[..n], d);
-                let h = local_hessian(&o[n..], d, k);
-                quote!((#g, #h))
+        let mut value_gradient_outs = vec![dv.value];
+        value_gradient_outs.extend(dv.gradient.iter().copied());
+        let value_gradient_of = |em: &Emitter<'_>| {
+            em.body(graph, &value_gradient_outs, |o| {
+                let (v, g) = (&o[0], local(&o[1..], d));
+                quote!((#v, #g))
             })
         };
-        let gradient_hessian = with_matrix(&dv.hessian_flat());
-        let gradient_stiff = with_matrix(&self.stiff_hessian);
+        let value_gradient = value_gradient_of(em);
+        let value_lanes = lanes.body(graph, &[dv.value], |o| o[0].clone());
+        let value_gradient_lanes = value_gradient_of(lanes);
+        let with_matrix = |extra: &[NodeId]| {
+            let mut outs = value_gradient_outs.clone();
+            outs.extend(extra.iter().copied());
+            em.body(graph, &outs, |o| {
+                let (v, g) = (&o[0], local(&o[1..=n], d));
+                let h = local_hessian(&o[n + 1..], d, k);
+                quote!((#v, #g, #h))
+            })
+        };
+        let value_gradient_hessian = with_matrix(&dv.hessian_flat());
+        let value_gradient_stiff = with_matrix(&self.stiff_hessian);
         let third = em.body(graph, &dv.third, |o| local(o, d));
-        let gradient_hessian_third = if self.tensor.is_empty() {
+        let value_gradient_hessian_third = if self.tensor.is_empty() {
             TokenStream::new()
         } else {
-            let mut outs = dv.gradient.clone();
+            let mut outs = value_gradient_outs.clone();
             outs.extend(dv.hessian_flat());
             outs.extend(self.tensor.iter().copied());
             em.body(graph, &outs, |o| {
-                let g = local(&o[..n], d);
-                let h = local_hessian(&o[n..n + n * n], d, k);
-                let t = local_third(&o[n + n * n..], d, k);
-                quote!((#g, #h, #t))
+                let (v, g) = (&o[0], local(&o[1..=n], d));
+                let h = local_hessian(&o[n + 1..n + 1 + n * n], d, k);
+                let t = local_third(&o[n + 1 + n * n..], d, k);
+                quote!((#v, #g, #h, #t))
             })
         };
         [
             energy,
-            gradient,
-            gradient_hessian,
-            gradient_stiff,
+            value_gradient,
+            value_gradient_hessian,
+            value_gradient_stiff,
             third,
-            gradient_hessian_third,
+            value_gradient_hessian_third,
+            value_lanes,
+            value_gradient_lanes,
         ]
     }
 
@@ -169,15 +193,22 @@ impl Kernels {
         Self { plain, penalized }
     }
 
-    /// The six kernel bodies of [`Variant::bodies`], each
+    /// The kernel bodies of [`Variant::bodies`], each
     /// `if omega == 0.0 { plain } else { penalized }` when penalized.
-    fn bodies(&self, em: &Emitter<'_>, graph: &Graph, d: usize, k: usize) -> [TokenStream; 6] {
-        let plain = self.plain.bodies(em, graph, d, k);
+    fn bodies(
+        &self,
+        em: &Emitter<'_>,
+        lanes: &Emitter<'_>,
+        graph: &Graph,
+        d: usize,
+        k: usize,
+    ) -> [TokenStream; BODIES] {
+        let plain = self.plain.bodies(em, lanes, graph, d, k);
         match &self.penalized {
             None => plain,
             Some(pen) => {
-                let pen = pen.bodies(em, graph, d, k);
-                let mut out: [TokenStream; 6] = Default::default();
+                let pen = pen.bodies(em, lanes, graph, d, k);
+                let mut out: [TokenStream; BODIES] = Default::default();
                 for (o, (p, q)) in out.iter_mut().zip(plain.into_iter().zip(pen)) {
                     *o = if p.is_empty() {
                         p
@@ -241,7 +272,9 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
         params: &lowered.params,
         uses: &lowered.uses,
         coords: Coords::Blocks(d),
+        lanes: false,
     };
+    let lanes = Emitter { lanes: true, ..em };
     let (impl_generics, self_ty, where_clause) = header(input);
     let allow = allow_lints();
     let d_lit = usize_lit(d);
@@ -274,25 +307,48 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
             None => (v0, zero),
         };
         let kernels = Kernels::new(&mut graph, n, total, v1, cons.as_deref());
-        let [e, g, gh, gs, t, ght] = kernels.bodies(&em, &graph, d, k);
+        let [e, g, gh, gs, t, ght, el, gl] = kernels.bodies(&em, &lanes, &graph, d, k);
         let is_stiff = stiff.is_some() || cons.is_some();
         let k_lit = usize_lit(k);
         let local = quote!([[f64; #d_lit]; #k_lit]);
         let local_h = quote!([[[[f64; #d_lit]; #d_lit]; #k_lit]; #k_lit]);
+        let lanes_local = quote!([[L; #d_lit]; #k_lit]);
         let mut methods = vec![quote! {
             #[inline]
             fn energy(&self, omega: f64, q: &#local) -> f64 { #e }
             #[inline]
-            fn gradient(&self, omega: f64, q: &#local) -> #local { #g }
+            fn value_gradient(&self, omega: f64, q: &#local) -> (f64, #local) { #g }
+            #[inline(always)]
+            fn value_lanes<L: ::zs_runtime::simd::Lanes>(
+                &self,
+                omega: f64,
+                q: &#lanes_local,
+            ) -> L {
+                #el
+            }
+            #[inline(always)]
+            fn value_gradient_lanes<L: ::zs_runtime::simd::Lanes>(
+                &self,
+                omega: f64,
+                q: &#lanes_local,
+            ) -> (L, #lanes_local) {
+                #gl
+            }
             #[inline]
-            fn gradient_hessian(&self, omega: f64, q: &#local) -> (#local, #local_h) { #gh }
+            fn value_gradient_hessian(&self, omega: f64, q: &#local) -> (f64, #local, #local_h) {
+                #gh
+            }
             #[inline]
             fn third_contraction(&self, omega: f64, q: &#local, a: &#local) -> #local { #t }
         }];
         if is_stiff {
             methods.push(quote! {
                 #[inline]
-                fn gradient_stiff_hessian(&self, omega: f64, q: &#local) -> (#local, #local_h) {
+                fn value_gradient_stiff_hessian(
+                    &self,
+                    omega: f64,
+                    q: &#local,
+                ) -> (f64, #local, #local_h) {
                     #gs
                 }
             });
@@ -300,11 +356,16 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
         if !ght.is_empty() {
             methods.push(quote! {
                 #[inline]
-                fn gradient_hessian_third(
+                fn value_gradient_hessian_third(
                     &self,
                     omega: f64,
                     q: &#local,
-                ) -> (#local, #local_h, ::zs_runtime::assembly::LocalThird<#d_lit, #k_lit>) {
+                ) -> (
+                    f64,
+                    #local,
+                    #local_h,
+                    ::zs_runtime::assembly::LocalThird<#d_lit, #k_lit>,
+                ) {
                     #ght
                 }
             });

@@ -995,7 +995,7 @@ mod prop {
             let cp = 0.5 + c.abs();
             let new = match kind % 24 {
                 0 => d.bin(BAdd, a, b),
-                1 if ks % 2 == 0 => d.bin(BSub, a, b),
+                1 if ks.is_multiple_of(2) => d.bin(BSub, a, b),
                 1 => d.bin(BSub, b, a),
                 2 => d.bin(BMul, a, b),
                 3 => match ks % 3 {
@@ -1184,7 +1184,7 @@ mod prop {
                         0 | 1 => {
                             let x = d.scaled(c, a);
                             let y = d.scaled(c2, a);
-                            d.bin(if ks % 6 == 0 { BAdd } else { BSub }, x, y)
+                            d.bin(if ks.is_multiple_of(6) { BAdd } else { BSub }, x, y)
                         }
                         2 => {
                             let x = d.c(c);

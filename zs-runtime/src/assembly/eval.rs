@@ -15,10 +15,11 @@ use rayon::prelude::*;
 
 use super::forms::{Form, FormInfo, Over, ThirdForm};
 use super::jacobian::SparseJacobian;
-use super::plan::{Bodies, Csr, HessianGather, TermList, NOWHERE, PINNED};
+use super::plan::{Bodies, Csr, HessianGather, PartialPlan, TermList, NOWHERE, NO_SLOT, PINNED};
 use super::terms::{Kernel, Local, LocalHessian, LocalThird};
 use super::topology::Topology;
 use crate::model::HessianPart;
+use crate::simd::{self, Isa, Lanes, WithLanes};
 use crate::sparse::BlockLayout;
 
 /// Terms (phase A) or targets (phase B) per parallel chunk.
@@ -53,6 +54,8 @@ pub(crate) struct Inputs<'a, const D: usize> {
     pub pins: &'a [[f64; D]],
     pub omega: f64,
     pub parallel: bool,
+    /// The SIMD instruction set of the lane passes.
+    pub isa: Isa,
 }
 
 impl<const D: usize> Inputs<'_, D> {
@@ -68,6 +71,29 @@ impl<const D: usize> Inputs<'_, D> {
                 core::array::from_fn(|d| self.q[o + d])
             }
         })
+    }
+
+    /// The term's bodies' positions into lane `lane` of `soa` (`soa[k][d][lane]`).
+    #[inline(always)]
+    pub fn x_into<const K: usize>(
+        &self,
+        free: &[u32; K],
+        bodies: &[u32; K],
+        lane: usize,
+        soa: &mut [[[f64; 8]; D]; K],
+    ) {
+        for k in 0..K {
+            let f = free[k];
+            let src: &[f64] = if f == PINNED {
+                &self.pins[bodies[k] as usize]
+            } else {
+                let o = f as usize * D;
+                &self.q[o..o + D]
+            };
+            for d in 0..D {
+                soa[k][d][lane] = src[d];
+            }
+        }
     }
 
     /// The direction on the term's bodies (zero on pinned ones: they do not move).
@@ -146,6 +172,11 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     full: Option<HessianGather<K>>,
     stiff: Option<HessianGather<K>>,
     g: Vec<Local<D, K>>,
+    /// The gradient partials of the SIMD pass and where they go ([`PartialPlan`]).
+    partials: PartialPlan<K>,
+    part: Vec<f64>,
+    /// Where the last vector pass left its outputs: per-term local vectors `g` or `part`.
+    in_partials: bool,
     h: Vec<LocalHessian<D, K>>,
     e: Vec<f64>,
     /// Third-derivative tensors kept by [`Want::GradientHessianThird`] ([`ThirdForm::Tensor`]).
@@ -159,9 +190,13 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         debug_assert_eq!(F::ARITY, K, "form {} has arity {}", F::NAME, F::ARITY);
         let list = TermList::<K>::new(F::OVER, info.present, topology, bodies);
         let n = list.len();
+        let partials = PartialPlan::new(&list, bodies.free, CHUNK);
         Self {
             info,
             grad: list.gradient_gather(bodies.free),
+            part: vec![0.0; partials.len() * D],
+            partials,
+            in_partials: false,
             list,
             full: None,
             stiff: None,
@@ -236,37 +271,59 @@ where
 
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {
         let (w, par, list) = (input.omega, input.parallel, &self.list);
+        let x = |fr: &[u32; K], bo: &[u32; K]| input.x(fr, bo);
+        let lanes = Lanes_ {
+            list,
+            plan: &self.partials,
+            input,
+            terms,
+        };
+        self.in_partials = matches!(want, Want::Gradient)
+            || (want == Want::GradientStiffHessian && !self.info.stiff);
         match want {
-            Want::Energy => map1(par, list, &mut self.e, |fr, bo| {
-                terms.energy(w, &input.x(fr, bo))
-            }),
-            Want::Gradient => map1(par, list, &mut self.g, |fr, bo| {
-                terms.gradient(w, &input.x(fr, bo))
-            }),
-            Want::GradientHessian => map2(par, list, &mut self.g, &mut self.h, |fr, bo| {
-                terms.gradient_hessian(w, &input.x(fr, bo))
-            }),
-            Want::GradientStiffHessian if self.info.stiff => {
-                map2(par, list, &mut self.g, &mut self.h, |fr, bo| {
-                    terms.gradient_stiff_hessian(w, &input.x(fr, bo))
-                });
+            Want::Energy => lane_pass::<T, F, D, K>(par, &lanes, &mut self.e, None),
+            Want::Gradient => {
+                lane_pass::<T, F, D, K>(par, &lanes, &mut self.e, Some(&mut self.part))
             }
-            Want::GradientStiffHessian => map1(par, list, &mut self.g, |fr, bo| {
-                terms.gradient(w, &input.x(fr, bo))
-            }),
-            Want::GradientHessianThird if self.info.third == ThirdForm::Tensor => {
+            Want::GradientHessian => map3(
+                par,
+                list,
+                &mut self.e,
+                &mut self.g,
+                &mut self.h,
+                |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo)),
+            ),
+            Want::GradientStiffHessian if self.info.stiff => {
                 map3(
                     par,
                     list,
+                    &mut self.e,
                     &mut self.g,
                     &mut self.h,
-                    &mut self.t,
-                    |fr, bo| terms.gradient_hessian_third(w, &input.x(fr, bo)),
+                    |fr, bo| terms.value_gradient_stiff_hessian(w, &x(fr, bo)),
                 );
             }
-            Want::GradientHessianThird => map2(par, list, &mut self.g, &mut self.h, |fr, bo| {
-                terms.gradient_hessian(w, &input.x(fr, bo))
-            }),
+            Want::GradientStiffHessian => {
+                lane_pass::<T, F, D, K>(par, &lanes, &mut self.e, Some(&mut self.part));
+            }
+            Want::GradientHessianThird if self.info.third == ThirdForm::Tensor => {
+                map4(
+                    par,
+                    list,
+                    (&mut self.e, &mut self.g, &mut self.h, &mut self.t),
+                    |fr, bo| terms.value_gradient_hessian_third(w, &x(fr, bo)),
+                );
+            }
+            Want::GradientHessianThird => {
+                map3(
+                    par,
+                    list,
+                    &mut self.e,
+                    &mut self.g,
+                    &mut self.h,
+                    |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo)),
+                );
+            }
             Want::Third { kept } => match self.info.third {
                 ThirdForm::Zero => {}
                 ThirdForm::Tensor if kept => {
@@ -275,19 +332,36 @@ where
                     });
                 }
                 _ => map1(par, list, &mut self.g, |fr, bo| {
-                    terms.third_contraction(w, &input.x(fr, bo), &input.dir(fr))
+                    terms.third_contraction(w, &x(fr, bo), &input.dir(fr))
                 }),
             },
         }
     }
 
     fn add_energy(&self, acc: &mut f64) {
-        for x in &self.e {
-            *acc += x;
+        for chunk in self.e.chunks(CHUNK) {
+            *acc += chunk_sum(chunk);
         }
     }
 
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool) {
+        if self.in_partials {
+            for (i, o) in out.chunks_exact_mut(D).enumerate() {
+                let mut acc: [f64; D] = if first {
+                    [0.0; D]
+                } else {
+                    core::array::from_fn(|d| o[d])
+                };
+                for &p in self.partials.gather.row(first_body + i) {
+                    let v = &self.part[p as usize * D..p as usize * D + D];
+                    for d in 0..D {
+                        acc[d] += v[d];
+                    }
+                }
+                o.copy_from_slice(&acc);
+            }
+            return;
+        }
         for (i, o) in out.chunks_exact_mut(D).enumerate() {
             let b = first_body + i;
             if F::OVER == Over::Bodies && K == 1 {
@@ -314,6 +388,11 @@ where
     }
 
     fn scatter_vector(&self, out: &mut [f64], first: bool) {
+        if self.in_partials {
+            // The gather visits each body's partials in chunk order: the scatter's order.
+            FormOps::<T, D>::gather_vector(self, 0, out, first);
+            return;
+        }
         if first && F::OVER == Over::Bodies && K == 1 {
             for (o, g) in out.chunks_exact_mut(D).zip(&self.g) {
                 o.copy_from_slice(&g[0]);
@@ -401,6 +480,210 @@ where
     }
 }
 
+/// The sum of a chunk of term energies, in a fixed pattern: term `t` into accumulator `t mod 8`,
+/// the eight accumulators added pairwise. Independent sums keep the adder busy, and the pattern
+/// does not depend on the SIMD width or the thread count that produced the terms.
+#[inline]
+fn chunk_sum(e: &[f64]) -> f64 {
+    let mut acc = [0.0; 8];
+    let mut blocks = e.chunks_exact(8);
+    for b in &mut blocks {
+        for (a, x) in acc.iter_mut().zip(b) {
+            *a += x;
+        }
+    }
+    for (a, x) in acc.iter_mut().zip(blocks.remainder()) {
+        *a += x;
+    }
+    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+}
+
+/// What a SIMD pass reads (named with a trailing underscore: `Lanes` is the lane trait).
+struct Lanes_<'a, T, const D: usize, const K: usize> {
+    list: &'a TermList<K>,
+    plan: &'a PartialPlan<K>,
+    input: &'a Inputs<'a, D>,
+    terms: &'a T,
+}
+
+/// Phase A through the SIMD lane kernels ([`crate::simd`]): every term's energy into `e` and,
+/// when asked, each chunk's gradient partials into `part` ([`PartialPlan`]), `Lanes::WIDTH`
+/// terms at a time (the remainder one by one, by the same code on `f64`). Each lane computes
+/// the bits the scalar kernel would, and each chunk sums its terms in term order: the same
+/// bits whatever the SIMD width and the thread count.
+fn lane_pass<T, F, const D: usize, const K: usize>(
+    parallel: bool,
+    at: &Lanes_<'_, T, D, K>,
+    e: &mut [f64],
+    part: Option<&mut [f64]>,
+) where
+    T: Kernel<D, K, F>,
+    F: Form,
+{
+    let chunks = at.list.len().div_ceil(CHUNK);
+    split_chunks::<T, F, D, K>(parallel, at, 0..chunks, e, part);
+}
+
+/// Chunks `range` of a SIMD pass: halves on rayon's pool when `parallel` (a split allocates
+/// nothing, unlike collecting the variable-length partial slices), one chunk at a time at the
+/// leaves.
+fn split_chunks<T, F, const D: usize, const K: usize>(
+    parallel: bool,
+    at: &Lanes_<'_, T, D, K>,
+    range: core::ops::Range<usize>,
+    e: &mut [f64],
+    part: Option<&mut [f64]>,
+) where
+    T: Kernel<D, K, F>,
+    F: Form,
+{
+    if range.len() > 1 && parallel {
+        let mid = range.start + range.len() / 2;
+        let (e0, e1) = e.split_at_mut((mid - range.start) * CHUNK);
+        let (p0, p1) = match part {
+            Some(p) => {
+                let cut = (at.plan.offsets[mid] - at.plan.offsets[range.start]) as usize * D;
+                let (a, b) = p.split_at_mut(cut);
+                (Some(a), Some(b))
+            }
+            None => (None, None),
+        };
+        rayon::join(
+            || split_chunks::<T, F, D, K>(true, at, range.start..mid, e0, p0),
+            || split_chunks::<T, F, D, K>(true, at, mid..range.end, e1, p1),
+        );
+        return;
+    }
+    let (mut e, mut part) = (e, part);
+    for c in range {
+        let terms = c * CHUNK..((c + 1) * CHUNK).min(at.list.len());
+        let (ec, rest) = e.split_at_mut(terms.len());
+        e = rest;
+        let pc = match part {
+            Some(p) => {
+                let len = (at.plan.offsets[c + 1] - at.plan.offsets[c]) as usize * D;
+                let (pc, rest) = p.split_at_mut(len);
+                part = Some(rest);
+                Some(pc)
+            }
+            None => None,
+        };
+        simd::dispatch_with(
+            at.input.isa,
+            LanePass::<T, F, D, K> {
+                terms: at.terms,
+                input: at.input,
+                free: &at.list.free[terms.clone()],
+                bodies: &at.list.bodies[terms.clone()],
+                slots: &at.plan.slot[terms],
+                e: ec,
+                part: pc,
+                form: PhantomData,
+            },
+        );
+    }
+}
+
+/// One chunk of [`lane_pass`].
+struct LanePass<'a, T, F, const D: usize, const K: usize> {
+    terms: &'a T,
+    input: &'a Inputs<'a, D>,
+    free: &'a [[u32; K]],
+    bodies: &'a [[u32; K]],
+    slots: &'a [[u16; K]],
+    e: &'a mut [f64],
+    part: Option<&'a mut [f64]>,
+    form: PhantomData<fn() -> F>,
+}
+
+impl<T, F, const D: usize, const K: usize> WithLanes for LanePass<'_, T, F, D, K>
+where
+    T: Kernel<D, K, F>,
+    F: Form,
+{
+    type Output = ();
+
+    #[inline(always)]
+    fn run<L: Lanes>(self) {
+        let LanePass {
+            terms,
+            input,
+            free,
+            bodies,
+            slots,
+            e,
+            mut part,
+            ..
+        } = self;
+        if let Some(p) = part.as_deref_mut() {
+            p.fill(0.0);
+        }
+        let (w, omega, n) = (L::WIDTH, input.omega, free.len());
+        // Structure of arrays: `soa[k][d][l]` is coordinate `d` of body `k` of lane `l`'s term.
+        let mut soa = [[[0.0; 8]; D]; K];
+        let mut t = 0;
+        while t + w <= n {
+            for l in 0..w {
+                input.x_into(&free[t + l], &bodies[t + l], l, &mut soa);
+            }
+            let x: [[L; D]; K] =
+                core::array::from_fn(|k| core::array::from_fn(|d| L::load(&soa[k][d])));
+            match part.as_deref_mut() {
+                Some(p) => {
+                    let (v, grad) = terms.value_gradient_lanes(omega, &x);
+                    v.store(&mut e[t..]);
+                    for k in 0..K {
+                        for d in 0..D {
+                            grad[k][d].store(&mut soa[k][d]);
+                        }
+                    }
+                    for l in 0..w {
+                        accumulate(p, &slots[t + l], &soa, l);
+                    }
+                }
+                None => terms.value_lanes(omega, &x).store(&mut e[t..]),
+            }
+            t += w;
+        }
+        for t in t..n {
+            input.x_into(&free[t], &bodies[t], 0, &mut soa);
+            let x: [[f64; D]; K] = core::array::from_fn(|k| core::array::from_fn(|d| soa[k][d][0]));
+            match part.as_deref_mut() {
+                Some(p) => {
+                    let (v, grad) = terms.value_gradient_lanes::<f64>(omega, &x);
+                    e[t] = v;
+                    for k in 0..K {
+                        for d in 0..D {
+                            soa[k][d][0] = grad[k][d];
+                        }
+                    }
+                    accumulate(p, &slots[t], &soa, 0);
+                }
+                None => e[t] = terms.value_lanes::<f64>(omega, &x),
+            }
+        }
+    }
+}
+
+/// `part[slot[k]] += soa[k][·][lane]` for each free body `k` of a term.
+#[inline(always)]
+fn accumulate<const D: usize, const K: usize>(
+    part: &mut [f64],
+    slot: &[u16; K],
+    soa: &[[[f64; 8]; D]; K],
+    lane: usize,
+) {
+    for k in 0..K {
+        if slot[k] != NO_SLOT {
+            let o = slot[k] as usize * D;
+            let dst = &mut part[o..o + D];
+            for d in 0..D {
+                dst[d] += soa[k][d][lane];
+            }
+        }
+    }
+}
+
 /// `o += m` for a `D × D` block stored row-major in `o`.
 #[inline]
 fn add_block<const D: usize>(o: &mut [f64], m: &[[f64; D]; D]) {
@@ -448,24 +731,6 @@ fn chunked1<A: Send>(parallel: bool, a: &mut [A], f: &(dyn Fn(usize, &mut [A]) +
     }
 }
 
-/// [`chunked1`] over two outputs of the same length.
-#[allow(clippy::type_complexity)]
-fn chunked2<A: Send, B: Send>(
-    parallel: bool,
-    a: &mut [A],
-    b: &mut [B],
-    f: &(dyn Fn(usize, &mut [A], &mut [B]) + Sync),
-) {
-    if parallel && a.len() > CHUNK {
-        a.par_chunks_mut(CHUNK)
-            .zip(b.par_chunks_mut(CHUNK))
-            .enumerate()
-            .for_each(|(c, (a, b))| f(c * CHUNK, a, b));
-    } else {
-        f(0, a, b);
-    }
-}
-
 /// [`chunked1`] over three outputs of the same length.
 #[allow(clippy::type_complexity)]
 fn chunked3<A: Send, B: Send, C: Send>(
@@ -507,30 +772,7 @@ fn map1<O: Send, const K: usize>(
     });
 }
 
-/// [`map1`] for kernels returning two outputs (gradient, Hessian).
-#[inline]
-fn map2<A: Send, B: Send, const K: usize>(
-    parallel: bool,
-    list: &TermList<K>,
-    a: &mut [A],
-    b: &mut [B],
-    f: impl Fn(&[u32; K], &[u32; K]) -> (A, B) + Sync,
-) {
-    debug_assert!(a.len() == list.len() && b.len() == list.len());
-    chunked2(parallel, a, b, &|first, a, b| {
-        let terms = first..first + a.len();
-        for (((a, b), fr), bo) in a
-            .iter_mut()
-            .zip(b.iter_mut())
-            .zip(&list.free[terms.clone()])
-            .zip(&list.bodies[terms])
-        {
-            (*a, *b) = f(fr, bo);
-        }
-    });
-}
-
-/// [`map1`] for kernels returning three outputs (gradient, Hessian, third tensor).
+/// [`map1`] for kernels returning three outputs (value, gradient, Hessian).
 #[inline]
 fn map3<A: Send, B: Send, C: Send, const K: usize>(
     parallel: bool,
@@ -553,6 +795,41 @@ fn map3<A: Send, B: Send, C: Send, const K: usize>(
             (*a, *b, *c) = f(fr, bo);
         }
     });
+}
+
+/// [`map1`] for kernels returning four outputs (value, gradient, Hessian, third tensor).
+#[inline]
+#[allow(clippy::type_complexity)]
+fn map4<A: Send, B: Send, C: Send, E: Send, const K: usize>(
+    parallel: bool,
+    list: &TermList<K>,
+    (a, b, c, e): (&mut [A], &mut [B], &mut [C], &mut [E]),
+    f: impl Fn(&[u32; K], &[u32; K]) -> (A, B, C, E) + Sync,
+) {
+    debug_assert!(a.len() == list.len() && e.len() == list.len());
+    let g = |first: usize, a: &mut [A], b: &mut [B], c: &mut [C], e: &mut [E]| {
+        let terms = first..first + a.len();
+        for (((((a, b), c), e), fr), bo) in a
+            .iter_mut()
+            .zip(b.iter_mut())
+            .zip(c.iter_mut())
+            .zip(e.iter_mut())
+            .zip(&list.free[terms.clone()])
+            .zip(&list.bodies[terms])
+        {
+            (*a, *b, *c, *e) = f(fr, bo);
+        }
+    };
+    if parallel && a.len() > CHUNK {
+        a.par_chunks_mut(CHUNK)
+            .zip(b.par_chunks_mut(CHUNK))
+            .zip(c.par_chunks_mut(CHUNK))
+            .zip(e.par_chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(|(k, (((a, b), c), e))| g(k * CHUNK, a, b, c, e));
+    } else {
+        g(0, a, b, c, e);
+    }
 }
 
 /// `out[t] = f(free[t], kept[t])` for every term (the third contraction from kept tensors).

@@ -24,7 +24,8 @@ pub enum Over {
     /// One term per bond with at least one free body, in bond order.
     Bonds,
     /// One term per unordered pair `i < j` that is not excluded and has at least one free body,
-    /// in lexicographic order.
+    /// in tiles of 16 × 16 bodies (pairs `i < j` with `i` in one block of 16 consecutive bodies and
+    /// `j` in another, blocks in lexicographic order).
     Pairs,
 }
 

@@ -10,6 +10,7 @@ use super::plan::{Bodies, PINNED};
 use super::terms::{Kernel, Terms};
 use super::topology::{Topology, TopologyError};
 use crate::model::HessianPart;
+use crate::simd::{self, Isa};
 use crate::sparse::{Backend, BlockLayout, SparseMatrix, SparseSolver};
 use crate::{DynState, Model, StiffModel};
 
@@ -54,20 +55,52 @@ struct Engine<T, const D: usize> {
     kept_q: Vec<f64>,
     kept_omega: f64,
     kept: bool,
+    /// Every form's term energies are those at `valued_q` and `valued_omega` (when `valued`):
+    /// the last energy, gradient or Hessian pass computed them (the energy comes with the
+    /// gradient from the same kernel pass), so `V` there is their sum, without a pass.
+    valued_q: Vec<f64>,
+    valued_omega: f64,
+    valued: bool,
+}
+
+/// True when `stored` is exactly `q` (bit for bit).
+fn same_bits(stored: &[f64], q: &[f64]) -> bool {
+    stored.len() == q.len()
+        && stored
+            .iter()
+            .zip(q)
+            .fold(0u64, |m, (a, b)| m | (a.to_bits() ^ b.to_bits()))
+            == 0
 }
 
 impl<T, const D: usize> Engine<T, D> {
     /// True when the tensors were kept at exactly `q` and `omega` (bit for bit).
     fn tensors_kept_at(&self, q: &[f64], omega: f64) -> bool {
-        self.kept
-            && self.kept_omega.to_bits() == omega.to_bits()
-            && self.kept_q.len() == q.len()
-            && self
-                .kept_q
-                .iter()
-                .zip(q)
-                .fold(0u64, |m, (a, b)| m | (a.to_bits() ^ b.to_bits()))
-                == 0
+        self.kept && self.kept_omega.to_bits() == omega.to_bits() && same_bits(&self.kept_q, q)
+    }
+
+    /// True when the term energies are those at exactly `q` and `omega`.
+    fn valued_at(&self, q: &[f64], omega: f64) -> bool {
+        self.valued
+            && self.valued_omega.to_bits() == omega.to_bits()
+            && same_bits(&self.valued_q, q)
+    }
+
+    /// The term energies were just computed at `q` and `omega`.
+    fn mark_valued(&mut self, q: &[f64], omega: f64) {
+        self.valued_q.copy_from_slice(q);
+        self.valued_omega = omega;
+        self.valued = true;
+    }
+
+    /// `V`: the sum of every form's term energies, forms in table order (each form's in
+    /// fixed chunks, see `eval`).
+    fn value(&self) -> f64 {
+        let mut e = 0.0;
+        for f in &self.forms {
+            f.add_energy(&mut e);
+        }
+        e
     }
 
     /// Make room for the local Hessians (set-up, when a matrix is made).
@@ -110,6 +143,8 @@ pub struct Assembled<T, const D: usize> {
     pub(crate) pins: Vec<[f64; D]>,
     masses: Vec<f64>,
     parallel: bool,
+    /// The SIMD instruction set of the energy and gradient passes.
+    isa: Isa,
     backend: Backend,
     /// The block patterns of `Hess V` and of the stiff Hessian.
     full: Arc<BlockLayout>,
@@ -173,6 +208,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             .map(|f| (f.name(), f.len(), f.info().constraints * f.len()))
             .collect();
         let terms_count: usize = counts.iter().map(|c| c.1).sum();
+        let valued_q = vec![0.0; bodies.free * D];
         Ok(Self {
             terms,
             topology,
@@ -180,6 +216,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             pins,
             masses,
             parallel: terms_count >= PARALLEL_BY_DEFAULT_ABOVE,
+            isa: simd::selected(),
             backend: Backend::Auto,
             full,
             stiff,
@@ -189,6 +226,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 kept_q: Vec::new(),
                 kept_omega: 0.0,
                 kept: false,
+                valued_q,
+                valued_omega: 0.0,
+                valued: false,
             }),
         })
     }
@@ -199,6 +239,19 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     pub fn with_parallel(mut self, parallel: bool) -> Self {
         self.parallel = parallel;
         self
+    }
+
+    /// The SIMD lanes of the energy and gradient passes: [`simd::selected`] by default (the
+    /// widest this machine has, capped by `ZS_SIMD`); a wider one than the machine has falls
+    /// back to the widest available. The results are the same bits on every instruction set.
+    pub fn with_simd(mut self, isa: Isa) -> Self {
+        self.isa = isa;
+        self
+    }
+
+    /// The instruction set of the energy and gradient passes (see [`Assembled::with_simd`]).
+    pub fn simd(&self) -> Isa {
+        self.isa.min(simd::detected())
     }
 
     /// The backend of the shifted solves (default [`Backend::Auto`]).
@@ -328,6 +381,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             pins: &self.pins,
             omega,
             parallel: self.parallel,
+            isa: self.isa,
         }
     }
 
@@ -341,15 +395,32 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.counts.iter().map(|c| c.2)
     }
 
+    /// `V` at `q`: without a pass over the terms when the last energy, gradient or Hessian
+    /// evaluation was at this `q` and `omega` (an observer after a step that ended with a
+    /// gradient there), else by an energy pass.
     pub(crate) fn energy(&self, omega: f64, q: &[f64]) -> f64 {
         let input = self.inputs(omega, q, &[]);
         let mut s = self.engine();
-        let mut e = 0.0;
-        for f in &mut s.forms {
-            f.evaluate(&self.terms, &input, Want::Energy);
-            f.add_energy(&mut e);
+        if !s.valued_at(q, omega) {
+            for f in &mut s.forms {
+                f.evaluate(&self.terms, &input, Want::Energy);
+            }
+            s.mark_valued(q, omega);
         }
-        e
+        s.value()
+    }
+
+    /// `∇V` into `g` and `V` returned, from one pass over the terms.
+    pub(crate) fn value_gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) -> f64 {
+        self.check_len(g, "the gradient");
+        let input = self.inputs(omega, q, &[]);
+        let mut s = self.engine();
+        for f in &mut s.forms {
+            f.evaluate(&self.terms, &input, Want::Gradient);
+        }
+        s.mark_valued(q, omega);
+        eval::sum_vector(&s.forms, |_| true, self.bodies.free, self.parallel, g);
+        s.value()
     }
 
     pub(crate) fn gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) {
@@ -359,6 +430,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, Want::Gradient);
         }
+        s.mark_valued(q, omega);
         eval::sum_vector(&s.forms, |_| true, self.bodies.free, self.parallel, g);
     }
 
@@ -391,6 +463,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, want);
         }
+        s.mark_valued(q, omega);
         if want == Want::GradientHessianThird {
             s.kept_q.copy_from_slice(q);
             s.kept_omega = omega;
@@ -488,6 +561,9 @@ macro_rules! assembled_model {
             }
             fn gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) {
                 self.as_system().gradient(self.penalty(), q, g);
+            }
+            fn value_gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) -> f64 {
+                self.as_system().value_gradient(self.penalty(), q, g)
             }
             fn hessian_into(&self, q: &Vec<f64>, h: &mut SparseMatrix) {
                 self.as_system().gradient_hessian(

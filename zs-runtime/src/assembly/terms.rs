@@ -5,6 +5,7 @@
 //! body dimension `D`, the arity `K` and the [`Form`].
 
 use super::forms::{Bond, Form, Forms, Pair, Site};
+use crate::simd::Lanes;
 
 /// A body's coordinates (`D` of them).
 pub type Body<const D: usize> = [f64; D];
@@ -24,8 +25,8 @@ pub type LocalThird<const D: usize, const K: usize> = [[[[[[f64; D]; K]; D]; K];
 /// Every energy kernel takes `omega`: it evaluates the term's part of `V + V1 + ½ω² Σ g_c²` —
 /// the term's energy, its stiff energy, and the penalty of its constraints — and for
 /// `omega = 0` the unpenalized `V + V1` without evaluating the constraints.
-/// [`Kernel::gradient_stiff_hessian`] returns the gradient of that total and the Hessian of its
-/// stiff part only (stiff energy + penalty).
+/// [`Kernel::value_gradient_stiff_hessian`] returns the value and gradient of that total and the
+/// Hessian of its stiff part only (stiff energy + penalty).
 ///
 /// The defaults are the kernels of an absent form (zero): [`Terms::FORMS`] tells the assembly
 /// which forms to apply.
@@ -35,31 +36,47 @@ pub trait Kernel<const D: usize, const K: usize, F: Form>: Sync {
     fn energy(&self, omega: f64, x: &Local<D, K>) -> f64 {
         0.0
     }
-    /// Its gradient.
-    fn gradient(&self, omega: f64, x: &Local<D, K>) -> Local<D, K> {
-        [[0.0; D]; K]
+    /// Its energy and gradient, from one pass (their common subexpressions computed once).
+    fn value_gradient(&self, omega: f64, x: &Local<D, K>) -> (f64, Local<D, K>) {
+        (0.0, [[0.0; D]; K])
     }
-    /// Its gradient and Hessian.
-    fn gradient_hessian(&self, omega: f64, x: &Local<D, K>) -> (Local<D, K>, LocalHessian<D, K>) {
-        ([[0.0; D]; K], [[[[0.0; D]; D]; K]; K])
+    /// [`Kernel::energy`] of `L::WIDTH` terms at once, one per lane: `x[k][d]` holds
+    /// coordinate `d` of body `k` of every lane's term (see [`crate::simd`]). The generated
+    /// kernels perform each lane's operations exactly as the scalar kernel does: the same bits.
+    #[inline(always)]
+    fn value_lanes<L: Lanes>(&self, omega: f64, x: &[[L; D]; K]) -> L {
+        L::splat(0.0)
     }
-    /// Its gradient and the Hessian of its stiff part.
-    fn gradient_stiff_hessian(
+    /// [`Kernel::value_gradient`] of `L::WIDTH` terms at once (as [`Kernel::value_lanes`]).
+    #[inline(always)]
+    fn value_gradient_lanes<L: Lanes>(&self, omega: f64, x: &[[L; D]; K]) -> (L, [[L; D]; K]) {
+        (L::splat(0.0), [[L::splat(0.0); D]; K])
+    }
+    /// Its energy, gradient and Hessian.
+    fn value_gradient_hessian(
         &self,
         omega: f64,
         x: &Local<D, K>,
-    ) -> (Local<D, K>, LocalHessian<D, K>) {
-        ([[0.0; D]; K], [[[[0.0; D]; D]; K]; K])
+    ) -> (f64, Local<D, K>, LocalHessian<D, K>) {
+        (0.0, [[0.0; D]; K], [[[[0.0; D]; D]; K]; K])
     }
-    /// Its gradient, Hessian and third-derivative tensor (when the form's third is
+    /// Its energy, gradient and the Hessian of its stiff part.
+    fn value_gradient_stiff_hessian(
+        &self,
+        omega: f64,
+        x: &Local<D, K>,
+    ) -> (f64, Local<D, K>, LocalHessian<D, K>) {
+        (0.0, [[0.0; D]; K], [[[[0.0; D]; D]; K]; K])
+    }
+    /// Its energy, gradient, Hessian and third-derivative tensor (when the form's third is
     /// [`super::ThirdForm::Tensor`]).
-    fn gradient_hessian_third(
+    fn value_gradient_hessian_third(
         &self,
         omega: f64,
         x: &Local<D, K>,
-    ) -> (Local<D, K>, LocalHessian<D, K>, LocalThird<D, K>) {
-        let (g, h) = self.gradient_hessian(omega, x);
-        (g, h, [[[[[[0.0; D]; K]; D]; K]; D]; K])
+    ) -> (f64, Local<D, K>, LocalHessian<D, K>, LocalThird<D, K>) {
+        let (v, g, h) = self.value_gradient_hessian(omega, x);
+        (v, g, h, [[[[[[0.0; D]; K]; D]; K]; D]; K])
     }
     /// Its third contraction `T(x; a)`.
     fn third_contraction(&self, omega: f64, x: &Local<D, K>, a: &Local<D, K>) -> Local<D, K> {
