@@ -150,6 +150,15 @@ pub enum GravitySign {
     Printed,
 }
 
+/// The minimiser of `--minimize`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MinimizerName {
+    /// L-BFGS (m = 10, backtracking line search); stops at RMS force ≤ `--minimize-tol`.
+    Lbfgs,
+    /// FIRE (damped dynamics); stops at max force ≤ `--minimize-tol`.
+    Fire,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// System to integrate.
@@ -213,10 +222,18 @@ pub struct RunArgs {
     /// the cluster's centroid, in Å (water): a molecule leaving the cluster.
     #[arg(long, value_name = "R")]
     pub max_radius: Option<f64>,
-    /// Relax the start first (water): FIRE on the integrated potential until every force is
-    /// below 1e-4 kcal/mol/Å, so that no energy is released at the start.
+    /// Relax the start first (water): minimise the integrated potential (`--minimizer`) until
+    /// the root-mean-square force is below `--minimize-tol`, so that little energy is released
+    /// at the start.
     #[arg(long)]
     pub minimize: bool,
+    /// Force tolerance of `--minimize`, kcal/mol/Å: the root-mean-square of the force
+    /// components for L-BFGS (OpenMM's criterion), the largest component for FIRE.
+    #[arg(long = "minimize-tol", value_name = "F", default_value_t = 0.01, value_parser = positive_f64)]
+    pub minimize_tol: f64,
+    /// Minimiser of `--minimize`.
+    #[arg(long, value_enum, default_value_t = MinimizerName::Lbfgs)]
+    pub minimizer: MinimizerName,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,

@@ -2,12 +2,16 @@
 //! molecule pair, three body constraints per molecule); writes an extended XYZ trajectory too,
 //! takes `--minimize` and `--max-radius`.
 
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use zs_runtime::minimize::{Fire, Lbfgs, MinimizeError, Minimized};
 use zs_runtime::Model;
 
 use super::{count, table, Accepts, CliSystem};
 use crate::cli::error::CliError;
 use crate::cli::job::{DynConstrained, DynStiff, Job};
-use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
+use crate::cli::{state_file, EvalArgs, IntegratorName, MinimizerName, RunArgs};
 use crate::water::{self, ClusterGuard, Water};
 
 pub(super) struct WaterCli;
@@ -42,7 +46,9 @@ impl CliSystem for WaterCli {
         let n = count(self, args.n)?;
         let seed = args.seed.unwrap_or(0);
         let w = Water::tip3p();
+        let setup = Instant::now();
         let system = w.assemble(n);
+        let setup = setup.elapsed().as_secs_f64();
         let omega = job.p.omega;
         let mut job = job.with_xyz(Water::atom_symbols(n));
         job.cluster_guard = args.max_radius.map(|limit| ClusterGuard { limit });
@@ -57,17 +63,13 @@ impl CliSystem for WaterCli {
             }
         );
         let penalized = system.penalized(omega);
+        println!(
+            "    set-up {setup:.2} s ({} pair terms, SIMD {})",
+            system.term_count("pair"),
+            system.simd().name()
+        );
         if args.minimize && job.resume.is_none() {
-            let fire = zs_runtime::minimize::Fire::new(1e-3, 1e-4, 2_000_000);
-            let (e0, done) = job.in_pool(|| {
-                let e0 = penalized.potential_at(&state.q);
-                (e0, fire.minimize(&penalized, &mut state.q))
-            });
-            let done = done?;
-            println!(
-                "    minimized: V_ω {e0:.4} -> {:.4} kcal/mol in {} FIRE steps (max force {:.1e})",
-                done.energy, done.steps, done.max_force
-            );
+            minimize(args, &job, &penalized, &mut state.q)?;
         }
         if let (Some(kt), None, None) = (args.kt, job.resume, &args.init) {
             state.v = water::thermal_velocities(&w, &state.q, kt, seed);
@@ -86,4 +88,63 @@ impl CliSystem for WaterCli {
             None => table(&system, &rows, &names),
         })
     }
+}
+
+/// `--minimize`: L-BFGS (or FIRE) on the integrated potential, with a progress bar whose
+/// position is the fraction of the way, in log(force), from the start's RMS force to the
+/// tolerance (an ETA a person can read; L-BFGS's convergence is roughly linear in that scale).
+fn minimize(
+    args: &RunArgs,
+    job: &Job<'_>,
+    penalized: &(impl Model<Vec<f64>> + Sync),
+    q: &mut Vec<f64>,
+) -> Result<(), CliError> {
+    let tol = args.minimize_tol;
+    let started = Instant::now();
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr())
+    };
+    bar.set_style(
+        ProgressStyle::with_template("minimising {bar:40} {msg}  eta {eta}")
+            .expect("valid progress template"),
+    );
+    let mut first: Option<f64> = None;
+    let mut report = |step: u64, energy: f64, force: f64| {
+        let f0 = *first.get_or_insert(force);
+        if f0 > tol && force > 0.0 {
+            let done = (f0 / force).ln() / (f0 / tol).ln();
+            bar.set_position((done.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+        bar.set_message(format!(
+            "{step} it, V {energy:.3} kcal/mol, force {force:.2e} → {tol:.0e}"
+        ));
+    };
+    let (e0, done): (f64, Result<Minimized, MinimizeError>) = job.in_pool(|| {
+        let e0 = penalized.potential_at(q);
+        let done = match args.minimizer {
+            MinimizerName::Lbfgs => {
+                Lbfgs::new(tol, 100_000).minimize_with(penalized, q, &mut report)
+            }
+            MinimizerName::Fire => Fire::new(1e-3, tol, 2_000_000).minimize(penalized, q),
+        };
+        (e0, done)
+    });
+    bar.finish_and_clear();
+    let done = done?;
+    let (name, what) = match args.minimizer {
+        MinimizerName::Lbfgs => (
+            "L-BFGS iterations",
+            format!("RMS force {:.1e}", done.rms_force),
+        ),
+        MinimizerName::Fire => ("FIRE steps", format!("max force {:.1e}", done.max_force)),
+    };
+    println!(
+        "    minimized: V_ω {e0:.4} -> {:.4} kcal/mol in {} {name} ({what} kcal/mol/Å), {:.2} s",
+        done.energy,
+        done.steps,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }

@@ -7,6 +7,7 @@
 //! Used to relax a starting configuration before dynamics: a cluster built on a grid at rest
 //! boils off molecules (`docs/systems/water.md`, water); after a minimisation it stays bound.
 
+use super::{rms, MinimizeError, Minimized};
 use crate::vector::Vector;
 use crate::Model;
 
@@ -22,46 +23,6 @@ pub struct Fire {
     /// Give up after this many steps.
     pub max_steps: u64,
 }
-
-/// How a minimisation ended.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Minimized {
-    /// `V` at the end.
-    pub energy: f64,
-    /// `max_i |∂V/∂q_i|` at the end.
-    pub max_force: f64,
-    /// Steps taken.
-    pub steps: u64,
-}
-
-/// Why a minimisation failed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum MinimizeError {
-    /// The force tolerance was not reached in `max_steps`; `q` holds the last point.
-    NotConverged(Minimized),
-    /// The energy or a force became non-finite at this step; `q` holds the last finite point.
-    NonFinite {
-        /// Step index.
-        step: u64,
-    },
-}
-
-impl std::fmt::Display for MinimizeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MinimizeError::NotConverged(m) => write!(
-                f,
-                "FIRE did not reach the force tolerance in {} steps (max force {:.3e}, energy {})",
-                m.steps, m.max_force, m.energy
-            ),
-            MinimizeError::NonFinite { step } => {
-                write!(f, "FIRE: non-finite energy or force at step {step}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for MinimizeError {}
 
 impl Fire {
     /// FIRE with initial step `dt`, largest step `10·dt`, the given force tolerance and at most
@@ -108,6 +69,7 @@ impl Fire {
                 let done = Minimized {
                     energy: model.potential_at(q),
                     max_force,
+                    rms_force: rms(&g),
                     steps: step,
                 };
                 if !done.energy.is_finite() {
