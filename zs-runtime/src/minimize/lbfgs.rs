@@ -121,7 +121,7 @@ impl Lbfgs {
             }
             dd.iter_mut().for_each(|x| *x = -*x);
             let mut slope = dot(g.as_slice(), dd);
-            if !(slope < 0.0) {
+            if slope.is_nan() || slope >= 0.0 {
                 // Not a descent direction (curvature lost): steepest descent, memory dropped.
                 held = 0;
                 dd.iter_mut().zip(g.as_slice()).for_each(|(x, gi)| *x = -gi);
@@ -201,6 +201,8 @@ fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
 }
 
 #[cfg(test)]
+// The macro reads indexed loops over the coordinates (`for i in 0..6 { q[i] … }`).
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::*;
     use crate::mechanical_system;
