@@ -130,10 +130,12 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     fn couplings(&self, out: &mut Vec<(usize, usize)>);
     /// Set-up: the gather lists into `layout`, the pattern of the Hessian `part`.
     fn attach(&mut self, part: HessianPart, layout: &BlockLayout);
-    /// Set-up: room for the local Hessians (and kept tensors), when a matrix is first made.
-    fn reserve_hessians(&mut self);
-    /// True when room for the local Hessians was made.
-    fn has_hessians(&self) -> bool;
+    /// Set-up: room for the local Hessians (and kept tensors) of the Hessian `part`, when a
+    /// matrix of that part is first made (nothing when the form does not enter it: the pairs of
+    /// a cluster do not enter the stiff Hessian, and their local Hessians would be gigabytes).
+    fn reserve_hessians(&mut self, part: HessianPart);
+    /// True when room for the local Hessians of `part` was made (or none is needed).
+    fn has_hessians(&self, part: HessianPart) -> bool;
     /// Phase A: every term's local outputs for `want`.
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want);
     /// `acc += Σ_t e_t`, in term order (after [`Want::Energy`]).
@@ -255,18 +257,23 @@ where
             HessianPart::Stiff => self.stiff = gather,
         }
     }
-    fn reserve_hessians(&mut self) {
+    fn reserve_hessians(&mut self, part: HessianPart) {
+        if !self.enters_part(part) {
+            return;
+        }
         let n = self.list.len();
         self.h.resize(n, [[[[0.0; D]; D]; K]; K]);
-        let tensors = if self.info.third == ThirdForm::Tensor {
-            n
-        } else {
-            0
-        };
-        self.t.resize(tensors, [[[[[[0.0; D]; K]; D]; K]; D]; K]);
+        if part == HessianPart::Full && self.info.third == ThirdForm::Tensor {
+            self.t.resize(n, [[[[[[0.0; D]; K]; D]; K]; D]; K]);
+        }
     }
-    fn has_hessians(&self) -> bool {
-        self.h.len() == self.list.len()
+    fn has_hessians(&self, part: HessianPart) -> bool {
+        let n = self.list.len();
+        !self.enters_part(part)
+            || (self.h.len() == n
+                && (part == HessianPart::Stiff
+                    || self.info.third != ThirdForm::Tensor
+                    || self.t.len() == n))
     }
 
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {

@@ -103,10 +103,10 @@ impl<T, const D: usize> Engine<T, D> {
         e
     }
 
-    /// Make room for the local Hessians (set-up, when a matrix is made).
-    fn reserve_hessians(&mut self, free: usize) {
+    /// Make room for the local Hessians of `part` (set-up, when a matrix is made).
+    fn reserve_hessians(&mut self, free: usize, part: HessianPart) {
         for f in &mut self.forms {
-            f.reserve_hessians();
+            f.reserve_hessians(part);
         }
         self.kept_q.resize(free * D, 0.0);
         self.kept = false;
@@ -456,9 +456,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             "the matrix was not made for this Hessian (Model::new_matrix with the matching part)"
         );
         let mut s = self.engine();
-        if !s.forms.iter().all(|f| f.has_hessians()) {
+        if !s.forms.iter().all(|f| f.has_hessians(part)) {
             // A matrix made elsewhere: the buffers were not reserved at set-up.
-            s.reserve_hessians(self.bodies.free);
+            s.reserve_hessians(self.bodies.free, part);
         }
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, want);
@@ -496,7 +496,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     fn make_matrix(&self, part: HessianPart) -> SparseMatrix {
-        self.engine().reserve_hessians(self.bodies.free);
+        self.engine().reserve_hessians(self.bodies.free, part);
         SparseMatrix::zeros(self.hessian_layout(part).clone())
     }
 
