@@ -13,8 +13,18 @@
    --gamma 0.01 --kt 0.02 --threads K` (GLA around Z&Ss-stiff). Both report the wall time of
    the steps only (set-up excluded; zs's includes writing the CSV every 20 000 steps).
 
+3. With `--big N` (e.g. 1000): the N-molecule cluster from the same 3.1 Å grid start,
+   (a) minimised to a root-mean-square force of 0.01 kcal/mol/A: `zs run water --minimize
+   --minimize-tol 0.01` (L-BFGS on the penalized potential) against OpenMM's
+   LocalEnergyMinimizer (L-BFGS, constraints by penalty, tolerance 0.4184 kJ/mol/nm), whole
+   process (zs) and the minimize call (OpenMM, context creation excluded);
+   (b) steps per second of GLA + Z&Ss-stiff against LangevinMiddleIntegrator, `--big-steps`
+   steps from the minimised start, 1 and 2 threads.
+   OpenMM's CPU platform computes nonbonded forces in single precision with SIMD; zs in double.
+
 Usage (from the repository root; installs openmm with pip if missing):
     python3 benches/peers/openmm_water.py [--n 100] [--steps 20000] [--check-n 7]
+    python3 benches/peers/openmm_water.py --big 1000 [--big-steps 200] [--skip-small]
 """
 import argparse
 import math
@@ -161,14 +171,69 @@ def zs_speed(zs, n, steps, threads, init):
     return float(re.search(r"wall time\s+([0-9.]+) s", out).group(1))
 
 
+def read_row(path, n, row=1):
+    with open(path) as fh:
+        return [float(x) for x in fh.read().splitlines()[row].split(",")[1:1 + 9 * n]]
+
+
+def big(zs, n, steps):
+    """N-molecule cluster: minimisation and steps per second against OpenMM."""
+    with tempfile.TemporaryDirectory() as d:
+        grid = os.path.join(d, "grid.csv")
+        subprocess.run([zs, "run", "water", "--n", str(n), "--integrator", "zss-stiff", "--t-end", "0.05",
+                        "--quiet", "--out", grid], check=True, stdout=subprocess.DEVNULL)
+        q0 = read_row(grid, n)
+        # (a) minimisation
+        init = os.path.join(d, "init.csv")
+        t = time.perf_counter()
+        out = subprocess.run([zs, "run", "water", "--n", str(n), "--integrator", "zss-stiff", "--minimize",
+                              "--minimize-tol", "0.01", "--t-end", "0.05", "--quiet", "--out", init],
+                             check=True, capture_output=True, text=True).stdout
+        t_zs = time.perf_counter() - t
+        m = re.search(r"minimized: .* -> ([-0-9.]+) kcal/mol in (\d+) L-BFGS iterations \(RMS force ([0-9.e+-]+)", out)
+        sys_ = system(n, scale_charges=False)
+        integ = openmm.VerletIntegrator(0.001)
+        ctx = openmm.Context(sys_, integ, openmm.Platform.getPlatformByName("CPU"), {"Threads": "1"})
+        ctx.setPositions(positions_nm(q0))
+        t = time.perf_counter()
+        openmm.LocalEnergyMinimizer.minimize(ctx, 0.01 * KCAL * 10, 0)
+        t_mm = time.perf_counter() - t
+        st = ctx.getState(getEnergy=True, getForces=True)
+        e_mm = st.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole) / KCAL
+        f = st.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer) / KCAL / 10
+        rms_mm = math.sqrt(float((f ** 2).sum()) / f.size)
+        print(f"N = {n}, minimise to RMS force 0.01 kcal/mol/A, 1 thread: OpenMM {t_mm:.1f} s "
+              f"(V {e_mm:.1f} kcal/mol, RMS force {rms_mm:.3f} after constraints), zs {t_zs:.1f} s whole process "
+              f"(V_w {m.group(1)}, {m.group(2)} iterations, RMS force {m.group(3)}), zs / OpenMM = {t_zs / t_mm:.2f}")
+        # (b) steps per second from the minimised start
+        q = read_row(init, n)
+        for threads in (1, 2):
+            t_mm = openmm_speed(zs, n, steps, threads, q)
+            t_end = steps * 0.05
+            out = subprocess.run([zs, "run", "water", "--n", str(n), "--integrator", "zss-stiff", "--gamma", "0.01",
+                                  "--kt", "0.02", "--t-end", repr(t_end), "--every", str(steps), "--threads",
+                                  str(threads), "--quiet", "--init", init, "--out", os.path.join(d, "speed.csv")],
+                                 check=True, capture_output=True, text=True).stdout
+            t_zs = float(re.search(r"wall time\s+([0-9.]+) s", out).group(1))
+            print(f"N = {n}, {steps} steps, {threads} thread(s): OpenMM CPU {steps / t_mm:.1f} steps/s, "
+                  f"zs {steps / t_zs:.1f} steps/s, zs / OpenMM (speed) = {t_mm / t_zs:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--steps", type=int, default=20000)
     ap.add_argument("--check-n", type=int, default=7)
     ap.add_argument("--points", type=int, default=5)
+    ap.add_argument("--big", type=int, default=0)
+    ap.add_argument("--big-steps", type=int, default=200)
+    ap.add_argument("--skip-small", action="store_true")
     args = ap.parse_args()
     zs = zs_binary()
+    if args.big:
+        big(zs, args.big, args.big_steps)
+    if args.skip_small:
+        return
     print(f"OpenMM {openmm.__version__}; its Coulomb constant {COULOMB_OPENMM!r} kcal A/mol/e^2; zs {zs}")
     e, f = check(zs, args.check_n, args.points)
     print(f"energies and forces, N = {args.check_n}, {args.points} random off-manifold points "

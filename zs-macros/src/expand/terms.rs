@@ -53,6 +53,11 @@ const TENSOR_MAX_COORDS: usize = 4;
 /// One potential of a form (plain or penalized) and what is derived from it.
 struct Variant {
     dv: Derived,
+    /// The value and gradient for the SIMD lane kernels, derived in reciprocal mode
+    /// ([`Graph::with_reciprocals`]): one division per denominator. The lanes run many terms
+    /// at once and are bound by the divider's throughput, which this cuts (31 → 10 divisions
+    /// per TIP3P pair); the scalar kernels keep the divisions, whose latency they are bound by.
+    lanes: Vec<NodeId>,
     /// The Hessian of the stiff part, flat.
     stiff_hessian: Vec<NodeId>,
     /// The third-derivative tensor, flat `n³` (empty when the form is too large).
@@ -69,8 +74,15 @@ impl Variant {
         } else {
             Vec::new()
         };
+        let lanes = graph.with_reciprocals(|g| {
+            let v = g.rebuild(energy);
+            let mut outs = vec![v];
+            outs.extend(g.gradient(v, n));
+            outs
+        });
         Self {
             dv,
+            lanes,
             stiff_hessian,
             tensor,
         }
@@ -90,15 +102,15 @@ impl Variant {
         let energy = em.body(graph, &[dv.value], |o| o[0].clone());
         let mut value_gradient_outs = vec![dv.value];
         value_gradient_outs.extend(dv.gradient.iter().copied());
-        let value_gradient_of = |em: &Emitter<'_>| {
-            em.body(graph, &value_gradient_outs, |o| {
-                let (v, g) = (&o[0], local(&o[1..], d));
-                quote!((#v, #g))
-            })
-        };
-        let value_gradient = value_gradient_of(em);
-        let value_lanes = lanes.body(graph, &[dv.value], |o| o[0].clone());
-        let value_gradient_lanes = value_gradient_of(lanes);
+        let value_gradient = em.body(graph, &value_gradient_outs, |o| {
+            let (v, g) = (&o[0], local(&o[1..], d));
+            quote!((#v, #g))
+        });
+        let value_lanes = lanes.body(graph, &self.lanes[..1], |o| o[0].clone());
+        let value_gradient_lanes = lanes.body(graph, &self.lanes, |o| {
+            let (v, g) = (&o[0], local(&o[1..], d));
+            quote!((#v, #g))
+        });
         let with_matrix = |extra: &[NodeId]| {
             let mut outs = value_gradient_outs.clone();
             outs.extend(extra.iter().copied());

@@ -302,3 +302,73 @@ fn constants_render() {
     let back: f64 = f64_tokens(x).to_string().parse().unwrap();
     assert_eq!(back, x);
 }
+
+/// The TIP3P pair term (9 Coulomb site pairs, O–O Lennard-Jones), as `systems/src/water`
+/// defines it.
+fn tip3p_pair() -> TokenStream {
+    quote! {
+        impl Water {
+            fn pair_potential(&self, a: &[f64; 9], b: &[f64; 9]) -> f64 {
+                let mut e = 0.0;
+                for i in 0..3 {
+                    for j in 0..3 {
+                        let qi = if i == 0 { self.q_o } else { self.q_h };
+                        let qj = if j == 0 { self.q_o } else { self.q_h };
+                        let r2 = (b[3 * j] - a[3 * i]).powi(2)
+                            + (b[3 * j + 1] - a[3 * i + 1]).powi(2)
+                            + (b[3 * j + 2] - a[3 * i + 2]).powi(2);
+                        e += self.coulomb * qi * qj / r2.sqrt();
+                    }
+                }
+                let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+                let r6 = r2 * r2 * r2;
+                e + self.lj_a / (r6 * r6) - self.lj_c / r6
+            }
+        }
+    }
+}
+
+/// Occurrences of the punctuation `op` in the body of the generated function `name`.
+fn count_punct(out: &TokenStream, name: &str, op: char) -> usize {
+    fn count(ts: TokenStream, op: char) -> usize {
+        ts.into_iter()
+            .map(|t| match t {
+                proc_macro2::TokenTree::Group(g) => count(g.stream(), op),
+                proc_macro2::TokenTree::Punct(p) if p.as_char() == op => 1,
+                _ => 0,
+            })
+            .sum()
+    }
+    let file: syn::File = syn::parse2(out.clone()).expect("the expansion parses");
+    for item in file.items {
+        if let syn::Item::Impl(imp) = item {
+            for it in imp.items {
+                if let syn::ImplItem::Fn(f) = it {
+                    if f.sig.ident == name {
+                        return count(f.block.to_token_stream(), op);
+                    }
+                }
+            }
+        }
+    }
+    panic!("no fn {name} in the expansion")
+}
+
+/// The SIMD kernels divide once per denominator (reciprocal mode): a TIP3P pair's value and
+/// gradient need 9 divisions (one 1/r per Coulomb site pair) and two for the Lennard-Jones
+/// terms as written (`A / (r⁶ r⁶)` and `C / r⁶`), against 31 in the scalar kernel, which keeps
+/// the quotients whose latency it is bound by.
+#[test]
+fn lane_kernels_divide_once_per_denominator() {
+    let out = expand(TokenStream::new(), tip3p_pair());
+    let text = out.to_string();
+    assert!(!text.contains("compile_error"), "{text}");
+    let scalar = count_punct(&out, "value_gradient", '/');
+    let lanes = count_punct(&out, "value_gradient_lanes", '/');
+    let sqrt = text.matches("Lanes :: sqrt").count();
+    println!(
+        "TIP3P pair: {scalar} divisions in value_gradient, {lanes} in the lanes ({sqrt} sqrt)"
+    );
+    assert!(lanes <= 11, "{lanes} divisions in value_gradient_lanes");
+    assert!(scalar > lanes);
+}

@@ -130,7 +130,13 @@ impl Graph {
     fn diff_unary(&mut self, n: NodeId, op: Unary, a: NodeId, da: NodeId) -> NodeId {
         match op {
             Unary::Neg => self.neg(da),
-            // a' / (2 √a)
+            // a' / (2 √a); in reciprocal mode ½ a' · (1/√a), sharing the 1/√a of the
+            // expression (a Coulomb 1/r and its gradient: one division).
+            Unary::Sqrt if self.reciprocals => {
+                let half = self.constant(0.5);
+                let h = self.mul(half, da);
+                self.div(h, n)
+            }
             Unary::Sqrt => {
                 let two = self.constant(2.0);
                 let den = self.mul(two, n);

@@ -159,6 +159,8 @@ pub struct Graph {
     no_deps: Rc<[u64]>,
     /// Memo of `derivative` (see `diff.rs`).
     pub(super) deriv_memo: FxHashMap<(NodeId, Wrt), NodeId>,
+    /// Reciprocal mode ([`Graph::with_reciprocals`]): `a / b` is built as `a · (1/b)`.
+    pub(super) reciprocals: bool,
 }
 
 impl Graph {
@@ -173,7 +175,45 @@ impl Graph {
             var_index: FxHashMap::default(),
             no_deps: Rc::from(Vec::new()),
             deriv_memo: FxHashMap::default(),
+            reciprocals: false,
         }
+    }
+
+    /// Runs `f` in reciprocal mode: every division by a non-constant `b` is built as a product
+    /// with the one (hash-consed) node `1/b`, so that an expression and its derivatives —
+    /// `d(1/b) = −(1/b)² b'` — divide by each denominator once. Derivatives taken inside `f`
+    /// have their own memo (those taken outside were built with divisions).
+    pub fn with_reciprocals<R>(&mut self, f: impl FnOnce(&mut Graph) -> R) -> R {
+        let outer = std::mem::take(&mut self.deriv_memo);
+        let was = std::mem::replace(&mut self.reciprocals, true);
+        let r = f(self);
+        self.reciprocals = was;
+        self.deriv_memo = outer;
+        r
+    }
+
+    /// `root` built again through the constructors (so under the current mode: in reciprocal
+    /// mode, with its divisions rewritten).
+    pub fn rebuild(&mut self, root: NodeId) -> NodeId {
+        let mut reachable = vec![false; root.index() + 1];
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            if !std::mem::replace(&mut reachable[n.index()], true) {
+                stack.extend(self.node(n).operands());
+            }
+        }
+        // Ids are topological: operands before the nodes that use them.
+        let mut new = vec![NodeId(0); root.index() + 1];
+        for i in (0..=root.index()).filter(|&i| reachable[i]) {
+            let m = |k: NodeId| new[k.index()];
+            new[i] = match self.nodes[i] {
+                Node::Const(_) | Node::Var(_) => NodeId(i as u32),
+                Node::Unary(op, a) => self.unary(op, m(a)),
+                Node::Binary(op, a, b) => self.binary(op, m(a), m(b)),
+                Node::Powi(a, k) => self.powi(m(a), k),
+            };
+        }
+        new[root.index()]
     }
 
     /// Number of nodes.
@@ -276,6 +316,15 @@ impl Graph {
 
     /// `op(a, b)`, simplified (operands of `Add`/`Mul` put in canonical order).
     pub fn binary(&mut self, op: Binary, a: NodeId, b: NodeId) -> NodeId {
+        if self.reciprocals
+            && op == Binary::Div
+            && self.as_const(b).is_none()
+            && self.as_const(a) != Some(1.0)
+        {
+            let one = self.constant(1.0);
+            let r = self.binary(Binary::Div, one, b);
+            return self.mul(a, r);
+        }
         match self.simplify_binary(op, a, b) {
             Some(id) => id,
             None => {

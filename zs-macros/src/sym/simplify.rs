@@ -319,8 +319,11 @@ impl Graph {
                 return Some(self.neg(x));
             }
             match *self.node(x) {
-                // c1·(c2·y) → (c1 c2)·y ; c1·(c2/y) → (c1 c2)/y
-                Node::Binary(op @ (Binary::Mul | Binary::Div), c2, y) => {
+                // c1·(c2·y) → (c1 c2)·y ; c1·(c2/y) → (c1 c2)/y (not in reciprocal mode,
+                // where c/y is built as c·(1/y))
+                Node::Binary(op @ (Binary::Mul | Binary::Div), c2, y)
+                    if !(self.reciprocals && op == Binary::Div) =>
+                {
                     if let Some(c2) = self.as_const(c2) {
                         let p = self.fold(c * c2)?;
                         return Some(self.binary(op, p, y));
