@@ -31,8 +31,9 @@ pub struct Emitter<'l> {
     /// How coordinates are read.
     pub coords: Coords,
     /// Emit SIMD lane code: every value of type `L: zs_runtime::simd::Lanes` instead of `f64`
-    /// (constants and parameters splatted, `sqrt` and `powi` the lanes' own, other functions
-    /// lane by lane). The operations and their order are those of the scalar code.
+    /// (constants and parameters splatted, `sqrt` and `powi` the lanes' own, `1 / √x` the lanes'
+    /// `rsqrt`, other functions lane by lane). The operations and their order are those of the
+    /// scalar code, except that `1 / √x` is Newton's iteration (within 2 ulp, no divider).
     pub lanes: bool,
 }
 
@@ -107,9 +108,20 @@ impl Emitter<'_> {
                 lets.push(quote!(let (#(#chunk,)*): (#(#tys,)*);));
             }
         }
+        let roots = if self.lanes {
+            SquareRoots::of(&prog.instrs, &prog.outputs)
+        } else {
+            SquareRoots::default()
+        };
         for ins in &prog.instrs {
+            if roots.only_inverted(ins.dst()) {
+                continue;
+            }
             let dst = format_ident!("t{}", ins.dst());
-            let rhs = if self.lanes {
+            let rhs = if let Some(x) = roots.inverse_root(ins) {
+                let x = lane_operand(x);
+                quote!(::zs_runtime::simd::Lanes::rsqrt(#x))
+            } else if self.lanes {
                 lane_rhs(ins)
             } else {
                 scalar_rhs(ins)
@@ -181,6 +193,80 @@ fn var_ident(v: Var) -> Ident {
         Var::Param(k) => format_ident!("p{}", k),
         Var::Omega => format_ident!("omega"),
         Var::Lambda(c) => format_ident!("lambda{}", c),
+    }
+}
+
+/// The square roots of lane code and their reciprocals `1 / √x`, which lane code computes
+/// with `Lanes::rsqrt` (Newton's iteration, no divider: `zs_runtime::simd::rsqrt`) — the
+/// Coulomb `1/r` of a pair and the `½ r′/r` of its gradient in reciprocal mode.
+#[derive(Default)]
+struct SquareRoots {
+    /// Per temporary: `Some(x)` when it is `√x`.
+    root_of: Vec<Option<Operand>>,
+    /// Per temporary: whether it is a square root used only as the denominator of `1 / ·`
+    /// (then it is not computed at all).
+    only_inverted: Vec<bool>,
+}
+
+impl SquareRoots {
+    fn of(instrs: &[Instr], outputs: &[Operand]) -> Self {
+        let n = instrs
+            .iter()
+            .map(|i| i.dst() as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut root_of = vec![None; n];
+        for ins in instrs {
+            if let Instr::Unary {
+                dst,
+                op: Unary::Sqrt,
+                a,
+            } = *ins
+            {
+                root_of[dst as usize] = Some(a);
+            }
+        }
+        let mut only_inverted: Vec<bool> = root_of.iter().map(Option::is_some).collect();
+        let mut used = |o: &Operand| {
+            if let Operand::Temp(k) = *o {
+                only_inverted[k as usize] = false;
+            }
+        };
+        let this = SquareRoots {
+            root_of,
+            only_inverted: Vec::new(),
+        };
+        for ins in instrs {
+            if this.inverse_root(ins).is_some() {
+                continue;
+            }
+            ins.operands().for_each(|o| used(&o));
+        }
+        outputs.iter().for_each(&mut used);
+        SquareRoots {
+            only_inverted,
+            ..this
+        }
+    }
+
+    /// `Some(x)` when `ins` is `1 / √x`.
+    fn inverse_root(&self, ins: &Instr) -> Option<Operand> {
+        match *ins {
+            Instr::Binary {
+                op: Binary::Div,
+                a: Operand::Const(c),
+                b: Operand::Temp(k),
+                ..
+            } if c == 1.0 => self.root_of.get(k as usize).copied().flatten(),
+            _ => None,
+        }
+    }
+
+    fn only_inverted(&self, dst: u32) -> bool {
+        self.only_inverted
+            .get(dst as usize)
+            .copied()
+            .unwrap_or(false)
     }
 }
 

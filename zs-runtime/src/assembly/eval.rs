@@ -629,12 +629,22 @@ where
         // Structure of arrays: `soa[k][d][l]` is coordinate `d` of body `k` of lane `l`'s term.
         let mut soa = [[[0.0; 8]; D]; K];
         let mut t = 0;
+        let mut rows = [[0usize; 8]; K];
         while t + w <= n {
-            for l in 0..w {
-                input.x_into(&free[t + l], &bodies[t + l], l, &mut soa);
-            }
-            let x: [[L; D]; K] =
-                core::array::from_fn(|k| core::array::from_fn(|d| L::load(&soa[k][d])));
+            let block = &free[t..t + w];
+            let x: [[L; D]; K] = if block.iter().flatten().all(|&f| f != PINNED) {
+                for (l, f) in block.iter().enumerate() {
+                    for k in 0..K {
+                        rows[k][l] = f[k] as usize * D;
+                    }
+                }
+                core::array::from_fn(|k| L::gather::<D>(input.q, &rows[k]))
+            } else {
+                for l in 0..w {
+                    input.x_into(&free[t + l], &bodies[t + l], l, &mut soa);
+                }
+                core::array::from_fn(|k| core::array::from_fn(|d| L::load(&soa[k][d])))
+            };
             match part.as_deref_mut() {
                 Some(p) => {
                     let (v, grad) = terms.value_gradient_lanes(omega, &x);
@@ -644,8 +654,25 @@ where
                             grad[k][d].store(&mut soa[k][d]);
                         }
                     }
-                    for l in 0..w {
-                        accumulate(p, &slots[t + l], &soa, l);
+                    let block = &slots[t..t + w];
+                    if let Some(s0) = shared_first_body(block) {
+                        // The block's first bodies are one body (a row of a pair tile): its w
+                        // partials are summed in registers, in lane order as below.
+                        let dst = &mut part_row::<D>(p, s0);
+                        for d in 0..D {
+                            let mut acc = dst[d];
+                            for l in 0..w {
+                                acc += soa[0][d][l];
+                            }
+                            dst[d] = acc;
+                        }
+                        for (l, slot) in block.iter().enumerate() {
+                            accumulate(p, slot, &soa, l, 1);
+                        }
+                    } else {
+                        for (l, slot) in block.iter().enumerate() {
+                            accumulate(p, slot, &soa, l, 0);
+                        }
                     }
                 }
                 None => terms.value_lanes(omega, &x).store(&mut e[t..]),
@@ -664,7 +691,7 @@ where
                             soa[k][d][0] = grad[k][d];
                         }
                     }
-                    accumulate(p, &slots[t], &soa, 0);
+                    accumulate(p, &slots[t], &soa, 0, 0);
                 }
                 None => e[t] = terms.value_lanes::<f64>(omega, &x),
             }
@@ -672,15 +699,36 @@ where
     }
 }
 
-/// `part[slot[k]] += soa[k][·][lane]` for each free body `k` of a term.
+/// The slot of a block's first bodies when it is one body for every term and no other body
+/// of the block has it. Then adding its partials first, lane by lane, and the other bodies'
+/// after adds into every slot in the order of [`accumulate`] term after term: the same bits.
+#[inline(always)]
+fn shared_first_body<const K: usize>(block: &[[u16; K]]) -> Option<u16> {
+    let s0 = block.first()?[0];
+    let shared = s0 != NO_SLOT
+        && block
+            .iter()
+            .all(|s| s[0] == s0 && s[1..].iter().all(|&x| x != s0));
+    shared.then_some(s0)
+}
+
+/// The `D` partials of slot `s`.
+#[inline(always)]
+fn part_row<const D: usize>(part: &mut [f64], s: u16) -> &mut [f64; D] {
+    let o = s as usize * D;
+    (&mut part[o..o + D]).try_into().expect("D partials")
+}
+
+/// `part[slot[k]] += soa[k][·][lane]` for each free body `k ≥ from` of a term.
 #[inline(always)]
 fn accumulate<const D: usize, const K: usize>(
     part: &mut [f64],
     slot: &[u16; K],
     soa: &[[[f64; 8]; D]; K],
     lane: usize,
+    from: usize,
 ) {
-    for k in 0..K {
+    for k in from..K {
         if slot[k] != NO_SLOT {
             let o = slot[k] as usize * D;
             let dst = &mut part[o..o + D];
