@@ -254,10 +254,10 @@ impl SquareRoots {
         match *ins {
             Instr::Binary {
                 op: Binary::Div,
-                a: Operand::Const(c),
+                a: Operand::Const(1.0),
                 b: Operand::Temp(k),
                 ..
-            } if c == 1.0 => self.root_of.get(k as usize).copied().flatten(),
+            } => self.root_of.get(k as usize).copied().flatten(),
             _ => None,
         }
     }
