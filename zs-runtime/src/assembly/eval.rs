@@ -658,13 +658,9 @@ where
                     if let Some(s0) = shared_first_body(block) {
                         // The block's first bodies are one body (a row of a pair tile): its w
                         // partials are summed in registers, in lane order as below.
-                        let dst = &mut part_row::<D>(p, s0);
-                        for d in 0..D {
-                            let mut acc = dst[d];
-                            for l in 0..w {
-                                acc += soa[0][d][l];
-                            }
-                            dst[d] = acc;
+                        let dst = part_row::<D>(p, s0);
+                        for (x, lanes) in dst.iter_mut().zip(&soa[0]) {
+                            *x = lanes[..w].iter().fold(*x, |acc, g| acc + g);
                         }
                         for (l, slot) in block.iter().enumerate() {
                             accumulate(p, slot, &soa, l, 1);
