@@ -412,9 +412,13 @@ mod x86 {
                     let at: &[usize; $w] = at[..$w].try_into().expect("WIDTH rows");
                     let fits = at.iter().all(|&o| o <= src.len() && src.len() - o >= D);
                     assert!(fits, "a gathered row is outside the source");
-                    // SAFETY: every address read, `src[at[l] + d]` with `d < D`, is inside
-                    // `src` (checked just above); instructions: module docs.
-                    core::array::from_fn(|d| unsafe { $ty($gather(at, src.as_ptr().add(d))) })
+                    let mut out = [Self::splat(0.0); D];
+                    for (d, o) in out.iter_mut().enumerate() {
+                        // SAFETY: every address read, `src[at[l] + d]` with `d < D`, is inside
+                        // `src` (checked just above); instructions: module docs.
+                        *o = unsafe { $ty($gather(at, src.as_ptr().add(d))) };
+                    }
+                    out
                 }
             }
         };

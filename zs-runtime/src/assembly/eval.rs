@@ -632,19 +632,28 @@ where
         let mut rows = [[0usize; 8]; K];
         while t + w <= n {
             let block = &free[t..t + w];
-            let x: [[L; D]; K] = if block.iter().flatten().all(|&f| f != PINNED) {
+            // Loops, not `array::from_fn`: a closure may stay out of line, and the intrinsics
+            // inside it would then be calls compiled without the instruction set.
+            let mut x = [[L::splat(0.0); D]; K];
+            if block.iter().flatten().all(|&f| f != PINNED) {
                 for (l, f) in block.iter().enumerate() {
                     for k in 0..K {
                         rows[k][l] = f[k] as usize * D;
                     }
                 }
-                core::array::from_fn(|k| L::gather::<D>(input.q, &rows[k]))
+                for k in 0..K {
+                    x[k] = L::gather::<D>(input.q, &rows[k]);
+                }
             } else {
                 for l in 0..w {
                     input.x_into(&free[t + l], &bodies[t + l], l, &mut soa);
                 }
-                core::array::from_fn(|k| core::array::from_fn(|d| L::load(&soa[k][d])))
-            };
+                for k in 0..K {
+                    for d in 0..D {
+                        x[k][d] = L::load(&soa[k][d]);
+                    }
+                }
+            }
             match part.as_deref_mut() {
                 Some(p) => {
                     let (v, grad) = terms.value_gradient_lanes(omega, &x);
