@@ -75,6 +75,13 @@ pub trait Lanes:
     /// # Panics
     /// If `at` is shorter than [`Lanes::WIDTH`] or a row `at[l]..at[l] + D` is not in `src`.
     fn gather<const D: usize>(src: &[f64], at: &[usize]) -> [Self; D];
+    /// The indicator of `self < other`, lane by lane: `1.0` or `0.0` (`0.0` when either is NaN).
+    fn lt(self, other: Self) -> Self;
+    /// The indicator of `self ≤ other`, lane by lane.
+    fn le(self, other: Self) -> Self;
+    /// `a` in the lanes where `c ≠ 0` (NaN included), else `b`: a piecewise term's branch,
+    /// chosen lane by lane.
+    fn select(c: Self, a: Self, b: Self) -> Self;
     /// `f` lane by lane (transcendental functions: the scalar `f64` function on each lane).
     #[inline(always)]
     fn map(self, f: impl Fn(f64) -> f64) -> Self {
@@ -150,6 +157,30 @@ impl Lanes for f64 {
     fn gather<const D: usize>(src: &[f64], at: &[usize]) -> [Self; D] {
         let row = &src[at[0]..at[0] + D];
         core::array::from_fn(|d| row[d])
+    }
+    #[inline(always)]
+    fn lt(self, other: Self) -> Self {
+        if self < other {
+            1.0
+        } else {
+            0.0
+        }
+    }
+    #[inline(always)]
+    fn le(self, other: Self) -> Self {
+        if self <= other {
+            1.0
+        } else {
+            0.0
+        }
+    }
+    #[inline(always)]
+    fn select(c: Self, a: Self, b: Self) -> Self {
+        if c != 0.0 {
+            a
+        } else {
+            b
+        }
     }
     #[inline(always)]
     fn map(self, f: impl Fn(f64) -> f64) -> Self {
@@ -335,7 +366,8 @@ mod x86 {
 
     macro_rules! lanes {
         ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
-         $rsqrt:ident, $gather:ident, $set1:ident, $loadu:ident, $storeu:ident, $xor:ident) => {
+         $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $set1:ident,
+         $loadu:ident, $storeu:ident, $xor:ident) => {
             impl Add for $ty {
                 type Output = Self;
                 #[inline(always)]
@@ -420,6 +452,21 @@ mod x86 {
                     }
                     out
                 }
+                #[inline(always)]
+                fn lt(self, other: Self) -> Self {
+                    // SAFETY: see the module docs.
+                    unsafe { $ty($lt(self.0, other.0)) }
+                }
+                #[inline(always)]
+                fn le(self, other: Self) -> Self {
+                    // SAFETY: see the module docs.
+                    unsafe { $ty($le(self.0, other.0)) }
+                }
+                #[inline(always)]
+                fn select(c: Self, a: Self, b: Self) -> Self {
+                    // SAFETY: see the module docs.
+                    unsafe { $ty($select(c.0, a.0, b.0)) }
+                }
             }
         };
     }
@@ -434,6 +481,9 @@ mod x86 {
         _mm256_sqrt_pd,
         rsqrt256,
         gather256,
+        lt256,
+        le256,
+        select256,
         _mm256_set1_pd,
         _mm256_loadu_pd,
         _mm256_storeu_pd,
@@ -449,6 +499,9 @@ mod x86 {
         _mm512_sqrt_pd,
         rsqrt512,
         gather512,
+        lt512,
+        le512,
+        select512,
         _mm512_set1_pd,
         _mm512_loadu_pd,
         _mm512_storeu_pd,
@@ -491,6 +544,60 @@ mod x86 {
         unsafe {
             let idx = _mm512_loadu_si512(at.as_ptr().cast());
             _mm512_i64gather_pd::<8>(idx, base)
+        }
+    }
+
+    /// `1.0` where `a < b` (ordered), else `0.0`.
+    #[inline(always)]
+    unsafe fn lt256(a: __m256d, b: __m256d) -> __m256d {
+        // SAFETY: AVX (module docs).
+        unsafe { _mm256_and_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(a, b), _mm256_set1_pd(1.0)) }
+    }
+
+    /// `1.0` where `a ≤ b` (ordered), else `0.0`.
+    #[inline(always)]
+    unsafe fn le256(a: __m256d, b: __m256d) -> __m256d {
+        // SAFETY: AVX (module docs).
+        unsafe { _mm256_and_pd(_mm256_cmp_pd::<_CMP_LE_OQ>(a, b), _mm256_set1_pd(1.0)) }
+    }
+
+    /// `a` where `c ≠ 0` (unordered: NaN counts as nonzero, as `c != 0.0` does), else `b`.
+    #[inline(always)]
+    unsafe fn select256(c: __m256d, a: __m256d, b: __m256d) -> __m256d {
+        // SAFETY: AVX (module docs).
+        unsafe {
+            let m = _mm256_cmp_pd::<_CMP_NEQ_UQ>(c, _mm256_setzero_pd());
+            _mm256_blendv_pd(b, a, m)
+        }
+    }
+
+    /// `1.0` where `a < b` (ordered), else `0.0`.
+    #[inline(always)]
+    unsafe fn lt512(a: __m512d, b: __m512d) -> __m512d {
+        // SAFETY: AVX-512F (module docs).
+        unsafe {
+            let m = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, b);
+            _mm512_maskz_mov_pd(m, _mm512_set1_pd(1.0))
+        }
+    }
+
+    /// `1.0` where `a ≤ b` (ordered), else `0.0`.
+    #[inline(always)]
+    unsafe fn le512(a: __m512d, b: __m512d) -> __m512d {
+        // SAFETY: AVX-512F (module docs).
+        unsafe {
+            let m = _mm512_cmp_pd_mask::<_CMP_LE_OQ>(a, b);
+            _mm512_maskz_mov_pd(m, _mm512_set1_pd(1.0))
+        }
+    }
+
+    /// `a` where `c ≠ 0` (unordered), else `b`.
+    #[inline(always)]
+    unsafe fn select512(c: __m512d, a: __m512d, b: __m512d) -> __m512d {
+        // SAFETY: AVX-512F (module docs).
+        unsafe {
+            let m = _mm512_cmp_pd_mask::<_CMP_NEQ_UQ>(c, _mm512_setzero_pd());
+            _mm512_mask_blend_pd(m, b, a)
         }
     }
 
@@ -593,6 +700,7 @@ mod tests {
                 let b = a * a + L::splat(0.5);
                 let r = (-(b.sqrt() / a) - L::splat(1.0 / 3.0)).powi(-3) + a.powi(5);
                 let s = r.map(f64::exp).zip_map(a, f64::atan2);
+                let s = L::select(a.lt(L::splat(0.3)), s, -s) + a.le(L::splat(0.1));
                 s.store(&mut buf);
                 self.out.extend_from_slice(&buf);
             }

@@ -298,6 +298,8 @@ fn scalar_rhs(ins: &Instr) -> TokenStream {
                 Binary::Div => quote!(#a / #b),
                 Binary::Powf => quote!(f64::powf(#a, #b)),
                 Binary::Atan2 => quote!(f64::atan2(#a, #b)),
+                Binary::Lt => quote!(if #a < #b { 1.0 } else { 0.0 }),
+                Binary::Le => quote!(if #a <= #b { 1.0 } else { 0.0 }),
             }
         }
         Instr::Powi { a, n, .. } => {
@@ -308,6 +310,10 @@ fn scalar_rhs(ins: &Instr) -> TokenStream {
             } else {
                 quote!(f64::powi(#a, #k))
             }
+        }
+        Instr::Select { c, a, b, .. } => {
+            let (c, a, b) = (operand(c), operand(a), operand(b));
+            quote!(if #c != 0.0 { #a } else { #b })
         }
     }
 }
@@ -344,6 +350,8 @@ fn lane_rhs(ins: &Instr) -> TokenStream {
                 Binary::Div => quote!(#a / #b),
                 Binary::Powf => quote!(#lanes::zip_map(#a, #b, f64::powf)),
                 Binary::Atan2 => quote!(#lanes::zip_map(#a, #b, f64::atan2)),
+                Binary::Lt => quote!(#lanes::lt(#a, #b)),
+                Binary::Le => quote!(#lanes::le(#a, #b)),
             }
         }
         Instr::Powi { a, n, .. } => {
@@ -354,6 +362,10 @@ fn lane_rhs(ins: &Instr) -> TokenStream {
             } else {
                 quote!(#lanes::powi(#a, #k))
             }
+        }
+        Instr::Select { c, a, b, .. } => {
+            let (c, a, b) = (lane_operand(c), lane_operand(a), lane_operand(b));
+            quote!(#lanes::select(#c, #a, #b))
         }
     }
 }

@@ -83,7 +83,8 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 let hint = if NON_SMOOTH.contains(&last) {
                     format!(
                         " (`{last}` is non-smooth: not differentiable everywhere, so \
-                         #[mechanical_system] cannot differentiate it)"
+                         #[mechanical_system] cannot differentiate it; if the kink is meant, \
+                         write the pieces with `if`/`else` on a comparison)"
                     )
                 } else {
                     String::new()
@@ -306,7 +307,9 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                         name,
                         format!(
                             "`{n}` is non-smooth: not differentiable everywhere, so \
-                         #[mechanical_system] cannot differentiate it"
+                         #[mechanical_system] cannot differentiate it; if the kink is meant, \
+                         write the pieces with `if`/`else` on a comparison (each branch is \
+                         differentiated on its own)"
                         ),
                     );
                 }

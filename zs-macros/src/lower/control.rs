@@ -1,5 +1,7 @@
-//! Lowering of control flow whose conditions are known at expansion time: `if`, `match`,
-//! `for` over constant ranges and arrays (unrolled).
+//! Lowering of control flow: `if`, `match`, `for` over constant ranges and arrays (unrolled)
+//! whose conditions are known at expansion time, and `if`/`else` on a comparison decided at run
+//! time (a piecewise term: both branches lowered, every value they leave different merged by a
+//! select node, each branch differentiated on its own).
 
 use syn::{Expr, Pat, RangeLimits};
 
@@ -21,6 +23,7 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 Some((_, els)) => self.lower_expr(els, env),
                 None => Ok(Value::Unit),
             },
+            Value::Cond(c) => self.lower_piecewise(i, c, env),
             Value::Poison => Ok(Value::Poison),
             Value::Scalar(_) => Ok(self.err(
                 &i.cond,
@@ -34,6 +37,72 @@ impl<'c, 'a> Lowerer<'c, 'a> {
         }
     }
 
+    /// `if c { … } else { … }` with `c` decided at run time: each branch lowered from the same
+    /// state, then every binding either changed merged as `select(c, then, else)` (a branch
+    /// may change `f64` values only; it may not `return`, `break` or `continue`).
+    fn lower_piecewise(&mut self, i: &'a syn::ExprIf, c: NodeId, env: &mut Env) -> Lr {
+        let mut then_env = env.clone();
+        let then_v = self.lower_block(&i.then_branch, &mut then_env);
+        let else_v = match &i.else_branch {
+            Some((_, els)) => self.lower_expr(els, env),
+            None => Ok(Value::Unit),
+        };
+        let (Ok(then_v), Ok(else_v)) = (then_v, else_v) else {
+            return Ok(self.err(
+                &i.cond,
+                "`return`, `break` and `continue` are not supported inside a branch decided at \
+                 run time (a piecewise term): compute the value in each branch instead",
+            ));
+        };
+        for (ts, es) in then_env.scopes.iter().zip(env.scopes.iter_mut()) {
+            for (name, ev) in es.iter_mut() {
+                let tv = ts.get(name).cloned().flatten();
+                *ev = match (tv, ev.take()) {
+                    (None, None) => None,
+                    (Some(t), Some(e)) => Some(self.merge(c, t, e, &format!("`{name}`"), i)),
+                    _ => Some(self.err(
+                        &i.cond,
+                        format!("`{name}` is assigned in only one branch of this `if`"),
+                    )),
+                };
+            }
+        }
+        Ok(self.merge(c, then_v, else_v, "the value of the `if`", i))
+    }
+
+    /// `select(c, t, e)` element by element; values that are not `f64`s must be equal.
+    fn merge(&mut self, c: NodeId, t: Value, e: Value, name: &str, at: &syn::ExprIf) -> Value {
+        match (t, e) {
+            (Value::Poison, _) | (_, Value::Poison) => Value::Poison,
+            (Value::Scalar(a), Value::Scalar(b)) => Value::Scalar(self.graph.select(c, a, b)),
+            (Value::Cond(a), Value::Cond(b)) => Value::Cond(self.graph.select(c, a, b)),
+            (Value::Array(a), Value::Array(b)) if a.len() == b.len() => Value::Array(
+                a.into_iter()
+                    .zip(b)
+                    .map(|(x, y)| self.merge(c, x, y, name, at))
+                    .collect(),
+            ),
+            (Value::Tuple(a), Value::Tuple(b)) if a.len() == b.len() => Value::Tuple(
+                a.into_iter()
+                    .zip(b)
+                    .map(|(x, y)| self.merge(c, x, y, name, at))
+                    .collect(),
+            ),
+            (Value::Int(a), Value::Int(b)) if a == b => Value::Int(a),
+            (Value::Bool(a), Value::Bool(b)) if a == b => Value::Bool(a),
+            (Value::Unit, Value::Unit) => Value::Unit,
+            (t, e) => self.err(
+                &at.cond,
+                format!(
+                    "a branch decided at run time may change only f64 values: {name} is {} in \
+                     one branch and {} in the other",
+                    t.describe(),
+                    e.describe()
+                ),
+            ),
+        }
+    }
+
     pub(super) fn lower_match(&mut self, m: &'a syn::ExprMatch, env: &mut Env) -> Lr {
         let saved = self.branching.replace("`match`");
         let scrut = self.lower_expr(&m.expr, env);
@@ -42,6 +111,13 @@ impl<'c, 'a> Lowerer<'c, 'a> {
         match &scrut {
             Value::Int(_) | Value::Bool(_) => {}
             Value::Poison => return Ok(Value::Poison),
+            Value::Cond(_) => {
+                return Ok(self.err(
+                    &m.expr,
+                    "`match` on a condition decided at run time is not supported: write the \
+                     pieces with `if`/`else` (each branch is differentiated on its own)",
+                ))
+            }
             Value::Scalar(s) => {
                 let msg = if self.graph.depends_on_q(*s) {
                     "`match` on coordinates is non-smooth: branching on `q` is not \

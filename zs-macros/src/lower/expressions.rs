@@ -432,6 +432,10 @@ impl<'c, 'a> Lowerer<'c, 'a> {
             (UnOp::Neg(_), Value::Scalar(a)) => Value::Scalar(self.graph.neg(a)),
             (UnOp::Neg(_), Value::Int(i)) => Value::Int(-i),
             (UnOp::Not(_), Value::Bool(b)) => Value::Bool(!b),
+            (UnOp::Not(_), Value::Cond(c)) => {
+                let one = self.graph.constant(1.0);
+                Value::Cond(self.graph.sub(one, c))
+            }
             (_, v) => self.err(
                 e,
                 format!("this operator cannot be applied to {}", v.describe()),
@@ -486,6 +490,9 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 BinOp::Eq(_) => Bool(a == b),
                 _ => self.err(e, "unsupported operator on `bool`s"),
             },
+            (l @ (Value::Cond(_) | Bool(_)), r @ (Value::Cond(_) | Bool(_))) => {
+                self.combine_conditions(op, l, r, e)
+            }
             (Int(_), Scalar(_)) => self.int_on_f64(le),
             (Scalar(_), Int(_)) => self.int_on_f64(re),
             (l, r) => self.err(
@@ -544,25 +551,52 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 _ => x >= y,
             });
         }
-        let what = self.branching.unwrap_or("a comparison");
-        if self.graph.depends_on_q(a) || self.graph.depends_on_q(b) {
-            self.err(
-                e,
-                format!(
-                    "{what} on coordinates is non-smooth: branching on `q` is not \
-                     differentiable everywhere, so #[mechanical_system] cannot differentiate it \
-                     (conditions must be constants known at expansion time)"
-                ),
-            )
-        } else {
-            self.err(
-                e,
-                format!(
-                    "{what} on a parameter (`self.field` or an outside constant) cannot be \
-                     decided at expansion time: conditions must be constants known to the macro \
-                     (literals, loop variables, `const`s of the fn or impl)"
-                ),
-            )
+        // Decided at run time: a piecewise term's condition (`if`/`else` only).
+        let g = &mut self.graph;
+        match op {
+            BinOp::Lt(_) => return Value::Cond(g.lt(a, b)),
+            BinOp::Le(_) => return Value::Cond(g.le(a, b)),
+            BinOp::Gt(_) => return Value::Cond(g.lt(b, a)),
+            BinOp::Ge(_) => return Value::Cond(g.le(b, a)),
+            _ => {}
+        }
+        self.err(
+            e,
+            "`==` and `!=` on f64 values decided at run time hold on a set of measure zero: \
+             compare with `<`, `<=`, `>` or `>=` (a branch of a piecewise term)",
+        )
+    }
+
+    /// `l && r`, `l || r` where one side is a run-time condition (indicators: `a·b`,
+    /// `a + b − a·b`; a `bool` side is a constant indicator).
+    fn combine_conditions(&mut self, op: BinOp, l: Value, r: Value, e: &Expr) -> Value {
+        let mut ind = |v: Value| match v {
+            Value::Cond(c) => c,
+            _ => self.graph.constant(if matches!(v, Value::Bool(true)) {
+                1.0
+            } else {
+                0.0
+            }),
+        };
+        let (a, b) = (ind(l), ind(r));
+        let g = &mut self.graph;
+        let c = match op {
+            BinOp::And(_) | BinOp::BitAnd(_) => g.mul(a, b),
+            BinOp::Or(_) | BinOp::BitOr(_) => {
+                let s = g.add(a, b);
+                let p = g.mul(a, b);
+                g.sub(s, p)
+            }
+            _ => {
+                return self.err(
+                    e,
+                    "conditions decided at run time combine with `&&`, `||` and `!` only",
+                )
+            }
+        };
+        match g.as_const(c) {
+            Some(k) => Value::Bool(k != 0.0),
+            None => Value::Cond(c),
         }
     }
 

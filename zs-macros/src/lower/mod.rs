@@ -46,6 +46,10 @@ pub enum Value {
     Int(i128),
     /// A `bool` known at expansion time.
     Bool(bool),
+    /// A condition decided at run time (a comparison of `f64`s that depend on coordinates or
+    /// parameters): an indicator node of the graph, `1.0` where it holds. Only `if`/`else`
+    /// takes it (piecewise terms, each branch differentiated on its own).
+    Cond(NodeId),
     /// `[T; K]`.
     Array(Vec<Value>),
     /// `(T, U, ...)`.
@@ -62,6 +66,7 @@ impl Value {
             Value::Scalar(_) => "an `f64`".into(),
             Value::Int(_) => "an integer".into(),
             Value::Bool(_) => "a `bool`".into(),
+            Value::Cond(_) => "a condition on coordinates or parameters".into(),
             Value::Array(v) => format!("an array of length {}", v.len()),
             Value::Tuple(v) => format!("a tuple of {} elements", v.len()),
             Value::Unit => "`()`".into(),
@@ -89,8 +94,9 @@ enum Unwind {
 
 type Lr = Result<Value, Unwind>;
 
-/// Lexical environment of one function activation.
-#[derive(Default)]
+/// Lexical environment of one function activation (cloned for each branch of a run-time
+/// `if`, then merged).
+#[derive(Default, Clone)]
 struct Env {
     scopes: Vec<HashMap<String, Option<Value>>>,
     /// Names of the coordinate parameters (`q`), which may not be shadowed.

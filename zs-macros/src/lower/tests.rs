@@ -353,9 +353,9 @@ fn integer_arithmetic_and_branches_on_coordinates() {
     );
     assert_error(
         parse_quote!(impl S {
-            fn potential(&self, q: &[f64; 1]) -> f64 { if q[0] > 0.0 { q[0] } else { 0.0 } }
+            fn potential(&self, q: &[f64; 1]) -> f64 { if q[0] == 0.0 { q[0] } else { 0.0 } }
         }),
-        "`if` on coordinates is non-smooth",
+        "hold on a set of measure zero",
     );
     assert_error(
         parse_quote!(impl S {
@@ -365,9 +365,148 @@ fn integer_arithmetic_and_branches_on_coordinates() {
     );
     assert_error(
         parse_quote!(impl S {
-            fn potential(&self, q: &[f64; 1]) -> f64 { if self.k > 0.0 { q[0] } else { 0.0 } }
+            fn potential(&self, q: &[f64; 1]) -> f64 {
+                for i in 0..3 { if q[0] > 1.0 { return q[0]; } }
+                0.0
+            }
         }),
-        "cannot be decided at expansion time",
+        "`return`, `break` and `continue` are not supported inside a branch decided at run time",
+    );
+    assert_error(
+        parse_quote!(impl S {
+            fn potential(&self, q: &[f64; 1]) -> f64 {
+                let mut n = 0;
+                if q[0] > 1.0 { n += 1; }
+                q[0] * (n as f64)
+            }
+        }),
+        "may change only f64 values: `n` is an integer in one branch and an integer",
+    );
+    assert_error(
+        parse_quote!(impl S {
+            fn potential(&self, q: &[f64; 1]) -> f64 { if q[0] > 1.0 { q[0] } else { [0.0] } }
+        }),
+        "may change only f64 values: the value of the `if` is an `f64`",
+    );
+    assert_error(
+        parse_quote!(impl S {
+            fn potential(&self, q: &[f64; 1]) -> f64 { let c = q[0] < 1.0; c + q[0] }
+        }),
+        "unsupported operands: a condition on coordinates or parameters and an `f64`",
+    );
+}
+
+/// Piecewise terms: `if`/`else` on comparisons decided at run time, with `&&`, `||`, `!`,
+/// branches that assign (scalars, array elements) or yield values, nested in loops, on
+/// parameters too. The lowered graph equals the Rust function on both sides of every boundary,
+/// and its gradient equals central differences of the Rust function away from them.
+#[test]
+// `!(a >= b)` on purpose: the negation of a run-time condition is lowered too.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn piecewise_terms_take_the_branch_of_the_run_time_condition() {
+    #[allow(dead_code)]
+    struct S {
+        k: f64,
+        l: f64,
+        arr: [f64; 3],
+    }
+    impl S {
+        fn potential(&self, q: &[f64; 3]) -> f64 {
+            // A FENE bond with the WCA repulsion below 2^(1/6) (LAMMPS bond_style fene).
+            let r2 = q[0] * q[0] + q[1] * q[1];
+            let mut e = -0.5 * 30.0 * 2.25 * (1.0 - r2 / 2.25).ln();
+            if r2 < 1.259_921_049_894_873 {
+                let s6 = 1.0 / (r2 * r2 * r2);
+                e += 4.0 * (s6 * s6 - s6) + 1.0;
+            }
+            // A one-sided harmonic wall as an `if` expression, on a parameter.
+            let w = if q[2] > self.l { q[2] - self.l } else { 0.0 };
+            let mut acc = [0.0; 2];
+            for i in 0..2 {
+                if q[i] < 0.9 && !(q[2] >= 1.2) || q[i] > 1.3 {
+                    acc[i] = q[i] * q[2];
+                } else if self.k > 2.0 {
+                    acc[i] = 5.0;
+                } else {
+                    acc[i] = q[i].sin();
+                }
+            }
+            e + self.k * w * w + acc[0] + 2.0 * acc[1]
+        }
+    }
+    let item: ItemImpl = parse_quote! {
+        impl S {
+            fn potential(&self, q: &[f64; 3]) -> f64 {
+                let r2 = q[0] * q[0] + q[1] * q[1];
+                let mut e = -0.5 * 30.0 * 2.25 * (1.0 - r2 / 2.25).ln();
+                if r2 < 1.259_921_049_894_873 {
+                    let s6 = 1.0 / (r2 * r2 * r2);
+                    e += 4.0 * (s6 * s6 - s6) + 1.0;
+                }
+                let w = if q[2] > self.l { q[2] - self.l } else { 0.0 };
+                let mut acc = [0.0; 2];
+                for i in 0..2 {
+                    if q[i] < 0.9 && !(q[2] >= 1.2) || q[i] > 1.3 {
+                        acc[i] = q[i] * q[2];
+                    } else if self.k > 2.0 {
+                        acc[i] = 5.0;
+                    } else {
+                        acc[i] = q[i].sin();
+                    }
+                }
+                e + self.k * w * w + acc[0] + 2.0 * acc[1]
+            }
+        }
+    };
+    let sys = S {
+        k: SYS.k,
+        l: SYS.l,
+        arr: SYS.arr,
+    };
+    let (mut g, v, _, params) = lower_ok(&item);
+    let grad = g.gradient(v, 3);
+    let mut sides = std::collections::BTreeSet::new();
+    for a in 0..9 {
+        for b in 0..5 {
+            for c in 0..7 {
+                let q = [
+                    0.55 + 0.11 * a as f64,
+                    0.4 + 0.13 * b as f64,
+                    0.5 + 0.17 * c as f64,
+                ];
+                let r2 = q[0] * q[0] + q[1] * q[1];
+                if r2 >= 2.2 {
+                    continue;
+                }
+                sides.insert((r2 < 1.26, q[2] > SYS.l, q[0] < 0.9, q[0] > 1.3, q[2] >= 1.2));
+                let want = sys.potential(&q);
+                let got = eval(&g, v, &q, &params);
+                assert!(
+                    (got - want).abs() <= 1e-12 * (1.0 + want.abs()),
+                    "at {q:?}: graph {got} vs rust {want}"
+                );
+                for i in 0..3 {
+                    let h = 1e-6;
+                    let (mut qp, mut qm) = (q, q);
+                    qp[i] += h;
+                    qm[i] -= h;
+                    let fd = (sys.potential(&qp) - sys.potential(&qm)) / (2.0 * h);
+                    let d = eval(&g, grad[i], &q, &params);
+                    // Central differences across a boundary are meaningless: skip those.
+                    let jump = (sys.potential(&qp) - 2.0 * want + sys.potential(&qm)).abs() > 1e-6;
+                    if !jump {
+                        assert!(
+                            (d - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                            "∂{i} at {q:?}: {d} vs {fd}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        sides.len() >= 8,
+        "both sides of each boundary visited: {sides:?}"
     );
 }
 

@@ -107,6 +107,13 @@ impl Graph {
                 let db = self.d_of(b, wrt);
                 self.diff_binary(n, op, a, b, da, db)
             }
+            // Each branch differentiated on its own; the condition's indicator is piecewise
+            // constant (its derivative, zero, is ignored at the boundary, where V may kink).
+            Node::Select(c, a, b) => {
+                let da = self.d_of(a, wrt);
+                let db = self.d_of(b, wrt);
+                self.select(c, da, db)
+            }
         }
     }
 
@@ -231,6 +238,7 @@ impl Graph {
                     self.mul(f, da)
                 }
             }
+            Binary::Lt | Binary::Le => self.constant(0.0),
             // (x y' - y x') / (x² + y²) with (y, x) = (a, b)
             Binary::Atan2 => {
                 let xdy = self.mul(b, da);
@@ -319,6 +327,14 @@ impl Graph {
                 let zero = self.constant(0.0);
                 let (da, db) = if slot == 0 { (bar, zero) } else { (zero, bar) };
                 self.diff_binary(n, op, a, b, da, db)
+            }
+            Node::Select(c, _, _) => {
+                let zero = self.constant(0.0);
+                match slot {
+                    0 => zero,
+                    1 => self.select(c, bar, zero),
+                    _ => self.select(c, zero, bar),
+                }
             }
         }
     }
@@ -468,6 +484,65 @@ mod tests {
                 let sym = g.eval(d, &env_at(P));
                 let num = fd(&g, f, i);
                 assert!(close(sym, num, 1e-7), "{name}, q{i}: {sym} vs {num}");
+            }
+        }
+    }
+
+    /// `select(x < 1 ∧ y ≤ x, x³, x·y)`: the value, the gradient (reverse and forward), the
+    /// Hessian and the third contraction are those of the branch the point is in, on both
+    /// sides; constant conditions and equal branches fold; indicators have zero derivative.
+    #[test]
+    fn select_is_differentiated_branch_by_branch() {
+        let mut g = Graph::new();
+        let (x, y) = (g.var(Var::Q(0)), g.var(Var::Q(1)));
+        let one = g.constant(1.0);
+        let lt = g.lt(x, one);
+        let le = g.le(y, x);
+        let c = g.mul(lt, le);
+        let (a, b) = (g.powi(x, 3), g.mul(x, y));
+        let f = g.select(c, a, b);
+        assert_eq!(g.select(c, a, a), a);
+        assert_eq!(g.select(one, a, b), a);
+        let zero = g.constant(0.0);
+        assert_eq!(g.select(zero, a, b), b);
+        let two = g.constant(2.0);
+        let (t, f2, dc) = (g.lt(one, two), g.le(two, one), g.derivative(c, Var::Q(0)));
+        assert_eq!(g.as_const(t), Some(1.0));
+        assert_eq!(g.as_const(f2), Some(0.0));
+        assert_eq!(g.as_const(dc), Some(0.0));
+        let grad = g.gradient(f, 2);
+        let fwd = g.gradient_forward(f, 2);
+        let hess = g.hessian(&grad);
+        let third = g.third_contraction(&grad);
+        for (p, inside) in [
+            ([0.5, 0.2, 0.0], true),
+            ([1.5, 0.2, 0.0], false),
+            ([0.5, 0.9, 0.0], false),
+        ] {
+            let e = env_at(p);
+            let (px, py) = (p[0], p[1]);
+            let (da, dd) = ([0.3, -0.7], e(Var::Dir(0)));
+            assert_eq!(dd, da[0]);
+            let (v, gr, h, t) = if inside {
+                let h = [[6.0 * px, 0.0], [0.0, 0.0]];
+                (
+                    px.powi(3),
+                    [3.0 * px * px, 0.0],
+                    h,
+                    [6.0 * da[0] * da[0], 0.0],
+                )
+            } else {
+                let h = [[0.0, 1.0], [1.0, 0.0]];
+                (px * py, [py, px], h, [0.0, 0.0])
+            };
+            assert_eq!(g.eval(f, &e), v);
+            for i in 0..2 {
+                assert!(close(g.eval(grad[i], &e), gr[i], 1e-15), "∂{i} at {p:?}");
+                assert!(close(g.eval(fwd[i], &e), gr[i], 1e-15));
+                assert!(close(g.eval(third[i], &e), t[i], 1e-15), "T{i} at {p:?}");
+                for j in 0..2 {
+                    assert!(close(g.eval(hess[i][j], &e), h[i][j], 1e-15));
+                }
             }
         }
     }

@@ -129,17 +129,20 @@ pub enum Node {
     Binary(Binary, NodeId, NodeId),
     /// Integer power `a.powi(n)`.
     Powi(NodeId, i32),
+    /// `Select(c, a, b)`: `a` where `c ≠ 0`, else `b` (a piecewise term; `c` is an indicator).
+    Select(NodeId, NodeId, NodeId),
 }
 
 impl Node {
-    /// The operands of this node (zero, one or two).
+    /// The operands of this node (zero to three).
     pub fn operands(&self) -> impl Iterator<Item = NodeId> {
-        let (a, b) = match *self {
-            Node::Const(_) | Node::Var(_) => (None, None),
-            Node::Unary(_, a) | Node::Powi(a, _) => (Some(a), None),
-            Node::Binary(_, a, b) => (Some(a), Some(b)),
+        let (a, b, c) = match *self {
+            Node::Const(_) | Node::Var(_) => (None, None, None),
+            Node::Unary(_, a) | Node::Powi(a, _) => (Some(a), None, None),
+            Node::Binary(_, a, b) => (Some(a), Some(b), None),
+            Node::Select(c, a, b) => (Some(c), Some(a), Some(b)),
         };
-        a.into_iter().chain(b)
+        a.into_iter().chain(b).chain(c)
     }
 }
 
@@ -211,6 +214,7 @@ impl Graph {
                 Node::Unary(op, a) => self.unary(op, m(a)),
                 Node::Binary(op, a, b) => self.binary(op, m(a), m(b)),
                 Node::Powi(a, k) => self.powi(m(a), k),
+                Node::Select(c, a, b) => self.select(m(c), m(a), m(b)),
             };
         }
         new[root.index()]
@@ -269,18 +273,32 @@ impl Graph {
                 bits.into()
             }
             Node::Unary(_, a) | Node::Powi(a, _) => self.deps[a.index()].clone(),
-            Node::Binary(_, a, b) => {
-                let (da, db) = (&self.deps[a.index()], &self.deps[b.index()]);
-                if is_subset(db, da) {
-                    da.clone()
-                } else if is_subset(da, db) {
-                    db.clone()
+            Node::Binary(_, a, b) => self.union(a, b),
+            Node::Select(c, a, b) => {
+                let ab = self.union(a, b);
+                let dc = &self.deps[c.index()];
+                if is_subset(dc, &ab) {
+                    ab
                 } else {
-                    let n = da.len().max(db.len());
+                    let n = dc.len().max(ab.len());
                     let get = |d: &[u64], i: usize| d.get(i).copied().unwrap_or(0);
-                    (0..n).map(|i| get(da, i) | get(db, i)).collect()
+                    (0..n).map(|i| get(dc, i) | get(&ab, i)).collect()
                 }
             }
+        }
+    }
+
+    /// The variables `a` or `b` depends on (shared with one of them when it is the union).
+    fn union(&self, a: NodeId, b: NodeId) -> Rc<[u64]> {
+        let (da, db) = (&self.deps[a.index()], &self.deps[b.index()]);
+        if is_subset(db, da) {
+            da.clone()
+        } else if is_subset(da, db) {
+            db.clone()
+        } else {
+            let n = da.len().max(db.len());
+            let get = |d: &[u64], i: usize| d.get(i).copied().unwrap_or(0);
+            (0..n).map(|i| get(da, i) | get(db, i)).collect()
         }
     }
 
@@ -365,6 +383,27 @@ impl Graph {
     /// `a.powf(b)`.
     pub fn powf(&mut self, a: NodeId, b: NodeId) -> NodeId {
         self.binary(Binary::Powf, a, b)
+    }
+    /// The indicator of `a < b` (`1.0` or `0.0`).
+    pub fn lt(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        self.binary(Binary::Lt, a, b)
+    }
+    /// The indicator of `a ≤ b` (`1.0` or `0.0`).
+    pub fn le(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        self.binary(Binary::Le, a, b)
+    }
+    /// `a` where the indicator `c` is nonzero, else `b`; simplified (a constant condition picks
+    /// its branch, equal branches are the branch).
+    pub fn select(&mut self, c: NodeId, a: NodeId, b: NodeId) -> NodeId {
+        if a == b {
+            return a;
+        }
+        if let Some(k) = self.as_const(c) {
+            if !k.is_nan() {
+                return if k != 0.0 { a } else { b };
+            }
+        }
+        self.intern(Node::Select(c, a, b))
     }
     /// `y.atan2(x)` (the angle of the point `(x, y)`).
     pub fn atan2(&mut self, y: NodeId, x: NodeId) -> NodeId {

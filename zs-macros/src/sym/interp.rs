@@ -19,6 +19,8 @@ pub trait Scalar: Clone {
     fn binary(&self, op: Binary, b: &Self) -> Self;
     /// `self.powi(n)`.
     fn powi(&self, n: i32) -> Self;
+    /// Whether `self`, an indicator, is nonzero (the value, not a derivative part).
+    fn is_true(&self) -> bool;
 }
 
 impl Scalar for f64 {
@@ -33,6 +35,9 @@ impl Scalar for f64 {
     }
     fn powi(&self, n: i32) -> Self {
         f64::powi(*self, n)
+    }
+    fn is_true(&self) -> bool {
+        *self != 0.0
     }
 }
 
@@ -77,6 +82,13 @@ impl Graph {
                 Node::Unary(op, a) => get(&vals, a).unary(op),
                 Node::Powi(a, k) => get(&vals, a).powi(k),
                 Node::Binary(op, a, b) => get(&vals, a).binary(op, &get(&vals, b)),
+                Node::Select(c, a, b) => {
+                    if get(&vals, c).is_true() {
+                        get(&vals, a)
+                    } else {
+                        get(&vals, b)
+                    }
+                }
             };
             vals[i] = Some(v);
         }

@@ -15,6 +15,9 @@
 //!   `third_contraction(&grad) -> Vec<NodeId>` (directional, in terms of `Var::Dir(j)`).
 //! - `eval(n, &dyn Fn(Var) -> f64) -> f64` interpreter; `eval_many`.
 //! - `schedule(&graph, &outputs) -> Program` with CSE across all outputs.
+//! - Piecewise functions: `lt(a, b)` / `le(a, b)` (indicators, `1.0` or `0.0`, derivative 0)
+//!   and `select(c, a, b)` (`a` where `c ≠ 0`, else `b`), whose derivative is
+//!   `select(c, a', b')`: each branch differentiated on its own, the branch chosen at run time.
 //!
 //! Additions beyond the contract: `Graph::{len, is_empty, node, nodes, sum, depends_on_var,
 //! vars_of, directional, gradient_forward, eval_generic}`, the convenience constructors
@@ -117,4 +120,9 @@ pub enum Binary {
     Div,
     Powf,
     Atan2,
+    /// The indicator `1` if `a < b`, else `0` (piecewise terms: the condition of a
+    /// [`Node::Select`]); its derivative is zero.
+    Lt,
+    /// The indicator `1` if `a ≤ b`, else `0`.
+    Le,
 }

@@ -40,23 +40,34 @@ pub enum Instr {
     },
     /// `t{dst} = a.powi(n)`.
     Powi { dst: u32, a: Operand, n: i32 },
+    /// `t{dst} = if c != 0 { a } else { b }` (both computed: a select, not a jump).
+    Select {
+        dst: u32,
+        c: Operand,
+        a: Operand,
+        b: Operand,
+    },
 }
 
 impl Instr {
     /// The temporary this instruction defines.
     pub fn dst(&self) -> u32 {
         match *self {
-            Instr::Unary { dst, .. } | Instr::Binary { dst, .. } | Instr::Powi { dst, .. } => dst,
+            Instr::Unary { dst, .. }
+            | Instr::Binary { dst, .. }
+            | Instr::Powi { dst, .. }
+            | Instr::Select { dst, .. } => dst,
         }
     }
 
     /// The operands this instruction reads.
     pub fn operands(&self) -> impl Iterator<Item = Operand> {
-        let (a, b) = match *self {
-            Instr::Unary { a, .. } | Instr::Powi { a, .. } => (a, None),
-            Instr::Binary { a, b, .. } => (a, Some(b)),
+        let (a, b, c) = match *self {
+            Instr::Unary { a, .. } | Instr::Powi { a, .. } => (a, None, None),
+            Instr::Binary { a, b, .. } => (a, Some(b), None),
+            Instr::Select { c, a, b, .. } => (c, Some(a), Some(b)),
         };
-        std::iter::once(a).chain(b)
+        std::iter::once(a).chain(b).chain(c)
     }
 }
 
@@ -117,6 +128,13 @@ impl Program {
                 Instr::Unary { op, a, .. } => val(&temps, a).unary(op),
                 Instr::Binary { op, a, b, .. } => val(&temps, a).binary(op, &val(&temps, b)),
                 Instr::Powi { a, n, .. } => val(&temps, a).powi(n),
+                Instr::Select { c, a, b, .. } => {
+                    if val(&temps, c).is_true() {
+                        val(&temps, a)
+                    } else {
+                        val(&temps, b)
+                    }
+                }
             };
             temps.push(v);
         }
@@ -183,6 +201,12 @@ pub fn schedule(graph: &Graph, outputs: &[NodeId]) -> Program {
                 a: read(&operand, &mut uses, a),
                 b: read(&operand, &mut uses, b),
             },
+            Node::Select(c, a, b) => Instr::Select {
+                dst,
+                c: read(&operand, &mut uses, c),
+                a: read(&operand, &mut uses, a),
+                b: read(&operand, &mut uses, b),
+            },
         };
         instrs.push(ins);
         uses.push(0);
@@ -240,6 +264,7 @@ mod tests {
                 Instr::Unary { op, a, .. } => format!("{op:?}{a:?}"),
                 Instr::Binary { op, a, b, .. } => format!("{op:?}{a:?}{b:?}"),
                 Instr::Powi { a, n, .. } => format!("powi{a:?}{n}"),
+                Instr::Select { c, a, b, .. } => format!("select{c:?}{a:?}{b:?}"),
             })
             .collect();
         assert_eq!(keys.len(), p.len(), "no instruction is computed twice");

@@ -62,6 +62,8 @@ pub(super) fn apply_binary(op: Binary, a: f64, b: f64) -> f64 {
         Binary::Div => a / b,
         Binary::Powf => a.powf(b),
         Binary::Atan2 => a.atan2(b),
+        Binary::Lt => f64::from(u8::from(a < b)),
+        Binary::Le => f64::from(u8::from(a <= b)),
     }
 }
 
@@ -182,7 +184,7 @@ impl Graph {
             Binary::Mul => self.simplify_mul(a, b),
             Binary::Div => self.simplify_div(a, b),
             Binary::Powf => self.simplify_powf(a, b),
-            Binary::Atan2 => None,
+            Binary::Atan2 | Binary::Lt | Binary::Le => None,
         }
     }
 

@@ -347,10 +347,15 @@ mod prop {
                             r.re = y.re.atan2(x.re);
                             r
                         }
+                        Binary::Lt => <$t>::from(f64::from(u8::from(self.re < b.re))),
+                        Binary::Le => <$t>::from(f64::from(u8::from(self.re <= b.re))),
                     }
                 }
                 fn powi(&self, n: i32) -> Self {
                     DualNum::powi(self, n)
+                }
+                fn is_true(&self) -> bool {
+                    self.re != 0.0
                 }
             }
         )*};
@@ -621,6 +626,11 @@ mod prop {
         }
         fn binary(&self, op: Binary, b: &Self) -> Self {
             let (x, y) = (self.v, b.v);
+            match op {
+                Binary::Lt => return Cond::from_f64(f64::from(u8::from(x.re() < y.re()))),
+                Binary::Le => return Cond::from_f64(f64::from(u8::from(x.re() <= y.re()))),
+                _ => {}
+            }
             let one = Jet::constant(1.0);
             // Value, absolute chain rule, partials.
             let (w, a, px, py) = match op {
@@ -657,6 +667,7 @@ mod prop {
                     a.0[0] = w.0[0].abs();
                     (w, a, y * d, -(x * d))
                 }
+                Binary::Lt | Binary::Le => unreachable!("returned above"),
             };
             Cond::result(w, a, &[(px, self), (py, b)], 1.0)
         }
@@ -664,6 +675,9 @@ mod prop {
             // x^n by at most |n| multiplications (and one division if n < 0).
             let k = f64::from(n.unsigned_abs()).max(1.0);
             self.apply(powi_taylor(n, self.v.re()), k)
+        }
+        fn is_true(&self) -> bool {
+            self.v.re() != 0.0
         }
     }
 
