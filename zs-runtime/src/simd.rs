@@ -82,6 +82,9 @@ pub trait Lanes:
     /// `a` in the lanes where `c ≠ 0` (NaN included), else `b`: a piecewise term's branch,
     /// chosen lane by lane.
     fn select(c: Self, a: Self, b: Self) -> Self;
+    /// The nearest integer, ties to even, lane by lane (`f64::round_ties_even`): the number of
+    /// box lengths between a body and the nearest image of another.
+    fn round_even(self) -> Self;
     /// `f` lane by lane (transcendental functions: the scalar `f64` function on each lane).
     #[inline(always)]
     fn map(self, f: impl Fn(f64) -> f64) -> Self {
@@ -181,6 +184,10 @@ impl Lanes for f64 {
         } else {
             b
         }
+    }
+    #[inline(always)]
+    fn round_even(self) -> Self {
+        self.round_ties_even()
     }
     #[inline(always)]
     fn map(self, f: impl Fn(f64) -> f64) -> Self {
@@ -366,7 +373,8 @@ mod x86 {
 
     macro_rules! lanes {
         ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
-         $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $set1:ident,
+         $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
+         $set1:ident,
          $loadu:ident, $storeu:ident, $xor:ident) => {
             impl Add for $ty {
                 type Output = Self;
@@ -467,6 +475,11 @@ mod x86 {
                     // SAFETY: see the module docs.
                     unsafe { $ty($select(c.0, a.0, b.0)) }
                 }
+                #[inline(always)]
+                fn round_even(self) -> Self {
+                    // SAFETY: see the module docs.
+                    unsafe { $ty($round(self.0)) }
+                }
             }
         };
     }
@@ -484,6 +497,7 @@ mod x86 {
         lt256,
         le256,
         select256,
+        round256,
         _mm256_set1_pd,
         _mm256_loadu_pd,
         _mm256_storeu_pd,
@@ -502,6 +516,7 @@ mod x86 {
         lt512,
         le512,
         select512,
+        round512,
         _mm512_set1_pd,
         _mm512_loadu_pd,
         _mm512_storeu_pd,
@@ -569,6 +584,20 @@ mod x86 {
             let m = _mm256_cmp_pd::<_CMP_NEQ_UQ>(c, _mm256_setzero_pd());
             _mm256_blendv_pd(b, a, m)
         }
+    }
+
+    /// Round to nearest, ties to even (the default rounding mode's rule), no exceptions.
+    #[inline(always)]
+    unsafe fn round256(a: __m256d) -> __m256d {
+        // SAFETY: AVX (module docs).
+        unsafe { _mm256_round_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
+    }
+
+    /// Round to nearest, ties to even, no exceptions.
+    #[inline(always)]
+    unsafe fn round512(a: __m512d) -> __m512d {
+        // SAFETY: AVX-512F (module docs).
+        unsafe { _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
     }
 
     /// `1.0` where `a < b` (ordered), else `0.0`.
@@ -701,6 +730,7 @@ mod tests {
                 let r = (-(b.sqrt() / a) - L::splat(1.0 / 3.0)).powi(-3) + a.powi(5);
                 let s = r.map(f64::exp).zip_map(a, f64::atan2);
                 let s = L::select(a.lt(L::splat(0.3)), s, -s) + a.le(L::splat(0.1));
+                let s = s + (a * L::splat(0.5)).round_even();
                 s.store(&mut buf);
                 self.out.extend_from_slice(&buf);
             }

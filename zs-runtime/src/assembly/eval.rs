@@ -15,6 +15,7 @@ use rayon::prelude::*;
 
 use super::forms::{Form, FormInfo, Over, ThirdForm};
 use super::jacobian::SparseJacobian;
+use super::neighbors::Cell;
 use super::plan::{Bodies, Csr, HessianGather, PartialPlan, TermList, NOWHERE, NO_SLOT, PINNED};
 use super::terms::{Kernel, Local, LocalHessian, LocalThird};
 use super::topology::Topology;
@@ -56,13 +57,36 @@ pub(crate) struct Inputs<'a, const D: usize> {
     pub parallel: bool,
     /// The SIMD instruction set of the lane passes.
     pub isa: Isa,
+    /// The periodic box: terms see their bodies' nearest images ([`minimum_image`]).
+    pub cell: Option<Cell>,
+}
+
+/// Shift bodies `1..K` of a term by whole box vectors to the nearest image of body 0, by their
+/// reference sites (coordinates `0..3`); every site `s` of a body (coordinates `3s..3s + 3`)
+/// moves with it. The same operations for every `L`: the same bits on every path.
+#[inline(always)]
+pub(crate) fn minimum_image<L: Lanes, const D: usize, const K: usize>(
+    x: &mut [[L; D]; K],
+    cell: &Cell,
+) {
+    for k in 1..K {
+        for a in 0..3 {
+            let d = x[k][a] - x[0][a];
+            let shift = (d * L::splat(cell.inv[a])).round_even() * L::splat(cell.len[a]);
+            let mut c = a;
+            while c < D {
+                x[k][c] = x[k][c] - shift;
+                c += 3;
+            }
+        }
+    }
 }
 
 impl<const D: usize> Inputs<'_, D> {
-    /// The term's bodies' positions.
+    /// The term's bodies' positions (nearest images in a periodic box).
     #[inline]
     pub fn x<const K: usize>(&self, free: &[u32; K], bodies: &[u32; K]) -> Local<D, K> {
-        core::array::from_fn(|k| {
+        let mut x = core::array::from_fn(|k| {
             let f = free[k];
             if f == PINNED {
                 self.pins[bodies[k] as usize]
@@ -70,7 +94,11 @@ impl<const D: usize> Inputs<'_, D> {
                 let o = f as usize * D;
                 core::array::from_fn(|d| self.q[o + d])
             }
-        })
+        });
+        if let Some(cell) = &self.cell {
+            minimum_image::<f64, D, K>(&mut x, cell);
+        }
+        x
     }
 
     /// The term's bodies' positions into lane `lane` of `soa` (`soa[k][d][lane]`).
@@ -136,6 +164,10 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     fn reserve_hessians(&mut self, part: HessianPart);
     /// True when room for the local Hessians of `part` was made (or none is needed).
     fn has_hessians(&self, part: HessianPart) -> bool;
+    /// A neighbour-list rebuild: a pair form's terms become `pairs` (its gather lists and
+    /// buffers follow; its Hessian gathers are dropped — a Hessian pattern does not follow a
+    /// neighbour list, see [`super::Assembled`]); other forms ignore it.
+    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies);
     /// Phase A: every term's local outputs for `want`.
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want);
     /// `acc += Σ_t e_t`, in term order (after [`Want::Energy`]).
@@ -274,6 +306,28 @@ where
                 && (part == HessianPart::Stiff
                     || self.info.third != ThirdForm::Tensor
                     || self.t.len() == n))
+    }
+
+    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies) {
+        if F::OVER != Over::Pairs || !self.info.present {
+            return;
+        }
+        self.list.set_pairs(pairs, bodies);
+        let n = self.list.len();
+        self.grad = self.list.gradient_gather(bodies.free);
+        self.partials = PartialPlan::new(&self.list, bodies.free, CHUNK);
+        self.part.resize(self.partials.len() * D, 0.0);
+        self.g.resize(n, [[0.0; D]; K]);
+        self.e.resize(n, 0.0);
+        if !self.h.is_empty() {
+            self.h.resize(n, [[[[0.0; D]; D]; K]; K]);
+        }
+        if !self.t.is_empty() {
+            self.t.resize(n, [[[[[[0.0; D]; K]; D]; K]; D]; K]);
+        }
+        self.full = None;
+        self.stiff = None;
+        self.in_partials = false;
     }
 
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {
@@ -654,6 +708,9 @@ where
                     }
                 }
             }
+            if let Some(cell) = &input.cell {
+                minimum_image::<L, D, K>(&mut x, cell);
+            }
             match part.as_deref_mut() {
                 Some(p) => {
                     let (v, grad) = terms.value_gradient_lanes(omega, &x);
@@ -685,8 +742,7 @@ where
             t += w;
         }
         for t in t..n {
-            input.x_into(&free[t], &bodies[t], 0, &mut soa);
-            let x: [[f64; D]; K] = core::array::from_fn(|k| core::array::from_fn(|d| soa[k][d][0]));
+            let x = input.x(&free[t], &bodies[t]);
             match part.as_deref_mut() {
                 Some(p) => {
                     let (v, grad) = terms.value_gradient_lanes::<f64>(omega, &x);

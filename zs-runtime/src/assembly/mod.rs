@@ -10,7 +10,10 @@
 //! contraction, constraint Jacobians, penalty — and implements [`Terms`]; at run time the user
 //! gives a [`Topology`] and [`Assembled`] gathers, evaluates and scatters:
 //!
-//! - [`topology`]: bodies, bonds, exclusions, pinned bodies;
+//! - [`topology`]: bodies, bonds, exclusions, pinned bodies, the periodic box and the pair
+//!   cutoff;
+//! - `neighbors`: the cutoff's pair list — nearest images, a cell list, the Verlet-list
+//!   rebuild rule;
 //! - [`forms`]: the term forms, described once (arity, which terms, stiff, constraints, how
 //!   the third derivative is obtained);
 //! - [`terms`]: the kernel trait the macro implements, one per form, generic in `(D, K)`;
@@ -59,6 +62,7 @@ pub mod constraints;
 mod eval;
 pub mod forms;
 pub mod jacobian;
+mod neighbors;
 mod plan;
 pub mod system;
 pub mod terms;

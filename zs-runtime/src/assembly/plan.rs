@@ -77,6 +77,8 @@ impl<const K: usize> TermList<K> {
                     push(core::array::from_fn(|k| [i, j][k]));
                 }
             }
+            // Under a cutoff the pairs come from the neighbour list, at the first evaluation.
+            (Over::Pairs, 2) if topology.pair_cutoff().is_some() => {}
             (Over::Pairs, 2) => {
                 // Tiles of PAIR_TILE × PAIR_TILE bodies, so that a chunk of terms touches few
                 // bodies and its gradient partials stay small (see `PartialPlan`).
@@ -100,6 +102,21 @@ impl<const K: usize> TermList<K> {
 
     pub fn len(&self) -> usize {
         self.bodies.len()
+    }
+
+    /// The terms of a pair form become `pairs` (a neighbour list), those with a free body.
+    pub fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies) {
+        debug_assert_eq!(K, 2, "pairs for a form of arity {K}");
+        self.bodies.clear();
+        self.free.clear();
+        for p in pairs {
+            let b: [u32; K] = core::array::from_fn(|k| p[k]);
+            let fr = b.map(|i| bodies.free_of[i as usize]);
+            if fr.iter().any(|&f| f != PINNED) {
+                self.bodies.push(b);
+                self.free.push(fr);
+            }
+        }
     }
 
     /// The pairs of free bodies its terms couple (both free, distinct or not).

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::eval::{self, FormList, FormOps, FormState, Inputs, Want};
 use super::forms::{Bond, Form, Forms, Pair, Site};
+use super::neighbors::{Cell, Neighbors};
 use super::plan::{Bodies, PINNED};
 use super::terms::{Kernel, Terms};
 use super::topology::{Topology, TopologyError};
@@ -61,6 +62,10 @@ struct Engine<T, const D: usize> {
     valued_q: Vec<f64>,
     valued_omega: f64,
     valued: bool,
+    /// The pair cutoff's neighbour list, the reference sites it is built from, its pairs.
+    neighbors: Option<Neighbors>,
+    sites: Vec<[f64; 3]>,
+    pairs: Vec<[u32; 2]>,
 }
 
 /// True when `stored` is exactly `q` (bit for bit).
@@ -101,6 +106,32 @@ impl<T, const D: usize> Engine<T, D> {
             f.add_energy(&mut e);
         }
         e
+    }
+
+    /// Under a pair cutoff: rebuild the pair list when a body moved more than half the skin
+    /// since the last build (the reference sites of every body at `q`), and give it to the
+    /// pair forms.
+    fn refresh(&mut self, q: &[f64], pins: &[[f64; D]], bodies: &Bodies) {
+        let Some(nb) = self.neighbors.as_mut() else {
+            return;
+        };
+        self.sites.clear();
+        for (b, &f) in bodies.free_of.iter().enumerate() {
+            let x = if f == PINNED {
+                &pins[b][..3]
+            } else {
+                &q[f as usize * D..f as usize * D + 3]
+            };
+            self.sites.push([x[0], x[1], x[2]]);
+        }
+        if nb.stale(&self.sites) {
+            nb.build(&self.sites, &mut self.pairs);
+            for f in &mut self.forms {
+                f.set_pairs(&self.pairs, bodies);
+            }
+            self.valued = false;
+            self.kept = false;
+        }
     }
 
     /// Make room for the local Hessians of `part` (set-up, when a matrix is made).
@@ -151,6 +182,8 @@ pub struct Assembled<T, const D: usize> {
     stiff: Arc<BlockLayout>,
     /// Per form, in table order: name, number of terms, constraint rows.
     counts: Vec<(&'static str, usize, usize)>,
+    /// The periodic box, when the topology has one.
+    cell: Option<Cell>,
     engine: Mutex<Engine<T, D>>,
 }
 
@@ -209,6 +242,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             .collect();
         let terms_count: usize = counts.iter().map(|c| c.1).sum();
         let valued_q = vec![0.0; bodies.free * D];
+        let (cell, neighbors) = (
+            topology.box_lengths().map(Cell::new),
+            Neighbors::new(&topology),
+        );
         Ok(Self {
             terms,
             topology,
@@ -221,6 +258,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             full,
             stiff,
             counts,
+            cell,
             engine: Mutex::new(Engine {
                 forms,
                 kept_q: Vec::new(),
@@ -229,6 +267,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 valued_q,
                 valued_omega: 0.0,
                 valued: false,
+                neighbors,
+                sites: Vec::new(),
+                pairs: Vec::new(),
             }),
         })
     }
@@ -298,6 +339,24 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     pub fn is_parallel(&self) -> bool {
         self.parallel
     }
+    /// Whether the Hessian `part` can be assembled: not when a pair cutoff's neighbour list
+    /// gives the terms of a pair form that enters it (the block pattern is fixed at set-up;
+    /// a pattern that follows the list is not done). Integrators that need only the gradient,
+    /// or a stiff part of site and bond terms, run on every system.
+    pub fn hessian_follows(&self, part: HessianPart) -> bool {
+        self.topology.pair_cutoff().is_none()
+            || self
+                .engine()
+                .forms
+                .iter()
+                .all(|f| !(f.name() == <Pair as Form>::NAME && f.enters(part)))
+    }
+
+    /// The number of neighbour-list builds so far (0 without a cutoff).
+    pub fn neighbor_builds(&self) -> usize {
+        self.engine().neighbors.as_ref().map_or(0, |n| n.builds)
+    }
+
     /// The block pattern of `Hess V` (`HessianPart::Full`) or of the stiff Hessian.
     pub fn hessian_layout(&self, part: HessianPart) -> &Arc<BlockLayout> {
         match part {
@@ -382,6 +441,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             omega,
             parallel: self.parallel,
             isa: self.isa,
+            cell: self.cell,
         }
     }
 
@@ -401,6 +461,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     pub(crate) fn energy(&self, omega: f64, q: &[f64]) -> f64 {
         let input = self.inputs(omega, q, &[]);
         let mut s = self.engine();
+        s.refresh(q, &self.pins, &self.bodies);
         if !s.valued_at(q, omega) {
             for f in &mut s.forms {
                 f.evaluate(&self.terms, &input, Want::Energy);
@@ -415,6 +476,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(g, "the gradient");
         let input = self.inputs(omega, q, &[]);
         let mut s = self.engine();
+        s.refresh(q, &self.pins, &self.bodies);
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, Want::Gradient);
         }
@@ -427,6 +489,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(g, "the gradient");
         let input = self.inputs(omega, q, &[]);
         let mut s = self.engine();
+        s.refresh(q, &self.pins, &self.bodies);
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, Want::Gradient);
         }
@@ -455,7 +518,15 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             layout.id(),
             "the matrix was not made for this Hessian (Model::new_matrix with the matching part)"
         );
+        assert!(
+            self.hessian_follows(part),
+            "the {part:?} Hessian of a system with a pair cutoff whose pair term enters it is not \
+             supported (its pattern would follow the neighbour list): use an integrator that \
+             does not need it (Verlet, Langevin, SHAKE/RATTLE, or Z&Ss-stiff with a stiff part \
+             of site and bond terms)"
+        );
         let mut s = self.engine();
+        s.refresh(q, &self.pins, &self.bodies);
         if !s.forms.iter().all(|f| f.has_hessians(part)) {
             // A matrix made elsewhere: the buffers were not reserved at set-up.
             s.reserve_hessians(self.bodies.free, part);
@@ -487,6 +558,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(out, "the third contraction");
         let input = self.inputs(omega, q, a);
         let mut s = self.engine();
+        s.refresh(q, &self.pins, &self.bodies);
         let kept = s.tensors_kept_at(q, omega);
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, Want::Third { kept });

@@ -54,6 +54,29 @@ pub enum TopologyError {
     /// More bodies or terms than the 32-bit indices of the assembly hold.
     #[error("{0} is too large (at most {max})", max = u32::MAX - 1)]
     TooLarge(&'static str),
+    /// A periodic box side that is not a finite positive length.
+    #[error("the periodic box must have finite positive sides, not {0:?}")]
+    BadBox([f64; 3]),
+    /// A periodic box or a cutoff on bodies whose coordinates are not sites of 3 (x, y, z).
+    #[error("a periodic box or a pair cutoff needs bodies of whole 3-D sites; a body here has {0} coordinates")]
+    PeriodicDimension(usize),
+    /// A cutoff or skin that is not finite and positive (the skin may be 0).
+    #[error("the pair cutoff must be finite and positive and the skin finite and >= 0, not rc = {rc}, skin = {skin}")]
+    BadCutoff {
+        /// The cutoff radius.
+        rc: f64,
+        /// The neighbour-list skin.
+        skin: f64,
+    },
+    /// A cutoff (plus skin) longer than half a side of the periodic box: a pair would then
+    /// interact with more than one image of a body.
+    #[error("the pair cutoff plus skin, {reach}, is more than half the periodic box's shortest side {side}")]
+    CutoffTooLarge {
+        /// `rc + skin`.
+        reach: f64,
+        /// The shortest side.
+        side: f64,
+    },
 }
 
 /// The bodies of an assembled system and how its terms apply to them
@@ -78,6 +101,8 @@ pub struct Topology {
     exclusions: BTreeSet<(usize, usize)>,
     exclude_bonded: bool,
     pinned: BTreeMap<usize, Vec<f64>>,
+    periodic: Option<[f64; 3]>,
+    cutoff: Option<(f64, f64)>,
 }
 
 impl Topology {
@@ -132,6 +157,63 @@ impl Topology {
     pub fn pin(mut self, i: usize, position: impl Into<Vec<f64>>) -> Self {
         self.pinned.insert(i, position.into());
         self
+    }
+
+    /// An orthorhombic periodic box with sides `lengths` (x, y, z), its corner anywhere:
+    /// every bond and pair term sees the nearest image of each of its bodies relative to its
+    /// first body, by shifting whole bodies by box vectors before the generated kernel runs (so
+    /// its derivatives are unchanged). A body of several sites (`D = 3s` coordinates, site
+    /// after site) is shifted by its first site, its reference site. Positions may leave the
+    /// box: coordinates stay unwrapped; wrap them for output only. Site terms see the unwrapped
+    /// position.
+    pub fn periodic(mut self, lengths: [f64; 3]) -> Self {
+        self.periodic = Some(lengths);
+        self
+    }
+
+    /// The pair terms apply only to pairs whose reference sites are closer than `rc` (the
+    /// pair term must vanish beyond it: write it with `if`/`else`, e.g. shifted); they are
+    /// found by a cell list and kept in a Verlet list of the pairs within `rc + skin`, rebuilt
+    /// when a body has moved more than `skin / 2` since the last build (checked at every
+    /// evaluation at a new point, as LAMMPS's `neigh_modify every 1 delay 1 check yes`).
+    pub fn cutoff(mut self, rc: f64, skin: f64) -> Self {
+        self.cutoff = Some((rc, skin));
+        self
+    }
+
+    /// The periodic box's sides, when periodic.
+    pub fn box_lengths(&self) -> Option<[f64; 3]> {
+        self.periodic
+    }
+
+    /// The pair cutoff and the neighbour-list skin, when set.
+    pub fn pair_cutoff(&self) -> Option<(f64, f64)> {
+        self.cutoff
+    }
+
+    /// The excluded partners of every body (explicit exclusions, and bonded partners with
+    /// [`Topology::exclude_bonded`]), each list sorted: a neighbour list's quick check.
+    pub fn exclusion_lists(&self) -> Vec<Vec<u32>> {
+        let mut ex = vec![Vec::new(); self.bodies];
+        let mut add = |i: usize, j: usize| {
+            if i < self.bodies && j < self.bodies {
+                ex[i].push(j as u32);
+                ex[j].push(i as u32);
+            }
+        };
+        for &(i, j) in &self.exclusions {
+            add(i, j);
+        }
+        if self.exclude_bonded {
+            for &(i, j) in &self.bonds {
+                add(i, j);
+            }
+        }
+        for l in &mut ex {
+            l.sort_unstable();
+            l.dedup();
+        }
+        ex
     }
 
     /// Number of bodies (pinned ones included).
@@ -222,6 +304,31 @@ impl Topology {
         if self.pinned.len() == n {
             return Err(TopologyError::NothingFree(n));
         }
+        if let Some(l) = self.periodic {
+            if !l.iter().all(|x| x.is_finite() && *x > 0.0) {
+                return Err(TopologyError::BadBox(l));
+            }
+            if !dim.is_multiple_of(3) {
+                return Err(TopologyError::PeriodicDimension(dim));
+            }
+        }
+        if let Some((rc, skin)) = self.cutoff {
+            if !(rc.is_finite() && rc > 0.0 && skin.is_finite() && skin >= 0.0) {
+                return Err(TopologyError::BadCutoff { rc, skin });
+            }
+            if !dim.is_multiple_of(3) {
+                return Err(TopologyError::PeriodicDimension(dim));
+            }
+            if let Some(l) = self.periodic {
+                let side = l.iter().copied().fold(f64::INFINITY, f64::min);
+                if 2.0 * (rc + skin) > side {
+                    return Err(TopologyError::CutoffTooLarge {
+                        reach: rc + skin,
+                        side,
+                    });
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -275,6 +382,41 @@ mod tests {
         let t = Topology::chain(3).exclude(2, 0).exclude_bonded();
         assert!(t.is_excluded(0, 2) && t.is_excluded(1, 0) && t.is_excluded(2, 1));
         assert!(!Topology::chain(3).is_excluded(0, 1));
+        assert_eq!(
+            Topology::new(2).periodic([1.0, 0.0, 1.0]).validate(3),
+            Err(TopologyError::BadBox([1.0, 0.0, 1.0]))
+        );
+        assert_eq!(
+            Topology::new(2).periodic([1.0; 3]).validate(2),
+            Err(TopologyError::PeriodicDimension(2))
+        );
+        assert_eq!(
+            Topology::new(2).cutoff(-1.0, 0.1).validate(3),
+            Err(TopologyError::BadCutoff {
+                rc: -1.0,
+                skin: 0.1
+            })
+        );
+        assert_eq!(
+            Topology::new(2)
+                .periodic([4.0, 3.0, 5.0])
+                .cutoff(1.2, 0.4)
+                .validate(3),
+            Err(TopologyError::CutoffTooLarge {
+                reach: 1.6,
+                side: 3.0
+            })
+        );
+        assert!(Topology::new(2)
+            .periodic([4.0, 3.5, 5.0])
+            .cutoff(1.2, 0.4)
+            .validate(9)
+            .is_ok());
+        let t = Topology::chain(4).exclude(0, 3).exclude_bonded();
+        assert_eq!(
+            t.exclusion_lists(),
+            vec![vec![1, 3], vec![0, 2], vec![1, 3], vec![0, 2]]
+        );
         assert!(TopologyError::NothingFree(3)
             .to_string()
             .contains("all 3 bodies"));

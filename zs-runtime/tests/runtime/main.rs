@@ -26,6 +26,7 @@ mod macro_split;
 mod multipliers;
 mod newmark;
 mod output_safety;
+mod periodic;
 mod piecewise;
 mod properties;
 mod rattle;

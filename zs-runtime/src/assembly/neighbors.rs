@@ -1,0 +1,295 @@
+//! Pair lists under a cutoff: the periodic box's nearest images, a cell list that finds the
+//! pairs within `rc + skin` in O(N), and the Verlet-list rule of when to find them again
+//! (a body moved more than `skin / 2` since the last build: then no pair can have come from
+//! beyond `rc + skin` to within `rc`). The pairs come out in one order — by first body, then
+//! second — whatever the cells and the thread count, so sums over them are deterministic.
+
+use super::topology::Topology;
+
+/// An orthorhombic periodic box: the sides and their reciprocals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Cell {
+    pub len: [f64; 3],
+    pub inv: [f64; 3],
+}
+
+impl Cell {
+    pub fn new(len: [f64; 3]) -> Self {
+        Self {
+            len,
+            inv: len.map(|l| 1.0 / l),
+        }
+    }
+
+    /// `d` reduced to its nearest image: `d − L·round(d / L)` per axis, ties to even (the
+    /// operations [`crate::assembly`]'s gather applies lane by lane, so the same bits).
+    #[inline]
+    pub fn nearest(&self, mut d: [f64; 3]) -> [f64; 3] {
+        for (a, x) in d.iter_mut().enumerate() {
+            *x -= (*x * self.inv[a]).round_ties_even() * self.len[a];
+        }
+        d
+    }
+}
+
+/// The Verlet list of a pair cutoff and the cell list that builds it.
+#[derive(Debug)]
+pub(crate) struct Neighbors {
+    reach: f64,
+    half_skin: f64,
+    cell: Option<Cell>,
+    /// Per body, its excluded partners (sorted).
+    exclusions: Vec<Vec<u32>>,
+    /// Reference sites at the last build (empty before the first).
+    at_build: Vec<[f64; 3]>,
+    /// Number of builds so far.
+    pub builds: usize,
+    // Scratch of the cell list, kept between builds (no allocation once large enough).
+    head: Vec<u32>,
+    next: Vec<u32>,
+    row: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Neighbors {
+    /// The list of `topology`'s cutoff, or `None` without one.
+    pub fn new(topology: &Topology) -> Option<Self> {
+        let (rc, skin) = topology.pair_cutoff()?;
+        Some(Self {
+            reach: rc + skin,
+            half_skin: 0.5 * skin,
+            cell: topology.box_lengths().map(Cell::new),
+            exclusions: topology.exclusion_lists(),
+            at_build: Vec::new(),
+            builds: 0,
+            head: Vec::new(),
+            next: Vec::new(),
+            row: Vec::new(),
+        })
+    }
+
+    /// True when the list must be built at reference sites `pos`: never built, or a body
+    /// moved more than half the skin since (LAMMPS's `check yes`).
+    pub fn stale(&self, pos: &[[f64; 3]]) -> bool {
+        if self.at_build.len() != pos.len() {
+            return true;
+        }
+        let limit = self.half_skin * self.half_skin;
+        pos.iter().zip(&self.at_build).any(|(p, b)| {
+            let d = [p[0] - b[0], p[1] - b[1], p[2] - b[2]];
+            // Not `≤`: a NaN position rebuilds (and the pass then reports the NaN).
+            let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            !matches!(
+                r2.partial_cmp(&limit),
+                Some(core::cmp::Ordering::Less | core::cmp::Ordering::Equal)
+            )
+        })
+    }
+
+    /// The pairs `(i, j)`, `i < j`, not excluded, whose reference sites (nearest images in a
+    /// periodic box) are within `rc + skin` at `pos`, into `out` ordered by `i` then `j`.
+    pub fn build(&mut self, pos: &[[f64; 3]], out: &mut Vec<[u32; 2]>) {
+        out.clear();
+        self.builds += 1;
+        self.at_build.clear();
+        self.at_build.extend_from_slice(pos);
+        let n = pos.len();
+        let reach2 = self.reach * self.reach;
+        let (dims, origin, size) = self.grid(pos);
+        let cells = dims[0] * dims[1] * dims[2];
+        self.head.clear();
+        self.head.resize(cells, NONE);
+        self.next.clear();
+        self.next.resize(n, NONE);
+        let cell_of = |p: &[f64; 3]| -> [usize; 3] {
+            core::array::from_fn(|a| {
+                let mut x = p[a] - origin[a];
+                if let Some(c) = &self.cell {
+                    x -= (x * c.inv[a]).floor() * c.len[a];
+                }
+                let k = (x / size[a]).floor();
+                // Rounding at the top edge of a periodic box, or a NaN: the last cell.
+                if k >= 0.0 {
+                    (k as usize).min(dims[a] - 1)
+                } else {
+                    0
+                }
+            })
+        };
+        let index = |c: [usize; 3]| (c[2] * dims[1] + c[1]) * dims[0] + c[0];
+        // Bodies pushed in decreasing order: each cell lists its bodies increasing.
+        for i in (0..n).rev() {
+            let c = index(cell_of(&pos[i]));
+            self.next[i] = self.head[c];
+            self.head[c] = i as u32;
+        }
+        let periodic = self.cell.is_some();
+        for (i, p) in pos.iter().enumerate() {
+            let ci = cell_of(p);
+            self.row.clear();
+            for dz in -1i64..=1 {
+                for dy in -1i64..=1 {
+                    for dx in -1i64..=1 {
+                        let mut c = [0usize; 3];
+                        let mut inside = true;
+                        for (a, d) in [dx, dy, dz].into_iter().enumerate() {
+                            let k = ci[a] as i64 + d;
+                            let m = dims[a] as i64;
+                            if periodic {
+                                c[a] = k.rem_euclid(m) as usize;
+                            } else if (0..m).contains(&k) {
+                                c[a] = k as usize;
+                            } else {
+                                inside = false;
+                            }
+                        }
+                        if !inside {
+                            continue;
+                        }
+                        let mut j = self.head[index(c)];
+                        while j != NONE {
+                            if j as usize > i {
+                                self.row.push(j);
+                            }
+                            j = self.next[j as usize];
+                        }
+                    }
+                }
+            }
+            // With fewer than 3 cells along an axis the stencil visits a cell twice.
+            self.row.sort_unstable();
+            self.row.dedup();
+            for &j in &self.row {
+                let q = &pos[j as usize];
+                let mut d = [q[0] - p[0], q[1] - p[1], q[2] - p[2]];
+                if let Some(c) = &self.cell {
+                    d = c.nearest(d);
+                }
+                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                if r2 < reach2 && self.exclusions[i].binary_search(&j).is_err() {
+                    out.push([i as u32, j]);
+                }
+            }
+        }
+    }
+
+    /// Cells per axis, the grid's origin and the cells' sides (each ≥ `rc + skin`, so the 27
+    /// cells around a body's hold every body within reach).
+    fn grid(&self, pos: &[[f64; 3]]) -> ([usize; 3], [f64; 3], [f64; 3]) {
+        // Enough cells to be O(N), never more than about 2 per body (sparse open clusters).
+        let most = (2 * pos.len()).max(1) as f64;
+        let per_axis = |extent: f64| -> usize {
+            let k = (extent / self.reach).floor();
+            if k.is_finite() && k >= 1.0 {
+                k.min(most.cbrt().ceil().max(1.0)) as usize
+            } else {
+                1
+            }
+        };
+        match &self.cell {
+            Some(c) => {
+                let dims = c.len.map(per_axis);
+                let size = core::array::from_fn(|a| c.len[a] / dims[a] as f64);
+                (dims, [0.0; 3], size)
+            }
+            None => {
+                let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+                for p in pos {
+                    for a in 0..3 {
+                        lo[a] = lo[a].min(p[a]);
+                        hi[a] = hi[a].max(p[a]);
+                    }
+                }
+                let dims: [usize; 3] = core::array::from_fn(|a| per_axis(hi[a] - lo[a]));
+                let size = core::array::from_fn(|a| {
+                    let s = (hi[a] - lo[a]) / dims[a] as f64;
+                    if s.is_finite() && s > 0.0 {
+                        s * (1.0 + 1e-12)
+                    } else {
+                        1.0
+                    }
+                });
+                (dims, lo, size)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Uniform in [0, 1) from a xorshift (reproducible, no dependency).
+    fn uniform(state: &mut u64) -> f64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        (*state >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Every pair within reach by the direct double loop (nearest images when periodic).
+    fn direct(pos: &[[f64; 3]], reach: f64, cell: Option<Cell>, ex: &[Vec<u32>]) -> Vec<[u32; 2]> {
+        let mut out = Vec::new();
+        for i in 0..pos.len() {
+            for j in i + 1..pos.len() {
+                let mut d = [0.0; 3];
+                for a in 0..3 {
+                    d[a] = pos[j][a] - pos[i][a];
+                }
+                if let Some(c) = &cell {
+                    d = c.nearest(d);
+                }
+                let inside = d.iter().map(|x| x * x).sum::<f64>() < reach * reach;
+                if inside && !ex[i].contains(&(j as u32)) {
+                    out.push([i as u32, j as u32]);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_cell_list_finds_exactly_the_pairs_of_the_double_loop() {
+        let mut s = 0x2545_F491_4F6C_DD1D_u64;
+        for (n, side, periodic) in [
+            (300, 9.0, true),
+            (500, 7.3, true),
+            (40, 3.5, true),
+            (400, 4.0, false),
+            (1, 5.0, false),
+        ] {
+            // Positions spread over several periodic images (unwrapped coordinates).
+            let pos: Vec<[f64; 3]> = (0..n)
+                .map(|_| core::array::from_fn(|_| (3.0 * uniform(&mut s) - 1.0) * side))
+                .collect();
+            let mut top = Topology::chain(n).exclude_bonded().cutoff(1.1, 0.4);
+            if periodic {
+                top = top.periodic([side, side * 1.1, side * 0.9]);
+            }
+            let mut nb = Neighbors::new(&top).expect("a cutoff");
+            let mut pairs = Vec::new();
+            nb.build(&pos, &mut pairs);
+            let want = direct(&pos, 1.5, nb.cell, &top.exclusion_lists());
+            assert_eq!(pairs, want, "n = {n}, side {side}, periodic {periodic}");
+            assert!(n < 100 || pairs.len() > n / 4, "{} pairs", pairs.len());
+        }
+    }
+
+    #[test]
+    fn the_list_is_stale_after_half_the_skin() {
+        let top = Topology::new(3).cutoff(1.0, 0.4);
+        let mut nb = Neighbors::new(&top).expect("a cutoff");
+        let mut pos = vec![[0.0; 3], [1.0, 0.0, 0.0], [0.0, 2.0, 0.0]];
+        assert!(nb.stale(&pos));
+        let mut pairs = Vec::new();
+        nb.build(&pos, &mut pairs);
+        assert_eq!(pairs, vec![[0, 1]]);
+        pos[2][1] -= 0.199;
+        assert!(!nb.stale(&pos));
+        pos[2][1] -= 0.002;
+        assert!(nb.stale(&pos));
+        pos[0][0] = f64::NAN;
+        assert!(nb.stale(&pos));
+    }
+}

@@ -1,0 +1,206 @@
+//! Periodic boxes, cutoffs and neighbour lists: an assembled system of bonded chains with a
+//! cut-and-shifted Lennard-Jones pair term, in a periodic box, with coordinates spread over
+//! several images, equals the direct double loop over nearest images — energy and gradient,
+//! while the bodies move far enough for the neighbour list to be rebuilt many times — and gives
+//! the same bits on every SIMD path and thread count. Bad boxes and cutoffs are typed errors.
+
+use crate::support::fixtures::Rng;
+use zs_runtime::assembly::{Assembled, Topology, TopologyError};
+use zs_runtime::simd::Isa;
+use zs_runtime::{mechanical_system, HessianPart, Model};
+
+/// Harmonic bonds (k = 20, r0 = 1) and LJ cut at `rc` and shifted (σ = ε = 1).
+struct Beads {
+    rc: f64,
+}
+
+#[mechanical_system]
+impl Beads {
+    fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+        let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();
+        10.0 * (r - 1.0).powi(2)
+    }
+    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+        if r2 < self.rc * self.rc {
+            let s6 = 1.0 / (r2 * r2 * r2);
+            let c6 = 1.0 / self.rc.powi(6);
+            4.0 * (s6 * s6 - s6) - 4.0 * (c6 * c6 - c6)
+        } else {
+            0.0
+        }
+    }
+}
+
+const CHAINS: usize = 12;
+const BEADS: usize = 10;
+const SIDE: [f64; 3] = [7.0, 6.5, 7.5];
+
+/// `d` reduced to the nearest image (round half away from zero: any rule works off ties).
+fn nearest(mut d: [f64; 3]) -> [f64; 3] {
+    for a in 0..3 {
+        d[a] -= (d[a] / SIDE[a]).round() * SIDE[a];
+    }
+    d
+}
+
+/// Energy and gradient by the direct double loop over nearest images.
+fn direct(q: &[f64], rc: f64, bonded: &[(usize, usize)]) -> (f64, Vec<f64>) {
+    let n = q.len() / 3;
+    let (mut e, mut g) = (0.0, vec![0.0; q.len()]);
+    let d = |i: usize, j: usize| nearest(core::array::from_fn(|a| q[3 * j + a] - q[3 * i + a]));
+    for &(i, j) in bonded {
+        let v = d(i, j);
+        let r = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        e += 10.0 * (r - 1.0).powi(2);
+        for a in 0..3 {
+            let f = 20.0 * (r - 1.0) * v[a] / r;
+            g[3 * j + a] += f;
+            g[3 * i + a] -= f;
+        }
+    }
+    let c6 = 1.0 / rc.powi(6);
+    for i in 0..n {
+        for j in i + 1..n {
+            if bonded.contains(&(i, j)) {
+                continue;
+            }
+            let v = d(i, j);
+            let r2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+            if r2 < rc * rc {
+                let s6 = 1.0 / (r2 * r2 * r2);
+                e += 4.0 * (s6 * s6 - s6) - 4.0 * (c6 * c6 - c6);
+                let de_dr2 = 4.0 * (-6.0 * s6 * s6 + 3.0 * s6) / r2;
+                for a in 0..3 {
+                    g[3 * j + a] += 2.0 * de_dr2 * v[a];
+                    g[3 * i + a] -= 2.0 * de_dr2 * v[a];
+                }
+            }
+        }
+    }
+    (e, g)
+}
+
+/// Chains of beads 1 apart on random walks (in random images of the box), no two beads
+/// closer than 0.9.
+fn melt(rng: &mut Rng) -> Vec<f64> {
+    let mut q: Vec<f64> = Vec::new();
+    while q.len() < 3 * CHAINS * BEADS {
+        let k = q.len() / 3;
+        let p: [f64; 3] = if k % BEADS == 0 {
+            core::array::from_fn(|a| SIDE[a] * (1.5 * rng.next()))
+        } else {
+            let u: [f64; 3] = core::array::from_fn(|_| rng.next());
+            let norm = (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt();
+            core::array::from_fn(|a| q[3 * (k - 1) + a] + u[a] / norm)
+        };
+        let clear = (0..k).all(|j| {
+            let v = nearest(core::array::from_fn(|a| p[a] - q[3 * j + a]));
+            v[0] * v[0] + v[1] * v[1] + v[2] * v[2] > 0.81
+        });
+        if clear {
+            q.extend(p);
+        } else if k % BEADS != 0 {
+            // Restart the chain.
+            q.truncate(3 * (k - k % BEADS));
+        }
+    }
+    q
+}
+
+#[test]
+fn a_periodic_melt_with_a_cutoff_equals_the_double_loop_over_nearest_images() {
+    let rc = 1.5;
+    let n = CHAINS * BEADS;
+    let topology = || {
+        let mut t = Topology::new(n);
+        for c in 0..CHAINS {
+            for b in 1..BEADS {
+                t = t.bond(c * BEADS + b - 1, c * BEADS + b);
+            }
+        }
+        t.exclude_bonded().periodic(SIDE).cutoff(rc, 0.3)
+    };
+    let bonded: Vec<(usize, usize)> = topology().bonds().to_vec();
+    let mut rng = Rng(0x0123_4567_89AB_CDEF);
+    let mut q = melt(&mut rng);
+    let sys = Assembled::new(Beads { rc }, topology()).expect("valid");
+    let others: Vec<_> = Isa::available()
+        .into_iter()
+        .flat_map(|isa| {
+            [false, true].map(|par| {
+                Assembled::new(Beads { rc }, topology())
+                    .expect("valid")
+                    .with_simd(isa)
+                    .with_parallel(par)
+            })
+        })
+        .collect();
+    let sys = sys.with_simd(Isa::Scalar).with_parallel(false);
+    let mut g = vec![0.0; 3 * n];
+    let mut moves = 0;
+    for step in 0..40 {
+        let v = sys.value_gradient_into(&q, &mut g);
+        let (e, gd) = direct(&q, rc, &bonded);
+        let scale = gd.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        assert!(
+            (v - e).abs() <= 1e-12 * e.abs().max(1.0),
+            "step {step}: {v} vs {e}"
+        );
+        for (a, b) in g.iter().zip(&gd) {
+            assert!((a - b).abs() <= 1e-12 * scale, "step {step}: {a} vs {b}");
+        }
+        assert_eq!(sys.potential_at(&q).to_bits(), v.to_bits());
+        for o in &others {
+            let mut go = vec![0.0; 3 * n];
+            let vo = o.value_gradient_into(&q, &mut go);
+            assert_eq!(vo.to_bits(), v.to_bits(), "step {step}, {:?}", o.simd());
+            assert!(go.iter().zip(&g).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+        // Move every bead by up to 0.06 per axis (a rebuild every few steps) and a whole
+        // random chain by a box vector (no change at all).
+        for x in q.iter_mut() {
+            *x += 0.06 * rng.next();
+        }
+        let c = rng.below(CHAINS);
+        for b in 0..BEADS {
+            q[3 * (c * BEADS + b)] += SIDE[0];
+        }
+        moves += 1;
+    }
+    let builds = sys.neighbor_builds();
+    // A translated chain moves its beads by a box side: each such step rebuilds.
+    assert!(
+        builds >= moves / 2 && builds <= moves + 1,
+        "{builds} builds in {moves} moves"
+    );
+    assert!(sys.hessian_follows(HessianPart::Stiff));
+    assert!(!sys.hessian_follows(HessianPart::Full));
+}
+
+#[test]
+fn bad_boxes_and_cutoffs_are_typed_errors() {
+    let err = |t: Topology| Assembled::new(Beads { rc: 1.5 }, t).err();
+    assert!(matches!(
+        err(Topology::new(4).periodic([3.0, f64::NAN, 3.0])),
+        Some(TopologyError::BadBox(_))
+    ));
+    assert_eq!(
+        err(Topology::new(4).periodic([3.0; 3]).cutoff(1.5, 0.3)),
+        Some(TopologyError::CutoffTooLarge {
+            reach: 1.8,
+            side: 3.0
+        })
+    );
+    assert_eq!(
+        err(Topology::new(4).cutoff(1.5, f64::INFINITY)),
+        Some(TopologyError::BadCutoff {
+            rc: 1.5,
+            skin: f64::INFINITY
+        })
+    );
+    let msg = err(Topology::new(4).periodic([3.0; 3]).cutoff(1.5, 0.3))
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(msg.contains("more than half the periodic box"), "{msg}");
+}
