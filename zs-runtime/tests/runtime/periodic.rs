@@ -87,7 +87,7 @@ fn melt(rng: &mut Rng) -> Vec<f64> {
     let mut q: Vec<f64> = Vec::new();
     while q.len() < 3 * CHAINS * BEADS {
         let k = q.len() / 3;
-        let p: [f64; 3] = if k % BEADS == 0 {
+        let p: [f64; 3] = if k.is_multiple_of(BEADS) {
             core::array::from_fn(|a| SIDE[a] * (1.5 * rng.next()))
         } else {
             let u: [f64; 3] = core::array::from_fn(|_| rng.next());
@@ -100,7 +100,7 @@ fn melt(rng: &mut Rng) -> Vec<f64> {
         });
         if clear {
             q.extend(p);
-        } else if k % BEADS != 0 {
+        } else if !k.is_multiple_of(BEADS) {
             // Restart the chain.
             q.truncate(3 * (k - k % BEADS));
         }
