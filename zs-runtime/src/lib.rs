@@ -41,6 +41,7 @@ pub mod error;
 pub mod files;
 pub mod guards;
 pub mod integrators;
+pub mod lammps;
 pub mod linalg;
 pub mod minimize;
 pub mod model;
