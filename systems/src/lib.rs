@@ -18,6 +18,10 @@
 //!   slow gravity `U`, fast springs `W` with stiffness `k_i/ε²`, their minimum manifold as 2
 //!   constraints), for the impulse family; [`stiff_spring::convergence_table`] is Figs. 1–3.
 //!
+//! - [`kremer_grest`]: the FENE bead-spring polymer melt of LAMMPS's `in.chain` benchmark
+//!   (an assembled system in a periodic box, with a pair cutoff and a neighbour list, read from
+//!   a LAMMPS data file);
+//!
 //! - [`pendulum`]: the planar and the spherical pendulum in Cartesian coordinates, Patrick et al.'s
 //!   checks (`docs/VARIATIONAL.md` §4).
 //!
@@ -31,6 +35,7 @@ pub mod dna;
 pub mod double_pendulum;
 #[cfg(feature = "experiments")]
 pub mod experiments;
+pub mod kremer_grest;
 pub mod pendulum;
 pub mod rigid_body;
 pub mod stiff_spring;

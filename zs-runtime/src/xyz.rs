@@ -32,6 +32,8 @@ pub struct XyzRecorder {
     frames: u64,
     error: Option<io::Error>,
     ended_early: Option<String>,
+    /// A periodic box `(lo, sides)`: frames carry `Lattice=` and positions wrapped into it.
+    lattice: Option<([f64; 3], [f64; 3])>,
 }
 
 impl XyzRecorder {
@@ -75,7 +77,16 @@ impl XyzRecorder {
             frames: 0,
             error: None,
             ended_early: None,
+            lattice: None,
         })
+    }
+
+    /// Frames of a periodic system: `Lattice="Lx 0 0 0 Ly 0 0 0 Lz" Origin="…" pbc="T T T"`
+    /// in the comment line, and each atom's position wrapped into the box `lo + [0, L)` (the
+    /// unwrapped coordinates stay in the CSV).
+    pub fn with_lattice(mut self, lo: [f64; 3], sides: [f64; 3]) -> Self {
+        self.lattice = Some((lo, sides));
+        self
     }
 
     /// Frames written so far.
@@ -99,9 +110,21 @@ impl XyzRecorder {
         );
         let result = (|| {
             writeln!(w, "{}", self.symbols.len())?;
-            writeln!(w, "Properties=species:S:1:pos:R:3 Time={t} pbc=\"F F F\"")?;
+            let Some((lo, l)) = self.lattice else {
+                writeln!(w, "Properties=species:S:1:pos:R:3 Time={t} pbc=\"F F F\"")?;
+                for (s, x) in self.symbols.iter().zip(q.chunks_exact(3)) {
+                    writeln!(w, "{s} {:.10} {:.10} {:.10}", x[0], x[1], x[2])?;
+                }
+                return Ok(());
+            };
+            writeln!(
+                w,
+                "Lattice=\"{} 0 0 0 {} 0 0 0 {}\" Origin=\"{} {} {}\" Properties=species:S:1:pos:R:3 Time={t} pbc=\"T T T\"",
+                l[0], l[1], l[2], lo[0], lo[1], lo[2]
+            )?;
             for (s, x) in self.symbols.iter().zip(q.chunks_exact(3)) {
-                writeln!(w, "{s} {:.10} {:.10} {:.10}", x[0], x[1], x[2])?;
+                let wrap = |a: usize| x[a] - ((x[a] - lo[a]) / l[a]).floor() * l[a];
+                writeln!(w, "{s} {:.10} {:.10} {:.10}", wrap(0), wrap(1), wrap(2))?;
             }
             Ok(())
         })();

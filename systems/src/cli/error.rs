@@ -57,6 +57,27 @@ pub enum CliError {
         /// The command that builds it.
         command: String,
     },
+    /// A LAMMPS data file (`--data`) that cannot be read or parsed (file and line named).
+    #[error(transparent)]
+    Data(#[from] zs_runtime::lammps::DataError),
+    /// A data file that is not the system's (masses, overstretched bonds, box).
+    #[error("{path}: {source}", path = path.display())]
+    Melt {
+        /// The data file.
+        path: PathBuf,
+        /// Why.
+        source: crate::kremer_grest::MeltError,
+    },
+    /// An option the system needs.
+    #[error("{system} needs {option}: {why}")]
+    Missing {
+        /// The system.
+        system: &'static str,
+        /// The option.
+        option: &'static str,
+        /// What to give.
+        why: &'static str,
+    },
     /// A state file (`--init`, `zs eval --in`) that cannot be used.
     #[error(transparent)]
     StateFile(#[from] StateFileError),

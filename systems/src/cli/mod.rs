@@ -42,6 +42,20 @@ mod system;
 
 pub use error::CliError;
 
+impl EvalArgs {
+    /// `--in`, which every system but kremer-grest needs.
+    ///
+    /// # Errors
+    /// When it is missing.
+    pub fn input(&self) -> Result<&std::path::Path, CliError> {
+        self.input.as_deref().ok_or(CliError::Missing {
+            system: self.system.name(),
+            option: "--in FILE",
+            why: "the state file whose rows to evaluate",
+        })
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "zs",
@@ -77,6 +91,9 @@ pub enum SystemName {
     /// Magnetized rigid body of Tao & Owhadi §4.5, R relaxed to 9 coordinates R11…R33 with the
     /// penalty ½ω²‖RᵀR − I‖² (ω = 10); --b-mu (default −1); lie-euler integrates on SO(3).
     RigidBody,
+    /// FENE bead-spring polymer melt of LAMMPS's in.chain benchmark (LJ units; periodic box,
+    /// pair cutoff 1.12 with a neighbour list); needs --data FILE, a LAMMPS data file.
+    KremerGrest,
 }
 
 impl SystemName {
@@ -88,6 +105,7 @@ impl SystemName {
             SystemName::Dna => "dna",
             SystemName::Water => "water",
             SystemName::RigidBody => "rigid-body",
+            SystemName::KremerGrest => "kremer-grest",
         }
     }
 }
@@ -186,9 +204,17 @@ pub struct RunArgs {
     /// Output CSV file (default: the system name with .csv; a missing directory is created).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Record every k-th step (the initial state is always recorded).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
-    pub every: u64,
+    /// Record every k-th step (the initial state is always recorded; default 1, for
+    /// kremer-grest the first and last states only).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    pub every: Option<u64>,
+    /// Start from a LAMMPS data file (kremer-grest): box, beads, bonds, velocities.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+    /// At the end of the run, write the final state as a LAMMPS data file (kremer-grest):
+    /// positions wrapped with image flags, velocities, bonds; LAMMPS's `read_data` reads it.
+    #[arg(long = "write-data", value_name = "FILE")]
+    pub write_data: Option<PathBuf>,
     /// Start from the last row of this state file (a CSV written by `zs run --out`: t, the
     /// coordinates, the velocities) instead of the paper's initial state.
     #[arg(long, value_name = "FILE")]
@@ -275,7 +301,11 @@ pub struct EvalArgs {
     /// State file: a CSV with a header, t then the coordinates in the system's order (further
     /// columns — velocities, outputs — are ignored).
     #[arg(long = "in", value_name = "FILE")]
-    pub input: PathBuf,
+    pub input: Option<PathBuf>,
+    /// A LAMMPS data file (kremer-grest): the system; without --in, its configuration is the
+    /// one evaluated.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
     /// Number of pendula (chain, default 10), base pairs (dna, default 200) or molecules (water,
     /// default 7).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]

@@ -45,11 +45,14 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     };
     let omega = args.omega.unwrap_or_else(|| sys.omega());
     let (h, t_end, beta) = sys.defaults(args.integrator, omega);
+    let (h, t_end) = (args.h.unwrap_or(h), args.t_end.unwrap_or(t_end));
+    let steps = (t_end / h).ceil().max(1.0) as u64;
     let p = Profile {
-        h: args.h.unwrap_or(h),
-        t_end: args.t_end.unwrap_or(t_end),
+        h,
+        t_end,
         omega,
         beta: args.beta.unwrap_or(beta),
+        every: args.every.unwrap_or_else(|| sys.default_every(steps)),
     };
     let meta = run_meta(args, sys.name(), &out, &p);
     sys.run(
@@ -63,6 +66,8 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             xyz: None,
             cluster_guard: None,
             orthogonality: false,
+            lattice: None,
+            at_end: None,
         },
     )
 }
@@ -98,6 +103,26 @@ fn check_options(sys: &dyn CliSystem, args: &RunArgs) -> Result<(), CliError> {
             "--b-mu",
             which(|a| a.rigid_body),
             name,
+        ));
+    }
+    for (given, option) in [
+        (args.data.is_some(), "--data"),
+        (args.write_data.is_some(), "--write-data"),
+    ] {
+        if given && !a.data {
+            return Err(CliError::applies_only_to(option, which(|a| a.data), name));
+        }
+    }
+    if !a.full_hessian
+        && matches!(
+            method,
+            I::Zs | I::Zss | I::Newmark | I::Newmark1 | I::Pushforward
+        )
+    {
+        return Err(CliError::does_not_apply(
+            format!("--integrator {method_name}"),
+            name,
+            Some("it assembles the full Hessian, whose pattern would follow the neighbour list (not done): use verlet"),
         ));
     }
     if method == I::LieEuler && !a.rigid_body {

@@ -47,10 +47,10 @@ impl Job<'_> {
         let mut energy = EnergyObserver::new();
         let mut residual = ConstraintObserver::new(system);
         let csv = match self.resume {
-            None => CsvRecorder::create(out, args.every)
+            None => CsvRecorder::create(out, p.every)
                 .map_err(|e| CliError::io("create", tmp_path_of(out), e))?,
             Some(_) => {
-                CsvRecorder::reopen(out, args.every).map_err(|source| CliError::ResumeOutput {
+                CsvRecorder::reopen(out, p.every).map_err(|source| CliError::ResumeOutput {
                     out: out.clone(),
                     completed: out.exists(),
                     source,
@@ -78,9 +78,13 @@ impl Job<'_> {
             None => None,
             Some(symbols) => Some(
                 match self.resume {
-                    None => XyzRecorder::create(&xyz_path, symbols.clone(), args.every),
-                    Some(_) => XyzRecorder::reopen(&xyz_path, symbols.clone(), args.every),
+                    None => XyzRecorder::create(&xyz_path, symbols.clone(), p.every),
+                    Some(_) => XyzRecorder::reopen(&xyz_path, symbols.clone(), p.every),
                 }
+                .map(|x| match self.lattice {
+                    Some((lo, sides)) => x.with_lattice(lo, sides),
+                    None => x,
+                })
                 .map_err(|e| CliError::io("open", tmp_path_of(&xyz_path), e))?,
             ),
         };
@@ -236,7 +240,15 @@ impl Job<'_> {
                 );
             }
         }
-        finish(summary, out)
+        let end = (
+            summary.last_state.q.as_slice().to_vec(),
+            summary.last_state.v.as_slice().to_vec(),
+        );
+        finish(summary, out)?;
+        match self.at_end {
+            Some(at_end) => at_end(&end.0, &end.1),
+            None => Ok(()),
+        }
     }
 }
 

@@ -37,6 +37,8 @@ pub(crate) struct Profile {
     pub t_end: f64,
     pub omega: f64,
     pub beta: f64,
+    /// Record every `every`-th step.
+    pub every: u64,
 }
 
 /// One `zs run` invocation: its arguments, output, checkpoint to resume, parameters, and what
@@ -56,6 +58,10 @@ pub(crate) struct Job<'a> {
     /// The rigid body: an `orthogonality_defect` column `‖RᵀR − I‖_F` and its maximum in the
     /// summary.
     pub orthogonality: bool,
+    /// A periodic box `(lo, sides)`: the XYZ frames carry `Lattice=` and wrapped positions.
+    pub lattice: Option<([f64; 3], [f64; 3])>,
+    /// Called with the final `q` and `v` of a run that completed (`--write-data`).
+    pub at_end: Option<&'a (dyn Fn(&[f64], &[f64]) -> Result<(), CliError> + Sync)>,
 }
 
 impl Job<'_> {

@@ -20,7 +20,7 @@ pub(crate) fn run_meta(args: &RunArgs, system: &str, out: &Path, p: &Profile) ->
     m.set_f64("t-end", p.t_end);
     m.set_f64("omega", p.omega);
     m.set_f64("beta", p.beta);
-    m.set_u64("every", args.every);
+    m.set_u64("every", p.every);
     m.set_str(
         "gravity",
         &format!("{:?}", args.gravity.unwrap_or(GravitySign::Physical)),

@@ -22,6 +22,8 @@ impl CliSystem for ChainCli {
             rigid_body: false,
             threads: true,
             cluster: false,
+            data: false,
+            full_hessian: true,
         }
     }
     fn omega(&self) -> f64 {
@@ -61,7 +63,7 @@ impl CliSystem for ChainCli {
             ..PendulumChain::paper()
         }
         .assemble(n);
-        let rows = state_file::read(&args.input, 2 * n)?;
+        let rows = state_file::read(args.input()?, 2 * n)?;
         let names = PendulumChain::coordinate_names(n);
         Ok(match args.omega {
             Some(w) => table(&system.penalized(w), &rows, &names),

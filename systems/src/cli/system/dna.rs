@@ -22,6 +22,8 @@ impl CliSystem for DnaCli {
             rigid_body: false,
             threads: true,
             cluster: false,
+            data: false,
+            full_hessian: true,
         }
     }
     fn omega(&self) -> f64 {
@@ -50,7 +52,7 @@ impl CliSystem for DnaCli {
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;
         let system = DnaChain::paper().assemble(n);
-        let rows = state_file::read(&args.input, n)?;
+        let rows = state_file::read(args.input()?, n)?;
         Ok(table(&system, &rows, &DnaChain::coordinate_names(n)))
     }
 }

@@ -26,6 +26,8 @@ impl CliSystem for DoublePendulumCli {
             rigid_body: false,
             threads: false,
             cluster: false,
+            data: false,
+            full_hessian: true,
         }
     }
     fn omega(&self) -> f64 {
@@ -61,7 +63,7 @@ impl CliSystem for DoublePendulumCli {
             gravity: gravity(args.gravity),
             ..DoublePendulum::paper()
         };
-        let rows = state_file::read(&args.input, 4)?;
+        let rows = state_file::read(args.input()?, 4)?;
         let names = NAMES.map(String::from);
         Ok(match args.omega {
             Some(w) => table(&system.penalized(w), &rows, &names),

@@ -7,6 +7,7 @@
 mod chain;
 mod dna;
 mod double_pendulum;
+mod kremer_grest;
 mod rigid_body;
 mod water;
 
@@ -37,6 +38,11 @@ pub(crate) struct Accepts {
     pub threads: bool,
     /// `--minimize`, `--max-radius` (the water cluster).
     pub cluster: bool,
+    /// `--data`, `--write-data` (LAMMPS data files: the condensed-phase systems).
+    pub data: bool,
+    /// Integrators that assemble the full Hessian (zs, zss, newmark, newmark1, pushforward):
+    /// not on systems whose pair terms follow a neighbour list.
+    pub full_hessian: bool,
 }
 
 /// One system of the command line (see the [module docs](self)).
@@ -54,6 +60,10 @@ pub(crate) trait CliSystem: Sync {
     /// # Errors
     /// What building or running reports.
     fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError>;
+    /// `--every` when not given, for a run of `steps` steps (1: every state).
+    fn default_every(&self, _steps: u64) -> u64 {
+        1
+    }
     /// `zs eval`: `V` (penalized with `--omega`) and `∇V` of every row of `--in`, as CSV.
     ///
     /// # Errors
@@ -69,6 +79,7 @@ pub(crate) fn describe(name: SystemName) -> &'static dyn CliSystem {
         SystemName::Dna => &dna::DnaCli,
         SystemName::Water => &water::WaterCli,
         SystemName::RigidBody => &rigid_body::RigidBodyCli,
+        SystemName::KremerGrest => &kremer_grest::KremerGrestCli,
     }
 }
 
@@ -80,6 +91,7 @@ fn all() -> impl Iterator<Item = &'static dyn CliSystem> {
         SystemName::Dna,
         SystemName::Water,
         SystemName::RigidBody,
+        SystemName::KremerGrest,
     ]
     .into_iter()
     .map(describe)
@@ -157,6 +169,9 @@ pub(crate) fn check_eval_options(sys: &dyn CliSystem, args: &EvalArgs) -> Result
             which(|a| a.gravity),
             name,
         ));
+    }
+    if args.data.is_some() && !a.data {
+        return Err(CliError::applies_only_to("--data", which(|a| a.data), name));
     }
     if let (Some(_), Err(reason)) = (args.omega, a.constraints) {
         if !a.omega {

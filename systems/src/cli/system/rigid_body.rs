@@ -25,6 +25,8 @@ impl CliSystem for RigidBodyCli {
             rigid_body: true,
             threads: false,
             cluster: false,
+            data: false,
+            full_hessian: true,
         }
     }
     fn omega(&self) -> f64 {
@@ -68,7 +70,7 @@ impl CliSystem for RigidBodyCli {
             b_mu: args.b_mu.unwrap_or(rigid_body::B_MU),
             omega: args.omega.unwrap_or(0.0),
         };
-        let rows = state_file::read(&args.input, 9)?;
+        let rows = state_file::read(args.input()?, 9)?;
         Ok(table(&system, &rows, &rigid_body::coordinate_names()))
     }
 }

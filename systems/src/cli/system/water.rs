@@ -29,6 +29,8 @@ impl CliSystem for WaterCli {
             rigid_body: false,
             threads: true,
             cluster: true,
+            data: false,
+            full_hessian: true,
         }
     }
     fn omega(&self) -> f64 {
@@ -81,7 +83,7 @@ impl CliSystem for WaterCli {
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;
         let system = Water::tip3p().assemble(n);
-        let rows = state_file::read(&args.input, 9 * n)?;
+        let rows = state_file::read(args.input()?, 9 * n)?;
         let names = Water::coordinate_names(n);
         Ok(match args.omega {
             Some(w) => table(&system.penalized(w), &rows, &names),

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""zs against LAMMPS on LAMMPS's own FENE bead-spring benchmark (bench/in.chain).
+
+The configuration is LAMMPS's `data.chain` (32 000 beads, 320 chains of 100, density 0.85),
+shipped by Debian's `lammps-examples` at /usr/share/lammps/examples/COUPLE/multiple/data.chain;
+the force field is in.chain's: FENE K = 30, R0 = 1.5, eps = sigma = 1; LJ cut 1.12, shifted;
+special_bonds fene; neighbor 0.4 bin, neigh_modify every 1 delay 1 (check yes).
+
+1. Energies and forces (`run 0`, per-atom forces dumped with 17 digits) against
+   `zs eval kremer-grest --data FILE`: the relative difference of the total energy and the
+   largest force difference relative to the largest force.
+2. Speed: `--steps` steps (default 500, in.chain's) of Langevin dynamics at T = 1, damping 1,
+   dt = 0.012 — LAMMPS `fix nve` + `fix langevin` on 1 MPI rank and with `mpirun -np 2`,
+   zs `run kremer-grest --integrator verlet --gamma 1 --kt 1` (velocity Verlet with GLA's exact
+   Ornstein–Uhlenbeck velocity flow; friction gamma/m = 1 as LAMMPS's damp = 1) on 1 and 2
+   threads. Both report the loop's wall time (LAMMPS's "Loop time", zs's "wall time"; set-up
+   and reading the file excluded by both), as steps per second.
+
+Usage (from the repository root; needs `apt-get install lammps lammps-examples openmpi-bin`):
+    python3 benches/peers/lammps_kremer_grest.py [--data FILE] [--steps 500] [--skip-speed]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+DATA = "/usr/share/lammps/examples/COUPLE/multiple/data.chain"
+
+FORCE_FIELD = """units lj
+atom_style bond
+special_bonds fene
+read_data {data}
+neighbor 0.4 bin
+neigh_modify every 1 delay 1
+bond_style fene
+bond_coeff 1 30.0 1.5 1.0 1.0
+pair_style lj/cut 1.12
+pair_modify shift yes
+pair_coeff 1 1 1.0 1.0 1.12
+"""
+
+
+def zs_binary():
+    subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-systems", "--bin", "zs"])
+    return os.path.join("target", "release", "zs")
+
+
+def lammps(script, d, np=1):
+    path = os.path.join(d, "in.zs")
+    with open(path, "w") as fh:
+        fh.write(script)
+    cmd = ["lmp", "-in", path, "-log", os.path.join(d, "log.lammps"), "-screen", "none"]
+    if np > 1:
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np)] + cmd
+    subprocess.run(cmd, check=True, cwd=d)
+    with open(os.path.join(d, "log.lammps")) as fh:
+        return fh.read()
+
+
+def check(zs, data):
+    with tempfile.TemporaryDirectory() as d:
+        log = lammps(FORCE_FIELD.format(data=data) + """
+thermo_style custom step pe ebond evdwl
+thermo_modify norm no format float %.17g
+dump d all custom 1 f.dump id fx fy fz
+dump_modify d format float %.17g sort id
+run 0
+""", d)
+        rows = [l.split() for l in log.splitlines()]
+        i = next(k for k, r in enumerate(rows) if r[:4] == ["Step", "PotEng", "E_bond", "E_vdwl"])
+        pe, ebond, evdwl = (float(x) for x in rows[i + 1][1:4])
+        with open(os.path.join(d, "f.dump")) as fh:
+            lines = fh.read().splitlines()
+        start = next(k for k, l in enumerate(lines) if l.startswith("ITEM: ATOMS")) + 1
+        forces = [[float(x) for x in l.split()[1:4]] for l in lines[start:]]
+        out = os.path.join(d, "zs.csv")
+        subprocess.run([zs, "eval", "kremer-grest", "--data", data, "--out", out], check=True)
+        with open(out) as fh:
+            row = [float(x) for x in fh.read().splitlines()[1].split(",")]
+        v, grad = row[0], row[1:]
+        scale = max(abs(x) for f in forces for x in f)
+        worst = max(abs(-grad[3 * i + a] - forces[i][a]) for i in range(len(forces)) for a in range(3))
+        print(f"energy: LAMMPS {pe:.17g} (bond {ebond:.17g}, pair {evdwl:.17g}), zs {v:.17g}, "
+              f"relative difference {abs(v - pe) / abs(pe):.2e}")
+        print(f"forces: {len(forces)} atoms, max |F_zs - F_lammps| / max |F| = {worst / scale:.2e} (max |F| {scale:.3g})")
+
+
+def speed(zs, data, steps):
+    for np in (1, 2):
+        with tempfile.TemporaryDirectory() as d:
+            log = lammps(FORCE_FIELD.format(data=data) + f"""
+fix 1 all nve
+fix 2 all langevin 1.0 1.0 1.0 904297
+thermo 100
+timestep 0.012
+run {steps}
+""", d, np)
+            t_l = float(re.search(r"Loop time of ([0-9.eE+-]+) on", log).group(1))
+        with tempfile.TemporaryDirectory() as d:
+            out = subprocess.run([zs, "run", "kremer-grest", "--data", data, "--integrator", "verlet",
+                                  "--gamma", "1", "--kt", "1", "--t-end", repr(steps * 0.012), "--threads", str(np),
+                                  "--quiet", "--out", os.path.join(d, "kg.csv")],
+                                 check=True, capture_output=True, text=True).stdout
+            t_z = float(re.search(r"wall time\s+([0-9.]+) s", out).group(1))
+            builds = re.search(r"neighbour lists\s+(\d+)", out).group(1)
+        print(f"{steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} steps/s, "
+              f"zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), zs / LAMMPS (speed) = {t_l / t_z:.2f}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--steps", type=int, default=500)
+    ap.add_argument("--skip-speed", action="store_true")
+    args = ap.parse_args()
+    if not os.path.exists(args.data):
+        sys.exit(f"{args.data} is missing: apt-get install lammps lammps-examples")
+    zs = zs_binary()
+    print(subprocess.run(["lmp", "-h"], capture_output=True, text=True).stdout.splitlines()[1].strip())
+    check(zs, os.path.abspath(args.data))
+    if not args.skip_speed:
+        speed(zs, os.path.abspath(args.data), args.steps)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+//! `kremer-grest`: the FENE bead-spring melt of LAMMPS's `in.chain`, read from a LAMMPS data
+//! file (`--data`), in its periodic box with the pair cutoff's neighbour list; `--write-data`
+//! writes the final state back in the same format. Unconstrained; its pair terms follow the
+//! neighbour list, so the integrators that assemble the full Hessian are refused.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use zs_runtime::lammps::DataFile;
+
+use super::{table, Accepts, CliSystem};
+use crate::cli::error::CliError;
+use crate::cli::job::{DynConstrained, DynStiff, Job};
+use crate::cli::state_file::{self, Row};
+use crate::cli::{EvalArgs, IntegratorName, RunArgs};
+use crate::kremer_grest::{self, KremerGrest};
+
+pub(super) struct KremerGrestCli;
+
+/// `--data`, which this system needs.
+fn data_path(data: &Option<PathBuf>) -> Result<&Path, CliError> {
+    data.as_deref().ok_or(CliError::Missing {
+        system: "kremer-grest",
+        option: "--data FILE",
+        why: "a LAMMPS data file of the melt (LAMMPS's own: \
+              /usr/share/lammps/examples/COUPLE/multiple/data.chain, Debian package lammps-examples)",
+    })
+}
+
+/// The file and the system it describes, positions and velocities.
+fn load(
+    path: &Path,
+) -> Result<
+    (
+        DataFile,
+        zs_runtime::assembly::Assembled<KremerGrest, 3>,
+        Vec<f64>,
+        Vec<f64>,
+    ),
+    CliError,
+> {
+    let data = DataFile::read(path)?;
+    let (system, q, v) = KremerGrest::lammps_chain()
+        .from_data(&data)
+        .map_err(|source| CliError::Melt {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok((data, system, q, v))
+}
+
+impl CliSystem for KremerGrestCli {
+    fn name(&self) -> &'static str {
+        "kremer-grest"
+    }
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            n: None,
+            constraints: Err("it has no constraints (its FENE bonds are flexible)"),
+            omega: false,
+            gravity: false,
+            rigid_body: false,
+            threads: true,
+            cluster: false,
+            data: true,
+            full_hessian: false,
+        }
+    }
+    fn omega(&self) -> f64 {
+        0.0
+    }
+    fn defaults(&self, _method: IntegratorName, _omega: f64) -> (f64, f64, f64) {
+        // LAMMPS's `timestep 0.012`, `run 500`.
+        (kremer_grest::H, 500.0 * kremer_grest::H, 0.25)
+    }
+    fn default_every(&self, steps: u64) -> u64 {
+        steps
+    }
+    fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
+        let path = data_path(&args.data)?;
+        let setup = Instant::now();
+        let (data, system, q, v) = load(path)?;
+        let n = data.len();
+        let write_data = |q: &[f64], v: &[f64]| -> Result<(), CliError> {
+            let Some(out) = &args.write_data else {
+                return Ok(());
+            };
+            let mut end = data.clone();
+            end.title = format!(
+                "LAMMPS data file written by zs (kremer-grest, from {})",
+                path.display()
+            );
+            for (i, (p, u)) in end
+                .positions
+                .iter_mut()
+                .zip(&mut end.velocities)
+                .enumerate()
+            {
+                p.copy_from_slice(&q[3 * i..3 * i + 3]);
+                u.copy_from_slice(&v[3 * i..3 * i + 3]);
+            }
+            end.has_velocities = true;
+            zs_runtime::files::write_atomic(out, end.to_text().as_bytes())
+                .map_err(|e| CliError::io("write", out, e))?;
+            println!("  data file        {} (LAMMPS read_data)", out.display());
+            Ok(())
+        };
+        let mut job = job.with_xyz(vec!["C".to_string(); n]);
+        job.lattice = Some((data.lo, data.box_lengths()));
+        job.at_end = Some(&write_data);
+        let state = job.initial_state(system.state(q, v))?;
+        let l = data.box_lengths();
+        println!(
+            "zs: Kremer–Grest melt of {n} beads and {} FENE bonds from {} (LAMMPS in.chain: K = 30, R0 = 1.5; \
+             LJ cut at 1.12, shifted; special_bonds fene), periodic box {} × {} × {}, LJ units",
+            data.bonds.len(),
+            path.display(),
+            l[0],
+            l[1],
+            l[2]
+        );
+        println!(
+            "    set-up {:.2} s (neighbour list: cutoff 1.12 + skin {}, rebuilt when a bead moved more than half the skin; SIMD {})",
+            setup.elapsed().as_secs_f64(),
+            kremer_grest::SKIN,
+            system.simd().name()
+        );
+        let names = KremerGrest::coordinate_names(n);
+        let (sys, pot): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &system);
+        let done = job.in_pool(|| job.run(sys, pot, state, names));
+        println!(
+            "  neighbour lists  {:>14}   builds",
+            system.neighbor_builds()
+        );
+        done
+    }
+    fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
+        let (data, system, q, v) = load(data_path(&args.data)?)?;
+        let names = KremerGrest::coordinate_names(data.len());
+        let rows = match &args.input {
+            Some(input) => state_file::read(input, q.len())?,
+            None => vec![Row {
+                t: 0.0,
+                q,
+                v: Some(v),
+            }],
+        };
+        Ok(table(&system, &rows, &names))
+    }
+}
