@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use zs_runtime::assembly::Assembled;
 use zs_runtime::lammps::DataFile;
 
 use super::{table, Accepts, CliSystem};
@@ -27,18 +28,11 @@ fn data_path(data: &Option<PathBuf>) -> Result<&Path, CliError> {
     })
 }
 
+/// A data file, the melt it describes, its positions and velocities.
+type Loaded = (DataFile, Assembled<KremerGrest, 3>, Vec<f64>, Vec<f64>);
+
 /// The file and the system it describes, positions and velocities.
-fn load(
-    path: &Path,
-) -> Result<
-    (
-        DataFile,
-        zs_runtime::assembly::Assembled<KremerGrest, 3>,
-        Vec<f64>,
-        Vec<f64>,
-    ),
-    CliError,
-> {
+fn load(path: &Path) -> Result<Loaded, CliError> {
     let data = DataFile::read(path)?;
     let (system, q, v) = KremerGrest::lammps_chain()
         .from_data(&data)
