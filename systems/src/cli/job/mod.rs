@@ -31,7 +31,7 @@ pub(crate) type DynConstrained<'a> = dyn ConstrainedModel<Vec<f64>, Vec<f64>> + 
 pub(crate) type DynStiff<'a> = dyn StiffModel<Vec<f64>> + Sync + 'a;
 
 /// What a run does with its final `q` and `v` once it completed.
-pub(crate) type AtEnd = dyn Fn(&[f64], &[f64]) -> Result<(), CliError> + Sync;
+pub(crate) type AtEnd<'a> = dyn Fn(&[f64], &[f64]) -> Result<(), CliError> + Sync + 'a;
 
 /// The paper's parameters of a system, overridden by the command line.
 #[derive(Debug, Clone, Copy)]
@@ -64,7 +64,7 @@ pub(crate) struct Job<'a> {
     /// A periodic box `(lo, sides)`: the XYZ frames carry `Lattice=` and wrapped positions.
     pub lattice: Option<([f64; 3], [f64; 3])>,
     /// Called with the final `q` and `v` of a run that completed (`--write-data`).
-    pub at_end: Option<&'a AtEnd>,
+    pub at_end: Option<&'a AtEnd<'a>>,
 }
 
 impl Job<'_> {
