@@ -67,6 +67,9 @@ impl KremerGrest {
     }
 }
 
+/// A melt read from a data file: the assembled system, its positions and velocities.
+pub type Melt = (Assembled<KremerGrest, 3>, Vec<f64>, Vec<f64>);
+
 /// Why a data file cannot be this melt.
 #[derive(Debug, thiserror::Error)]
 pub enum MeltError {
@@ -120,10 +123,7 @@ impl KremerGrest {
     ///
     /// # Errors
     /// A mass other than 1, a bond at least R0 long, a box shorter than twice `rc + skin`.
-    pub fn from_data(
-        self,
-        data: &DataFile,
-    ) -> Result<(Assembled<Self, 3>, Vec<f64>, Vec<f64>), MeltError> {
+    pub fn from_data(self, data: &DataFile) -> Result<Melt, MeltError> {
         if let Some((t, &m)) = data.masses.iter().enumerate().find(|(_, &m)| m != 1.0) {
             return Err(MeltError::Mass {
                 kind: t + 1,
