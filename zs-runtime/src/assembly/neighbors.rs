@@ -32,6 +32,39 @@ impl Cell {
     }
 }
 
+/// One body's search of the half stencil: every body of a run within reach and not excluded
+/// is a pair, written (lower index, higher index).
+struct Near<'a> {
+    i: u32,
+    p: [f64; 3],
+    excluded: &'a [u32],
+    reach2: f64,
+    len: [f64; 3],
+    half: [f64; 3],
+}
+
+impl Near<'_> {
+    #[inline]
+    fn scan(&self, run: &[(u32, [f64; 3])], out: &mut Vec<[u32; 2]>) {
+        for &(j, q) in run {
+            let mut r2 = 0.0;
+            for a in 0..3 {
+                let mut d = q[a] - self.p[a];
+                // Wrapped positions: one box side brings `d` to its nearest image.
+                if d > self.half[a] {
+                    d -= self.len[a];
+                } else if d < -self.half[a] {
+                    d += self.len[a];
+                }
+                r2 += d * d;
+            }
+            if r2 < self.reach2 && !self.excluded.contains(&j) {
+                out.push([self.i.min(j), self.i.max(j)]);
+            }
+        }
+    }
+}
+
 /// The Verlet list of a pair cutoff and the cell list that builds it.
 #[derive(Debug)]
 pub(crate) struct Neighbors {
@@ -114,9 +147,10 @@ impl Neighbors {
 
     /// The pairs `(i, j)`, `i < j`, not excluded, whose reference sites (nearest images in a
     /// periodic box) are within `rc + skin` at `pos`, into `out`: cell by cell, each cell's
-    /// bodies `i` in increasing order with their pairs together, each `i`'s partners in the
-    /// order the cell stencil visits them (cells in order, bodies increasing in each) — one
-    /// order for given positions.
+    /// bodies in increasing order, each with the bodies after it in its cell and those of the
+    /// cells after its cell in the stencil (half the stencil: each pair once, found from the
+    /// body whose cell comes first) — one order for given positions. With fewer than three
+    /// cells along a periodic axis, the whole stencil and `j > i` instead.
     pub fn build(&mut self, pos: &[[f64; 3]], out: &mut Vec<[u32; 2]>) {
         out.clear();
         self.builds += 1;
@@ -193,6 +227,11 @@ impl Neighbors {
                     for dz in -reach_cells..=reach_cells {
                         for dy in -reach_cells..=reach_cells {
                             for dx in -reach_cells..=reach_cells {
+                                // Without revisits, half the stencil: the cells after this one
+                                // (each unordered pair of cells once), this one apart.
+                                if !revisits && (dz, dy, dx) <= (0, 0, 0) {
+                                    continue;
+                                }
                                 let mut c = [0usize; 3];
                                 let mut inside = true;
                                 for (a, (k, d)) in
@@ -219,7 +258,24 @@ impl Neighbors {
                         stencil.dedup();
                     }
                     for k in from..to {
-                        self.pairs_of(k, &stencil, reach2, len, half, out);
+                        if revisits {
+                            self.pairs_of(k, &stencil, reach2, len, half, out);
+                        } else {
+                            let (i, p) = self.sorted[k];
+                            let near = Near {
+                                i,
+                                p,
+                                excluded: &self.exclusions[i as usize],
+                                reach2,
+                                len,
+                                half,
+                            };
+                            near.scan(&self.sorted[k + 1..to], out);
+                            for &c in &stencil {
+                                let run = self.start[c] as usize..self.start[c + 1] as usize;
+                                near.scan(&self.sorted[run], out);
+                            }
+                        }
                     }
                 }
             }
@@ -363,17 +419,7 @@ mod tests {
             let mut sorted = pairs.clone();
             sorted.sort_unstable();
             assert_eq!(sorted, want, "n = {n}, side {side}, periodic {periodic}");
-            let firsts: Vec<u32> = pairs.iter().map(|p| p[0]).collect();
-            let mut runs = firsts.clone();
-            runs.dedup();
-            let mut distinct = runs.clone();
-            distinct.sort_unstable();
-            distinct.dedup();
-            assert_eq!(
-                runs.len(),
-                distinct.len(),
-                "each first body's pairs together"
-            );
+            assert!(pairs.iter().all(|p| p[0] < p[1]), "lower index first");
             let mut again = Vec::new();
             nb.build(&pos, &mut again);
             assert_eq!(again, pairs, "one order");
