@@ -48,8 +48,8 @@ impl Near<'_> {
     fn scan(&self, run: &[(u32, [f64; 3])], out: &mut Vec<[u32; 2]>) {
         for &(j, q) in run {
             let mut r2 = 0.0;
-            for a in 0..3 {
-                let mut d = q[a] - self.p[a];
+            for (a, &qa) in q.iter().enumerate() {
+                let mut d = qa - self.p[a];
                 // Wrapped positions: one box side brings `d` to its nearest image.
                 if d > self.half[a] {
                     d -= self.len[a];
