@@ -93,6 +93,11 @@ pub struct Langevin<S> {
     saved: (Vec<f64>, Vec<f64>),
     masses: Vec<f64>,
     v: Vec<f64>,
+    /// Per coordinate, the OU flow's `(c, σ)` for `coef_key = (h, γ, kT)` and `coef_masses`:
+    /// two exponentials and a square root per coordinate, made again only when one changes.
+    coef: Vec<(f64, f64)>,
+    coef_masses: Vec<f64>,
+    coef_key: Option<(u64, u64, u64)>,
 }
 
 fn check_parameters(gamma: f64, kt: f64) {
@@ -127,6 +132,9 @@ impl<S> Langevin<S> {
             saved: (Vec::new(), Vec::new()),
             masses: Vec::new(),
             v: Vec::new(),
+            coef: Vec::new(),
+            coef_masses: Vec::new(),
+            coef_key: None,
         }
     }
 
@@ -235,13 +243,22 @@ impl<S> Langevin<S> {
             self.v.resize(n, 0.0);
         }
         target.masses_into_slice(&mut self.masses);
+        let key = (h.to_bits(), self.gamma.to_bits(), self.kt.to_bits());
+        if self.coef_key != Some(key) || self.coef_masses != self.masses {
+            self.coef.clear();
+            self.coef.extend(self.masses.iter().map(|&m| {
+                // c = e^{−γh/m}, 1 − c² = −expm1(−2γh/m) (accurate for small γh/m).
+                let x = self.gamma * h / m;
+                let c = (-x).exp();
+                let sigma = (self.kt * -(-2.0 * x).exp_m1() / m).sqrt();
+                (c, sigma)
+            }));
+            self.coef_masses.clone_from(&self.masses);
+            self.coef_key = Some(key);
+        }
         let word_pos = self.rng.get_word_pos();
         for i in 0..n {
-            // c = e^{−γh/m}, 1 − c² = −expm1(−2γh/m) (accurate for small γh/m).
-            let m = self.masses[i];
-            let x = self.gamma * h / m;
-            let c = (-x).exp();
-            let sigma = (self.kt * -(-2.0 * x).exp_m1() / m).sqrt();
+            let (c, sigma) = self.coef[i];
             let xi: f64 = StandardNormal.sample(&mut self.rng);
             self.v[i] = c * state.v[i] + sigma * xi;
         }
