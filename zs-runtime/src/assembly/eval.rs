@@ -16,7 +16,9 @@ use rayon::prelude::*;
 use super::forms::{Form, FormInfo, Over, ThirdForm};
 use super::jacobian::SparseJacobian;
 use super::neighbors::Cell;
-use super::plan::{Bodies, Csr, HessianGather, PartialPlan, TermList, NOWHERE, NO_SLOT, PINNED};
+use super::plan::{
+    Bodies, Csr, HessianGather, PartialPlan, PlanScratch, TermList, NOWHERE, NO_SLOT, PINNED,
+};
 use super::terms::{Kernel, Local, LocalHessian, LocalThird};
 use super::topology::Topology;
 use crate::model::HessianPart;
@@ -215,6 +217,8 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     e: Vec<f64>,
     /// Third-derivative tensors kept by [`Want::GradientHessianThird`] ([`ThirdForm::Tensor`]).
     t: Vec<LocalThird<D, K>>,
+    /// Scratch of the plans' rebuilds (neighbour lists), kept between them.
+    scratch: PlanScratch,
     form: PhantomData<fn() -> F>,
 }
 
@@ -238,6 +242,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             h: Vec::new(),
             e: vec![0.0; n],
             t: Vec::new(),
+            scratch: PlanScratch::default(),
             form: PhantomData,
         }
     }
@@ -314,8 +319,10 @@ where
         }
         self.list.set_pairs(pairs, bodies);
         let n = self.list.len();
-        self.grad = self.list.gradient_gather(bodies.free);
-        self.partials = PartialPlan::new(&self.list, bodies.free, CHUNK);
+        self.list
+            .gradient_gather_into(bodies.free, &mut self.grad, &mut self.scratch.gather);
+        self.partials
+            .rebuild(&self.list, bodies.free, CHUNK, &mut self.scratch);
         self.part.resize(self.partials.len() * D, 0.0);
         self.g.resize(n, [[0.0; D]; K]);
         self.e.resize(n, 0.0);

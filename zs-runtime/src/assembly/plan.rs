@@ -135,15 +135,23 @@ impl<const K: usize> TermList<K> {
     /// The gradient gather: per free body, the local slots `t·K + k` that land on it, in term
     /// order.
     pub fn gradient_gather(&self, free: usize) -> Csr {
-        let mut v = Vec::with_capacity(K * self.len());
+        let mut csr = Csr::default();
+        self.gradient_gather_into(free, &mut csr, &mut Vec::new());
+        csr
+    }
+
+    /// [`TermList::gradient_gather`] into `csr`, with `scratch`: both keep their memory (a
+    /// neighbour-list rebuild allocates only when the list outgrows every earlier one).
+    pub fn gradient_gather_into(&self, free: usize, csr: &mut Csr, scratch: &mut Vec<(u32, u32)>) {
+        scratch.clear();
         for (t, fr) in self.free.iter().enumerate() {
             for (k, &f) in fr.iter().enumerate() {
                 if f != PINNED {
-                    v.push((f, (K * t + k) as u32));
+                    scratch.push((f, (K * t + k) as u32));
                 }
             }
         }
-        Csr::build(free, &v)
+        csr.rebuild(free, scratch);
     }
 }
 
@@ -170,12 +178,39 @@ pub(crate) struct PartialPlan<const K: usize> {
 
 impl<const K: usize> PartialPlan<K> {
     pub fn new(list: &TermList<K>, free: usize, chunk: usize) -> Self {
+        let mut plan = Self {
+            slot: Vec::new(),
+            offsets: Vec::new(),
+            gather: Csr::default(),
+        };
+        plan.rebuild(list, free, chunk, &mut PlanScratch::default());
+        plan
+    }
+
+    /// The plan of `list` again, in place (a neighbour-list rebuild): the vectors keep their
+    /// memory, and `scratch` too.
+    pub fn rebuild(
+        &mut self,
+        list: &TermList<K>,
+        free: usize,
+        chunk: usize,
+        scratch: &mut PlanScratch,
+    ) {
         debug_assert!(K * chunk < NO_SLOT as usize);
-        let mut slot = vec![[NO_SLOT; K]; list.len()];
-        let mut offsets = vec![0u32];
-        let mut pairs = Vec::new();
+        let slot = &mut self.slot;
+        slot.clear();
+        slot.resize(list.len(), [NO_SLOT; K]);
+        let offsets = &mut self.offsets;
+        offsets.clear();
+        offsets.push(0);
+        let pairs = &mut scratch.pairs;
+        pairs.clear();
         // `seen[f] == c + 1`: body `f` has a partial in chunk `c`, at `local[f]`.
-        let (mut seen, mut local) = (vec![0usize; free], vec![0u16; free]);
+        let (seen, local) = (&mut scratch.seen, &mut scratch.local);
+        seen.clear();
+        seen.resize(free, 0);
+        local.clear();
+        local.resize(free, 0);
         for (c, terms) in list.free.chunks(chunk).enumerate() {
             let first = *offsets.last().expect("offsets start with 0");
             let mut count = 0u16;
@@ -196,17 +231,23 @@ impl<const K: usize> PartialPlan<K> {
             }
             offsets.push(first + u32::from(count));
         }
-        Self {
-            slot,
-            offsets,
-            gather: Csr::build(free, &pairs),
-        }
+        self.gather.rebuild(free, pairs);
     }
 
     /// Number of partials (bodies).
     pub fn len(&self) -> usize {
         *self.offsets.last().expect("offsets start with 0") as usize
     }
+}
+
+/// The scratch of [`PartialPlan::rebuild`] and [`TermList::gradient_gather_into`], kept between
+/// neighbour-list rebuilds.
+#[derive(Debug, Default)]
+pub(crate) struct PlanScratch {
+    pairs: Vec<(u32, u32)>,
+    seen: Vec<usize>,
+    local: Vec<u16>,
+    pub gather: Vec<(u32, u32)>,
 }
 
 /// Compressed rows: `src[offsets[i]..offsets[i + 1]]` are the sources of target `i`, in order.
@@ -219,20 +260,35 @@ pub(crate) struct Csr {
 impl Csr {
     /// From `(target, source)` pairs listed in the order the sums must take.
     fn build(targets: usize, pairs: &[(u32, u32)]) -> Self {
-        let mut offsets = vec![0u32; targets + 1];
+        let mut csr = Self::default();
+        csr.rebuild(targets, pairs);
+        csr
+    }
+
+    /// [`Csr::build`] in place, keeping the memory.
+    fn rebuild(&mut self, targets: usize, pairs: &[(u32, u32)]) {
+        let offsets = &mut self.offsets;
+        offsets.clear();
+        offsets.resize(targets + 1, 0);
         for &(t, _) in pairs {
             offsets[t as usize + 1] += 1;
         }
         for i in 0..targets {
             offsets[i + 1] += offsets[i];
         }
-        let mut fill = offsets.clone();
-        let mut src = vec![0u32; pairs.len()];
+        self.src.clear();
+        self.src.resize(pairs.len(), 0);
+        // `offsets[t]` counts up while target `t` is filled, then is put back.
         for &(t, s) in pairs {
-            src[fill[t as usize] as usize] = s;
-            fill[t as usize] += 1;
+            self.src[offsets[t as usize] as usize] = s;
+            offsets[t as usize] += 1;
         }
-        Self { offsets, src }
+        for i in (1..=targets).rev() {
+            offsets[i] = offsets[i - 1];
+        }
+        if let Some(first) = offsets.first_mut() {
+            *first = 0;
+        }
     }
 
     #[inline]
