@@ -4,6 +4,8 @@
 //! beyond `rc + skin` to within `rc`). The pairs come out in one order — by first body, then
 //! second — whatever the cells and the thread count, so sums over them are deterministic.
 
+use rayon::prelude::*;
+
 use super::topology::Topology;
 
 /// An orthorhombic periodic box: the sides and their reciprocals.
@@ -82,6 +84,8 @@ pub(crate) struct Neighbors {
     start: Vec<u32>,
     fill: Vec<u32>,
     sorted: Vec<(u32, [f64; 3])>,
+    /// Per z-layer of cells: its pairs and a stencil buffer.
+    layers: Vec<(Vec<[u32; 2]>, Vec<usize>)>,
     wrapped: Vec<[f64; 3]>,
     cell_of: Vec<[u32; 3]>,
 }
@@ -122,6 +126,7 @@ impl Neighbors {
             start: Vec::new(),
             fill: Vec::new(),
             sorted: Vec::new(),
+            layers: Vec::new(),
             wrapped: Vec::new(),
             cell_of: Vec::new(),
         })
@@ -213,13 +218,17 @@ impl Neighbors {
             Some(c) => (c.len, c.len.map(|l| 0.5 * l)),
             None => ([f64::INFINITY; 3], [f64::INFINITY; 3]),
         };
-        let mut stencil = Vec::with_capacity((2 * SUB + 1).pow(3));
-        // Cell by cell (the stencil made once per cell), each cell's bodies in increasing order.
-        for cz in 0..dims[2] {
+        // One task per z-layer of cells (rayon), each into its own list, joined in layer
+        // order: the same pairs in the same order whatever the number of threads.
+        let mut layers = core::mem::take(&mut self.layers);
+        layers.resize_with(dims[2], Default::default);
+        let this = &*self;
+        let layer = |cz: usize, (pairs, stencil): &mut (Vec<[u32; 2]>, Vec<usize>)| {
+            pairs.clear();
             for cy in 0..dims[1] {
                 for cx in 0..dims[0] {
                     let here = index([cx, cy, cz]);
-                    let (from, to) = (self.start[here] as usize, self.start[here + 1] as usize);
+                    let (from, to) = (this.start[here] as usize, this.start[here + 1] as usize);
                     if from == to {
                         continue;
                     }
@@ -259,27 +268,35 @@ impl Neighbors {
                     }
                     for k in from..to {
                         if revisits {
-                            self.pairs_of(k, &stencil, reach2, len, half, out);
+                            this.pairs_of(k, stencil, reach2, len, half, pairs);
                         } else {
-                            let (i, p) = self.sorted[k];
+                            let (i, p) = this.sorted[k];
                             let near = Near {
                                 i,
                                 p,
-                                excluded: &self.exclusions[i as usize],
+                                excluded: &this.exclusions[i as usize],
                                 reach2,
                                 len,
                                 half,
                             };
-                            near.scan(&self.sorted[k + 1..to], out);
-                            for &c in &stencil {
-                                let run = self.start[c] as usize..self.start[c + 1] as usize;
-                                near.scan(&self.sorted[run], out);
+                            near.scan(&this.sorted[k + 1..to], pairs);
+                            for &c in stencil.iter() {
+                                let run = this.start[c] as usize..this.start[c + 1] as usize;
+                                near.scan(&this.sorted[run], pairs);
                             }
                         }
                     }
                 }
             }
+        };
+        layers[..dims[2]]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(cz, l)| layer(cz, l));
+        for (pairs, _) in &layers[..dims[2]] {
+            out.extend_from_slice(pairs);
         }
+        self.layers = layers;
     }
 
     /// The pairs `(i, j > i)` within reach with `j` in the `stencil` cells, into `out`, for
