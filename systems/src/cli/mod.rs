@@ -182,9 +182,9 @@ pub struct RunArgs {
     /// System to integrate.
     #[arg(value_enum)]
     pub system: SystemName,
-    /// Integrator.
-    #[arg(long, value_enum, default_value = "zs")]
-    pub integrator: IntegratorName,
+    /// Integrator (default: zs; verlet for kremer-grest).
+    #[arg(long, value_enum)]
+    pub integrator: Option<IntegratorName>,
     /// Step size h (default: the paper's for the system and method, e.g. 0.1 and 0.1/ω for the
     /// double pendulum's zs and verlet, 0.05 for the chain, 2 and 0.2 for the DNA's zs and
     /// verlet).

@@ -21,7 +21,8 @@ use super::{IntegratorName, RunArgs};
 /// An option that does not apply, an unusable state file or checkpoint, a failed step.
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let sys = describe(args.system);
-    check_options(sys, args)?;
+    let method = args.integrator.unwrap_or_else(|| sys.default_integrator());
+    check_options(sys, args, method)?;
     let out = args
         .out
         .clone()
@@ -44,7 +45,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         None => None,
     };
     let omega = args.omega.unwrap_or_else(|| sys.omega());
-    let (h, t_end, beta) = sys.defaults(args.integrator, omega);
+    let (h, t_end, beta) = sys.defaults(method, omega);
     let (h, t_end) = (args.h.unwrap_or(h), args.t_end.unwrap_or(t_end));
     let steps = (t_end / h).ceil().max(1.0) as u64;
     let p = Profile {
@@ -53,6 +54,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         omega,
         beta: args.beta.unwrap_or(beta),
         every: args.every.unwrap_or_else(|| sys.default_every(steps)),
+        method,
     };
     let meta = run_meta(args, sys.name(), &out, &p);
     sys.run(
@@ -73,9 +75,13 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
 }
 
 /// Every option that does not apply to the system or the integrator is an error (one line).
-fn check_options(sys: &dyn CliSystem, args: &RunArgs) -> Result<(), CliError> {
+fn check_options(
+    sys: &dyn CliSystem,
+    args: &RunArgs,
+    method: IntegratorName,
+) -> Result<(), CliError> {
     use IntegratorName as I;
-    let (a, name, method) = (sys.accepts(), sys.name(), args.integrator);
+    let (a, name) = (sys.accepts(), sys.name());
     let method_name = method.clap_name();
     if args.n.is_some() && a.n.is_none() {
         return Err(CliError::applies_only_to(

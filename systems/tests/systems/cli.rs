@@ -235,8 +235,8 @@ fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
         ),
         (
             &["eval", "chain"],
-            &["missing required argument", "--in"],
-            2,
+            &["chain needs --in FILE", "the state file"],
+            1,
         ),
         // Unreadable or invalid checkpoint.
         (

@@ -11,6 +11,7 @@ mod derivatives;
 mod derivatives_assembled;
 mod dynamics;
 mod experiments;
+mod kremer_grest;
 mod reference;
 mod rigid_body;
 mod variational;

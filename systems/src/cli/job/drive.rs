@@ -178,7 +178,7 @@ impl Job<'_> {
             "  steps/s          {:>14.0}   (observers and CSV output included)",
             summary.steps_per_second
         );
-        let energy_name = if args.integrator.is_penalty_method() && constrained {
+        let energy_name = if p.method.is_penalty_method() && constrained {
             "penalized energy ½vᵀMv + V + ½ω²|g|²"
         } else {
             "energy ½vᵀMv + V"

@@ -42,6 +42,8 @@ pub(crate) struct Profile {
     pub beta: f64,
     /// Record every `every`-th step.
     pub every: u64,
+    /// The integrator (`--integrator`, or the system's default).
+    pub method: IntegratorName,
 }
 
 /// One `zs run` invocation: its arguments, output, checkpoint to resume, parameters, and what
@@ -123,7 +125,7 @@ impl Job<'_> {
         if let (Some(saved), Some(path)) = (self.resume, &args.resume) {
             resume::check_same_run(&self.meta, saved, path)?;
         }
-        let method = args.integrator;
+        let method = p.method;
         let beta_text = if method.solves() {
             format!(", β = {}", p.beta)
         } else {

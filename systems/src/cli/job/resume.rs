@@ -15,7 +15,7 @@ pub(crate) fn run_meta(args: &RunArgs, system: &str, out: &Path, p: &Profile) ->
     let mut cp = Checkpoint::new();
     let mut m = cp.scope_mut("cli");
     m.set_str("system", system);
-    m.set_str("integrator", &args.integrator.clap_name());
+    m.set_str("integrator", &p.method.clap_name());
     m.set_f64("h", p.h);
     m.set_f64("t-end", p.t_end);
     m.set_f64("omega", p.omega);

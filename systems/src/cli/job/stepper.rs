@@ -69,7 +69,7 @@ impl Job<'_> {
     ) -> Box<dyn CliStepper<P, V>> {
         let (h, beta) = (self.p.h, self.p.beta);
         let limit = self.args.max_condition;
-        match self.args.integrator {
+        match self.p.method {
             IntegratorName::Zs => {
                 let mut s = ZhangSkeel::new(beta, h);
                 if let Some(c) = limit {

@@ -67,6 +67,9 @@ impl CliSystem for KremerGrestCli {
         // LAMMPS's `timestep 0.012`, `run 500`.
         (kremer_grest::H, 500.0 * kremer_grest::H, 0.25)
     }
+    fn default_integrator(&self) -> IntegratorName {
+        IntegratorName::Verlet
+    }
     fn default_every(&self, steps: u64) -> u64 {
         steps
     }

@@ -60,6 +60,10 @@ pub(crate) trait CliSystem: Sync {
     /// # Errors
     /// What building or running reports.
     fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError>;
+    /// `--integrator` when not given.
+    fn default_integrator(&self) -> IntegratorName {
+        IntegratorName::Zs
+    }
     /// `--every` when not given, for a run of `steps` steps (1: every state).
     fn default_every(&self, _steps: u64) -> u64 {
         1

@@ -41,7 +41,7 @@ impl CliSystem for RigidBodyCli {
         let system = MagnetizedRigidBody { b_mu, omega };
         job.orthogonality = true;
         let state = job.initial_state(MagnetizedRigidBody::initial_state())?;
-        let lie_euler = args.integrator == IntegratorName::LieEuler;
+        let lie_euler = job.p.method == IntegratorName::LieEuler;
         println!(
             "zs: magnetized rigid body (Tao & Owhadi §4.5), identity inertia, V = Bμ R33 with Bμ = {b_mu}{}; R(0) = I, Ω(0) = (1, 0.2, 0.1)",
             if lie_euler {

@@ -1,0 +1,323 @@
+//! The Kremer–Grest melt: the generated, assembled FENE and cut-and-shifted LJ terms in a
+//! periodic box against a hand-written nearest-image double loop (energy and gradient, at
+//! random configurations spread over several images, with and without the FENE repulsion and
+//! pairs on both sides of the cutoff); data files that cannot be this melt; and the command
+//! line: `zs eval`/`zs run kremer-grest --data`, `--write-data` read back, and the refusals.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use zs_runtime::lammps::DataFile;
+use zs_runtime::Model;
+use zs_systems::kremer_grest::{KremerGrest, MeltError, TWO_1_3};
+
+const ZS: &str = env!("CARGO_BIN_EXE_zs");
+const CHAINS: usize = 10;
+const BEADS: usize = 12;
+const SIDE: f64 = 6.5;
+
+/// Uniform in [0, 1) (xorshift: reproducible).
+fn uniform(s: &mut u64) -> f64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    (*s >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A data file of random-walk chains (bonds 0.85–1.25 long, beads at least 0.8 apart) in
+/// several images of the box, with image flags.
+fn melt_text(seed: u64) -> String {
+    let mut s = seed;
+    let mut pos: Vec<[f64; 3]> = Vec::new();
+    let near = |d: f64| d - (d / SIDE).round() * SIDE;
+    while pos.len() < CHAINS * BEADS {
+        let k = pos.len();
+        let p: [f64; 3] = if k % BEADS == 0 {
+            core::array::from_fn(|_| SIDE * (3.0 * uniform(&mut s) - 1.0))
+        } else {
+            let u: [f64; 3] = core::array::from_fn(|_| uniform(&mut s) - 0.5);
+            let r = 0.85 + 0.4 * uniform(&mut s);
+            let norm = (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt();
+            core::array::from_fn(|a| pos[k - 1][a] + r * u[a] / norm)
+        };
+        let clear = pos
+            .iter()
+            .all(|q| (0..3).map(|a| near(p[a] - q[a]).powi(2)).sum::<f64>() > 0.64);
+        if clear {
+            pos.push(p);
+        } else if k % BEADS != 0 {
+            pos.truncate(k - k % BEADS);
+        }
+    }
+    let mut t = format!(
+        "random melt\n\n{} atoms\n{} bonds\n\n1 atom types\n1 bond types\n\n",
+        CHAINS * BEADS,
+        CHAINS * (BEADS - 1)
+    );
+    for axis in ["x", "y", "z"] {
+        t += &format!("0.0 {SIDE} {axis}lo {axis}hi\n");
+    }
+    t += "\nMasses\n\n1 1.0\n\nAtoms\n\n";
+    for (i, p) in pos.iter().enumerate() {
+        let image = p.map(|x| (x / SIDE).floor());
+        let w: Vec<f64> = (0..3).map(|a| p[a] - image[a] * SIDE).collect();
+        t += &format!(
+            "{} {} 1 {:?} {:?} {:?} {} {} {}\n",
+            i + 1,
+            i / BEADS + 1,
+            w[0],
+            w[1],
+            w[2],
+            image[0],
+            image[1],
+            image[2]
+        );
+    }
+    t += "\nBonds\n\n";
+    let mut b = 0;
+    for c in 0..CHAINS {
+        for k in 1..BEADS {
+            b += 1;
+            t += &format!("{b} 1 {} {}\n", c * BEADS + k, c * BEADS + k + 1);
+        }
+    }
+    t
+}
+
+/// Energy and gradient of the melt by the direct loop over nearest images, derivatives by hand.
+fn direct(q: &[f64], bonded: &[(usize, usize)]) -> (f64, Vec<f64>) {
+    let m = KremerGrest::lammps_chain();
+    let n = q.len() / 3;
+    let (mut e, mut g) = (0.0, vec![0.0; q.len()]);
+    let d = |i: usize, j: usize| -> [f64; 3] {
+        core::array::from_fn(|a| {
+            let d = q[3 * j + a] - q[3 * i + a];
+            d - (d / SIDE).round() * SIDE
+        })
+    };
+    let mut add = |i: usize, j: usize, v: [f64; 3], de_dr2: f64| {
+        for a in 0..3 {
+            g[3 * j + a] += 2.0 * de_dr2 * v[a];
+            g[3 * i + a] -= 2.0 * de_dr2 * v[a];
+        }
+    };
+    let r02 = m.r0 * m.r0;
+    for &(i, j) in bonded {
+        let v = d(i, j);
+        let r2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+        e += -0.5 * m.k * r02 * (1.0 - r2 / r02).ln();
+        let mut de = 0.5 * m.k / (1.0 - r2 / r02);
+        if r2 < TWO_1_3 {
+            let s6 = 1.0 / (r2 * r2 * r2);
+            e += 4.0 * (s6 * s6 - s6) + 1.0;
+            de += 4.0 * (-6.0 * s6 * s6 + 3.0 * s6) / r2;
+        }
+        add(i, j, v, de);
+    }
+    for i in 0..n {
+        for j in i + 1..n {
+            if bonded.contains(&(i, j)) {
+                continue;
+            }
+            let v = d(i, j);
+            let r2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+            if r2 < m.rc * m.rc {
+                let s6 = 1.0 / (r2 * r2 * r2);
+                e += 4.0 * (s6 * s6 - s6) - m.shift;
+                add(i, j, v, 4.0 * (-6.0 * s6 * s6 + 3.0 * s6) / r2);
+            }
+        }
+    }
+    (e, g)
+}
+
+#[test]
+fn the_assembled_melt_equals_the_nearest_image_double_loop() {
+    for seed in [3, 17, 91] {
+        let data = DataFile::parse(&melt_text(seed)).expect("a valid data file");
+        let (sys, q, _) = KremerGrest::lammps_chain()
+            .from_data(&data)
+            .expect("a melt");
+        let bonded: Vec<(usize, usize)> = data
+            .bonds
+            .iter()
+            .map(|b| (b.atoms[0], b.atoms[1]))
+            .collect();
+        let (e, gd) = direct(&q, &bonded);
+        let mut g = vec![0.0; q.len()];
+        let v = sys.value_gradient_into(&q, &mut g);
+        let scale = gd.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        assert!((v - e).abs() <= 1e-12 * e.abs(), "seed {seed}: {v} vs {e}");
+        for (a, b) in g.iter().zip(&gd) {
+            assert!((a - b).abs() <= 1e-12 * scale, "seed {seed}: {a} vs {b}");
+        }
+        // Both FENE pieces and both sides of the cutoff occur.
+        let lengths: Vec<f64> = bonded
+            .iter()
+            .map(|&(i, j)| {
+                (0..3)
+                    .map(|a| {
+                        let d = q[3 * j + a] - q[3 * i + a];
+                        (d - (d / SIDE).round() * SIDE).powi(2)
+                    })
+                    .sum::<f64>()
+            })
+            .collect();
+        assert!(lengths.iter().any(|&r2| r2 < TWO_1_3) && lengths.iter().any(|&r2| r2 > TWO_1_3));
+    }
+}
+
+#[test]
+fn data_files_that_are_not_this_melt_are_refused() {
+    let text = melt_text(5);
+    let heavy = DataFile::parse(&text.replace("\n1 1.0\n", "\n1 2.0\n")).expect("parses");
+    assert!(matches!(
+        KremerGrest::lammps_chain().from_data(&heavy),
+        Err(MeltError::Mass { kind: 1, .. })
+    ));
+    let mut stretched = DataFile::parse(&text).expect("parses");
+    stretched.positions[1][0] += 2.0;
+    let e = KremerGrest::lammps_chain()
+        .from_data(&stretched)
+        .err()
+        .expect("refused");
+    assert!(matches!(e, MeltError::Stretched { bond: 1, .. }), "{e}");
+    assert!(e.to_string().contains("≥ R0 = 1.5"), "{e}");
+    let small =
+        DataFile::parse(&text.replace("0.0 6.5 zlo zhi", "0.0 2.5 zlo zhi")).expect("parses");
+    let e = KremerGrest::lammps_chain()
+        .from_data(&small)
+        .err()
+        .expect("refused");
+    assert!(
+        e.to_string().contains("more than half the periodic box"),
+        "{e}"
+    );
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("zs-kg-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("a temporary directory");
+    d
+}
+
+#[test]
+fn zs_run_and_eval_read_data_files_and_write_them_back() {
+    let d = temp("cli");
+    let data = d.join("melt.data");
+    std::fs::write(&data, melt_text(7)).expect("write");
+    let run = |args: &[&str]| {
+        Command::new(ZS)
+            .args(args)
+            .current_dir(&d)
+            .output()
+            .expect("zs")
+    };
+    let out = run(&[
+        "eval",
+        "kremer-grest",
+        "--data",
+        "melt.data",
+        "--out",
+        "eval.csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(d.join("eval.csv")).expect("eval.csv");
+    let row: Vec<f64> = text
+        .lines()
+        .nth(1)
+        .expect("a row")
+        .split(',')
+        .map(|x| x.parse().expect("a number"))
+        .collect();
+    let parsed = DataFile::parse(&melt_text(7)).expect("parses");
+    let (sys, q, _) = KremerGrest::lammps_chain()
+        .from_data(&parsed)
+        .expect("a melt");
+    assert_eq!(row.len(), 1 + q.len());
+    assert_eq!(row[0], sys.potential_at(&q));
+    let out = run(&[
+        "run",
+        "kremer-grest",
+        "--data",
+        "melt.data",
+        "--integrator",
+        "verlet",
+        "--h",
+        "0.005",
+        "--t-end",
+        "0.1",
+        "--gamma",
+        "1",
+        "--kt",
+        "1",
+        "--quiet",
+        "--out",
+        "run.csv",
+        "--write-data",
+        "end.data",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let end = DataFile::read(&d.join("end.data")).expect("--write-data reads back");
+    assert_eq!(end.bonds, parsed.bonds);
+    assert!(end.has_velocities);
+    let csv = std::fs::read_to_string(d.join("run.csv")).expect("run.csv");
+    assert_eq!(csv.lines().count(), 3, "header, first and last state");
+    let last: Vec<f64> = csv
+        .lines()
+        .last()
+        .expect("a row")
+        .split(',')
+        .skip(1)
+        .map(|x| x.parse().expect("a number"))
+        .collect();
+    for i in 0..end.len() {
+        for a in 0..3 {
+            let (x, y) = (end.positions[i][a], last[3 * i + a]);
+            assert!((x - y).abs() <= 1e-12 * SIDE, "bead {i}: {x} vs {y}");
+        }
+    }
+    // Refusals: no --data, a full-Hessian integrator, --data on another system.
+    for (args, needle) in [
+        (
+            &["run", "kremer-grest"][..],
+            "kremer-grest needs --data FILE",
+        ),
+        (
+            &[
+                "run",
+                "kremer-grest",
+                "--data",
+                "melt.data",
+                "--integrator",
+                "zs",
+            ][..],
+            "--integrator zs does not apply to kremer-grest",
+        ),
+        (
+            &["run", "water", "--data", "melt.data"][..],
+            "--data applies to kremer-grest",
+        ),
+        (
+            &["run", "kremer-grest", "--data", "nothing.data"][..],
+            "nothing.data:0: cannot read",
+        ),
+    ] {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.lines().count() == 1 && err.contains(needle),
+            "{args:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
