@@ -143,6 +143,38 @@ fn assembled_steps_allocate_nothing_after_set_up_with_rayon_on() {
             }),
         ));
         assert!(Model::dimension(&beads) == 600);
+
+        // A periodic liquid under a cutoff: Verlet steps between neighbour-list rebuilds
+        // allocate nothing, and a rebuild allocates nothing once the lists have held as many
+        // pairs (positions A, B, A, B: the second A and B builds reuse the memory of the first).
+        let (liquid, q, v) = assembled::cut_liquid(10);
+        let mut s = liquid.state(q, v);
+        let mut vv = VelocityVerlet::new(0.002);
+        vv.step(&liquid, &mut s).unwrap();
+        let builds = liquid.neighbor_builds();
+        counts.push((
+            "Verlet, periodic liquid 1000, between rebuilds",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..20 {
+                    vv.step(&liquid, &mut s).unwrap();
+                }
+            }),
+        ));
+        assert_eq!(liquid.neighbor_builds(), builds, "no rebuild in the window");
+        let a = s.q.clone();
+        let mut b = a.clone();
+        b[0] += 0.2;
+        let mut g = vec![0.0; a.len()];
+        liquid.gradient_into(&b, &mut g);
+        liquid.gradient_into(&a, &mut g);
+        counts.push((
+            "two neighbour-list rebuilds, periodic liquid",
+            allocations_in_all_threads_during(|| {
+                liquid.gradient_into(&b, &mut g);
+                liquid.gradient_into(&a, &mut g);
+            }),
+        ));
+        assert_eq!(liquid.neighbor_builds(), builds + 4);
     });
     eprintln!("allocations over the windows: {counts:?}");
     assert!(counts.iter().all(|&(_, n)| n == 0), "{counts:?}");

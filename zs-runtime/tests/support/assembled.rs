@@ -74,3 +74,41 @@ pub fn beads(n: usize) -> (Assembled<Beads, 2>, Vec<f64>, Vec<f64>) {
     }
     (sys, q, v)
 }
+
+/// A Lennard-Jones liquid cut at 2.5 and shifted, in a periodic box, under a neighbour list.
+pub struct CutLiquid;
+
+#[mechanical_system]
+impl CutLiquid {
+    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+        if r2 < 6.25 {
+            let s6 = 1.0 / (r2 * r2 * r2);
+            4.0 * (s6 * s6 - s6) + 0.016_316_891_136
+        } else {
+            0.0
+        }
+    }
+}
+
+/// `k³` particles on a cubic lattice of spacing 1.1 in a periodic box (density 0.75), each
+/// displaced by up to ±0.05, still; cutoff 2.5, skin 0.3.
+pub fn cut_liquid(k: usize) -> (Assembled<CutLiquid, 3>, Vec<f64>, Vec<f64>) {
+    let side = 1.1 * k as f64;
+    let sys = Assembled::new(
+        CutLiquid,
+        Topology::new(k * k * k)
+            .periodic([side; 3])
+            .cutoff(2.5, 0.3),
+    )
+    .unwrap();
+    let mut q = Vec::with_capacity(3 * k * k * k);
+    for i in 0..k * k * k {
+        let cell = [i % k, (i / k) % k, i / (k * k)];
+        for (a, c) in cell.into_iter().enumerate() {
+            q.push(1.1 * c as f64 + 0.05 * (1.7 * (3 * i + a) as f64).sin());
+        }
+    }
+    let n = q.len();
+    (sys, q, vec![0.0; n])
+}
