@@ -32,7 +32,7 @@ fn melt_text(seed: u64) -> String {
     let near = |d: f64| d - (d / SIDE).round() * SIDE;
     while pos.len() < CHAINS * BEADS {
         let k = pos.len();
-        let p: [f64; 3] = if k % BEADS == 0 {
+        let p: [f64; 3] = if k.is_multiple_of(BEADS) {
             core::array::from_fn(|_| SIDE * (3.0 * uniform(&mut s) - 1.0))
         } else {
             let u: [f64; 3] = core::array::from_fn(|_| uniform(&mut s) - 0.5);
@@ -45,7 +45,7 @@ fn melt_text(seed: u64) -> String {
             .all(|q| (0..3).map(|a| near(p[a] - q[a]).powi(2)).sum::<f64>() > 0.64);
         if clear {
             pos.push(p);
-        } else if k % BEADS != 0 {
+        } else if !k.is_multiple_of(BEADS) {
             pos.truncate(k - k % BEADS);
         }
     }
