@@ -179,16 +179,14 @@ fn data_files_that_are_not_this_melt_are_refused() {
     stretched.positions[1][0] += 2.0;
     let e = KremerGrest::lammps_chain()
         .from_data(&stretched)
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(matches!(e, MeltError::Stretched { bond: 1, .. }), "{e}");
     assert!(e.to_string().contains("≥ R0 = 1.5"), "{e}");
     let small =
         DataFile::parse(&text.replace("0.0 6.5 zlo zhi", "0.0 2.5 zlo zhi")).expect("parses");
     let e = KremerGrest::lammps_chain()
         .from_data(&small)
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(
         e.to_string().contains("more than half the periodic box"),
         "{e}"
