@@ -120,6 +120,75 @@ impl DataFile {
         self.ids.is_empty()
     }
 
+    /// `n[0] × n[1] × n[2]` copies of the system side by side (LAMMPS's `replicate`): the box
+    /// multiplied, atoms, molecules and bonded interactions copied with their IDs offset, copy
+    /// `(i, j, k)` shifted by `(i·Lx, j·Ly, k·Lz)` — a melt 8 times larger from one file, say.
+    ///
+    /// # Panics
+    /// If a factor is 0.
+    pub fn replicate(&self, n: [usize; 3]) -> DataFile {
+        assert!(n.iter().all(|&k| k > 0), "replicate by {n:?}");
+        let len = self.box_lengths();
+        let atoms = self.len();
+        let id_span = self.ids.iter().copied().max().unwrap_or(0);
+        let mol_span = self.molecules.iter().copied().max().unwrap_or(0);
+        let mut out = DataFile {
+            title: format!("{} (replicated {} x {} x {})", self.title.trim(), n[0], n[1], n[2]),
+            hi: core::array::from_fn(|a| self.lo[a] + n[a] as f64 * len[a]),
+            ids: Vec::new(),
+            molecules: Vec::new(),
+            types: Vec::new(),
+            charges: Vec::new(),
+            positions: Vec::new(),
+            velocities: Vec::new(),
+            bonds: Vec::new(),
+            angles: Vec::new(),
+            dihedrals: Vec::new(),
+            ..self.clone()
+        };
+        let mut copy = 0u64;
+        for k in 0..n[2] {
+            for j in 0..n[1] {
+                for i in 0..n[0] {
+                    let shift = [i as f64 * len[0], j as f64 * len[1], k as f64 * len[2]];
+                    let first = out.ids.len();
+                    out.ids.extend(self.ids.iter().map(|&id| id + copy * id_span));
+                    out.molecules.extend(self.molecules.iter().map(|&m| {
+                        if m == 0 {
+                            0
+                        } else {
+                            m + copy * mol_span
+                        }
+                    }));
+                    out.types.extend_from_slice(&self.types);
+                    out.charges.extend_from_slice(&self.charges);
+                    out.positions.extend(
+                        self.positions
+                            .iter()
+                            .map(|p| core::array::from_fn(|a| p[a] + shift[a])),
+                    );
+                    out.velocities.extend_from_slice(&self.velocities);
+                    let at = |x: usize| first + x;
+                    out.bonds.extend(self.bonds.iter().map(|b| Bonded {
+                        kind: b.kind,
+                        atoms: b.atoms.map(at),
+                    }));
+                    out.angles.extend(self.angles.iter().map(|b| Bonded {
+                        kind: b.kind,
+                        atoms: b.atoms.map(at),
+                    }));
+                    out.dihedrals.extend(self.dihedrals.iter().map(|b| Bonded {
+                        kind: b.kind,
+                        atoms: b.atoms.map(at),
+                    }));
+                    copy += 1;
+                }
+            }
+        }
+        debug_assert_eq!(out.len(), atoms * n[0] * n[1] * n[2]);
+        out
+    }
+
     /// Reads and parses `path`.
     ///
     /// # Errors
@@ -756,6 +825,13 @@ Bonds
                 assert!((a[k] - b[k]).abs() <= 4.0 * f64::EPSILON, "{a:?} vs {b:?}");
             }
         }
+        // Replicated 2 × 1 × 3: six copies side by side, IDs and bonds offset.
+        let r = d.replicate([2, 1, 3]);
+        assert_eq!((r.len(), r.bonds.len()), (18, 12));
+        assert_eq!(r.box_lengths(), [8.0, 4.0, 12.0]);
+        assert_eq!(r.positions[3 * 5 + 2], [0.5 + 4.0, 0.25, 1.5 + 8.0]);
+        assert_eq!(r.bonds[11], Bonded { kind: 1, atoms: [16, 17] });
+        assert!(r.ids.windows(2).all(|w| w[0] < w[1]));
         // Columns without the style comment: 9 columns is `bond` with images.
         let plain = SMALL.replace("Atoms # bond", "Atoms");
         assert_eq!(
