@@ -133,7 +133,13 @@ impl DataFile {
         let id_span = self.ids.iter().copied().max().unwrap_or(0);
         let mol_span = self.molecules.iter().copied().max().unwrap_or(0);
         let mut out = DataFile {
-            title: format!("{} (replicated {} x {} x {})", self.title.trim(), n[0], n[1], n[2]),
+            title: format!(
+                "{} (replicated {} x {} x {})",
+                self.title.trim(),
+                n[0],
+                n[1],
+                n[2]
+            ),
             hi: core::array::from_fn(|a| self.lo[a] + n[a] as f64 * len[a]),
             ids: Vec::new(),
             molecules: Vec::new(),
@@ -152,7 +158,8 @@ impl DataFile {
                 for i in 0..n[0] {
                     let shift = [i as f64 * len[0], j as f64 * len[1], k as f64 * len[2]];
                     let first = out.ids.len();
-                    out.ids.extend(self.ids.iter().map(|&id| id + copy * id_span));
+                    out.ids
+                        .extend(self.ids.iter().map(|&id| id + copy * id_span));
                     out.molecules.extend(self.molecules.iter().map(|&m| {
                         if m == 0 {
                             0
@@ -830,7 +837,13 @@ Bonds
         assert_eq!((r.len(), r.bonds.len()), (18, 12));
         assert_eq!(r.box_lengths(), [8.0, 4.0, 12.0]);
         assert_eq!(r.positions[3 * 5 + 2], [0.5 + 4.0, 0.25, 1.5 + 8.0]);
-        assert_eq!(r.bonds[11], Bonded { kind: 1, atoms: [16, 17] });
+        assert_eq!(
+            r.bonds[11],
+            Bonded {
+                kind: 1,
+                atoms: [16, 17]
+            }
+        );
         assert!(r.ids.windows(2).all(|w| w[0] < w[1]));
         // Columns without the style comment: 9 columns is `bond` with images.
         let plain = SMALL.replace("Atoms # bond", "Atoms");

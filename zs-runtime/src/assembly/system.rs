@@ -235,6 +235,13 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             pins[b].copy_from_slice(p);
         }
         let m = terms.body_masses();
+        if let Some((coordinate, &mass)) = m
+            .iter()
+            .enumerate()
+            .find(|(_, m)| !(m.is_finite() && **m > 0.0))
+        {
+            return Err(TopologyError::BadMass { coordinate, mass });
+        }
         let masses = (0..bodies.free).flat_map(|_| m).collect();
         let counts: Vec<_> = forms
             .iter()

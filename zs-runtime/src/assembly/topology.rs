@@ -54,6 +54,20 @@ pub enum TopologyError {
     /// More bodies or terms than the 32-bit indices of the assembly hold.
     #[error("{0} is too large (at most {max})", max = u32::MAX - 1)]
     TooLarge(&'static str),
+    /// A body pinned twice at different positions.
+    #[error("body {body} is pinned twice, at different positions")]
+    PinnedTwice {
+        /// The body.
+        body: usize,
+    },
+    /// A mass from `body_masses` that is not finite and positive.
+    #[error("body_masses()[{coordinate}] = {mass}: masses must be finite and positive")]
+    BadMass {
+        /// The coordinate of a body.
+        coordinate: usize,
+        /// Its mass.
+        mass: f64,
+    },
     /// A periodic box side that is not a finite positive length.
     #[error("the periodic box must have finite positive sides, not {0:?}")]
     BadBox([f64; 3]),
@@ -101,6 +115,8 @@ pub struct Topology {
     exclusions: BTreeSet<(usize, usize)>,
     exclude_bonded: bool,
     pinned: BTreeMap<usize, Vec<f64>>,
+    /// A body pinned twice at different positions (reported by `validate`).
+    pinned_twice: Option<usize>,
     periodic: Option<[f64; 3]>,
     cutoff: Option<(f64, f64)>,
 }
@@ -154,8 +170,21 @@ impl Topology {
     }
 
     /// Hold body `i` at `position` (one value per coordinate of a body).
+    ///
+    /// Pinning a body twice at different positions is an error of [`Topology::validate`] (the
+    /// same position twice is allowed).
     pub fn pin(mut self, i: usize, position: impl Into<Vec<f64>>) -> Self {
-        self.pinned.insert(i, position.into());
+        let position = position.into();
+        if let Some(old) = self.pinned.insert(i, position.clone()) {
+            let same = old.len() == position.len()
+                && old
+                    .iter()
+                    .zip(&position)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+            if !same && self.pinned_twice.is_none() {
+                self.pinned_twice = Some(i);
+            }
+        }
         self
     }
 
@@ -288,6 +317,9 @@ impl Topology {
                 });
             }
         }
+        if let Some(body) = self.pinned_twice {
+            return Err(TopologyError::PinnedTwice { body });
+        }
         for (&i, p) in &self.pinned {
             range("pin", i)?;
             if p.len() != dim {
@@ -417,6 +449,15 @@ mod tests {
             t.exclusion_lists(),
             vec![vec![1, 3], vec![0, 2], vec![1, 3], vec![0, 2]]
         );
+        assert_eq!(
+            Topology::new(3).pin(1, [0.0]).pin(1, [0.5]).validate(1),
+            Err(TopologyError::PinnedTwice { body: 1 })
+        );
+        assert!(Topology::new(3)
+            .pin(1, [0.5])
+            .pin(1, [0.5])
+            .validate(1)
+            .is_ok());
         assert!(TopologyError::NothingFree(3)
             .to_string()
             .contains("all 3 bodies"));

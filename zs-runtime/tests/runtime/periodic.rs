@@ -204,3 +204,32 @@ fn bad_boxes_and_cutoffs_are_typed_errors() {
         .unwrap_or_default();
     assert!(msg.contains("more than half the periodic box"), "{msg}");
 }
+
+/// A definition whose masses are wrong.
+struct Massless;
+
+#[mechanical_system]
+impl Massless {
+    fn body_masses(&self) -> [f64; 3] {
+        [1.0, -2.0, 1.0]
+    }
+    fn site_potential(&self, x: &[f64; 3]) -> f64 {
+        x[0] * x[0]
+    }
+}
+
+#[test]
+fn negative_masses_and_bodies_pinned_twice_are_typed_errors_at_set_up() {
+    assert_eq!(
+        Assembled::new(Massless, Topology::new(2)).err(),
+        Some(TopologyError::BadMass {
+            coordinate: 1,
+            mass: -2.0
+        })
+    );
+    let twice = Topology::new(3).pin(0, [0.0; 3]).pin(0, [1.0, 0.0, 0.0]);
+    assert_eq!(
+        Assembled::new(Beads { rc: 1.5 }, twice).err(),
+        Some(TopologyError::PinnedTwice { body: 0 })
+    );
+}
