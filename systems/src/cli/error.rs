@@ -44,6 +44,25 @@ pub enum CliError {
         /// Why.
         why: &'static str,
     },
+    /// Two outputs that name the same file (one would be lost), or an output that is a
+    /// directory.
+    #[error("{first} and {second} name the same file {}: one would overwrite the other", path.display())]
+    SameFile {
+        /// One option.
+        first: &'static str,
+        /// The other.
+        second: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
+    /// An output path that is an existing directory.
+    #[error("{option} {} is a directory: give a file name", path.display())]
+    OutputIsDirectory {
+        /// The option.
+        option: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
     /// Two options that exclude each other.
     #[error("{0} and {1} exclude each other: {2}")]
     Exclusive(&'static str, &'static str, &'static str),

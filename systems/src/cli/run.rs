@@ -27,6 +27,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.csv", sys.name())));
+    check_outputs(sys, args, &out)?;
     ensure_dir("create the output directory", &out)?;
     if let Some(ck) = &args.checkpoint {
         ensure_dir("create the checkpoint directory", ck)?;
@@ -217,6 +218,40 @@ fn check_options(
             "--resume",
             "a resumed run continues from its checkpoint's state",
         ));
+    }
+    Ok(())
+}
+
+/// Every file the run writes is a distinct file and none is a directory: refused before any
+/// step (a checkpoint renamed over the trajectory would lose it).
+fn check_outputs(sys: &dyn CliSystem, args: &RunArgs, out: &Path) -> Result<(), CliError> {
+    let xyz = out.with_extension("xyz");
+    let mut files: Vec<(&'static str, &Path)> = vec![("--out", out)];
+    if sys.accepts().cluster || sys.accepts().data {
+        // The systems that also write an extended XYZ trajectory beside the CSV.
+        files.push(("--out's XYZ trajectory", &xyz));
+    }
+    if let Some(c) = &args.checkpoint {
+        files.push(("--checkpoint", c));
+    }
+    if let Some(w) = &args.write_data {
+        files.push(("--write-data", w));
+    }
+    let key = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    for (k, &(option, path)) in files.iter().enumerate() {
+        if path.is_dir() {
+            return Err(CliError::OutputIsDirectory {
+                option,
+                path: path.to_path_buf(),
+            });
+        }
+        if let Some(&(first, _)) = files[..k].iter().find(|(_, p)| key(p) == key(path)) {
+            return Err(CliError::SameFile {
+                first,
+                second: option,
+                path: path.to_path_buf(),
+            });
+        }
     }
     Ok(())
 }

@@ -234,6 +234,37 @@ fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
             1,
         ),
         (
+            &[
+                "run",
+                "double-pendulum",
+                "--out",
+                "d.csv",
+                "--checkpoint",
+                "d.csv",
+            ],
+            &["--out and --checkpoint name the same file d.csv"],
+            1,
+        ),
+        (
+            &["run", "double-pendulum", "--out", "."],
+            &["--out . is a directory"],
+            1,
+        ),
+        (
+            &[
+                "run",
+                "water",
+                "--n",
+                "2",
+                "--out",
+                "w.csv",
+                "--checkpoint",
+                "w.xyz",
+            ],
+            &["--out's XYZ trajectory and --checkpoint name the same file w.xyz"],
+            1,
+        ),
+        (
             &["eval", "chain"],
             &["chain needs --in FILE", "the state file"],
             1,
