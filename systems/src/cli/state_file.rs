@@ -35,6 +35,18 @@ pub enum StateFileError {
         /// Coordinates of the system.
         n: usize,
     },
+    /// A column whose name is not the system's (a file of another system or size).
+    #[error("{} column {column} is `{found}`, but this system's is `{expected}`: a state file of another system or size", path.display())]
+    OtherSystem {
+        /// The file.
+        path: PathBuf,
+        /// The column (1-based).
+        column: usize,
+        /// Its header.
+        found: String,
+        /// The system's name for it.
+        expected: String,
+    },
     /// A line the CSV reader rejects (e.g. a row of another length).
     #[error("{} line {line}: {message}", path.display())]
     BadLine {
@@ -94,12 +106,15 @@ pub struct Row {
     pub v: Option<Vec<f64>>,
 }
 
-/// Every row of `path` for a system of `n` coordinates.
+/// Every row of `path` for a system whose coordinates are `names`: the header must be `t`, the
+/// names, then (when there are velocity columns) `v_<name>` for each.
 ///
 /// # Errors
 /// The file cannot be read, has no header or no `t` column first, has fewer than `1 + n`
-/// columns, or a field that is not a number.
-pub fn read(path: &Path, n: usize) -> Result<Vec<Row>, StateFileError> {
+/// columns, a column named otherwise than the system's (another system, another size), or a
+/// field that is not a number.
+pub fn read(path: &Path, names: &[String]) -> Result<Vec<Row>, StateFileError> {
+    let n = names.len();
     let unreadable = |e: csv::Error| StateFileError::Unreadable {
         path: path.to_path_buf(),
         message: csv_message(&e),
@@ -123,7 +138,38 @@ pub fn read(path: &Path, n: usize) -> Result<Vec<Row>, StateFileError> {
             n,
         });
     }
-    let with_v = columns > 2 * n;
+    let other = |column: usize, expected: String| {
+        let found = header.get(column).unwrap_or("").trim();
+        (found != expected).then(|| StateFileError::OtherSystem {
+            path: path.to_path_buf(),
+            column: column + 1,
+            found: found.to_string(),
+            expected,
+        })
+    };
+    for (k, name) in names.iter().enumerate() {
+        if let Some(e) = other(k + 1, name.clone()) {
+            return Err(e);
+        }
+    }
+    // Velocity columns when the column after the coordinates is the first one's.
+    let with_v = n > 0 && header.get(n + 1).map(str::trim) == Some(&format!("v_{}", names[0]));
+    if with_v {
+        for (k, name) in names.iter().enumerate() {
+            if let Some(e) = other(n + 1 + k, format!("v_{name}")) {
+                return Err(e);
+            }
+        }
+    } else if let Some(next) = header.get(n + 1).map(str::trim) {
+        // Not a velocity: an output column or another system's coordinate. Outputs are not
+        // coordinates' names.
+        if let Some(e) = (next.starts_with("v_") || looks_like_a_coordinate(next, names))
+            .then(|| other(n + 1, format!("v_{}", names[0])))
+            .flatten()
+        {
+            return Err(e);
+        }
+    }
     let mut rows = Vec::new();
     for (k, record) in reader.records().enumerate() {
         let line = k + 2;
@@ -154,12 +200,25 @@ pub fn read(path: &Path, n: usize) -> Result<Vec<Row>, StateFileError> {
     Ok(rows)
 }
 
+/// Whether `column` is named like the coordinates `names` (the same letters, another number:
+/// `x_O3` beside `x_O1`, `θ_10` beside `θ_0`) — a coordinate of a larger system.
+fn looks_like_a_coordinate(column: &str, names: &[String]) -> bool {
+    let stem = |s: &str| s.trim_end_matches(|c: char| c.is_ascii_digit()).to_string();
+    names
+        .iter()
+        .any(|n| !stem(n).is_empty() && stem(n) == stem(column))
+}
+
 /// The last row of `path`, with velocities, all finite: the state `--init` starts from.
 ///
 /// # Errors
 /// As [`read`], or: no data row, no velocity columns, a non-finite value.
-pub fn last_state(path: &Path, n: usize) -> Result<(f64, Vec<f64>, Vec<f64>), StateFileError> {
-    let mut rows = read(path, n)?;
+pub fn last_state(
+    path: &Path,
+    names: &[String],
+) -> Result<(f64, Vec<f64>, Vec<f64>), StateFileError> {
+    let n = names.len();
+    let mut rows = read(path, names)?;
     let Some(row) = rows.pop() else {
         return Err(StateFileError::NoState {
             path: path.to_path_buf(),
@@ -202,66 +261,103 @@ mod tests {
         p
     }
 
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
     #[test]
     fn reads_rows_with_and_without_velocities() {
+        let xy = names(&["x", "y"]);
         let p = file(
             "a.csv",
             "t,x,y,v_x,v_y,energy\n0,1,2,3,4,9\n0.5,1.5,2.5,3.5,4.5,9\n",
         );
-        let rows = read(&p, 2).unwrap();
+        let rows = read(&p, &xy).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].q, vec![1.5, 2.5]);
         assert_eq!(rows[1].v, Some(vec![3.5, 4.5]));
         assert_eq!(
-            last_state(&p, 2).unwrap(),
+            last_state(&p, &xy).unwrap(),
             (0.5, vec![1.5, 2.5], vec![3.5, 4.5])
         );
         let p = file("b.csv", "t,x,y\n0,1,2\n");
-        assert_eq!(read(&p, 2).unwrap()[0].v, None);
-        assert!(last_state(&p, 2)
+        assert_eq!(read(&p, &xy).unwrap()[0].v, None);
+        assert!(last_state(&p, &xy)
             .unwrap_err()
             .to_string()
             .contains("no velocity columns"));
+        // Coordinates and an output column, no velocities: read.
+        let p = file("b2.csv", "t,x,y,energy\n0,1,2,5\n");
+        assert_eq!(read(&p, &xy).unwrap()[0].q, vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn a_file_of_another_system_or_size_is_refused() {
+        // Three bodies into a two-body run: the velocities would be read from x3, v_x1.
+        let p = file("big.csv", "t,x1,x2,x3,v_x1,v_x2,v_x3\n0,1,2,3,4,5,6\n");
+        let e = read(&p, &names(&["x1", "x2"])).unwrap_err().to_string();
+        assert!(
+            e.contains("column 4 is `x3`, but this system's is `v_x1`"),
+            "{e}"
+        );
+        assert!(e.contains("another system or size"), "{e}");
+        // Another system's names.
+        let p = file("dna.csv", "t,θ_0,θ_1,v_θ_0,v_θ_1\n0,1,2,3,4\n");
+        let e = last_state(&p, &names(&["x1", "y1"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("column 2 is `θ_0`, but this system's is `x1`"),
+            "{e}"
+        );
+        // Velocities of other names.
+        let p = file("v.csv", "t,x,y,v_x,v_z\n0,1,2,3,4\n");
+        let e = read(&p, &names(&["x", "y"])).unwrap_err().to_string();
+        assert!(
+            e.contains("column 5 is `v_z`, but this system's is `v_y`"),
+            "{e}"
+        );
     }
 
     #[test]
     fn reports_bad_files_on_one_line() {
+        let x = names(&["x"]);
         let p = file("c.csv", "time,x\n0,1\n");
-        assert!(read(&p, 1)
+        assert!(read(&p, &x)
             .unwrap_err()
             .to_string()
             .contains("first column must be `t`"));
         let p = file("d.csv", "t,x\n0,1\n");
-        assert!(read(&p, 2)
+        assert!(read(&p, &names(&["x", "y"]))
             .unwrap_err()
             .to_string()
             .contains("1 columns after `t`, but the system has 2"));
-        let p = file("e.csv", "t,x,v\n0,abc,1\n");
-        assert!(read(&p, 1)
+        let p = file("e.csv", "t,x,v_x\n0,abc,1\n");
+        assert!(read(&p, &x)
             .unwrap_err()
             .to_string()
             .contains("line 2, column 2 (`x`): `abc` is not a number"));
-        let p = file("f.csv", "t,x,v\n0,1\n");
-        assert!(read(&p, 1)
+        let p = file("f.csv", "t,x,v_x\n0,1\n");
+        assert!(read(&p, &x)
             .unwrap_err()
             .to_string()
             .contains("a row has 2 fields"));
-        let p = file("g.csv", "t,x,v\n");
-        assert!(last_state(&p, 1)
+        let p = file("g.csv", "t,x,v_x\n");
+        assert!(last_state(&p, &x)
             .unwrap_err()
             .to_string()
             .contains("no state"));
-        let p = file("h.csv", "t,x,v\n0,inf,1\n");
-        assert!(last_state(&p, 1)
+        let p = file("h.csv", "t,x,v_x\n0,inf,1\n");
+        assert!(last_state(&p, &x)
             .unwrap_err()
             .to_string()
             .contains("not finite"));
         let missing = std::env::temp_dir().join("zs-no-such-dir/none.csv");
-        assert!(read(&missing, 1)
+        assert!(read(&missing, &x)
             .unwrap_err()
             .to_string()
             .starts_with("cannot read the state file"));
-        for e in [read(&p, 1).err(), last_state(&p, 1).err()]
+        for e in [read(&p, &x).err(), last_state(&p, &x).err()]
             .into_iter()
             .flatten()
         {

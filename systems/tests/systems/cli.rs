@@ -599,6 +599,34 @@ fn assembled_systems_run_continue_from_state_files_and_evaluate() {
     let (_, rows2) = read_csv(&d.join("c2.csv"));
     assert_eq!(rows2[0][..41], rows[40][..41]);
     assert_eq!(rows2.last().unwrap()[0], 3.0);
+    // A state file of another size or system: one line naming the column, nothing written.
+    for (args, needle) in [
+        (
+            &[
+                "run", "chain", "--n", "5", "--init", "c2.csv", "--out", "c5.csv",
+            ][..],
+            "c2.csv column 12 is `x6`, but this system's is `v_x1`",
+        ),
+        (
+            &[
+                "run", "dna", "--n", "10", "--init", "c2.csv", "--out", "d10.csv",
+            ][..],
+            "c2.csv column 2 is `x1`, but this system's is `theta0`",
+        ),
+        (
+            &["eval", "water", "--n", "2", "--in", "c2.csv"][..],
+            "c2.csv column 2 is `x1`, but this system's is `O1x`",
+        ),
+    ] {
+        let o = zs(&d, args);
+        one_line_error(
+            &o,
+            args,
+            &[needle, "a state file of another system or size"],
+        );
+    }
+    assert!(!d.join("c5.csv").exists() && !d.join("c5.csv.tmp").exists());
+    assert!(!d.join("d10.csv").exists() && !d.join("d10.csv.tmp").exists());
     // eval: the penalized potential plus the kinetic energy is the run's energy column.
     let o = zs(
         &d,

@@ -89,13 +89,17 @@ impl Job<'_> {
         }
     }
 
-    /// The paper's start, or the last row of `--init`.
-    pub fn initial_state<V: Vector>(&self, paper: StateOf<V>) -> Result<StateOf<V>, CliError> {
+    /// The paper's start, or the last row of `--init` (a state file of this system: its
+    /// coordinates `names`).
+    pub fn initial_state<V: Vector>(
+        &self,
+        paper: StateOf<V>,
+        names: &[String],
+    ) -> Result<StateOf<V>, CliError> {
         let Some(path) = &self.args.init else {
             return Ok(paper);
         };
-        let n = paper.q.len();
-        let (t, q, v) = state_file::last_state(path, n)?;
+        let (t, q, v) = state_file::last_state(path, names)?;
         if t >= self.p.t_end {
             return Err(CliError::InitAfterEnd {
                 path: path.clone(),

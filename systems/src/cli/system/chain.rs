@@ -45,13 +45,13 @@ impl CliSystem for ChainCli {
             ..PendulumChain::paper()
         }
         .assemble(n);
-        let state = job.initial_state(PendulumChain::initial_state(n))?;
+        let names = PendulumChain::coordinate_names(n);
+        let state = job.initial_state(PendulumChain::initial_state(n), &names)?;
         println!(
             "zs: chain of {n} pendula (Tao & Owhadi §4.2), gravity {} (V = {}Σ y_i), L = √5, pivot pinned at the origin",
             gravity_name(g),
             if g < 0.0 { "+" } else { "-" },
         );
-        let names = PendulumChain::coordinate_names(n);
         let penalized = system.penalized(job.p.omega);
         let (sys, pen): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &penalized);
         job.in_pool(|| job.run(sys, pen, state, names))
@@ -63,8 +63,8 @@ impl CliSystem for ChainCli {
             ..PendulumChain::paper()
         }
         .assemble(n);
-        let rows = state_file::read(args.input()?, 2 * n)?;
         let names = PendulumChain::coordinate_names(n);
+        let rows = state_file::read(args.input()?, &names)?;
         Ok(match args.omega {
             Some(w) => table(&system.penalized(w), &rows, &names),
             None => table(&system, &rows, &names),

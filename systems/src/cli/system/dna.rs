@@ -41,7 +41,8 @@ impl CliSystem for DnaCli {
         let n = count(self, args.n)?;
         let seed = args.seed.unwrap_or(0);
         let system = DnaChain::paper().assemble(n);
-        let state = job.initial_state(DnaChain::initial_state(n, seed))?;
+        let names = DnaChain::coordinate_names(n);
+        let state = job.initial_state(DnaChain::initial_state(n, seed), &names)?;
         println!(
             "zs: DNA ring of {n} base pairs (Tao & Owhadi §4.4), ε = 1/1400, a = 7, x0 = 0.3, initial noise seed {seed}"
         );
@@ -52,7 +53,7 @@ impl CliSystem for DnaCli {
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;
         let system = DnaChain::paper().assemble(n);
-        let rows = state_file::read(args.input()?, n)?;
+        let rows = state_file::read(args.input()?, &DnaChain::coordinate_names(n))?;
         Ok(table(&system, &rows, &DnaChain::coordinate_names(n)))
     }
 }

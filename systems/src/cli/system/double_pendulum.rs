@@ -47,7 +47,7 @@ impl CliSystem for DoublePendulumCli {
             gravity: g,
             ..DoublePendulum::paper()
         };
-        let state = job.initial_state(DoublePendulum::initial_state())?;
+        let state = job.initial_state(DoublePendulum::initial_state(), &NAMES.map(String::from))?;
         println!(
             "zs: double pendulum (Tao & Owhadi §4.1), gravity {} (V = {}(y1 + y2)), L1 = {}, L2 = {:.6}",
             gravity_name(g),
@@ -63,8 +63,8 @@ impl CliSystem for DoublePendulumCli {
             gravity: gravity(args.gravity),
             ..DoublePendulum::paper()
         };
-        let rows = state_file::read(args.input()?, 4)?;
         let names = NAMES.map(String::from);
+        let rows = state_file::read(args.input()?, &names)?;
         Ok(match args.omega {
             Some(w) => table(&system.penalized(w), &rows, &names),
             None => table(&system, &rows, &names),

@@ -105,7 +105,8 @@ impl CliSystem for KremerGrestCli {
         let mut job = job.with_xyz(vec!["C".to_string(); n]);
         job.lattice = Some((data.lo, data.box_lengths()));
         job.at_end = Some(&write_data);
-        let state = job.initial_state(system.state(q, v))?;
+        let names = KremerGrest::coordinate_names(n);
+        let state = job.initial_state(system.state(q, v), &names)?;
         let l = data.box_lengths();
         println!(
             "zs: Kremer–Grest melt of {n} beads and {} FENE bonds from {} (LAMMPS in.chain: K = 30, R0 = 1.5; \
@@ -122,7 +123,6 @@ impl CliSystem for KremerGrestCli {
             kremer_grest::SKIN,
             system.simd().name()
         );
-        let names = KremerGrest::coordinate_names(n);
         let (sys, pot): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &system);
         let done = job.in_pool(|| job.run(sys, pot, state, names));
         println!(
@@ -135,7 +135,7 @@ impl CliSystem for KremerGrestCli {
         let (data, system, q, v) = load(data_path(&args.data)?)?;
         let names = KremerGrest::coordinate_names(data.len());
         let rows = match &args.input {
-            Some(input) => state_file::read(input, q.len())?,
+            Some(input) => state_file::read(input, &names)?,
             None => vec![Row {
                 t: 0.0,
                 q,

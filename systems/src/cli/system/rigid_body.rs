@@ -40,7 +40,10 @@ impl CliSystem for RigidBodyCli {
         let omega = job.p.omega;
         let system = MagnetizedRigidBody { b_mu, omega };
         job.orthogonality = true;
-        let state = job.initial_state(MagnetizedRigidBody::initial_state())?;
+        let state = job.initial_state(
+            MagnetizedRigidBody::initial_state(),
+            &rigid_body::coordinate_names(),
+        )?;
         let lie_euler = job.p.method == IntegratorName::LieEuler;
         println!(
             "zs: magnetized rigid body (Tao & Owhadi §4.5), identity inertia, V = Bμ R33 with Bμ = {b_mu}{}; R(0) = I, Ω(0) = (1, 0.2, 0.1)",
@@ -70,7 +73,7 @@ impl CliSystem for RigidBodyCli {
             b_mu: args.b_mu.unwrap_or(rigid_body::B_MU),
             omega: args.omega.unwrap_or(0.0),
         };
-        let rows = state_file::read(args.input()?, 9)?;
+        let rows = state_file::read(args.input()?, &rigid_body::coordinate_names())?;
         Ok(table(&system, &rows, &rigid_body::coordinate_names()))
     }
 }

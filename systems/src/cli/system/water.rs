@@ -55,7 +55,8 @@ impl CliSystem for WaterCli {
         let mut job = job.with_xyz(Water::atom_symbols(n));
         job.cluster_guard = args.max_radius.map(|limit| ClusterGuard { limit });
         let built = w.cluster(n, water::SPACING, seed);
-        let mut state = job.initial_state(system.state(built, vec![0.0; 9 * n]))?;
+        let names = Water::coordinate_names(n);
+        let mut state = job.initial_state(system.state(built, vec![0.0; 9 * n]), &names)?;
         println!(
             "zs: cluster of {n} rigid TIP3P waters (Tao & Owhadi §4.3), open (all pairs, no cutoff), AKMA units; start {}",
             if args.init.is_some() {
@@ -76,15 +77,14 @@ impl CliSystem for WaterCli {
         if let (Some(kt), None, None) = (args.kt, job.resume, &args.init) {
             state.v = water::thermal_velocities(&w, &state.q, kt, seed);
         }
-        let names = Water::coordinate_names(n);
         let (sys, pen): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &penalized);
         job.in_pool(|| job.run(sys, pen, state, names))
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;
         let system = Water::tip3p().assemble(n);
-        let rows = state_file::read(args.input()?, 9 * n)?;
         let names = Water::coordinate_names(n);
+        let rows = state_file::read(args.input()?, &names)?;
         Ok(match args.omega {
             Some(w) => table(&system.penalized(w), &rows, &names),
             None => table(&system, &rows, &names),
