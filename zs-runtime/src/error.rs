@@ -65,6 +65,17 @@ pub enum StepErrorKind {
         /// The limit.
         limit: f64,
     },
+    /// The state does not have the system's size (a `q` or `v` of another length): nothing was
+    /// changed.
+    #[error("{what} has {got} entries, the system has {expected} coordinates")]
+    WrongSize {
+        /// `"q"` or `"v"`.
+        what: &'static str,
+        /// The system's dimension.
+        expected: usize,
+        /// The state's length.
+        got: usize,
+    },
     /// An iterative solve (Newton, SHAKE) did not converge.
     #[error("{solver} did not converge in {iterations} iterations (residual {residual:e})")]
     NotConverged {
@@ -219,7 +230,7 @@ impl StepError {
 
     /// A short stable code of the kind of failure (`"singular-matrix"`, `"ill-conditioned"`,
     /// `"needs-faer"`, `"guard-violated"`, `"non-finite"`, `"invalid-step-size"`,
-    /// `"not-converged"`), for scripts and status files.
+    /// `"not-converged"`, `"wrong-size"`), for scripts and status files.
     pub fn code(&self) -> &'static str {
         match &self.kind {
             StepErrorKind::Solve(SolveFailure::Singular { .. }) => "singular-matrix",
@@ -231,6 +242,7 @@ impl StepError {
             StepErrorKind::GuardViolated { .. } => "guard-violated",
             StepErrorKind::InvalidStepSize { .. } => "invalid-step-size",
             StepErrorKind::NotConverged { .. } => "not-converged",
+            StepErrorKind::WrongSize { .. } => "wrong-size",
         }
     }
 

@@ -81,7 +81,7 @@
 
 use core::marker::PhantomData;
 
-use super::{check_finite, check_h, same_bits, Buffers, StepStats};
+use super::{check_finite, check_h, check_state, same_bits, Buffers, StepStats};
 use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::{Quantity, StepErrorKind};
 use crate::linalg::{singular_threshold, SolveFailure};
@@ -367,6 +367,7 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> ConstrainedStep<V, C, P> {
         let project = P::PROJECT;
         let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
+        check_state(system.dimension(), state, k, t)?;
         let half = 0.5 * h;
         let w = self.work.get(|w| w.fits(system), || Work::new(system));
         let (n, m) = (w.m.len(), w.g.len());

@@ -56,6 +56,7 @@ pub use zhang_skeel::{
 
 use crate::error::{Quantity, StepErrorKind};
 use crate::linalg::Factorization;
+use crate::state::StateOf;
 use crate::vector::Vector;
 use crate::StepError;
 
@@ -180,6 +181,32 @@ pub(crate) fn check_h(h: f64, step: u64, t: f64) -> Result<(), StepError> {
             StepErrorKind::InvalidStepSize { h },
         ))
     }
+}
+
+/// `Err(WrongSize)` unless `q` and `v` have the model's dimension (an assembled system's
+/// state is a `Vec`: a state of another system or a velocity one short would otherwise index
+/// out of bounds deep in a step).
+#[inline]
+pub(crate) fn check_state<V: Vector>(
+    dimension: usize,
+    state: &StateOf<V>,
+    step: u64,
+    t: f64,
+) -> Result<(), StepError> {
+    for (what, got) in [("q", state.q.len()), ("v", state.v.len())] {
+        if got != dimension {
+            return Err(StepError::new(
+                step,
+                t,
+                StepErrorKind::WrongSize {
+                    what,
+                    expected: dimension,
+                    got,
+                },
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `Err(NonFinite { what })` unless every entry of `x` is finite.

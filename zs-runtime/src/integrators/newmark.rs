@@ -22,7 +22,7 @@
 use core::marker::PhantomData;
 
 use super::zhang_skeel::Eval;
-use super::{check_finite, check_h, check_matrix, same_bits, Buffers, StepStats};
+use super::{check_finite, check_h, check_matrix, check_state, same_bits, Buffers, StepStats};
 use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::{Quantity, StepErrorKind};
 use crate::linalg::{ShiftedSolve, SolveOptions};
@@ -223,6 +223,7 @@ impl<V: Vector, S: NewtonSolve> NewmarkEq12<V, S> {
         let exact = S::EXACT;
         let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
+        check_state(potential.dimension(), state, k, t)?;
         let w = self.work.get(
             |w| w.eval.fits(potential, HessianPart::Full),
             || NewmarkWork::new(potential),
@@ -613,6 +614,7 @@ impl<V: Vector> PushForwardNewmark<V> {
     ) -> Result<(), StepError> {
         let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
+        check_state(potential.dimension(), state, k, t)?;
         let n = potential.dimension();
         let w = self.work.get(
             |w| w.eval.fits(potential, HessianPart::Full),

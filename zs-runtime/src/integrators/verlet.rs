@@ -1,7 +1,7 @@
 //! Velocity Verlet (Störmer–Verlet), `docs/INTEGRATORS.md` §1 — the paper's "variational Euler" on
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
-use super::{check_finite, check_h, same_bits, Buffers, StepStats};
+use super::{check_finite, check_h, check_state, same_bits, Buffers, StepStats};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::stepper::{Clock, Clocked};
@@ -92,6 +92,7 @@ impl<V: Vector> VelocityVerlet<V> {
     ) -> Result<(), StepError> {
         let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
+        check_state(potential.dimension(), state, k, t)?;
         let n = potential.dimension();
         let w = self.work.get(
             |w| w.m.len() == n,

@@ -13,7 +13,7 @@
 
 use core::marker::PhantomData;
 
-use super::{check_finite, check_h, same_bits, Buffers, StepStats};
+use super::{check_finite, check_h, check_state, same_bits, Buffers, StepStats};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::linalg::{ShiftedSolve, SolveOptions};
@@ -451,6 +451,7 @@ impl<V: Vector, L> LinearlyImplicit<V, L> {
     {
         let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
         check_h(h, k, t)?;
+        check_state(potential.dimension(), state, k, t)?;
         let h2 = h * h;
         let h2_bits = h2.to_bits();
         let (beta, options) = (self.beta, self.solve);

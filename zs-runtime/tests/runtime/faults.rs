@@ -850,3 +850,82 @@ fn guards_see_the_new_state_before_any_observer() {
     ];
     assert_eq!(log.into_inner(), expected);
 }
+
+/// A state of the wrong size given to any stepper on an assembled system (a `q` counting a
+/// pinned body, a `v` one short): a typed `WrongSize` error at the step, the state untouched.
+#[test]
+fn a_state_of_the_wrong_size_is_a_typed_error_for_every_stepper() {
+    use crate::support::assembled;
+    use zs_runtime::{
+        DynState, LinearlyImplicitNewmark, PushForwardNewmark, Rattle, ZhangSkeelStiff,
+    };
+    let (beads, q, v) = assembled::beads(6);
+    let pen = beads.penalized(10.0);
+    let n = q.len();
+    let cases = [
+        (
+            "q one long",
+            [q.clone(), vec![0.0]].concat(),
+            v.clone(),
+            "q",
+            n + 1,
+        ),
+        ("v one short", q.clone(), v[..n - 1].to_vec(), "v", n - 1),
+    ];
+    for (label, q, v, what, got) in cases {
+        let expect = |r: Result<(), StepError>, s: &DynState, name: &str| {
+            let e = r.expect_err(name);
+            assert_eq!(
+                e.kind,
+                StepErrorKind::WrongSize {
+                    what,
+                    expected: n,
+                    got
+                },
+                "{name}, {label}"
+            );
+            assert_eq!(e.code(), "wrong-size");
+            assert!(
+                s.q == q && s.v == v && s.t == 0.0,
+                "{name}, {label}: state changed"
+            );
+        };
+        let fresh = || DynState::new(q.clone(), v.clone());
+        let mut s = fresh();
+        expect(ZhangSkeel::new(0.3, 0.01).step(&pen, &mut s), &s, "Z&S");
+        expect(
+            ZhangSkeelSimplified::new(0.3, 0.01).step(&pen, &mut s),
+            &s,
+            "Z&Ss",
+        );
+        expect(
+            ZhangSkeelStiff::new(0.3, 0.01).step(&pen, &mut s),
+            &s,
+            "Z&Ss-stiff",
+        );
+        expect(VelocityVerlet::new(0.01).step(&pen, &mut s), &s, "Verlet");
+        expect(Newmark::new(0.3, 0.01).step(&pen, &mut s), &s, "Newmark");
+        expect(
+            LinearlyImplicitNewmark::new(0.3, 0.01).step(&pen, &mut s),
+            &s,
+            "one-step Newmark",
+        );
+        expect(
+            PushForwardNewmark::new(0.3, 0.01).step(&pen, &mut s),
+            &s,
+            "push-forward Newmark",
+        );
+        expect(Shake::new(0.01).step(&beads, &mut s), &s, "SHAKE");
+        expect(Rattle::new(0.01).step(&beads, &mut s), &s, "RATTLE");
+        expect(
+            Langevin::new(ZhangSkeel::new(0.3, 0.01), 0.1, 0.1, 1).step(&pen, &mut s),
+            &s,
+            "Langevin(Z&S)",
+        );
+        expect(
+            Yoshida4::new(VelocityVerlet::new(0.01)).step(&pen, &mut s),
+            &s,
+            "Yoshida4(Verlet)",
+        );
+    }
+}
