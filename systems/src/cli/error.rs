@@ -55,6 +55,18 @@ pub enum CliError {
         /// The path.
         path: PathBuf,
     },
+    /// A size that would not fit in this machine's memory.
+    #[error(
+        "--n {n} is too large: needs about {need:.1} GB, this machine has {have:.1} GB available"
+    )]
+    TooLarge {
+        /// The size asked for.
+        n: u64,
+        /// The estimate, GB.
+        need: f64,
+        /// `MemAvailable`, GB.
+        have: f64,
+    },
     /// An output path that is an existing directory.
     #[error("{option} {} is a directory: give a file name", path.display())]
     OutputIsDirectory {

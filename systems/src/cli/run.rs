@@ -23,6 +23,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let sys = describe(args.system);
     let method = args.integrator.unwrap_or_else(|| sys.default_integrator());
     check_options(sys, args, method)?;
+    check_memory(sys, args, method)?;
     let out = args
         .out
         .clone()
@@ -254,6 +255,38 @@ fn check_outputs(sys: &dyn CliSystem, args: &RunArgs, out: &Path) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// `--n` whose run would need more memory than the machine has available: refused before
+/// anything is allocated (one line naming the estimate), not an abort in the allocator.
+fn check_memory(
+    sys: &dyn CliSystem,
+    args: &RunArgs,
+    method: IntegratorName,
+) -> Result<(), CliError> {
+    let Some(n) = args.n else {
+        return Ok(());
+    };
+    let need = sys.memory_estimate(usize::try_from(n).unwrap_or(usize::MAX), method);
+    let Some(have) = available_memory() else {
+        return Ok(());
+    };
+    if need > have {
+        return Err(CliError::TooLarge {
+            n,
+            need: need / 1e9,
+            have: have / 1e9,
+        });
+    }
+    Ok(())
+}
+
+/// `MemAvailable` of `/proc/meminfo`, bytes (None where there is none).
+fn available_memory() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024.0)
 }
 
 /// Create the directory `file` goes into when it is missing.

@@ -265,6 +265,16 @@ fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
             1,
         ),
         (
+            &["run", "water", "--n", "100000"],
+            &["--n 100000 is too large: needs about", "GB available"],
+            1,
+        ),
+        (
+            &["run", "dna", "--n", "10000000000"],
+            &["--n 10000000000 is too large: needs about 7000.0 GB"],
+            1,
+        ),
+        (
             &["eval", "chain"],
             &["chain needs --in FILE", "the state file"],
             1,

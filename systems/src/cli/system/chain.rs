@@ -26,6 +26,10 @@ impl CliSystem for ChainCli {
             full_hessian: true,
         }
     }
+    fn memory_estimate(&self, n: usize, _method: IntegratorName) -> f64 {
+        // 157 MB peak for 10⁵ pendula.
+        2000.0 * n as f64
+    }
     fn omega(&self) -> f64 {
         chain::OMEGA
     }

@@ -26,6 +26,10 @@ impl CliSystem for DnaCli {
             full_hessian: true,
         }
     }
+    fn memory_estimate(&self, n: usize, _method: IntegratorName) -> f64 {
+        // 552 MB peak for 10⁶ base pairs (Z&S, banded solve).
+        700.0 * n as f64
+    }
     fn omega(&self) -> f64 {
         0.0
     }

@@ -60,6 +60,12 @@ pub(crate) trait CliSystem: Sync {
     /// # Errors
     /// What building or running reports.
     fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError>;
+    /// About how many bytes a run of size `n` with `method` needs (measured peak resident
+    /// sizes, rounded up; 0: not estimated): `zs run` refuses sizes beyond the machine's
+    /// available memory before allocating anything.
+    fn memory_estimate(&self, _n: usize, _method: IntegratorName) -> f64 {
+        0.0
+    }
     /// `--integrator` when not given.
     fn default_integrator(&self) -> IntegratorName {
         IntegratorName::Zs
