@@ -32,8 +32,9 @@ pub struct Emitter<'l> {
     pub coords: Coords,
     /// Emit SIMD lane code: every value of type `L: zs_runtime::simd::Lanes` instead of `f64`
     /// (constants and parameters splatted, `sqrt` and `powi` the lanes' own, `1 / √x` the lanes'
-    /// `rsqrt`, other functions lane by lane). The operations and their order are those of the
-    /// scalar code, except that `1 / √x` is Newton's iteration (within 2 ulp, no divider).
+    /// `rsqrt`, `1 / xⁿ` as `rsqrt(x)^{2n}` where `1/√x` is taken anyway, other functions lane
+    /// by lane). The operations and their order are those of the scalar code, except those
+    /// reciprocals (within an ulp per `rsqrt`, no divider).
     pub lanes: bool,
 }
 
@@ -118,9 +119,20 @@ impl Emitter<'_> {
                 continue;
             }
             let dst = format_ident!("t{}", ins.dst());
-            let rhs = if let Some(x) = roots.inverse_root(ins) {
-                let x = lane_operand(x);
-                quote!(::zs_runtime::simd::Lanes::rsqrt(#x))
+            let lanes = quote!(::zs_runtime::simd::Lanes);
+            let rhs = if let Some(r) = roots.reciprocal(ins) {
+                match r {
+                    Reciprocal::Rsqrt(x) => {
+                        let x = lane_operand(x);
+                        quote!(#lanes::rsqrt(#x))
+                    }
+                    Reciprocal::RsqrtPow(x, k) => {
+                        // LLVM merges this `rsqrt(x)` with the program's own (the same pure
+                        // operations on the same value).
+                        let (x, k) = (lane_operand(x), Literal::i32_unsuffixed(k));
+                        quote!(#lanes::powi(#lanes::rsqrt(#x), #k))
+                    }
+                }
             } else if self.lanes {
                 lane_rhs(ins)
             } else {
@@ -196,16 +208,29 @@ fn var_ident(v: Var) -> Ident {
     }
 }
 
-/// The square roots of lane code and their reciprocals `1 / √x`, which lane code computes
-/// with `Lanes::rsqrt` (Newton's iteration, no divider: `zs_runtime::simd::rsqrt`) — the
-/// Coulomb `1/r` of a pair and the `½ r′/r` of its gradient in reciprocal mode.
+/// The square roots of lane code and the reciprocals that need no divider: `1 / √x`, computed
+/// with `Lanes::rsqrt` (Newton's iteration: `zs_runtime::simd::rsqrt`) — the Coulomb `1/r` of a
+/// pair and the `½ r′/r` of its gradient in reciprocal mode — and `1 / xⁿ` where `1/√x` is
+/// taken anyway, as `(1/√x)^{2n}` (a Lennard-Jones `1/r⁶` from the same pair's `1/r`).
 #[derive(Default)]
 struct SquareRoots {
     /// Per temporary: `Some(x)` when it is `√x`.
     root_of: Vec<Option<Operand>>,
-    /// Per temporary: whether it is a square root used only as the denominator of `1 / ·`
-    /// (then it is not computed at all).
+    /// Per temporary: `Some((x, n))` when it is `xⁿ`, `n > 0`.
+    powi_of: Vec<Option<(Operand, i32)>>,
+    /// The `x` whose `1/√x` the program takes.
+    rooted: Vec<Operand>,
+    /// Per temporary: whether it is used only as the denominator of such reciprocals (then it
+    /// is not computed at all).
     only_inverted: Vec<bool>,
+}
+
+/// A reciprocal lane code computes without a division.
+enum Reciprocal {
+    /// `1 / √x`.
+    Rsqrt(Operand),
+    /// `1 / xⁿ = (1/√x)^{2n}`.
+    RsqrtPow(Operand, i32),
 }
 
 impl SquareRoots {
@@ -215,49 +240,65 @@ impl SquareRoots {
             .map(|i| i.dst() as usize + 1)
             .max()
             .unwrap_or(0);
-        let mut root_of = vec![None; n];
+        let mut this = SquareRoots {
+            root_of: vec![None; n],
+            powi_of: vec![None; n],
+            ..Self::default()
+        };
         for ins in instrs {
-            if let Instr::Unary {
-                dst,
-                op: Unary::Sqrt,
-                a,
-            } = *ins
-            {
-                root_of[dst as usize] = Some(a);
+            match *ins {
+                Instr::Unary {
+                    dst,
+                    op: Unary::Sqrt,
+                    a,
+                } => this.root_of[dst as usize] = Some(a),
+                Instr::Powi { dst, a, n } if n > 0 => this.powi_of[dst as usize] = Some((a, n)),
+                _ => {}
             }
         }
-        let mut only_inverted: Vec<bool> = root_of.iter().map(Option::is_some).collect();
+        for ins in instrs {
+            if let Some(Reciprocal::Rsqrt(x)) = this.reciprocal(ins) {
+                if !this.rooted.contains(&x) {
+                    this.rooted.push(x);
+                }
+            }
+        }
+        let mut only_inverted: Vec<bool> = (0..n)
+            .map(|k| this.root_of[k].is_some() || this.powi_of[k].is_some())
+            .collect();
         let mut used = |o: &Operand| {
             if let Operand::Temp(k) = *o {
                 only_inverted[k as usize] = false;
             }
         };
-        let this = SquareRoots {
-            root_of,
-            only_inverted: Vec::new(),
-        };
         for ins in instrs {
-            if this.inverse_root(ins).is_some() {
+            if this.reciprocal(ins).is_some() {
                 continue;
             }
             ins.operands().for_each(|o| used(&o));
         }
         outputs.iter().for_each(&mut used);
-        SquareRoots {
-            only_inverted,
-            ..this
-        }
+        this.only_inverted = only_inverted;
+        this
     }
 
-    /// `Some(x)` when `ins` is `1 / √x`.
-    fn inverse_root(&self, ins: &Instr) -> Option<Operand> {
-        match *ins {
-            Instr::Binary {
-                op: Binary::Div,
-                a: Operand::Const(1.0),
-                b: Operand::Temp(k),
-                ..
-            } => self.root_of.get(k as usize).copied().flatten(),
+    /// The division-free form of `ins`, when it is `1 / √x` or `1 / xⁿ` with `x` rooted.
+    fn reciprocal(&self, ins: &Instr) -> Option<Reciprocal> {
+        let Instr::Binary {
+            op: Binary::Div,
+            a: Operand::Const(1.0),
+            b: Operand::Temp(k),
+            ..
+        } = *ins
+        else {
+            return None;
+        };
+        let k = k as usize;
+        if let Some(x) = self.root_of.get(k).copied().flatten() {
+            return Some(Reciprocal::Rsqrt(x));
+        }
+        match self.powi_of.get(k).copied().flatten() {
+            Some((x, n)) if self.rooted.contains(&x) => Some(Reciprocal::RsqrtPow(x, 2 * n)),
             _ => None,
         }
     }
