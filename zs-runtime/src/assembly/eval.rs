@@ -219,6 +219,11 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     t: Vec<LocalThird<D, K>>,
     /// Scratch of the plans' rebuilds (neighbour lists), kept between them.
     scratch: PlanScratch,
+    /// Per chunk of `CHUNK` terms, its energy (`chunk_sum`), when `summed`: a SIMD pass sums
+    /// them on the pool; [`FormOps::add_energy`] then adds them in chunk order, the same bits
+    /// as summing the chunks there.
+    sums: Vec<f64>,
+    summed: bool,
     form: PhantomData<fn() -> F>,
 }
 
@@ -243,6 +248,8 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             e: vec![0.0; n],
             t: Vec::new(),
             scratch: PlanScratch::default(),
+            sums: Vec::new(),
+            summed: false,
             form: PhantomData,
         }
     }
@@ -335,6 +342,7 @@ where
         self.full = None;
         self.stiff = None;
         self.in_partials = false;
+        self.summed = false;
     }
 
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {
@@ -348,11 +356,20 @@ where
         };
         self.in_partials = matches!(want, Want::Gradient)
             || (want == Want::GradientStiffHessian && !self.info.stiff);
+        if !matches!(want, Want::Third { .. }) {
+            // The passes that leave energies: summed per chunk by the SIMD passes only.
+            self.summed = matches!(want, Want::Energy) || self.in_partials;
+        }
         match want {
-            Want::Energy => lane_pass::<T, F, D, K>(par, &lanes, &mut self.e, None),
-            Want::Gradient => {
-                lane_pass::<T, F, D, K>(par, &lanes, &mut self.e, Some(&mut self.part))
+            Want::Energy => {
+                lane_pass::<T, F, D, K>(par, &lanes, (&mut self.e, &mut self.sums), None)
             }
+            Want::Gradient => lane_pass::<T, F, D, K>(
+                par,
+                &lanes,
+                (&mut self.e, &mut self.sums),
+                Some(&mut self.part),
+            ),
             Want::GradientHessian => map3(
                 par,
                 list,
@@ -372,7 +389,12 @@ where
                 );
             }
             Want::GradientStiffHessian => {
-                lane_pass::<T, F, D, K>(par, &lanes, &mut self.e, Some(&mut self.part));
+                lane_pass::<T, F, D, K>(
+                    par,
+                    &lanes,
+                    (&mut self.e, &mut self.sums),
+                    Some(&mut self.part),
+                );
             }
             Want::GradientHessianThird if self.info.third == ThirdForm::Tensor => {
                 map4(
@@ -407,6 +429,12 @@ where
     }
 
     fn add_energy(&self, acc: &mut f64) {
+        if self.summed {
+            for &s in &self.sums {
+                *acc += s;
+            }
+            return;
+        }
         for chunk in self.e.chunks(CHUNK) {
             *acc += chunk_sum(chunk);
         }
@@ -582,14 +610,15 @@ struct Lanes_<'a, T, const D: usize, const K: usize> {
 fn lane_pass<T, F, const D: usize, const K: usize>(
     parallel: bool,
     at: &Lanes_<'_, T, D, K>,
-    e: &mut [f64],
+    (e, sums): (&mut [f64], &mut Vec<f64>),
     part: Option<&mut [f64]>,
 ) where
     T: Kernel<D, K, F>,
     F: Form,
 {
     let chunks = at.list.len().div_ceil(CHUNK);
-    split_chunks::<T, F, D, K>(parallel, at, 0..chunks, e, part);
+    sums.resize(chunks, 0.0);
+    split_chunks::<T, F, D, K>(parallel, at, 0..chunks, (e, sums), part);
 }
 
 /// Chunks `range` of a SIMD pass: halves on rayon's pool when `parallel` (a split allocates
@@ -599,7 +628,7 @@ fn split_chunks<T, F, const D: usize, const K: usize>(
     parallel: bool,
     at: &Lanes_<'_, T, D, K>,
     range: core::ops::Range<usize>,
-    e: &mut [f64],
+    (e, sums): (&mut [f64], &mut [f64]),
     part: Option<&mut [f64]>,
 ) where
     T: Kernel<D, K, F>,
@@ -608,6 +637,7 @@ fn split_chunks<T, F, const D: usize, const K: usize>(
     if range.len() > 1 && parallel {
         let mid = range.start + range.len() / 2;
         let (e0, e1) = e.split_at_mut((mid - range.start) * CHUNK);
+        let (s0, s1) = sums.split_at_mut(mid - range.start);
         let (p0, p1) = match part {
             Some(p) => {
                 let cut = (at.plan.offsets[mid] - at.plan.offsets[range.start]) as usize * D;
@@ -617,12 +647,13 @@ fn split_chunks<T, F, const D: usize, const K: usize>(
             None => (None, None),
         };
         rayon::join(
-            || split_chunks::<T, F, D, K>(true, at, range.start..mid, e0, p0),
-            || split_chunks::<T, F, D, K>(true, at, mid..range.end, e1, p1),
+            || split_chunks::<T, F, D, K>(true, at, range.start..mid, (e0, s0), p0),
+            || split_chunks::<T, F, D, K>(true, at, mid..range.end, (e1, s1), p1),
         );
         return;
     }
     let (mut e, mut part) = (e, part);
+    let first = range.start;
     for c in range {
         let terms = c * CHUNK..((c + 1) * CHUNK).min(at.list.len());
         let (ec, rest) = e.split_at_mut(terms.len());
@@ -649,6 +680,8 @@ fn split_chunks<T, F, const D: usize, const K: usize>(
                 form: PhantomData,
             },
         );
+        // The chunk's energy, summed here on the pool (`add_energy` then adds the sums).
+        sums[c - first] = chunk_sum(ec);
     }
 }
 

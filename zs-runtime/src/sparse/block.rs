@@ -1,6 +1,7 @@
 //! The block-diagonal backend: `M + sH` with one `d × d` block per body, solved body by body by
 //! the dense unrolled solve of [`crate::linalg::dense`] (Cholesky, falling back to pivoted LU),
-//! monomorphized for each block size up to [`MAX_BLOCK`]. O(B) for `B` bodies, no allocation.
+//! monomorphized for each block size up to [`MAX_BLOCK`]. O(B) for `B` bodies, no allocation;
+//! on rayon's pool from a few hundred bodies.
 
 use super::{BlockLayout, SparseMatrix};
 use crate::linalg::{solve_shifted, Factorization, SolveFailure, SolveOptions};
@@ -47,9 +48,15 @@ impl BlockDiagonal {
     }
 }
 
+/// Bodies per parallel task of [`solve_blocks`]; fewer bodies than two tasks are solved on the
+/// calling thread.
+const BLOCKS_PER_TASK: usize = 128;
+
 /// Every block's solve; the result is [`Factorization::Cholesky`] when every block was, else
 /// [`Factorization::Lu`]. A failing block's error is returned as the dense solve reports it
-/// (its `n` is the block size).
+/// (its `n` is the block size): the first in body order. Many blocks are solved on rayon's
+/// pool, in tasks of [`BLOCKS_PER_TASK`] bodies (each block's solve is independent: the same
+/// bits on any number of threads, nothing allocated).
 fn solve_blocks<const D: usize>(
     diagonal: &[u32],
     masses: &[f64],
@@ -58,18 +65,48 @@ fn solve_blocks<const D: usize>(
     x: &mut [f64],
     options: &SolveOptions,
 ) -> Result<Factorization, SolveFailure> {
-    let mut how = Factorization::Cholesky;
-    for (b, &k) in diagonal.iter().enumerate() {
-        let blk = &values[k as usize * D * D..][..D * D];
-        let h: [[f64; D]; D] = core::array::from_fn(|i| core::array::from_fn(|j| blk[i * D + j]));
-        let m: [f64; D] = core::array::from_fn(|i| masses[b * D + i]);
-        let xb = &mut x[b * D..(b + 1) * D];
-        let mut sol: [f64; D] = core::array::from_fn(|i| xb[i]);
-        let f = solve_shifted(&m, scale, &h, &mut sol, options)?;
-        xb.copy_from_slice(&sol);
-        if !f.is_cholesky() {
-            how = Factorization::Lu;
+    use rayon::prelude::*;
+    let task = |(c, (dc, xc)): (usize, (&[u32], &mut [f64]))| {
+        let first = c * BLOCKS_PER_TASK;
+        let mut how = Factorization::Cholesky;
+        for (i, &k) in dc.iter().enumerate() {
+            let b = first + i;
+            let blk = &values[k as usize * D * D..][..D * D];
+            let h: [[f64; D]; D] =
+                core::array::from_fn(|i| core::array::from_fn(|j| blk[i * D + j]));
+            let m: [f64; D] = core::array::from_fn(|i| masses[b * D + i]);
+            let xb = &mut xc[i * D..(i + 1) * D];
+            let mut sol: [f64; D] = core::array::from_fn(|i| xb[i]);
+            let f = solve_shifted(&m, scale, &h, &mut sol, options)?;
+            xb.copy_from_slice(&sol);
+            if !f.is_cholesky() {
+                how = Factorization::Lu;
+            }
         }
+        Ok(how)
+    };
+    // The first error in body order wins; else LU if any block needed it.
+    let combine = |a: Result<Factorization, SolveFailure>,
+                   b: Result<Factorization, SolveFailure>| {
+        match (a, b) {
+            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+            (Ok(a), Ok(b)) if a.is_cholesky() && b.is_cholesky() => Ok(Factorization::Cholesky),
+            _ => Ok(Factorization::Lu),
+        }
+    };
+    let chunks = diagonal
+        .chunks(BLOCKS_PER_TASK)
+        .zip(x.chunks_mut(BLOCKS_PER_TASK * D));
+    if diagonal.len() < 2 * BLOCKS_PER_TASK {
+        return chunks
+            .enumerate()
+            .map(task)
+            .fold(Ok(Factorization::Cholesky), combine);
     }
-    Ok(how)
+    diagonal
+        .par_chunks(BLOCKS_PER_TASK)
+        .zip(x.par_chunks_mut(BLOCKS_PER_TASK * D))
+        .enumerate()
+        .map(task)
+        .reduce(|| Ok(Factorization::Cholesky), combine)
 }
