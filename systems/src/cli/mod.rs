@@ -224,7 +224,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub n: Option<u64>,
     /// Seed of the random numbers: the DNA's initial angles and the Langevin noise (default 0).
-    #[arg(long)]
+    #[arg(long, value_parser = seed_u64, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Langevin friction γ: wrap the integrator in the Geometric Langevin Algorithm
     /// (eq. 27; needs --kt).
@@ -246,7 +246,7 @@ pub struct RunArgs {
     pub threads: Option<u64>,
     /// Stop (typed error, trajectory kept and marked) when an oxygen gets farther than this from
     /// the cluster's centroid, in Å (water): a molecule leaving the cluster.
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", value_parser = positive_f64, allow_negative_numbers = true)]
     pub max_radius: Option<f64>,
     /// Relax the start first (water): minimise the integrated potential (`--minimizer`) until
     /// the root-mean-square force is below `--minimize-tol`, so that little energy is released
@@ -330,6 +330,11 @@ fn positive_f64(s: &str) -> Result<f64, String> {
         Ok(_) => Err(format!("must be a finite number > 0, got {s}")),
         Err(e) => Err(format!("not a number: {e}")),
     }
+}
+
+fn seed_u64(s: &str) -> Result<u64, String> {
+    s.parse::<u64>()
+        .map_err(|_| format!("must be an integer from 0 to {}, got {s}", u64::MAX))
 }
 
 fn finite_f64(s: &str) -> Result<f64, String> {

@@ -178,8 +178,21 @@ fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
         ),
         (
             &["run", "water", "--max-radius", "0"],
-            &["--max-radius 0", "positive"],
-            1,
+            &["--max-radius <R>", "must be a finite number > 0, got 0"],
+            2,
+        ),
+        (
+            &["run", "water", "--max-radius", "-2"],
+            &["--max-radius <R>", "must be a finite number > 0, got -2"],
+            2,
+        ),
+        (
+            &["run", "dna", "--seed", "-1"],
+            &[
+                "--seed <SEED>",
+                "must be an integer from 0 to 18446744073709551615, got -1",
+            ],
+            2,
         ),
         (
             &["run", "dna", "--max-radius", "9"],
@@ -497,6 +510,14 @@ fn resume_recreates_the_uninterrupted_file_byte_for_byte() {
     other.extend(["--h", "0.05"]);
     let o3 = zs(&d, &other);
     one_line_error(&o3, &other, &["--h is 0.05 here but 0.1 in the checkpoint"]);
+    // Another system's checkpoint: the message names the system, not a parameter.
+    let chain = ["run", "chain", "--out", "a.csv", "--resume", "a.ck"];
+    let o4 = zs(&d, &chain);
+    one_line_error(
+        &o4,
+        &chain,
+        &["--system is chain here but double-pendulum in the checkpoint"],
+    );
     // A completed run's checkpoint cannot be resumed: its .tmp is gone.
     std::fs::rename(d.join("a.csv.tmp"), d.join("a.csv")).unwrap();
     let o4 = zs(&d, &resume);

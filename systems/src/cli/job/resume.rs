@@ -61,7 +61,14 @@ pub(crate) fn check_same_run(
             }
         }
     };
-    for key in now.keys() {
+    // The system first, then the integrator: a checkpoint of another system differs in its
+    // parameters too, and the system is what the user needs to read.
+    let first = ["cli.system", "cli.integrator"];
+    let keys = first
+        .into_iter()
+        .filter(|k| now.keys().any(|n| n == *k))
+        .chain(now.keys().filter(|k| !first.contains(k)));
+    for key in keys {
         let (a, b) = (now.value_text(key), saved.value_text(key));
         if a != b {
             let name = key.strip_prefix("cli.").unwrap_or(key);
