@@ -48,7 +48,8 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     };
     let omega = args.omega.unwrap_or_else(|| sys.omega());
     let (h, t_end, beta) = sys.defaults(method, omega);
-    let (h, t_end) = (args.h.unwrap_or(h), args.t_end.unwrap_or(t_end));
+    let h = args.h.unwrap_or_else(|| sys.default_h(h, args.n));
+    let t_end = args.t_end.unwrap_or(t_end);
     let steps = (t_end / h).ceil().max(1.0) as u64;
     let p = Profile {
         h,

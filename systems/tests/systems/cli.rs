@@ -845,3 +845,15 @@ fn rigid_body_runs_on_so3_and_as_a_penalized_system() {
         one_line_error(&zs(&d, args), args, needles);
     }
 }
+
+/// The defaults work for every size `zs run` accepts: the DNA ring's default step is 1 below
+/// 64 base pairs (the paper's h = 2, for N = 200, diverged below N ≈ 24).
+#[test]
+fn dna_defaults_run_at_every_small_size() {
+    let d = dir("dna-small");
+    for n in ["3", "7", "12", "20", "23", "63"] {
+        let out = format!("dna{n}.csv");
+        let o = zs(&d, &["run", "dna", "--n", n, "--quiet", "--out", &out]);
+        assert!(o.status.success(), "--n {n}: {}", stderr(&o));
+    }
+}

@@ -66,6 +66,10 @@ pub(crate) trait CliSystem: Sync {
     fn memory_estimate(&self, _n: usize, _method: IntegratorName) -> f64 {
         0.0
     }
+    /// The default step `h` of `defaults` adjusted to `--n` (unchanged by default).
+    fn default_h(&self, h: f64, _n: Option<u64>) -> f64 {
+        h
+    }
     /// `--integrator` when not given.
     fn default_integrator(&self) -> IntegratorName {
         IntegratorName::Zs
