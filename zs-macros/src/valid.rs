@@ -61,6 +61,13 @@ const FIXED_ROLES: [&str; 5] = [
     "fast_potential",
 ];
 
+/// The most coordinates of a fixed-size system: its Hessian is `N²` generated expressions and
+/// the compiler's time and memory grow with them (beyond this, assemble the system term by term).
+pub const MAX_N: usize = 256;
+/// The most coordinates per body of a term-by-term system (a pair term's Hessian has
+/// `(2D)²` entries, its kept third-derivative tensor more).
+pub const MAX_BODY: usize = 64;
+
 const POTENTIAL_SIG: &str = "fn potential(&self, q: &[f64; N]) -> f64";
 const CONSTRAINTS_SIG: &str = "fn constraints(&self, q: &[f64; N]) -> [f64; M]";
 const MASSES_SIG: &str = "fn masses(&self) -> [f64; N]";
@@ -273,6 +280,24 @@ fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
                 );
             }
             match p.kind.coordinate_array() {
+                Some(Some(len)) if len == 0 || len > MAX_BODY => {
+                    ok = false;
+                    let at = ast::array_len_expr(p.ty).expect("array type");
+                    cx.error_spanned_by(
+                        at,
+                        if len == 0 {
+                            "a body of 0 coordinates has nothing to differentiate: D must be at \
+                             least 1"
+                                .to_string()
+                        } else {
+                            format!(
+                                "a body of D = {len} coordinates is more than \
+                                 #[mechanical_system] generates (at most {MAX_BODY}): split it \
+                                 into smaller bodies joined by bond terms"
+                            )
+                        },
+                    );
+                }
                 Some(Some(len)) => match d {
                     None => d = Some((len, role.name)),
                     Some((d0, first)) if d0 != len => {
@@ -487,6 +512,24 @@ fn check_coordinate_fn(cx: &Ctxt, m: &Method<'_>, sig: &str) -> (Option<usize>, 
         );
     }
     let n = match q.kind.coordinate_array() {
+        Some(Some(n)) if n == 0 || n > MAX_N => {
+            let len = ast::array_len_expr(q.ty).expect("array type");
+            cx.error_spanned_by(
+                len,
+                if n == 0 {
+                    "a system of 0 coordinates has nothing to integrate: N must be at least 1"
+                        .to_string()
+                } else {
+                    format!(
+                        "N = {n} coordinates is more than #[mechanical_system] generates for a \
+                         fixed-size system (at most {MAX_N}: its Hessian alone is N² expressions); \
+                         write it term by term (`site_potential`, `bond_potential`, \
+                         `pair_potential`) and assemble it over a topology"
+                    )
+                },
+            );
+            None
+        }
         Some(Some(n)) => Some(n),
         Some(None) => {
             let len = ast::array_len_expr(q.ty).expect("array type");
