@@ -20,7 +20,7 @@ use super::plan::{
     Bodies, Csr, HessianGather, PartialPlan, PlanScratch, TermList, NOWHERE, NO_SLOT, PINNED,
 };
 use super::terms::{Kernel, Local, LocalHessian, LocalThird};
-use super::topology::Topology;
+use super::topology::{Topology, TopologyError};
 use crate::model::HessianPart;
 use crate::simd::{self, Isa, Lanes, WithLanes};
 use crate::sparse::BlockLayout;
@@ -229,12 +229,19 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
 
 impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
     /// The form's terms over `topology` (none when the definition lacks the form).
-    pub fn new(info: FormInfo, topology: &Topology, bodies: &Bodies) -> Self {
+    ///
+    /// # Errors
+    /// [`TopologyError::TooLarge`] when its term list cannot be allocated.
+    pub fn new(
+        info: FormInfo,
+        topology: &Topology,
+        bodies: &Bodies,
+    ) -> Result<Self, TopologyError> {
         debug_assert_eq!(F::ARITY, K, "form {} has arity {}", F::NAME, F::ARITY);
-        let list = TermList::<K>::new(F::OVER, info.present, topology, bodies);
+        let list = TermList::<K>::new(F::OVER, info.present, topology, bodies)?;
         let n = list.len();
         let partials = PartialPlan::new(&list, bodies.free, CHUNK);
-        Self {
+        Ok(Self {
             info,
             grad: list.gradient_gather(bodies.free),
             part: vec![0.0; partials.len() * D],
@@ -251,7 +258,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             sums: Vec::new(),
             summed: false,
             form: PhantomData,
-        }
+        })
     }
 
     fn enters_part(&self, part: HessianPart) -> bool {

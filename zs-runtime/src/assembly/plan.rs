@@ -7,7 +7,7 @@
 //! form's terms in term order), whatever the number of threads that computed them.
 
 use super::forms::Over;
-use super::topology::Topology;
+use super::topology::{Topology, TopologyError};
 use crate::sparse::BlockLayout;
 
 /// Marks a pinned body in a term's list of free-body indices.
@@ -54,14 +54,33 @@ pub(crate) struct TermList<const K: usize> {
 impl<const K: usize> TermList<K> {
     /// The terms a form applying to `over` makes of `topology` (none when `present` is false).
     /// Terms whose bodies are all pinned are constant and left out.
-    pub fn new(over: Over, present: bool, topology: &Topology, bodies: &Bodies) -> Self {
+    ///
+    /// # Errors
+    /// [`TopologyError::TooLarge`] when the term list cannot be allocated (all pairs of a
+    /// large topology): checked by reserving it first, so it is an error, not an abort.
+    pub fn new(
+        over: Over,
+        present: bool,
+        topology: &Topology,
+        bodies: &Bodies,
+    ) -> Result<Self, TopologyError> {
         let mut list = Self {
             bodies: Vec::new(),
             free: Vec::new(),
         };
         if !present {
-            return list;
+            return Ok(list);
         }
+        let n = topology.bodies();
+        let terms = match (over, K) {
+            (Over::Bodies, _) => n,
+            (Over::Bonds, _) => topology.bonds().len(),
+            (Over::Pairs, _) if topology.pair_cutoff().is_some() => 0,
+            (Over::Pairs, _) => n.saturating_mul(n.saturating_sub(1)) / 2,
+        };
+        let too_large = |_| TopologyError::TooLarge("the number of terms of a form");
+        list.bodies.try_reserve_exact(terms).map_err(too_large)?;
+        list.free.try_reserve_exact(terms).map_err(too_large)?;
         let free_of = &bodies.free_of;
         let mut push = |b: [usize; K]| {
             let fr = b.map(|i| free_of[i]);
@@ -97,7 +116,7 @@ impl<const K: usize> TermList<K> {
             }
             _ => unreachable!("a form over {over:?} cannot have arity {K}"),
         }
-        list
+        Ok(list)
     }
 
     pub fn len(&self) -> usize {

@@ -24,27 +24,27 @@ pub const PARALLEL_BY_DEFAULT_ABOVE: usize = 4 * eval::CHUNK;
 fn forms_of<T: Terms<D>, const D: usize>(
     topology: &Topology,
     bodies: &Bodies,
-) -> Vec<Box<dyn FormOps<T, D>>> {
-    vec![
-        form::<T, Site, D, 1>(topology, bodies),
-        form::<T, Bond, D, 2>(topology, bodies),
-        form::<T, Pair, D, 2>(topology, bodies),
-    ]
+) -> Result<Vec<Box<dyn FormOps<T, D>>>, TopologyError> {
+    Ok(vec![
+        form::<T, Site, D, 1>(topology, bodies)?,
+        form::<T, Bond, D, 2>(topology, bodies)?,
+        form::<T, Pair, D, 2>(topology, bodies)?,
+    ])
 }
 
 fn form<T, F, const D: usize, const K: usize>(
     topology: &Topology,
     bodies: &Bodies,
-) -> Box<dyn FormOps<T, D>>
+) -> Result<Box<dyn FormOps<T, D>>, TopologyError>
 where
     T: Terms<D> + Kernel<D, K, F>,
     F: Form,
 {
-    Box::new(FormState::<F, D, K>::new(
+    Ok(Box::new(FormState::<F, D, K>::new(
         F::info(&T::FORMS),
         topology,
         bodies,
-    ))
+    )?))
 }
 
 /// The forms with their buffers, and the third-derivative tensors' key: the engine's mutable
@@ -208,7 +208,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     pub fn new(terms: T, topology: Topology) -> Result<Self, TopologyError> {
         topology.validate(D)?;
         let bodies = Bodies::new(&topology);
-        let mut forms = forms_of::<T, D>(&topology, &bodies);
+        let mut forms = forms_of::<T, D>(&topology, &bodies)?;
         for f in &forms {
             // Local slots `t·K²` of the gather lists are 32-bit.
             if f.len() >= u32::MAX as usize / (f.arity() * f.arity()).max(4) {

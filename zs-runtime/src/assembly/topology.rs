@@ -117,6 +117,8 @@ pub struct Topology {
     pinned: BTreeMap<usize, Vec<f64>>,
     /// A body pinned twice at different positions (reported by `validate`).
     pinned_twice: Option<usize>,
+    /// A bond list too large to allocate (reported by `validate`).
+    unallocated: bool,
     periodic: Option<[f64; 3]>,
     cutoff: Option<(f64, f64)>,
 }
@@ -151,8 +153,15 @@ impl Topology {
         self
     }
 
-    /// Add several bonds.
+    /// Add several bonds. A list that cannot be allocated is reported by
+    /// [`Topology::validate`] ([`TopologyError::TooLarge`]), not an abort: `Topology::chain(n)`
+    /// of an absurd `n`.
     pub fn bonds_from(mut self, bonds: impl IntoIterator<Item = (usize, usize)>) -> Self {
+        let bonds = bonds.into_iter();
+        if self.bonds.try_reserve(bonds.size_hint().0).is_err() {
+            self.unallocated = true;
+            return self;
+        }
         self.bonds.extend(bonds);
         self
     }
@@ -275,6 +284,9 @@ impl Topology {
         let n = self.bodies;
         if n == 0 {
             return Err(TopologyError::Empty);
+        }
+        if self.unallocated {
+            return Err(TopologyError::TooLarge("the number of bonds"));
         }
         if n >= u32::MAX as usize {
             return Err(TopologyError::TooLarge("the number of bodies"));
@@ -458,6 +470,11 @@ mod tests {
             .pin(1, [0.5])
             .validate(1)
             .is_ok());
+        // Absurd sizes: a typed error, no abort in the allocator.
+        assert_eq!(
+            Topology::chain(usize::MAX / 2).validate(1),
+            Err(TopologyError::TooLarge("the number of bonds"))
+        );
         assert!(TopologyError::NothingFree(3)
             .to_string()
             .contains("all 3 bodies"));

@@ -233,3 +233,13 @@ fn negative_masses_and_bodies_pinned_twice_are_typed_errors_at_set_up() {
         Some(TopologyError::PinnedTwice { body: 0 })
     );
 }
+
+/// All pairs of three million bodies (4.5 · 10¹² terms) cannot be listed: a typed error from
+/// `Assembled::new`, not an abort in the allocator.
+#[test]
+fn a_pair_list_too_large_to_allocate_is_a_typed_error() {
+    assert_eq!(
+        Assembled::new(Beads { rc: 1.5 }, Topology::new(3_000_000)).err(),
+        Some(TopologyError::TooLarge("the number of terms of a form"))
+    );
+}
