@@ -303,9 +303,29 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     /// The backend of the shifted solves (default [`Backend::Auto`]).
-    pub fn with_backend(mut self, backend: Backend) -> Self {
+    ///
+    /// # Errors
+    /// [`TopologyError::BackendDoesNotFit`] when `backend` is [`Backend::BlockDiagonal`] and a
+    /// Hessian pattern of the system (the full one, or the stiff one when it has a stiff part)
+    /// couples bodies or has blocks larger than the dense solve's: checked here, at set-up,
+    /// not in the first step.
+    pub fn with_backend(mut self, backend: Backend) -> Result<Self, TopologyError> {
+        if backend == Backend::BlockDiagonal {
+            let fits =
+                |l: &BlockLayout| l.is_block_diagonal() && l.block() <= crate::sparse::MAX_BLOCK;
+            for (part, layout) in [("full", &self.full), ("stiff", &self.stiff)] {
+                if !fits(layout) {
+                    return Err(TopologyError::BackendDoesNotFit(format!(
+                        "Backend::BlockDiagonal does not fit the {part} Hessian: it couples bodies \
+                         (bonds or pairs) or has blocks of more than {} coordinates; use \
+                         Backend::Auto, Banded or Sparse",
+                        crate::sparse::MAX_BLOCK
+                    )));
+                }
+            }
+        }
         self.backend = backend;
-        self
+        Ok(self)
     }
 
     /// The kernels.

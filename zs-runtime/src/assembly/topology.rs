@@ -68,6 +68,10 @@ pub enum TopologyError {
         /// Its mass.
         mass: f64,
     },
+    /// A forced solve backend that does not fit a Hessian pattern the system has
+    /// ([`super::Assembled::with_backend`]).
+    #[error("{0}")]
+    BackendDoesNotFit(String),
     /// A periodic box side that is not a finite positive length.
     #[error("the periodic box must have finite positive sides, not {0:?}")]
     BadBox([f64; 3]),

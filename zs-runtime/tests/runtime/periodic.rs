@@ -243,3 +243,32 @@ fn a_pair_list_too_large_to_allocate_is_a_typed_error() {
         Some(TopologyError::TooLarge("the number of terms of a form"))
     );
 }
+
+/// Forcing the block-diagonal backend on a ring (bonds couple the bodies): a typed error at
+/// set-up, not a panic in the first step; on bodies that nothing couples it is accepted.
+#[test]
+fn a_backend_that_does_not_fit_is_refused_at_set_up() {
+    use zs_runtime::sparse::Backend;
+    let (ring, _, _) = crate::support::assembled::dna(12);
+    let e = ring
+        .with_backend(Backend::BlockDiagonal)
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        e.as_deref()
+            .is_some_and(|e| e.contains("Backend::BlockDiagonal does not fit the full Hessian")),
+        "{e:?}"
+    );
+    let free = Assembled::new(Uncoupled, Topology::new(4)).expect("valid");
+    assert!(free.with_backend(Backend::BlockDiagonal).is_ok());
+}
+
+/// Bodies that nothing couples.
+struct Uncoupled;
+
+#[mechanical_system]
+impl Uncoupled {
+    fn site_potential(&self, x: &[f64; 3]) -> f64 {
+        x[0] * x[0] + x[1] * x[2]
+    }
+}
