@@ -67,6 +67,16 @@ pub enum CliError {
         /// `MemAvailable`, GB.
         have: f64,
     },
+    /// A directory to create under a path that is a file.
+    #[error("cannot {action} {}: {} is a file, not a directory", dir.display(), file.display())]
+    UnderAFile {
+        /// What was tried.
+        action: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// The file in its way.
+        file: PathBuf,
+    },
     /// An output path that is an existing directory.
     #[error("{option} {} is a directory: give a file name", path.display())]
     OutputIsDirectory {

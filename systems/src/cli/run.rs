@@ -294,6 +294,14 @@ fn available_memory() -> Option<f64> {
 fn ensure_dir(action: &'static str, file: &Path) -> Result<(), CliError> {
     match file.parent() {
         Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => {
+            // A file where a directory must be: say so (the OS says "File exists").
+            if let Some(f) = d.ancestors().find(|a| a.exists() && !a.is_dir()) {
+                return Err(CliError::UnderAFile {
+                    action,
+                    dir: d.to_path_buf(),
+                    file: f.to_path_buf(),
+                });
+            }
             std::fs::create_dir_all(d).map_err(|e| CliError::io(action, d, e))
         }
         _ => Ok(()),

@@ -857,3 +857,25 @@ fn dna_defaults_run_at_every_small_size() {
         assert!(o.status.success(), "--n {n}: {}", stderr(&o));
     }
 }
+
+/// A checkpoint or output under a path that is a file: the message says which path is a file
+/// (the OS says "File exists").
+#[test]
+fn an_output_under_a_file_names_the_file() {
+    let d = dir("under-a-file");
+    std::fs::write(d.join("afile"), "x").unwrap();
+    for args in [
+        &[
+            "run",
+            "double-pendulum",
+            "--checkpoint",
+            "afile/x.ck",
+            "--out",
+            "o.csv",
+        ][..],
+        &["run", "double-pendulum", "--out", "afile/sub/o.csv"][..],
+    ] {
+        let o = zs(&d, args);
+        one_line_error(&o, args, &["afile is a file, not a directory"]);
+    }
+}
