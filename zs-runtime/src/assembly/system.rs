@@ -207,6 +207,14 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// A [`TopologyError`] when the topology is invalid for bodies of `D` coordinates.
     pub fn new(terms: T, topology: Topology) -> Result<Self, TopologyError> {
         topology.validate(D)?;
+        // The per-body arrays (free indices, pinned positions, masses, the energy cache) are
+        // reserved first: a topology too large for memory is an error, not an abort.
+        let n = topology.bodies();
+        let mut probe: Vec<f64> = Vec::new();
+        probe
+            .try_reserve_exact(n.saturating_mul(3 * D + 1))
+            .map_err(|_| TopologyError::TooLarge("the number of bodies"))?;
+        drop(probe);
         let bodies = Bodies::new(&topology);
         let mut forms = forms_of::<T, D>(&topology, &bodies)?;
         for f in &forms {

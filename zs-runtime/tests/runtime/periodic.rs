@@ -242,6 +242,11 @@ fn a_pair_list_too_large_to_allocate_is_a_typed_error() {
         Assembled::new(Beads { rc: 1.5 }, Topology::new(3_000_000)).err(),
         Some(TopologyError::TooLarge("the number of terms of a form"))
     );
+    // Four billion bodies of 3 coordinates: the per-body arrays alone would be 300 GB.
+    assert_eq!(
+        Assembled::new(Uncoupled, Topology::new(4_000_000_000)).err(),
+        Some(TopologyError::TooLarge("the number of bodies"))
+    );
 }
 
 /// Forcing the block-diagonal backend on a ring (bonds couple the bodies): a typed error at
