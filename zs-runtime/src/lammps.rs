@@ -265,14 +265,8 @@ impl DataFile {
                 x[a] -= k * len[a];
             }
             let _ = write!(s, "{}", self.ids[i]);
-            match self.style {
-                AtomStyle::Atomic => {}
-                AtomStyle::Bond => {
-                    let _ = write!(s, " {}", self.molecules[i]);
-                }
-                AtomStyle::Full => {
-                    let _ = write!(s, " {}", self.molecules[i]);
-                }
+            if self.style != AtomStyle::Atomic {
+                let _ = write!(s, " {}", self.molecules[i]);
             }
             let _ = write!(s, " {}", self.types[i]);
             if self.style == AtomStyle::Full {

@@ -170,13 +170,6 @@ fn check_options(
             }
         }
     }
-    if let Some(r) = args.max_radius.filter(|r| !(r.is_finite() && *r > 0.0)) {
-        return Err(CliError::BadValue {
-            option: "--max-radius",
-            value: r.to_string(),
-            why: "must be a positive distance in Å",
-        });
-    }
     for (given, option) in [
         (args.max_radius.is_some(), "--max-radius"),
         (args.minimize, "--minimize"),
