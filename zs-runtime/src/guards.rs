@@ -12,7 +12,9 @@
 //!   run's target (for a penalized run, `V_ω` of Tao & Owhadi eq. 7, the energy a symplectic
 //!   method nearly conserves), with an absolute or a relative limit;
 //! - [`ConstraintGuard`]: `‖g(q)‖ ≤ limit` for the constraints of a [`crate::ConstrainedModel`]
-//!   (e.g. the penalized double pendulum, where `g = O(1/ω)` holds only approximately).
+//!   (e.g. the penalized double pendulum, where `g = O(1/ω)` holds only approximately);
+//! - [`MoveGuard`]: no body moves farther than a limit in one step (under a pair cutoff, the
+//!   neighbour-list skin: a step that moves a body that far is far too long for the potential).
 //!
 //! Checking allocates nothing.
 //!
@@ -76,6 +78,9 @@ pub struct EnergyGuard {
 pub const ENERGY_DRIFT: &str = "energy drift |E - E0|";
 /// The `what` of a [`ConstraintGuard`] violation.
 pub const CONSTRAINT_RESIDUAL: &str = "constraint residual |g(q)|";
+/// [`GuardViolation::what`] of [`MoveGuard`].
+pub const ONE_STEP_MOVE: &str =
+    "largest distance a body moved in one step (limit: the neighbour-list skin)";
 
 impl EnergyGuard {
     /// Stop when `|E - E₀| > max_abs_drift`.
@@ -233,6 +238,111 @@ where
         Ok(())
     }
     fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.max_seen = from.f64("max_seen")?;
+        Ok(())
+    }
+}
+
+/// Stops a run when a body moves more than `limit` in one step: bodies are consecutive blocks
+/// of `stride` coordinates whose first three are the body's position (its reference site).
+///
+/// Under a pair cutoff the limit is the neighbour-list skin. The list itself stays right — an
+/// assembled system checks it at every evaluation and rebuilds it when a body has moved more
+/// than half the skin — but a body that crosses a whole skin in one step means a step far too
+/// long for the potential (LAMMPS calls such a rebuild "dangerous"): the run stops with
+/// [`crate::StepErrorKind::GuardViolated`] naming the skin, at the last state before. Checking
+/// allocates nothing after the first state; a checkpoint keeps the last accepted positions, so
+/// a resumed run checks its first step as the uninterrupted one did.
+#[derive(Debug, Clone)]
+pub struct MoveGuard {
+    limit: f64,
+    stride: usize,
+    last: Vec<f64>,
+    max_seen: f64,
+}
+
+impl MoveGuard {
+    /// Stop when a body (blocks of `stride ≥ 3` coordinates) moves more than `limit` in a step.
+    ///
+    /// # Panics
+    /// If `limit` is negative or NaN, or `stride < 3`.
+    pub fn new(limit: f64, stride: usize) -> Self {
+        assert!(
+            limit >= 0.0,
+            "MoveGuard: the limit must be >= 0, got {limit}"
+        );
+        assert!(
+            stride >= 3,
+            "MoveGuard: a body has at least 3 coordinates, got {stride}"
+        );
+        Self {
+            limit,
+            stride,
+            last: Vec::new(),
+            max_seen: 0.0,
+        }
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> f64 {
+        self.limit
+    }
+
+    /// The largest one-step move among the accepted steps.
+    pub fn max_seen(&self) -> f64 {
+        self.max_seen
+    }
+
+    /// The largest distance a body moved from the last accepted positions to `q` (0 before the
+    /// first state; NaN when a position is not finite).
+    fn largest_move(&self, q: &[f64]) -> f64 {
+        if self.last.len() != q.len() {
+            return 0.0;
+        }
+        let mut most: f64 = 0.0;
+        for (a, b) in q
+            .chunks_exact(self.stride)
+            .zip(self.last.chunks_exact(self.stride))
+        {
+            let r2 = (a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2);
+            if r2.is_nan() {
+                return f64::NAN;
+            }
+            most = most.max(r2);
+        }
+        most.sqrt()
+    }
+
+    fn remember(&mut self, q: &[f64]) {
+        self.last.clear();
+        self.last.extend_from_slice(q);
+    }
+}
+
+impl<P: ?Sized, V: Vector> Observer<P, V> for MoveGuard {
+    fn start(&mut self, _target: &P, state: &StateOf<V>) {
+        self.remember(state.q.as_slice());
+        self.max_seen = 0.0;
+    }
+    fn check(&mut self, _target: &P, state: &StateOf<V>) -> Result<(), GuardViolation> {
+        let d = self.largest_move(state.q.as_slice());
+        // `within` rejects a NaN (not ≤ the limit).
+        within(ONE_STEP_MOVE, d, self.limit)
+    }
+    fn observe(&mut self, _target: &P, state: &StateOf<V>) {
+        let d = self.largest_move(state.q.as_slice());
+        if d > self.max_seen {
+            self.max_seen = d;
+        }
+        self.remember(state.q.as_slice());
+    }
+    fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
+        out.set_f64s("last", &self.last);
+        out.set_f64("max_seen", self.max_seen);
+        Ok(())
+    }
+    fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.last = from.f64s("last")?;
         self.max_seen = from.f64("max_seen")?;
         Ok(())
     }

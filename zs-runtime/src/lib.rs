@@ -60,7 +60,7 @@ pub mod xyz;
 pub use checkpoint::{Checkpoint, CheckpointError, Resumable};
 pub use driver::{run, run_checkpointed, run_steps, RunFailure, RunSummary};
 pub use error::{Operand, Quantity, SolveFailure, StepError, StepErrorKind};
-pub use guards::{ConstraintGuard, EnergyGuard, GuardViolation};
+pub use guards::{ConstraintGuard, EnergyGuard, GuardViolation, MoveGuard};
 pub use integrators::{
     Impulse, Langevin, LinearlyImplicitNewmark, MollifiedImpulse, Newmark, PhaseBSolver,
     ProjectedImpulse, ProjectedRungeKutta, ProjectionOptions, PushForwardNewmark, Rattle, RngState,

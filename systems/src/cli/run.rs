@@ -70,6 +70,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             meta,
             xyz: None,
             cluster_guard: None,
+            move_guard: None,
             orthogonality: false,
             lattice: None,
             at_end: None,

@@ -284,6 +284,27 @@ fn zs_run_and_eval_read_data_files_and_write_them_back() {
             assert!((x - y).abs() <= 1e-12 * SIDE, "bead {i}: {x} vs {y}");
         }
     }
+    // A step far too long: a bead crosses more than the skin (0.4) in one step → the run stops
+    // at once, naming the skin, and the CSV is marked incomplete.
+    let out = run(&[
+        "run",
+        "kremer-grest",
+        "--data",
+        "melt.data",
+        "--h",
+        "0.5",
+        "--t-end",
+        "5",
+        "--quiet",
+        "--out",
+        "fast.csv",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.lines().count() == 1 && err.contains("neighbour-list skin"),
+        "{err}"
+    );
+    assert!(d.join("fast.csv.incomplete").exists());
     // Refusals: no --data, a full-Hessian integrator, --data on another system.
     for (args, needle) in [
         (

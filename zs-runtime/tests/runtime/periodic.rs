@@ -277,3 +277,69 @@ impl Uncoupled {
         x[0] * x[0] + x[1] * x[2]
     }
 }
+
+#[test]
+fn a_body_moving_more_than_the_skin_in_one_step_stops_the_run() {
+    use zs_runtime::driver::run;
+    use zs_runtime::guards::{MoveGuard, ONE_STEP_MOVE};
+    use zs_runtime::observers::Observer;
+    use zs_runtime::{Checkpoint, StepErrorKind, VelocityVerlet};
+    let (rc, skin) = (1.5, 0.3);
+    let n = CHAINS * BEADS;
+    let mut t = Topology::new(n);
+    for c in 0..CHAINS {
+        for b in 1..BEADS {
+            t = t.bond(c * BEADS + b - 1, c * BEADS + b);
+        }
+    }
+    let sys = Assembled::new(Beads { rc }, t.exclude_bonded().periodic(SIDE).cutoff(rc, skin))
+        .expect("valid");
+    let q0 = melt(&mut Rng(0x0123_4567_89AB_CDEF));
+    // A step that is fine: the guard sees moves, all below the skin.
+    let mut state = sys.state(q0.clone(), vec![0.0; 3 * n]);
+    let mut guard = MoveGuard::new(skin, 3);
+    let summary = run(
+        &mut VelocityVerlet::new(0.002),
+        &sys,
+        &mut state,
+        0.1,
+        &mut [&mut guard],
+    );
+    assert!(summary.error.is_none(), "{:?}", summary.error);
+    assert!(guard.max_seen() > 0.0 && guard.max_seen() < skin, "{}", guard.max_seen());
+    // Velocities of 100 (a bead crosses 0.5 in a step of 0.005): stopped at the first step,
+    // naming the skin, with the state from before it.
+    let mut fast = sys.state(q0.clone(), vec![100.0; 3 * n]);
+    let mut guard = MoveGuard::new(skin, 3);
+    let summary = run(
+        &mut VelocityVerlet::new(0.005),
+        &sys,
+        &mut fast,
+        0.1,
+        &mut [&mut guard],
+    );
+    let e = summary.error.expect("stopped");
+    assert_eq!(e.step, 0);
+    match e.kind {
+        StepErrorKind::GuardViolated { what, value, limit } => {
+            assert_eq!(what, ONE_STEP_MOVE);
+            assert!(value > 0.8 && limit == skin, "{value} {limit}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fast.q, q0);
+    // A checkpoint keeps the last positions: a restored guard checks the next step as the
+    // uninterrupted one does.
+    let mut g = MoveGuard::new(skin, 3);
+    let at = sys.state(q0.clone(), vec![0.0; 3 * n]);
+    Observer::<(), Vec<f64>>::start(&mut g, &(), &at);
+    let mut cp = Checkpoint::new();
+    Observer::<(), Vec<f64>>::save_checkpoint(&mut g, &mut cp.scope_mut("g")).expect("saved");
+    let mut restored = MoveGuard::new(skin, 3);
+    Observer::<(), Vec<f64>>::restore_checkpoint(&mut restored, &cp.scope("g")).expect("restored");
+    let mut moved = at.clone();
+    moved.q[7] += 0.5;
+    assert!(Observer::<(), Vec<f64>>::check(&mut restored, &(), &moved).is_err());
+    moved.q[7] -= 0.4;
+    assert!(Observer::<(), Vec<f64>>::check(&mut restored, &(), &moved).is_ok());
+}

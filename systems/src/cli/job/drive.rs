@@ -91,6 +91,7 @@ impl Job<'_> {
         let mut energy_guard = args.max_energy_drift.map(EnergyGuard::new);
         let mut residual_guard = args.max_residual.map(|r| ConstraintGuard::new(system, r));
         let mut cluster_guard = self.cluster_guard;
+        let mut move_guard = self.move_guard.clone();
         let first = match self.resume {
             Some(cp) => cp.u64("run.done").unwrap_or(0),
             None => 0,
@@ -132,6 +133,9 @@ impl Job<'_> {
                 observers.push(g);
             }
             if let Some(g) = cluster_guard.as_mut() {
+                observers.push(g);
+            }
+            if let Some(g) = move_guard.as_mut() {
                 observers.push(g);
             }
             if self.orthogonality {

@@ -15,8 +15,8 @@ mod stepper;
 use std::path::PathBuf;
 
 use zs_runtime::{
-    Checkpoint, ConstrainedModel, ConstraintSpace, Rattle, Shake, ShakeSolver, StateOf, StiffModel,
-    Vector,
+    Checkpoint, ConstrainedModel, ConstraintSpace, MoveGuard, Rattle, Shake, ShakeSolver, StateOf,
+    StiffModel, Vector,
 };
 
 pub(crate) use stepper::CliStepper;
@@ -60,6 +60,8 @@ pub(crate) struct Job<'a> {
     pub xyz: Option<Vec<String>>,
     /// `--max-radius` (water): stop when a molecule leaves the cluster.
     pub cluster_guard: Option<ClusterGuard>,
+    /// Under a pair cutoff: stop when a body moves more than the neighbour-list skin in a step.
+    pub move_guard: Option<MoveGuard>,
     /// The rigid body: an `orthogonality_defect` column `‖RᵀR − I‖_F` and its maximum in the
     /// summary.
     pub orthogonality: bool,

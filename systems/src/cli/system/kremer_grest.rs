@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use zs_runtime::assembly::Assembled;
 use zs_runtime::lammps::DataFile;
+use zs_runtime::MoveGuard;
 
 use super::{table, Accepts, CliSystem};
 use crate::cli::error::CliError;
@@ -105,6 +106,7 @@ impl CliSystem for KremerGrestCli {
         let mut job = job.with_xyz(vec!["C".to_string(); n]);
         job.lattice = Some((data.lo, data.box_lengths()));
         job.at_end = Some(&write_data);
+        job.move_guard = Some(MoveGuard::new(kremer_grest::SKIN, 3));
         let names = KremerGrest::coordinate_names(n);
         let state = job.initial_state(system.state(q, v), &names)?;
         let l = data.box_lengths();
