@@ -202,8 +202,11 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
 pub(crate) struct FormState<F, const D: usize, const K: usize> {
     info: FormInfo,
     list: TermList<K>,
-    /// Gradient gather (per free body).
+    /// Gradient gather (per free body) of the per-term passes; `None` after a neighbour-list
+    /// rebuild until such a pass needs it (the SIMD passes gather partials instead): the
+    /// free body count to build it for.
     grad: Csr,
+    grad_for: Option<usize>,
     /// Hessian gathers of the full and the stiff Hessian, when the form enters them.
     full: Option<HessianGather<K>>,
     stiff: Option<HessianGather<K>>,
@@ -244,6 +247,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         Ok(Self {
             info,
             grad: list.gradient_gather(bodies.free),
+            grad_for: None,
             part: vec![0.0; partials.len() * D],
             partials,
             in_partials: false,
@@ -333,8 +337,7 @@ where
         }
         self.list.set_pairs(pairs, bodies);
         let n = self.list.len();
-        self.list
-            .gradient_gather_into(bodies.free, &mut self.grad, &mut self.scratch.gather);
+        self.grad_for = Some(bodies.free);
         self.partials
             .rebuild(&self.list, bodies.free, CHUNK, &mut self.scratch);
         self.part.resize(self.partials.len() * D, 0.0);
@@ -363,6 +366,11 @@ where
         };
         self.in_partials = matches!(want, Want::Gradient)
             || (want == Want::GradientStiffHessian && !self.info.stiff);
+        if let Some(free) = self.grad_for.filter(|_| !self.in_partials) {
+            self.list
+                .gradient_gather_into(free, &mut self.grad, &mut self.scratch.gather);
+            self.grad_for = None;
+        }
         if !matches!(want, Want::Third { .. }) {
             // The passes that leave energies: summed per chunk by the SIMD passes only.
             self.summed = matches!(want, Want::Energy) || self.in_partials;

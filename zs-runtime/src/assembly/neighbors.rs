@@ -34,37 +34,22 @@ impl Cell {
     }
 }
 
-/// One body's search of the half stencil: every body of a run within reach and not excluded
-/// is a pair, written (lower index, higher index).
-struct Near<'a> {
-    i: u32,
-    p: [f64; 3],
-    excluded: &'a [u32],
-    reach2: f64,
-    len: [f64; 3],
-    half: [f64; 3],
+/// The bodies sorted by cell, as structure of arrays: cell `c`'s are `start[c]..start[c + 1]`.
+#[derive(Debug, Default)]
+struct Sorted {
+    id: Vec<u32>,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    z: Vec<f64>,
 }
 
-impl Near<'_> {
-    #[inline]
-    fn scan(&self, run: &[(u32, [f64; 3])], out: &mut Vec<[u32; 2]>) {
-        for &(j, q) in run {
-            let mut r2 = 0.0;
-            for (a, &qa) in q.iter().enumerate() {
-                let mut d = qa - self.p[a];
-                // Wrapped positions: one box side brings `d` to its nearest image.
-                if d > self.half[a] {
-                    d -= self.len[a];
-                } else if d < -self.half[a] {
-                    d += self.len[a];
-                }
-                r2 += d * d;
-            }
-            if r2 < self.reach2 && !self.excluded.contains(&j) {
-                out.push([self.i.min(j), self.i.max(j)]);
-            }
-        }
-    }
+/// A contiguous range of the cell-sorted bodies (consecutive cells of a row along x) and the
+/// box vector that brings them next to the cell searched (the image a periodic box puts there).
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    from: u32,
+    to: u32,
+    shift: [f64; 3],
 }
 
 /// The Verlet list of a pair cutoff and the cell list that builds it.
@@ -73,26 +58,68 @@ pub(crate) struct Neighbors {
     reach: f64,
     half_skin: f64,
     cell: Option<Cell>,
-    /// Per body, its excluded partners (sorted).
-    exclusions: Vec<Vec<u32>>,
+    /// Per body `i`, its excluded partners (sorted): `excluded[excluded_at[i]..excluded_at[i + 1]]`
+    /// (one flat array: a few hundred kB that stay in cache, not a heap block per body).
+    excluded_at: Vec<u32>,
+    excluded: Vec<u32>,
     /// Reference sites at the last build (empty before the first).
     at_build: Vec<[f64; 3]>,
     /// Number of builds so far.
     pub builds: usize,
     // Scratch of the cell list, kept between builds (no allocation once large enough).
-    /// Cell `c`'s bodies are `sorted[start[c]..start[c + 1]]` (body, wrapped position).
+    /// Cell `c`'s bodies are `sorted[start[c]..start[c + 1]]` (wrapped positions).
     start: Vec<u32>,
     fill: Vec<u32>,
-    sorted: Vec<(u32, [f64; 3])>,
-    /// Per z-layer of cells: its pairs and a stencil buffer.
-    layers: Vec<(Vec<[u32; 2]>, Vec<usize>)>,
+    sorted: Sorted,
+    /// Per z-layer of cells: its pairs, a stencil buffer and the candidates of a cell.
+    layers: Vec<Layer>,
     wrapped: Vec<[f64; 3]>,
     cell_of: Vec<[u32; 3]>,
 }
 
+/// The bodies at `(x, y, z) + q` (`q` = shift − the searched body's position) within
+/// `reach2`, as indices `first + c`, appended to `found[kept..]`; returns the new count.
+/// Written always, kept when within reach: no branch on the test (a coin toss the branch
+/// predictor loses).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn within(
+    x: &[f64],
+    y: &[f64],
+    z: &[f64],
+    q: [f64; 3],
+    reach2: f64,
+    first: u32,
+    found: &mut [u32],
+    mut kept: usize,
+) -> usize {
+    let n = x.len().min(y.len()).min(z.len());
+    let found = &mut found[kept..kept + n + 1];
+    let mut k = 0;
+    for c in 0..n {
+        let d = [x[c] + q[0], y[c] + q[1], z[c] + q[2]];
+        let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        found[k] = first + c as u32;
+        k += usize::from(r2 < reach2);
+    }
+    kept += k;
+    kept
+}
+
+/// One z-layer's task of a build: its pairs, and scratch (kept between builds).
+#[derive(Debug, Default)]
+struct Layer {
+    pairs: Vec<[u32; 2]>,
+    stencil: Vec<usize>,
+    runs: Vec<Run>,
+    /// Candidates of one body, kept when within reach (branch-free compaction).
+    hits: Vec<u32>,
+}
+
 /// Cells per `rc + skin` along an axis. LAMMPS bins at half the reach (a stencil of 125
 /// half-cells, 55 reach³ of candidates instead of 27 whole cells' 95); here whole cells
-/// measured faster on the 32 000-bead melt (200 steps: 2.7 s against 4.1 s with 2).
+/// measured faster on the 32 000-bead melt (200 steps: 2.7 s against 4.1 s with 2), and the
+/// half stencil of [`Neighbors::half_stencil`] is written for them.
 const SUB: usize = 1;
 
 /// `⌊x⌋` without a library call (the baseline x86-64 target has no rounding instruction):
@@ -116,16 +143,27 @@ impl Neighbors {
     /// The list of `topology`'s cutoff, or `None` without one.
     pub fn new(topology: &Topology) -> Option<Self> {
         let (rc, skin) = topology.pair_cutoff()?;
+        let lists = topology.exclusion_lists();
+        let mut excluded_at = Vec::with_capacity(lists.len() + 1);
+        excluded_at.push(0);
+        let excluded: Vec<u32> = lists
+            .iter()
+            .flat_map(|l| {
+                excluded_at.push(excluded_at[excluded_at.len() - 1] + l.len() as u32);
+                l.iter().copied()
+            })
+            .collect();
         Some(Self {
             reach: rc + skin,
             half_skin: 0.5 * skin,
             cell: topology.box_lengths().map(Cell::new),
-            exclusions: topology.exclusion_lists(),
+            excluded_at,
+            excluded,
             at_build: Vec::new(),
             builds: 0,
             start: Vec::new(),
             fill: Vec::new(),
-            sorted: Vec::new(),
+            sorted: Sorted::default(),
             layers: Vec::new(),
             wrapped: Vec::new(),
             cell_of: Vec::new(),
@@ -203,16 +241,22 @@ impl Neighbors {
         }
         self.fill.clear();
         self.fill.extend_from_slice(&self.start[..cells]);
-        self.sorted.clear();
-        self.sorted.resize(n, (0, [0.0; 3]));
+        let sorted = &mut self.sorted;
+        sorted.id.clear();
+        sorted.id.resize(n, 0);
+        for v in [&mut sorted.x, &mut sorted.y, &mut sorted.z] {
+            v.clear();
+            v.resize(n, 0.0);
+        }
         for (i, c) in self.cell_of.iter().enumerate() {
             let c = index(c.map(|k| k as usize));
-            self.sorted[self.fill[c] as usize] = (i as u32, self.wrapped[i]);
+            let k = self.fill[c] as usize;
+            let w = self.wrapped[i];
+            (sorted.id[k], sorted.x[k], sorted.y[k], sorted.z[k]) = (i as u32, w[0], w[1], w[2]);
             self.fill[c] += 1;
         }
         // With fewer than 2 SUB + 1 cells along a periodic axis the stencil visits a cell twice.
         let periodic = self.cell.is_some();
-        let reach_cells = SUB as i64;
         let revisits = periodic && dims.iter().any(|&d| d < 2 * SUB + 1);
         let (len, half) = match &self.cell {
             Some(c) => (c.len, c.len.map(|l| 0.5 * l)),
@@ -223,8 +267,15 @@ impl Neighbors {
         let mut layers = core::mem::take(&mut self.layers);
         layers.resize_with(dims[2], Default::default);
         let this = &*self;
-        let layer = |cz: usize, (pairs, stencil): &mut (Vec<[u32; 2]>, Vec<usize>)| {
+        let layer = |cz: usize, l: &mut Layer| {
+            let Layer {
+                pairs,
+                stencil,
+                runs,
+                hits,
+            } = l;
             pairs.clear();
+            let sorted = &this.sorted;
             for cy in 0..dims[1] {
                 for cx in 0..dims[0] {
                     let here = index([cx, cy, cz]);
@@ -232,57 +283,42 @@ impl Neighbors {
                     if from == to {
                         continue;
                     }
-                    stencil.clear();
-                    for dz in -reach_cells..=reach_cells {
-                        for dy in -reach_cells..=reach_cells {
-                            for dx in -reach_cells..=reach_cells {
-                                // Without revisits, half the stencil: the cells after this one
-                                // (each unordered pair of cells once), this one apart.
-                                if !revisits && (dz, dy, dx) <= (0, 0, 0) {
-                                    continue;
-                                }
-                                let mut c = [0usize; 3];
-                                let mut inside = true;
-                                for (a, (k, d)) in
-                                    [(cx, dx), (cy, dy), (cz, dz)].into_iter().enumerate()
-                                {
-                                    let k = k as i64 + d;
-                                    let m = dims[a] as i64;
-                                    if periodic {
-                                        c[a] = k.rem_euclid(m) as usize;
-                                    } else if (0..m).contains(&k) {
-                                        c[a] = k as usize;
-                                    } else {
-                                        inside = false;
-                                    }
-                                }
-                                if inside {
-                                    stencil.push(index(c));
-                                }
-                            }
-                        }
-                    }
                     if revisits {
-                        stencil.sort_unstable();
-                        stencil.dedup();
-                    }
-                    for k in from..to {
-                        if revisits {
+                        this.whole_stencil([cx, cy, cz], dims, stencil);
+                        for k in from..to {
                             this.pairs_of(k, stencil, reach2, len, half, pairs);
-                        } else {
-                            let (i, p) = this.sorted[k];
-                            let near = Near {
-                                i,
-                                p,
-                                excluded: &this.exclusions[i as usize],
-                                reach2,
-                                len,
-                                half,
-                            };
-                            near.scan(&this.sorted[k + 1..to], pairs);
-                            for &c in stencil.iter() {
-                                let run = this.start[c] as usize..this.start[c + 1] as usize;
-                                near.scan(&this.sorted[run], pairs);
+                        }
+                        continue;
+                    }
+                    this.half_stencil([cx, cy, cz], dims, len, runs);
+                    let most: usize = runs.iter().map(|r| (r.to - r.from) as usize).sum();
+                    hits.clear();
+                    hits.resize(most + to - from + 1, 0);
+                    for k in from..to {
+                        let (i, p) = (sorted.id[k], [sorted.x[k], sorted.y[k], sorted.z[k]]);
+                        // This cell's bodies after this one, then the half stencil's.
+                        let own = Run {
+                            from: k as u32 + 1,
+                            to: to as u32,
+                            shift: [0.0; 3],
+                        };
+                        let mut kept = 0;
+                        let found: &mut [u32] = hits;
+                        for r in core::iter::once(&own).chain(runs.iter()) {
+                            let q = [r.shift[0] - p[0], r.shift[1] - p[1], r.shift[2] - p[2]];
+                            let (from, to) = (r.from as usize, r.to as usize);
+                            let (x, y, z) = (
+                                &sorted.x[from..to],
+                                &sorted.y[from..to],
+                                &sorted.z[from..to],
+                            );
+                            kept = within(x, y, z, q, reach2, from as u32, found, kept);
+                        }
+                        let excluded = this.excluded_of(i);
+                        for &c in &hits[..kept] {
+                            let j = sorted.id[c as usize];
+                            if !excluded.contains(&j) {
+                                pairs.push([i.min(j), i.max(j)]);
                             }
                         }
                     }
@@ -293,10 +329,78 @@ impl Neighbors {
             .par_iter_mut()
             .enumerate()
             .for_each(|(cz, l)| layer(cz, l));
-        for (pairs, _) in &layers[..dims[2]] {
-            out.extend_from_slice(pairs);
+        for l in &layers[..dims[2]] {
+            out.extend_from_slice(&l.pairs);
         }
         self.layers = layers;
+    }
+
+    /// The partners excluded from body `i`'s pairs.
+    #[inline]
+    fn excluded_of(&self, i: u32) -> &[u32] {
+        let i = i as usize;
+        &self.excluded[self.excluded_at[i] as usize..self.excluded_at[i + 1] as usize]
+    }
+
+    /// The half stencil of `cell` — the cells after it among the 27 around it, `(dz, dy, dx)`
+    /// after `(0, 0, 0)` in lexicographic order — as runs of consecutive cells along x, each
+    /// with the box vector that brings it next to `cell` (periodic), or cut at the grid's faces
+    /// (open). Needs at least three cells along every periodic axis.
+    fn half_stencil(&self, cell: [usize; 3], dims: [usize; 3], len: [f64; 3], runs: &mut Vec<Run>) {
+        let periodic = self.cell.is_some();
+        runs.clear();
+        let at = |k: i64, a: usize| -> Option<(usize, f64)> {
+            let m = dims[a] as i64;
+            if (0..m).contains(&k) {
+                Some((k as usize, 0.0))
+            } else if periodic {
+                Some((
+                    k.rem_euclid(m) as usize,
+                    if k < 0 { -len[a] } else { len[a] },
+                ))
+            } else {
+                None
+            }
+        };
+        let (cx, cy, cz) = (cell[0] as i64, cell[1] as i64, cell[2] as i64);
+        for (dz, dy, first) in [(0, 0, 1), (0, 1, -1), (1, -1, -1), (1, 0, -1), (1, 1, -1)] {
+            let (Some((y, sy)), Some((z, sz))) = (at(cy + dy, 1), at(cz + dz, 2)) else {
+                continue;
+            };
+            let row = (z * dims[1] + y) * dims[0];
+            // Consecutive cells with the same shift along x make one run.
+            for dx in first..=1 {
+                let Some((x, sx)) = at(cx + dx, 0) else {
+                    continue;
+                };
+                let (from, to) = (self.start[row + x], self.start[row + x + 1]);
+                let shift = [sx, sy, sz];
+                match runs.last_mut() {
+                    Some(r) if r.to == from && r.shift == shift && dx > first => r.to = to,
+                    _ => runs.push(Run { from, to, shift }),
+                }
+            }
+        }
+    }
+
+    /// The cells around `cell` (itself included) in a periodic grid with fewer than three
+    /// cells along some axis: each once, in increasing order.
+    fn whole_stencil(&self, cell: [usize; 3], dims: [usize; 3], stencil: &mut Vec<usize>) {
+        let r = SUB as i64;
+        stencil.clear();
+        for dz in -r..=r {
+            for dy in -r..=r {
+                for dx in -r..=r {
+                    let c: [usize; 3] = core::array::from_fn(|a| {
+                        let k = cell[a] as i64 + [dx, dy, dz][a];
+                        k.rem_euclid(dims[a] as i64) as usize
+                    });
+                    stencil.push((c[2] * dims[1] + c[1]) * dims[0] + c[0]);
+                }
+            }
+        }
+        stencil.sort_unstable();
+        stencil.dedup();
     }
 
     /// The pairs `(i, j > i)` within reach with `j` in the `stencil` cells, into `out`, for
@@ -311,11 +415,12 @@ impl Neighbors {
         half: [f64; 3],
         out: &mut Vec<[u32; 2]>,
     ) {
-        let (i, p) = self.sorted[k];
-        let excluded = &self.exclusions[i as usize];
+        let s = &self.sorted;
+        let (i, p) = (s.id[k], [s.x[k], s.y[k], s.z[k]]);
+        let excluded = self.excluded_of(i);
         for &c in stencil {
-            let run = &self.sorted[self.start[c] as usize..self.start[c + 1] as usize];
-            for &(j, q) in run {
+            for m in self.start[c] as usize..self.start[c + 1] as usize {
+                let (j, q) = (s.id[m], [s.x[m], s.y[m], s.z[m]]);
                 if j > i {
                     let mut r2 = 0.0;
                     for a in 0..3 {

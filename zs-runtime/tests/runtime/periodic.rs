@@ -292,8 +292,11 @@ fn a_body_moving_more_than_the_skin_in_one_step_stops_the_run() {
             t = t.bond(c * BEADS + b - 1, c * BEADS + b);
         }
     }
-    let sys = Assembled::new(Beads { rc }, t.exclude_bonded().periodic(SIDE).cutoff(rc, skin))
-        .expect("valid");
+    let sys = Assembled::new(
+        Beads { rc },
+        t.exclude_bonded().periodic(SIDE).cutoff(rc, skin),
+    )
+    .expect("valid");
     let q0 = melt(&mut Rng(0x0123_4567_89AB_CDEF));
     // A step that is fine: the guard sees moves, all below the skin.
     let mut state = sys.state(q0.clone(), vec![0.0; 3 * n]);
@@ -306,7 +309,11 @@ fn a_body_moving_more_than_the_skin_in_one_step_stops_the_run() {
         &mut [&mut guard],
     );
     assert!(summary.error.is_none(), "{:?}", summary.error);
-    assert!(guard.max_seen() > 0.0 && guard.max_seen() < skin, "{}", guard.max_seen());
+    assert!(
+        guard.max_seen() > 0.0 && guard.max_seen() < skin,
+        "{}",
+        guard.max_seen()
+    );
     // Velocities of 100 (a bead crosses 0.5 in a step of 0.005): stopped at the first step,
     // naming the skin, with the state from before it.
     let mut fast = sys.state(q0.clone(), vec![100.0; 3 * n]);
