@@ -259,6 +259,8 @@ pub struct MoveGuard {
     stride: usize,
     last: Vec<f64>,
     max_seen: f64,
+    /// The move `check` just measured (what `observe` records, without measuring again).
+    checked: Option<f64>,
 }
 
 impl MoveGuard {
@@ -280,6 +282,7 @@ impl MoveGuard {
             stride,
             last: Vec::new(),
             max_seen: 0.0,
+            checked: None,
         }
     }
 
@@ -299,18 +302,22 @@ impl MoveGuard {
         if self.last.len() != q.len() {
             return 0.0;
         }
-        let mut most: f64 = 0.0;
+        // No early exit and no branch: the loop vectorizes; a NaN is carried by `nan`.
+        let (mut most, mut nan) = (0.0_f64, false);
         for (a, b) in q
             .chunks_exact(self.stride)
             .zip(self.last.chunks_exact(self.stride))
         {
-            let r2 = (a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2);
-            if r2.is_nan() {
-                return f64::NAN;
-            }
+            let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+            let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            nan |= r2.is_nan();
             most = most.max(r2);
         }
-        most.sqrt()
+        if nan {
+            f64::NAN
+        } else {
+            most.sqrt()
+        }
     }
 
     fn remember(&mut self, q: &[f64]) {
@@ -323,14 +330,20 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for MoveGuard {
     fn start(&mut self, _target: &P, state: &StateOf<V>) {
         self.remember(state.q.as_slice());
         self.max_seen = 0.0;
+        self.checked = None;
     }
     fn check(&mut self, _target: &P, state: &StateOf<V>) -> Result<(), GuardViolation> {
         let d = self.largest_move(state.q.as_slice());
+        self.checked = Some(d);
         // `within` rejects a NaN (not ≤ the limit).
         within(ONE_STEP_MOVE, d, self.limit)
     }
     fn observe(&mut self, _target: &P, state: &StateOf<V>) {
-        let d = self.largest_move(state.q.as_slice());
+        // The driver observes the state it just checked.
+        let d = match self.checked.take() {
+            Some(d) => d,
+            None => self.largest_move(state.q.as_slice()),
+        };
         if d > self.max_seen {
             self.max_seen = d;
         }
@@ -344,6 +357,7 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for MoveGuard {
     fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
         self.last = from.f64s("last")?;
         self.max_seen = from.f64("max_seen")?;
+        self.checked = None;
         Ok(())
     }
 }

@@ -88,11 +88,10 @@ pub struct Langevin<S> {
     seed: u64,
     rng: ChaCha8Rng,
     clock: Clock,
-    /// The state before the step (restored when the Ornstein–Uhlenbeck update fails), the masses
-    /// and the new velocities: sized at the first step.
+    /// The state before the step (restored when the Ornstein–Uhlenbeck update fails) and the
+    /// masses: sized at the first step.
     saved: (Vec<f64>, Vec<f64>),
     masses: Vec<f64>,
-    v: Vec<f64>,
     /// Per coordinate, the OU flow's `(c, σ)` for `coef_key = (h, γ, kT)` and `coef_masses`:
     /// two exponentials and a square root per coordinate, made again only when one changes.
     coef: Vec<(f64, f64)>,
@@ -131,7 +130,6 @@ impl<S> Langevin<S> {
             rng: ChaCha8Rng::seed_from_u64(seed),
             saved: (Vec::new(), Vec::new()),
             masses: Vec::new(),
-            v: Vec::new(),
             coef: Vec::new(),
             coef_masses: Vec::new(),
             coef_key: None,
@@ -240,7 +238,6 @@ impl<S> Langevin<S> {
         let n = state.v.len();
         if self.masses.len() != n {
             self.masses.resize(n, 0.0);
-            self.v.resize(n, 0.0);
         }
         target.masses_into_slice(&mut self.masses);
         let key = (h.to_bits(), self.gamma.to_bits(), self.kt.to_bits());
@@ -257,12 +254,14 @@ impl<S> Langevin<S> {
             self.coef_key = Some(key);
         }
         let word_pos = self.rng.get_word_pos();
-        for i in 0..n {
-            let (c, sigma) = self.coef[i];
+        // In place, finiteness checked on the way (the saved state restores a failure).
+        let mut finite = true;
+        for (v, &(c, sigma)) in state.v.as_mut_slice().iter_mut().zip(&self.coef) {
             let xi: f64 = StandardNormal.sample(&mut self.rng);
-            self.v[i] = c * state.v[i] + sigma * xi;
+            *v = c * *v + sigma * xi;
+            finite &= v.is_finite();
         }
-        if !self.v.iter().all(|x| x.is_finite()) {
+        if !finite {
             restore(&self.saved, state, t);
             self.rng.set_word_pos(word_pos);
             return Err(StepError::non_finite(
@@ -271,7 +270,6 @@ impl<S> Langevin<S> {
                 Quantity::OrnsteinUhlenbeckVelocities,
             ));
         }
-        state.v.as_mut_slice().copy_from_slice(&self.v);
         self.clock.steps += 1;
         Ok(())
     }

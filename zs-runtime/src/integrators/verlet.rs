@@ -117,22 +117,44 @@ impl<V: Vector> VelocityVerlet<V> {
             w.cached = true;
         }
         let half = 0.5 * h;
-        for i in 0..n {
-            w.v_half[i] = state.v[i] + half * w.a0[i];
-            w.x1[i] = state.q[i] + h * w.v_half[i];
+        // Kick and drift in one pass (the positions' finiteness checked on the way).
+        let mut finite = true;
+        {
+            let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), w.a0.as_slice());
+            let (vh, x1) = (w.v_half.as_mut_slice(), w.x1.as_mut_slice());
+            for i in 0..n {
+                vh[i] = v[i] + half * a0[i];
+                x1[i] = q[i] + h * vh[i];
+                finite &= x1[i].is_finite();
+            }
         }
-        check_finite(&w.x1, Quantity::NewPosition, k, t)?;
+        if !finite {
+            return Err(StepError::non_finite(k, t, Quantity::NewPosition));
+        }
         self.stats.gradient_evaluations += 1;
-        acceleration(potential, &w.x1, &w.m, &mut w.g, &mut w.a1, k, t)?;
-        for i in 0..n {
-            w.v1[i] = w.v_half[i] + half * w.a1[i];
+        potential.gradient_into(&w.x1, &mut w.g);
+        // The acceleration and the second kick in one pass; on a non-finite entry, the first
+        // quantity that is not finite is named (gradient, acceleration, velocity).
+        {
+            let (g, m, vh) = (w.g.as_slice(), w.m.as_slice(), w.v_half.as_slice());
+            let (a1, v1) = (w.a1.as_mut_slice(), w.v1.as_mut_slice());
+            for i in 0..n {
+                a1[i] = -g[i] / m[i];
+                v1[i] = vh[i] + half * a1[i];
+                finite &= v1[i].is_finite() & g[i].is_finite();
+            }
         }
-        check_finite(&w.v1, Quantity::NewVelocity, k, t)?;
-        state.q.copy_from(&w.x1);
-        state.v.copy_from(&w.v1);
+        if !finite {
+            check_finite(&w.g, Quantity::Gradient, k, t)?;
+            check_finite(&w.a1, Quantity::Acceleration, k, t)?;
+            return Err(StepError::non_finite(k, t, Quantity::NewVelocity));
+        }
+        // Commit by exchanging buffers (no copy); the old state lands in x1 and v1, scratch.
+        core::mem::swap(&mut state.q, &mut w.x1);
+        core::mem::swap(&mut state.v, &mut w.v1);
         state.t = t + h;
         core::mem::swap(&mut w.a0, &mut w.a1);
-        w.cache_q.copy_from(&w.x1);
+        w.cache_q.copy_from(&state.q);
         self.clock.steps += 1;
         Ok(())
     }
