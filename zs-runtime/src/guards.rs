@@ -302,17 +302,29 @@ impl MoveGuard {
         if self.last.len() != q.len() {
             return 0.0;
         }
-        // No early exit and no branch: the loop vectorizes; a NaN is carried by `nan`.
-        let (mut most, mut nan) = (0.0_f64, false);
-        for (a, b) in q
-            .chunks_exact(self.stride)
-            .zip(self.last.chunks_exact(self.stride))
-        {
-            let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-            let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            nan |= r2.is_nan();
-            most = most.max(r2);
-        }
+        // No early exit and no branch: the loop vectorizes; a NaN is carried by `nan`. In
+        // chunks on rayon's current pool when long (a maximum: the same in any order).
+        let stride = self.stride;
+        let most = |q: &[f64], last: &[f64]| {
+            let (mut most, mut nan) = (0.0_f64, false);
+            for (a, b) in q.chunks_exact(stride).zip(last.chunks_exact(stride)) {
+                let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                nan |= r2.is_nan();
+                most = most.max(r2);
+            }
+            (most, nan)
+        };
+        let (most, nan) = if q.len() < crate::vector::PARALLEL_FROM {
+            most(q, &self.last)
+        } else {
+            use rayon::prelude::*;
+            let chunk = crate::vector::VECTOR_CHUNK / stride * stride;
+            q.par_chunks(chunk)
+                .zip(self.last.par_chunks(chunk))
+                .map(|(q, last)| most(q, last))
+                .reduce(|| (0.0, false), |a, b| (a.0.max(b.0), a.1 | b.1))
+        };
         if nan {
             f64::NAN
         } else {
@@ -321,8 +333,12 @@ impl MoveGuard {
     }
 
     fn remember(&mut self, q: &[f64]) {
-        self.last.clear();
-        self.last.extend_from_slice(q);
+        if self.last.len() == q.len() {
+            crate::vector::copy_long(&mut self.last, q);
+        } else {
+            self.last.clear();
+            self.last.extend_from_slice(q);
+        }
     }
 }
 

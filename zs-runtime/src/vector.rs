@@ -135,17 +135,49 @@ pub fn all_finite<V: Vector>(x: &V) -> bool {
 
 pub use crate::linalg::slice_finite;
 
+/// Entries per task of the long vector loops on rayon's current pool.
+pub(crate) const VECTOR_CHUNK: usize = 8192;
+
+/// Vectors shorter than this are handled on the calling thread (a task costs more).
+pub(crate) const PARALLEL_FROM: usize = 4 * VECTOR_CHUNK;
+
+/// `dst ← src` (equal lengths), in chunks on rayon's current pool when long.
+pub(crate) fn copy_long(dst: &mut [f64], src: &[f64]) {
+    use rayon::prelude::*;
+    if dst.len() < PARALLEL_FROM {
+        dst.copy_from_slice(src);
+    } else {
+        dst.par_chunks_mut(VECTOR_CHUNK)
+            .zip(src.par_chunks(VECTOR_CHUNK))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    }
+}
+
+/// True when the slices hold the same bit patterns, in chunks on rayon's current pool when
+/// long.
+pub(crate) fn same_bits_slices(a: &[f64], b: &[f64]) -> bool {
+    use rayon::prelude::*;
+    // An OR of XORs: no early exit, so it vectorizes (keys are equal in the steady state).
+    let differ = |a: &[f64], b: &[f64]| {
+        a.iter()
+            .zip(b)
+            .fold(0u64, |m, (x, y)| m | (x.to_bits() ^ y.to_bits()))
+    };
+    a.len() == b.len()
+        && if a.len() < PARALLEL_FROM {
+            differ(a, b) == 0
+        } else {
+            a.par_chunks(VECTOR_CHUNK)
+                .zip(b.par_chunks(VECTOR_CHUNK))
+                .all(|(a, b)| differ(a, b) == 0)
+        }
+}
+
 /// True when `a` and `b` hold the same bit patterns (so `-0.0 ≠ 0.0`, and NaNs of equal bits
 /// are equal): the key of the steppers' caches.
 #[inline]
 pub fn same_bits<V: Vector>(a: &V, b: &V) -> bool {
-    let (a, b) = (a.as_slice(), b.as_slice());
-    // An OR of XORs: no early exit, so it vectorizes (keys are equal in the steady state).
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .fold(0u64, |m, (x, y)| m | (x.to_bits() ^ y.to_bits()))
-            == 0
+    same_bits_slices(a.as_slice(), b.as_slice())
 }
 
 /// `max_i |x_i|` (0 for an empty vector; a NaN entry is skipped by `f64::max`).

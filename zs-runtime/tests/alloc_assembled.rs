@@ -175,6 +175,21 @@ fn assembled_steps_allocate_nothing_after_set_up_with_rayon_on() {
             }),
         ));
         assert_eq!(liquid.neighbor_builds(), builds + 4);
+
+        // Long enough (36 501 coordinates) for the steppers' vector loops, the neighbour-list
+        // check, the copies and the Langevin noise blocks to run on the pool.
+        let (liquid, q, v) = assembled::cut_liquid(23);
+        let mut s = liquid.state(q, v);
+        let mut gla = Langevin::new(VelocityVerlet::new(0.002), 1.0, 0.5, 11);
+        gla.step(&liquid, &mut s).unwrap();
+        counts.push((
+            "GLA + Verlet, periodic liquid 12 167 (parallel vector loops and noise)",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..5 {
+                    gla.step(&liquid, &mut s).unwrap();
+                }
+            }),
+        ));
     });
     eprintln!("allocations over the windows: {counts:?}");
     assert!(counts.iter().all(|&(_, n)| n == 0), "{counts:?}");

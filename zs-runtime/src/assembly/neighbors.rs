@@ -172,20 +172,34 @@ impl Neighbors {
 
     /// True when the list must be built at reference sites `pos`: never built, or a body
     /// moved more than half the skin since (LAMMPS's `check yes`).
+    #[cfg(test)]
     pub fn stale(&self, pos: &[[f64; 3]]) -> bool {
-        if self.at_build.len() != pos.len() {
+        self.stale_at(pos.len(), |b| pos[b])
+    }
+
+    /// [`Neighbors::stale`] for the `n` reference sites `site(b)`, in chunks on rayon's current
+    /// pool when there are many (an OR: the same answer on any number of threads).
+    pub fn stale_at(&self, n: usize, site: impl Fn(usize) -> [f64; 3] + Sync) -> bool {
+        use crate::vector::{PARALLEL_FROM, VECTOR_CHUNK};
+        if self.at_build.len() != n {
             return true;
         }
         let limit = self.half_skin * self.half_skin;
-        pos.iter().zip(&self.at_build).any(|(p, b)| {
-            let d = [p[0] - b[0], p[1] - b[1], p[2] - b[2]];
-            // Not `≤`: a NaN position rebuilds (and the pass then reports the NaN).
-            let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            !matches!(
-                r2.partial_cmp(&limit),
-                Some(core::cmp::Ordering::Less | core::cmp::Ordering::Equal)
-            )
-        })
+        let moved = |bodies: core::ops::Range<usize>| {
+            bodies.fold(false, |any, b| {
+                let (p, o) = (site(b), self.at_build[b]);
+                let d = [p[0] - o[0], p[1] - o[1], p[2] - o[2]];
+                // Not `≤`: a NaN position rebuilds (and the pass then reports the NaN).
+                any | !(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= limit)
+            })
+        };
+        if 3 * n < PARALLEL_FROM {
+            moved(0..n)
+        } else {
+            (0..n.div_ceil(VECTOR_CHUNK))
+                .into_par_iter()
+                .any(|c| moved(c * VECTOR_CHUNK..((c + 1) * VECTOR_CHUNK).min(n)))
+        }
     }
 
     /// The pairs `(i, j)`, `i < j`, not excluded, whose reference sites (nearest images in a

@@ -70,12 +70,7 @@ struct Engine<T, const D: usize> {
 
 /// True when `stored` is exactly `q` (bit for bit).
 fn same_bits(stored: &[f64], q: &[f64]) -> bool {
-    stored.len() == q.len()
-        && stored
-            .iter()
-            .zip(q)
-            .fold(0u64, |m, (a, b)| m | (a.to_bits() ^ b.to_bits()))
-            == 0
+    crate::vector::same_bits_slices(stored, q)
 }
 
 impl<T, const D: usize> Engine<T, D> {
@@ -93,7 +88,7 @@ impl<T, const D: usize> Engine<T, D> {
 
     /// The term energies were just computed at `q` and `omega`.
     fn mark_valued(&mut self, q: &[f64], omega: f64) {
-        self.valued_q.copy_from_slice(q);
+        crate::vector::copy_long(&mut self.valued_q, q);
         self.valued_omega = omega;
         self.valued = true;
     }
@@ -115,23 +110,26 @@ impl<T, const D: usize> Engine<T, D> {
         let Some(nb) = self.neighbors.as_mut() else {
             return;
         };
-        self.sites.clear();
-        for (b, &f) in bodies.free_of.iter().enumerate() {
+        let site = |b: usize| -> [f64; 3] {
+            let f = bodies.free_of[b];
             let x = if f == PINNED {
                 &pins[b][..3]
             } else {
                 &q[f as usize * D..f as usize * D + 3]
             };
-            self.sites.push([x[0], x[1], x[2]]);
+            [x[0], x[1], x[2]]
+        };
+        if !nb.stale_at(bodies.free_of.len(), site) {
+            return;
         }
-        if nb.stale(&self.sites) {
-            nb.build(&self.sites, &mut self.pairs);
-            for f in &mut self.forms {
-                f.set_pairs(&self.pairs, bodies);
-            }
-            self.valued = false;
-            self.kept = false;
+        self.sites.clear();
+        self.sites.extend((0..bodies.free_of.len()).map(site));
+        nb.build(&self.sites, &mut self.pairs);
+        for f in &mut self.forms {
+            f.set_pairs(&self.pairs, bodies);
         }
+        self.valued = false;
+        self.kept = false;
     }
 
     /// Make room for the local Hessians of `part` (set-up, when a matrix is made).

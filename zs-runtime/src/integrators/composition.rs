@@ -143,7 +143,7 @@ pub(crate) fn save<V: Vector>(saved: &mut (Vec<f64>, Vec<f64>), state: &StateOf<
         if buf.len() != x.len() {
             buf.resize(x.len(), 0.0);
         }
-        buf.copy_from_slice(x.as_slice());
+        crate::vector::copy_long(buf, x.as_slice());
     }
 }
 

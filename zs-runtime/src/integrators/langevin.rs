@@ -26,6 +26,12 @@ pub struct RngState {
     pub word_pos: u128,
 }
 
+/// Coordinates per block of the noise (see [`Langevin`]).
+pub const NOISE_BLOCK: usize = 4096;
+
+/// Stream words reserved per block per step.
+const BLOCK_WORDS: u128 = 4 * NOISE_BLOCK as u128;
+
 /// Geometric Langevin Algorithm (Tao & Owhadi §4.3, eq. 27): one step of the deterministic
 /// stepper `S` followed by the exact Ornstein–Uhlenbeck flow of the momenta over the same `h`,
 ///
@@ -51,6 +57,14 @@ pub struct RngState {
 /// ([`Langevin::rng_state`], [`Langevin::set_rng_state`], [`Langevin::rng_word_pos`]) for
 /// checkpoint/restart. Normal deviates come from `rand_distr::StandardNormal` (ziggurat), on the
 /// stack: a step allocates nothing.
+///
+/// The coordinates are drawn in blocks of [`NOISE_BLOCK`]: block `b` of a step reads the stream
+/// from `start + b · 4·NOISE_BLOCK` words on (`start` the position at the step's beginning;
+/// the stream then moves past every block's share), so the blocks are drawn in parallel on
+/// rayon's current pool, with the same bits whatever the thread count. A block's share, two
+/// words per normal twice over, is more than the ziggurat can use: it draws one 64-bit word
+/// per attempt and accepts about 99 % of them (a block would need fewer than half its attempts
+/// accepted to reach the next block's words).
 ///
 /// The step size is this stepper's clock ([`Clocked::h`], started at the inner stepper's; each
 /// step runs the inner stepper at it); it must be positive (the Ornstein–Uhlenbeck flow cannot
@@ -255,12 +269,31 @@ impl<S> Langevin<S> {
         }
         let word_pos = self.rng.get_word_pos();
         // In place, finiteness checked on the way (the saved state restores a failure).
-        let mut finite = true;
-        for (v, &(c, sigma)) in state.v.as_mut_slice().iter_mut().zip(&self.coef) {
-            let xi: f64 = StandardNormal.sample(&mut self.rng);
-            *v = c * *v + sigma * xi;
-            finite &= v.is_finite();
-        }
+        let ou = |b: usize, v: &mut [f64], coef: &[(f64, f64)], rng: &mut ChaCha8Rng| {
+            rng.set_word_pos(word_pos + b as u128 * BLOCK_WORDS);
+            let mut finite = true;
+            for (v, &(c, sigma)) in v.iter_mut().zip(coef) {
+                let xi: f64 = StandardNormal.sample(rng);
+                *v = c * *v + sigma * xi;
+                finite &= v.is_finite();
+            }
+            finite
+        };
+        let v = state.v.as_mut_slice();
+        let blocks = n.div_ceil(NOISE_BLOCK);
+        let finite = if blocks <= 1 {
+            ou(0, v, &self.coef, &mut self.rng)
+        } else {
+            use rayon::prelude::*;
+            let rng = &self.rng;
+            v.par_chunks_mut(NOISE_BLOCK)
+                .zip(self.coef.par_chunks(NOISE_BLOCK))
+                .enumerate()
+                .map(|(b, (v, coef))| ou(b, v, coef, &mut rng.clone()))
+                .reduce(|| true, |a, b| a & b)
+        };
+        self.rng
+            .set_word_pos(word_pos + blocks.max(1) as u128 * BLOCK_WORDS);
         if !finite {
             restore(&self.saved, state, t);
             self.rng.set_word_pos(word_pos);

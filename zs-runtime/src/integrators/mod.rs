@@ -58,6 +58,7 @@ use crate::error::{Quantity, StepErrorKind};
 use crate::linalg::Factorization;
 use crate::state::StateOf;
 use crate::vector::Vector;
+use crate::vector::{PARALLEL_FROM, VECTOR_CHUNK};
 use crate::StepError;
 
 pub(crate) use crate::vector::same_bits;
@@ -207,6 +208,25 @@ pub(crate) fn check_state<V: Vector>(
         }
     }
     Ok(())
+}
+
+/// `f(first, a_chunk, b_chunk)` over matching chunks of `a` and `b` (`first` the chunk's offset),
+/// on rayon's current pool when the vectors are long, and the AND of its results. Each entry is
+/// computed by the same operations whatever the split: the same bits on any number of threads.
+pub(crate) fn par_pairs(
+    a: &mut [f64],
+    b: &mut [f64],
+    f: impl Fn(usize, &mut [f64], &mut [f64]) -> bool + Sync,
+) -> bool {
+    use rayon::prelude::*;
+    if a.len() < PARALLEL_FROM {
+        return f(0, a, b);
+    }
+    a.par_chunks_mut(VECTOR_CHUNK)
+        .zip(b.par_chunks_mut(VECTOR_CHUNK))
+        .enumerate()
+        .map(|(c, (a, b))| f(c * VECTOR_CHUNK, a, b))
+        .reduce(|| true, |x, y| x & y)
 }
 
 /// `Err(NonFinite { what })` unless every entry of `x` is finite.

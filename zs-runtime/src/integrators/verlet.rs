@@ -1,7 +1,7 @@
 //! Velocity Verlet (Störmer–Verlet), `docs/INTEGRATORS.md` §1 — the paper's "variational Euler" on
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
-use super::{check_finite, check_h, check_state, same_bits, Buffers, StepStats};
+use super::{check_finite, check_h, check_state, par_pairs, same_bits, Buffers, StepStats};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::stepper::{Clock, Clocked};
@@ -118,16 +118,19 @@ impl<V: Vector> VelocityVerlet<V> {
         }
         let half = 0.5 * h;
         // Kick and drift in one pass (the positions' finiteness checked on the way).
-        let mut finite = true;
-        {
+        let finite = {
             let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), w.a0.as_slice());
             let (vh, x1) = (w.v_half.as_mut_slice(), w.x1.as_mut_slice());
-            for i in 0..n {
-                vh[i] = v[i] + half * a0[i];
-                x1[i] = q[i] + h * vh[i];
-                finite &= x1[i].is_finite();
-            }
-        }
+            par_pairs(vh, x1, |at, vh, x1| {
+                let mut finite = true;
+                for (i, (vh, x1)) in vh.iter_mut().zip(x1.iter_mut()).enumerate() {
+                    *vh = v[at + i] + half * a0[at + i];
+                    *x1 = q[at + i] + h * *vh;
+                    finite &= x1.is_finite();
+                }
+                finite
+            })
+        };
         if !finite {
             return Err(StepError::non_finite(k, t, Quantity::NewPosition));
         }
@@ -135,15 +138,20 @@ impl<V: Vector> VelocityVerlet<V> {
         potential.gradient_into(&w.x1, &mut w.g);
         // The acceleration and the second kick in one pass; on a non-finite entry, the first
         // quantity that is not finite is named (gradient, acceleration, velocity).
-        {
+        let finite = {
             let (g, m, vh) = (w.g.as_slice(), w.m.as_slice(), w.v_half.as_slice());
             let (a1, v1) = (w.a1.as_mut_slice(), w.v1.as_mut_slice());
-            for i in 0..n {
-                a1[i] = -g[i] / m[i];
-                v1[i] = vh[i] + half * a1[i];
-                finite &= v1[i].is_finite() & g[i].is_finite();
-            }
-        }
+            par_pairs(a1, v1, |at, a1, v1| {
+                let mut finite = true;
+                for (i, (a1, v1)) in a1.iter_mut().zip(v1.iter_mut()).enumerate() {
+                    let g = g[at + i];
+                    *a1 = -g / m[at + i];
+                    *v1 = vh[at + i] + half * *a1;
+                    finite &= v1.is_finite() & g.is_finite();
+                }
+                finite
+            })
+        };
         if !finite {
             check_finite(&w.g, Quantity::Gradient, k, t)?;
             check_finite(&w.a1, Quantity::Acceleration, k, t)?;
@@ -154,7 +162,7 @@ impl<V: Vector> VelocityVerlet<V> {
         core::mem::swap(&mut state.v, &mut w.v1);
         state.t = t + h;
         core::mem::swap(&mut w.a0, &mut w.a1);
-        w.cache_q.copy_from(&state.q);
+        crate::vector::copy_long(w.cache_q.as_mut_slice(), state.q.as_slice());
         self.clock.steps += 1;
         Ok(())
     }

@@ -101,3 +101,47 @@ fn langevin_around_stiff_zhang_skeel_is_reproducible_across_thread_counts() {
     let one = run(1);
     assert!(run(2) == one && run(3) == one);
 }
+
+/// Long systems run the steppers' vector loops, the neighbour-list check and the Langevin
+/// noise blocks on the pool: the same bits on 1, 2 and 3 threads; and the noise, drawn block by
+/// block from one stream, is standard normal in every block (the velocities after one OU step
+/// from rest with `c = e^{−γh} ≈ 0`: `v = σ ξ`, `σ² = kT`).
+#[test]
+fn long_langevin_runs_are_bit_identical_whatever_the_thread_count() {
+    use zs_runtime::integrators::langevin::NOISE_BLOCK;
+    use zs_runtime::VelocityVerlet;
+    let run = |threads: usize| {
+        let (liquid, q, v) = assembled::cut_liquid(23);
+        let mut s = liquid.state(q, v);
+        let mut gla = Langevin::new(VelocityVerlet::new(0.002), 1.0, 0.5, 5);
+        pool(threads).install(|| {
+            for _ in 0..6 {
+                gla.step(&liquid, &mut s).unwrap();
+            }
+        });
+        (bits(&s.q), bits(&s.v))
+    };
+    let one = run(1);
+    assert!(run(2) == one && run(3) == one);
+    // Friction 1e4: c = e^{−20}, the velocities are the noise alone.
+    let (liquid, q, v) = assembled::cut_liquid(23);
+    let mut s = liquid.state(q, v);
+    let kt = 0.5;
+    let mut gla = Langevin::new(VelocityVerlet::new(0.002), 1e4, kt, 9);
+    pool(2).install(|| gla.step(&liquid, &mut s).unwrap());
+    let blocks: Vec<&[f64]> = s.v.chunks(NOISE_BLOCK).collect();
+    assert!(blocks.len() >= 9, "{} blocks", blocks.len());
+    for (b, v) in blocks.iter().enumerate() {
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| x * x).sum::<f64>() / n;
+        // 5 standard errors: mean sd √(kT/n), variance sd kT √(2/n).
+        assert!(mean.abs() < 5.0 * (kt / n).sqrt(), "block {b}: mean {mean}");
+        assert!(
+            (var - kt).abs() < 5.0 * kt * (2.0 / n).sqrt(),
+            "block {b}: variance {var}"
+        );
+    }
+    // Blocks draw different numbers: no two blocks share their first normals.
+    assert!(blocks.windows(2).all(|w| w[0][..8] != w[1][..8]));
+}
