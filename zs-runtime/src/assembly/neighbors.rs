@@ -189,8 +189,9 @@ impl Neighbors {
             bodies.fold(false, |any, b| {
                 let (p, o) = (site(b), self.at_build[b]);
                 let d = [p[0] - o[0], p[1] - o[1], p[2] - o[2]];
-                // Not `≤`: a NaN position rebuilds (and the pass then reports the NaN).
-                any | !(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= limit)
+                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                // `r2 > limit` or a NaN: a NaN position rebuilds (the pass then reports it).
+                any | (r2 > limit) | r2.is_nan()
             })
         };
         if 3 * n < PARALLEL_FROM {
