@@ -438,7 +438,7 @@ impl Loop {
         // once: `clone_from` reuses its storage.
         let mut before = state.clone();
         while self.done < n {
-            before.clone_from(state);
+            copy_state(&mut before, state);
             let k = stepper.steps_taken();
             let last = self.done + 1 == n;
             let result = match self.t_end {
@@ -526,6 +526,17 @@ impl Loop {
             output_error,
             last_state: state.clone(),
         }
+    }
+}
+
+/// `to ← from`: long vectors copied in chunks on rayon's pool.
+fn copy_state<V: Vector>(to: &mut StateOf<V>, from: &StateOf<V>) {
+    if to.q.len() == from.q.len() && to.v.len() == from.v.len() {
+        crate::vector::copy_long(to.q.as_mut_slice(), from.q.as_slice());
+        crate::vector::copy_long(to.v.as_mut_slice(), from.v.as_slice());
+        to.t = from.t;
+    } else {
+        to.clone_from(from);
     }
 }
 

@@ -130,7 +130,13 @@ impl Vector for Vec<f64> {
 /// however long `x` is (it vectorizes, and costs the hot path of a step almost nothing).
 #[inline]
 pub fn all_finite<V: Vector>(x: &V) -> bool {
-    slice_finite(x.as_slice())
+    let x = x.as_slice();
+    if x.len() < PARALLEL_FROM {
+        slice_finite(x)
+    } else {
+        use rayon::prelude::*;
+        x.par_chunks(VECTOR_CHUNK).all(slice_finite)
+    }
 }
 
 pub use crate::linalg::slice_finite;
@@ -140,6 +146,33 @@ pub(crate) const VECTOR_CHUNK: usize = 8192;
 
 /// Vectors shorter than this are handled on the calling thread (a task costs more).
 pub(crate) const PARALLEL_FROM: usize = 4 * VECTOR_CHUNK;
+
+/// `Σ part(r)` over `0..n` cut into ranges of [`VECTOR_CHUNK`]: halves split at a chunk
+/// boundary fixed by `n` alone and summed as `left + right`, the halves on rayon's current pool
+/// (`rayon::join`, no allocation) when long — one summation tree, so the same bits on any
+/// number of threads. `part` sums its range in order.
+pub(crate) fn tree_sum(
+    range: core::ops::Range<usize>,
+    part: &(impl Fn(core::ops::Range<usize>) -> f64 + Sync),
+) -> f64 {
+    let len = range.end - range.start;
+    if len <= VECTOR_CHUNK {
+        return part(range);
+    }
+    let mid = range.start + len.div_ceil(2 * VECTOR_CHUNK) * VECTOR_CHUNK;
+    let (left, right) = if len < PARALLEL_FROM {
+        (
+            tree_sum(range.start..mid, part),
+            tree_sum(mid..range.end, part),
+        )
+    } else {
+        rayon::join(
+            || tree_sum(range.start..mid, part),
+            || tree_sum(mid..range.end, part),
+        )
+    };
+    left + right
+}
 
 /// `dst ← src` (equal lengths), in chunks on rayon's current pool when long.
 pub(crate) fn copy_long(dst: &mut [f64], src: &[f64]) {

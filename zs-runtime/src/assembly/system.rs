@@ -611,11 +611,14 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 
     fn kinetic(&self, v: &[f64]) -> f64 {
         self.check_len(v, "v");
-        0.5 * v
-            .iter()
-            .zip(&self.masses)
-            .map(|(v, m)| m * v * v)
-            .sum::<f64>()
+        let masses = &self.masses;
+        0.5 * crate::vector::tree_sum(0..v.len(), &|r| {
+            v[r.clone()]
+                .iter()
+                .zip(&masses[r])
+                .map(|(v, m)| m * v * v)
+                .sum::<f64>()
+        })
     }
 }
 
