@@ -207,7 +207,9 @@ impl<const K: usize> PartialPlan<K> {
     }
 
     /// The plan of `list` again, in place (a neighbour-list rebuild): the vectors keep their
-    /// memory, and `scratch` too.
+    /// memory, and `scratch` too. Each chunk finds its distinct bodies on its own (a small hash
+    /// table on the stack), so the chunks run on rayon's current pool when there are many; the
+    /// plan is the same whatever the thread count.
     pub fn rebuild(
         &mut self,
         list: &TermList<K>,
@@ -215,40 +217,51 @@ impl<const K: usize> PartialPlan<K> {
         chunk: usize,
         scratch: &mut PlanScratch,
     ) {
+        use rayon::prelude::*;
         debug_assert!(K * chunk < NO_SLOT as usize);
-        let slot = &mut self.slot;
-        slot.clear();
-        slot.resize(list.len(), [NO_SLOT; K]);
+        let n = list.len();
+        let chunks = n.div_ceil(chunk);
+        self.slot.clear();
+        self.slot.resize(n, [NO_SLOT; K]);
+        // Per chunk: its distinct free bodies in order of first appearance, and their count.
+        let firsts = &mut scratch.firsts;
+        firsts.clear();
+        firsts.resize(chunks * K * chunk, 0);
+        let counts = &mut scratch.counts;
+        counts.clear();
+        counts.resize(chunks, 0);
+        let work = self
+            .slot
+            .par_chunks_mut(chunk)
+            .zip(list.free.par_chunks(chunk))
+            .zip(firsts.par_chunks_mut(K * chunk))
+            .zip(counts.par_iter_mut());
+        if n >= PARALLEL_PLAN_FROM {
+            work.for_each(|(((slot, terms), firsts), count)| {
+                *count = distinct(terms, slot, firsts);
+            });
+        } else {
+            for (c, (slot, terms)) in self
+                .slot
+                .chunks_mut(chunk)
+                .zip(list.free.chunks(chunk))
+                .enumerate()
+            {
+                counts[c] = distinct(terms, slot, &mut firsts[c * K * chunk..(c + 1) * K * chunk]);
+            }
+        }
         let offsets = &mut self.offsets;
         offsets.clear();
         offsets.push(0);
+        for &c in counts.iter() {
+            offsets.push(offsets[offsets.len() - 1] + c);
+        }
         let pairs = &mut scratch.pairs;
         pairs.clear();
-        // `seen[f] == c + 1`: body `f` has a partial in chunk `c`, at `local[f]`.
-        let (seen, local) = (&mut scratch.seen, &mut scratch.local);
-        seen.clear();
-        seen.resize(free, 0);
-        local.clear();
-        local.resize(free, 0);
-        for (c, terms) in list.free.chunks(chunk).enumerate() {
-            let first = *offsets.last().expect("offsets start with 0");
-            let mut count = 0u16;
-            for (t, fr) in terms.iter().enumerate() {
-                for (k, &f) in fr.iter().enumerate() {
-                    if f == PINNED {
-                        continue;
-                    }
-                    let f = f as usize;
-                    if seen[f] != c + 1 {
-                        seen[f] = c + 1;
-                        local[f] = count;
-                        pairs.push((f as u32, first + u32::from(count)));
-                        count += 1;
-                    }
-                    slot[c * chunk + t][k] = local[f];
-                }
-            }
-            offsets.push(first + u32::from(count));
+        for (c, &count) in counts.iter().enumerate() {
+            let first = offsets[c];
+            let bodies = &firsts[c * K * chunk..c * K * chunk + count as usize];
+            pairs.extend(bodies.iter().zip(first..).map(|(&f, p)| (f, p)));
         }
         self.gather.rebuild(free, pairs);
     }
@@ -264,9 +277,63 @@ impl<const K: usize> PartialPlan<K> {
 #[derive(Debug, Default)]
 pub(crate) struct PlanScratch {
     pairs: Vec<(u32, u32)>,
-    seen: Vec<usize>,
-    local: Vec<u16>,
+    firsts: Vec<u32>,
+    counts: Vec<u32>,
     pub gather: Vec<(u32, u32)>,
+}
+
+/// Terms from which [`PartialPlan::rebuild`] runs its chunks on rayon's pool.
+const PARALLEL_PLAN_FROM: usize = 16_384;
+
+/// One chunk of a [`PartialPlan`]: the distinct free bodies of `terms` in order of first
+/// appearance into `firsts` (their number returned), and each term's bodies' indices among
+/// them into `slot`. An open-addressing table on the stack holds what was seen: twice as many
+/// slots as the chunk names bodies, a power of two (2 048 for 512 pairs).
+fn distinct<const K: usize>(terms: &[[u32; K]], slot: &mut [[u16; K]], firsts: &mut [u32]) -> u32 {
+    let refs = K * terms.len();
+    if refs <= 1024 {
+        distinct_in::<K, 2048>(terms, slot, firsts)
+    } else if refs <= 4096 {
+        distinct_in::<K, 8192>(terms, slot, firsts)
+    } else {
+        distinct_in::<K, 65536>(terms, slot, firsts)
+    }
+}
+
+/// [`distinct`] with a table of `T` slots, each `key | index << 32` (`u64::MAX`: empty).
+fn distinct_in<const K: usize, const T: usize>(
+    terms: &[[u32; K]],
+    slot: &mut [[u16; K]],
+    firsts: &mut [u32],
+) -> u32 {
+    const EMPTY: u64 = u64::MAX;
+    let bits = T.trailing_zeros();
+    let mut table = [EMPTY; T];
+    let mut count = 0u16;
+    for (fr, slot) in terms.iter().zip(slot.iter_mut()) {
+        for (k, &f) in fr.iter().enumerate() {
+            if f == PINNED {
+                continue;
+            }
+            // Fibonacci hashing, then linear probing.
+            let mut h = (f.wrapping_mul(0x9E37_79B1) >> (32 - bits)) as usize;
+            let index = loop {
+                let e = table[h];
+                if e == EMPTY {
+                    table[h] = u64::from(f) | u64::from(count) << 32;
+                    firsts[count as usize] = f;
+                    count += 1;
+                    break count - 1;
+                }
+                if e as u32 == f {
+                    break (e >> 32) as u16;
+                }
+                h = (h + 1) & (T - 1);
+            };
+            slot[k] = index;
+        }
+    }
+    u32::from(count)
 }
 
 /// Compressed rows: `src[offsets[i]..offsets[i + 1]]` are the sources of target `i`, in order.
