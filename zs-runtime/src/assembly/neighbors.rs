@@ -74,7 +74,7 @@ pub(crate) struct Neighbors {
     /// Per z-layer of cells: its pairs, a stencil buffer and the candidates of a cell.
     layers: Vec<Layer>,
     wrapped: Vec<[f64; 3]>,
-    cell_of: Vec<[u32; 3]>,
+    cell_of: Vec<u32>,
 }
 
 /// The bodies at `(x, y, z) + q` (`q` = shift − the searched body's position) within
@@ -104,6 +104,20 @@ fn within(
     }
     kept += k;
     kept
+}
+
+/// The layers' pairs one after the other into `out` (exactly as long): halves of the layers
+/// copied on rayon's pool (`join`, no allocation).
+fn concatenate(layers: &[Layer], out: &mut [[u32; 2]]) {
+    match layers {
+        [] => {}
+        [one] => out.copy_from_slice(&one.pairs),
+        _ => {
+            let (left, right) = layers.split_at(layers.len() / 2);
+            let (a, b) = out.split_at_mut(left.iter().map(|l| l.pairs.len()).sum());
+            rayon::join(|| concatenate(left, a), || concatenate(right, b));
+        }
+    }
 }
 
 /// One z-layer's task of a build: its pairs, and scratch (kept between builds).
@@ -212,28 +226,31 @@ impl Neighbors {
     pub fn build(&mut self, pos: &[[f64; 3]], out: &mut Vec<[u32; 2]>) {
         out.clear();
         self.builds += 1;
-        self.at_build.clear();
-        self.at_build.extend_from_slice(pos);
+        if self.at_build.len() == pos.len() {
+            crate::vector::copy_long(self.at_build.as_flattened_mut(), pos.as_flattened());
+        } else {
+            self.at_build.clear();
+            self.at_build.extend_from_slice(pos);
+        }
         let n = pos.len();
         let reach2 = self.reach * self.reach;
         let (dims, origin, size) = self.grid(pos);
         let cells = dims[0] * dims[1] * dims[2];
-        // Positions relative to the grid's origin, wrapped into the box when periodic: then a
-        // difference is within one box side of its nearest image.
-        self.wrapped.clear();
-        self.wrapped.extend(pos.iter().map(|p| {
-            core::array::from_fn(|a| {
+        let index = |c: [usize; 3]| (c[2] * dims[1] + c[1]) * dims[0] + c[0];
+        // Positions relative to the grid's origin, wrapped into the box when periodic (then a
+        // difference is within one box side of its nearest image), and their cells; on the
+        // pool when there are many bodies (each body's by the same operations).
+        let box_ = self.cell;
+        let place = |p: &[f64; 3], w: &mut [f64; 3], cell: &mut u32| {
+            *w = core::array::from_fn(|a| {
                 let x = p[a] - origin[a];
-                match &self.cell {
+                match &box_ {
                     Some(c) => x - floor(x * c.inv[a]) * c.len[a],
                     None => x,
                 }
-            })
-        }));
-        self.cell_of.clear();
-        self.cell_of.extend(self.wrapped.iter().map(|x| {
+            });
             let c: [usize; 3] = core::array::from_fn(|a| {
-                let k = x[a] / size[a];
+                let k = w[a] / size[a];
                 // Rounding at the top edge of a periodic box, or a NaN: the last cell.
                 if k >= 0.0 {
                     (k as usize).min(dims[a] - 1)
@@ -241,15 +258,26 @@ impl Neighbors {
                     0
                 }
             });
-            c.map(|k| k as u32)
-        }));
-        let index = |c: [usize; 3]| (c[2] * dims[1] + c[1]) * dims[0] + c[0];
+            *cell = index(c) as u32;
+        };
+        self.wrapped.resize(n, [0.0; 3]);
+        self.cell_of.resize(n, 0);
+        if 3 * n >= crate::vector::PARALLEL_FROM {
+            pos.par_iter()
+                .zip(self.wrapped.par_iter_mut())
+                .zip(self.cell_of.par_iter_mut())
+                .for_each(|((p, w), c)| place(p, w, c));
+        } else {
+            for ((p, w), c) in pos.iter().zip(&mut self.wrapped).zip(&mut self.cell_of) {
+                place(p, w, c);
+            }
+        }
         // Bodies sorted by cell (a counting sort, stable: each cell's bodies increasing), their
         // positions copied in that order, so that a cell is a contiguous run to scan.
         self.start.clear();
         self.start.resize(cells + 1, 0);
-        for c in &self.cell_of {
-            self.start[index(c.map(|k| k as usize)) + 1] += 1;
+        for &c in &self.cell_of {
+            self.start[c as usize + 1] += 1;
         }
         for c in 0..cells {
             self.start[c + 1] += self.start[c];
@@ -263,8 +291,8 @@ impl Neighbors {
             v.clear();
             v.resize(n, 0.0);
         }
-        for (i, c) in self.cell_of.iter().enumerate() {
-            let c = index(c.map(|k| k as usize));
+        for (i, &c) in self.cell_of.iter().enumerate() {
+            let c = c as usize;
             let k = self.fill[c] as usize;
             let w = self.wrapped[i];
             (sorted.id[k], sorted.x[k], sorted.y[k], sorted.z[k]) = (i as u32, w[0], w[1], w[2]);
@@ -344,9 +372,9 @@ impl Neighbors {
             .par_iter_mut()
             .enumerate()
             .for_each(|(cz, l)| layer(cz, l));
-        for l in &layers[..dims[2]] {
-            out.extend_from_slice(&l.pairs);
-        }
+        let total = layers[..dims[2]].iter().map(|l| l.pairs.len()).sum();
+        out.resize(total, [0; 2]);
+        concatenate(&layers[..dims[2]], out);
         self.layers = layers;
     }
 

@@ -126,6 +126,21 @@ impl<const K: usize> TermList<K> {
     /// The terms of a pair form become `pairs` (a neighbour list), those with a free body.
     pub fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies) {
         debug_assert_eq!(K, 2, "pairs for a form of arity {K}");
+        if bodies.free == bodies.free_of.len() && pairs.len() >= PARALLEL_PLAN_FROM {
+            // No pinned body: every pair is a term; on the pool.
+            use rayon::prelude::*;
+            self.bodies.resize(pairs.len(), [0; K]);
+            self.free.resize(pairs.len(), [0; K]);
+            self.bodies
+                .par_iter_mut()
+                .zip(self.free.par_iter_mut())
+                .zip(pairs.par_iter())
+                .for_each(|((b, f), p)| {
+                    *b = core::array::from_fn(|k| p[k]);
+                    *f = core::array::from_fn(|k| bodies.free_of[p[k] as usize]);
+                });
+            return;
+        }
         self.bodies.clear();
         self.free.clear();
         for p in pairs {

@@ -656,10 +656,10 @@ macro_rules! assembled_model {
                 self.as_system().make_solver(part)
             }
             fn masses_into(&self, m: &mut Vec<f64>) {
-                m.copy_from_slice(&self.as_system().masses);
+                crate::vector::copy_long(m, &self.as_system().masses);
             }
             fn masses_into_slice(&self, m: &mut [f64]) {
-                m.copy_from_slice(&self.as_system().masses);
+                crate::vector::copy_long(m, &self.as_system().masses);
             }
             fn kinetic_energy(&self, v: &Vec<f64>) -> f64 {
                 self.as_system().kinetic(v)

@@ -255,7 +255,9 @@ impl<S> Langevin<S> {
         }
         target.masses_into_slice(&mut self.masses);
         let key = (h.to_bits(), self.gamma.to_bits(), self.kt.to_bits());
-        if self.coef_key != Some(key) || self.coef_masses != self.masses {
+        if self.coef_key != Some(key)
+            || !crate::vector::same_bits_slices(&self.coef_masses, &self.masses)
+        {
             self.coef.clear();
             self.coef.extend(self.masses.iter().map(|&m| {
                 // c = e^{−γh/m}, 1 − c² = −expm1(−2γh/m) (accurate for small γh/m).
