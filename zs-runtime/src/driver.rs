@@ -459,7 +459,7 @@ impl Loop {
                 }
                 _ => stepper.step(target, state),
             };
-            let result = result.and_then(|()| accept(target, state, observers, k, before.t));
+            let result = result.and_then(|()| accept(target, &before, state, observers, k));
             if let Err(e) = result {
                 // The stepper leaves the state untouched on error; a state rejected by the
                 // driver (non-finite, guard) is discarded here.
@@ -544,16 +544,18 @@ fn copy_state<V: Vector>(to: &mut StateOf<V>, from: &StateOf<V>) {
 /// every guard.
 fn accept<P: ?Sized, V: Vector>(
     target: &P,
+    before: &StateOf<V>,
     state: &StateOf<V>,
     observers: &mut [&mut dyn Observer<P, V>],
     step: u64,
-    t: f64,
 ) -> Result<(), StepError> {
+    let t = before.t;
     if !state.is_finite() {
         return Err(StepError::non_finite(step, t, Quantity::StateAfterStep));
     }
     for o in observers.iter_mut() {
-        o.check(target, state).map_err(|v| v.at(step, t))?;
+        o.check_step(target, before, state)
+            .map_err(|v| v.at(step, t))?;
     }
     Ok(())
 }

@@ -250,16 +250,16 @@ where
 /// assembled system checks it at every evaluation and rebuilds it when a body has moved more
 /// than half the skin — but a body that crosses a whole skin in one step means a step far too
 /// long for the potential (LAMMPS calls such a rebuild "dangerous"): the run stops with
-/// [`crate::StepErrorKind::GuardViolated`] naming the skin, at the last state before. Checking
-/// allocates nothing after the first state; a checkpoint keeps the last accepted positions, so
-/// a resumed run checks its first step as the uninterrupted one did.
+/// [`crate::StepErrorKind::GuardViolated`] naming the skin, at the last state before. It compares
+/// the driver's state before the step with the new one ([`Observer::check_step`]): no copy, and
+/// nothing to checkpoint. Called through [`Observer::check`] alone it has no earlier state and
+/// accepts.
 #[derive(Debug, Clone)]
 pub struct MoveGuard {
     limit: f64,
     stride: usize,
-    last: Vec<f64>,
     max_seen: f64,
-    /// The move `check` just measured (what `observe` records, without measuring again).
+    /// The move `check_step` just measured (what `observe` records).
     checked: Option<f64>,
 }
 
@@ -280,7 +280,6 @@ impl MoveGuard {
         Self {
             limit,
             stride,
-            last: Vec::new(),
             max_seen: 0.0,
             checked: None,
         }
@@ -296,10 +295,9 @@ impl MoveGuard {
         self.max_seen
     }
 
-    /// The largest distance a body moved from the last accepted positions to `q` (0 before the
-    /// first state; NaN when a position is not finite).
-    fn largest_move(&self, q: &[f64]) -> f64 {
-        if self.last.len() != q.len() {
+    /// The largest distance a body moved from `last` to `q` (NaN when a position is not finite).
+    pub fn largest_move(&self, last: &[f64], q: &[f64]) -> f64 {
+        if last.len() != q.len() {
             return 0.0;
         }
         // No early exit and no branch: the loop vectorizes; a NaN is carried by `nan`. In
@@ -316,12 +314,12 @@ impl MoveGuard {
             (most, nan)
         };
         let (most, nan) = if q.len() < crate::vector::PARALLEL_FROM {
-            most(q, &self.last)
+            most(q, last)
         } else {
             use rayon::prelude::*;
             let chunk = crate::vector::VECTOR_CHUNK / stride * stride;
             q.par_chunks(chunk)
-                .zip(self.last.par_chunks(chunk))
+                .zip(last.par_chunks(chunk))
                 .map(|(q, last)| most(q, last))
                 .reduce(|| (0.0, false), |a, b| (a.0.max(b.0), a.1 | b.1))
         };
@@ -331,47 +329,36 @@ impl MoveGuard {
             most.sqrt()
         }
     }
-
-    fn remember(&mut self, q: &[f64]) {
-        if self.last.len() == q.len() {
-            crate::vector::copy_long(&mut self.last, q);
-        } else {
-            self.last.clear();
-            self.last.extend_from_slice(q);
-        }
-    }
 }
 
 impl<P: ?Sized, V: Vector> Observer<P, V> for MoveGuard {
-    fn start(&mut self, _target: &P, state: &StateOf<V>) {
-        self.remember(state.q.as_slice());
+    fn start(&mut self, _target: &P, _state: &StateOf<V>) {
         self.max_seen = 0.0;
         self.checked = None;
     }
-    fn check(&mut self, _target: &P, state: &StateOf<V>) -> Result<(), GuardViolation> {
-        let d = self.largest_move(state.q.as_slice());
+    fn check_step(
+        &mut self,
+        _target: &P,
+        before: &StateOf<V>,
+        state: &StateOf<V>,
+    ) -> Result<(), GuardViolation> {
+        let d = self.largest_move(before.q.as_slice(), state.q.as_slice());
         self.checked = Some(d);
         // `within` rejects a NaN (not ≤ the limit).
         within(ONE_STEP_MOVE, d, self.limit)
     }
-    fn observe(&mut self, _target: &P, state: &StateOf<V>) {
-        // The driver observes the state it just checked.
-        let d = match self.checked.take() {
-            Some(d) => d,
-            None => self.largest_move(state.q.as_slice()),
-        };
-        if d > self.max_seen {
-            self.max_seen = d;
+    fn observe(&mut self, _target: &P, _state: &StateOf<V>) {
+        if let Some(d) = self.checked.take() {
+            if d > self.max_seen {
+                self.max_seen = d;
+            }
         }
-        self.remember(state.q.as_slice());
     }
     fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
-        out.set_f64s("last", &self.last);
         out.set_f64("max_seen", self.max_seen);
         Ok(())
     }
     fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
-        self.last = from.f64s("last")?;
         self.max_seen = from.f64("max_seen")?;
         self.checked = None;
         Ok(())

@@ -70,6 +70,19 @@ pub trait Observer<P: ?Sized, V> {
         let _ = (target, state);
         Ok(())
     }
+    /// Guard of a step: inspect the state a step just produced together with the state it
+    /// started from (which the driver keeps anyway). The default ignores `before` and calls
+    /// [`Observer::check`]; a guard on what a step changed (e.g. [`crate::MoveGuard`]) overrides
+    /// it and needs no copy of its own.
+    fn check_step(
+        &mut self,
+        target: &P,
+        before: &StateOf<V>,
+        state: &StateOf<V>,
+    ) -> Result<(), GuardViolation> {
+        let _ = before;
+        self.check(target, state)
+    }
     /// The state after a step.
     fn observe(&mut self, target: &P, state: &StateOf<V>);
     /// The run stopped on `error` before its planned end; called before

@@ -224,7 +224,6 @@ impl Neighbors {
     /// body whose cell comes first) — one order for given positions. With fewer than three
     /// cells along a periodic axis, the whole stencil and `j > i` instead.
     pub fn build(&mut self, pos: &[[f64; 3]], out: &mut Vec<[u32; 2]>) {
-        out.clear();
         self.builds += 1;
         if self.at_build.len() == pos.len() {
             crate::vector::copy_long(self.at_build.as_flattened_mut(), pos.as_flattened());
@@ -285,10 +284,9 @@ impl Neighbors {
         self.fill.clear();
         self.fill.extend_from_slice(&self.start[..cells]);
         let sorted = &mut self.sorted;
-        sorted.id.clear();
+        // Every entry is written below: sized, not cleared.
         sorted.id.resize(n, 0);
         for v in [&mut sorted.x, &mut sorted.y, &mut sorted.z] {
-            v.clear();
             v.resize(n, 0.0);
         }
         for (i, &c) in self.cell_of.iter().enumerate() {

@@ -236,11 +236,11 @@ impl<const K: usize> PartialPlan<K> {
         debug_assert!(K * chunk < NO_SLOT as usize);
         let n = list.len();
         let chunks = n.div_ceil(chunk);
-        self.slot.clear();
+        // Every slot is written by `distinct`, and the first `count` entries of each chunk's
+        // `firsts`: sized, not cleared.
         self.slot.resize(n, [NO_SLOT; K]);
         // Per chunk: its distinct free bodies in order of first appearance, and their count.
         let firsts = &mut scratch.firsts;
-        firsts.clear();
         firsts.resize(chunks * K * chunk, 0);
         let counts = &mut scratch.counts;
         counts.clear();
@@ -328,6 +328,7 @@ fn distinct_in<const K: usize, const T: usize>(
     for (fr, slot) in terms.iter().zip(slot.iter_mut()) {
         for (k, &f) in fr.iter().enumerate() {
             if f == PINNED {
+                slot[k] = NO_SLOT;
                 continue;
             }
             // Fibonacci hashing, then linear probing.
