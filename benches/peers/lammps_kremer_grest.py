@@ -17,9 +17,10 @@ special_bonds fene; neighbor 0.4 bin, neigh_modify every 1 delay 1 (check yes).
    and reading the file excluded by both), as steps per second.
 
 Usage (from the repository root; needs `apt-get install lammps lammps-examples openmpi-bin`):
-    python3 benches/peers/lammps_kremer_grest.py [--data FILE] [--steps 500] [--skip-speed]
+    python3 benches/peers/lammps_kremer_grest.py [--data FILE] [--steps 500] [--skip-speed] [--scaling]
 """
 import argparse
+import math
 import os
 import re
 import subprocess
@@ -109,11 +110,40 @@ run {steps}
               f"zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), zs / LAMMPS (speed) = {t_l / t_z:.2f}")
 
 
+def scaling(zs_bench, data, steps):
+    """O(N) of both: the file replicated 1, 2, 4, 8 times (LAMMPS `replicate`, zs
+    `DataFile::replicate` in the `kg_scaling` bench), Langevin, time per step, 1 rank / thread."""
+    sizes, t_lammps = [], []
+    for rep in ("1 1 1", "2 1 1", "2 2 1", "2 2 2"):
+        with tempfile.TemporaryDirectory() as d:
+            log = lammps(FORCE_FIELD.format(data=data).replace(
+                f"read_data {data}", f"read_data {data}\nreplicate {rep}") + f"""
+fix 1 all nve
+fix 2 all langevin 1.0 1.0 1.0 904297
+thermo 100
+timestep 0.012
+run 20
+run {steps}
+""", d)
+            loops = re.findall(r"Loop time of ([0-9.eE+-]+) on \d+ procs for \d+ steps with (\d+) atoms", log)
+            t, n = float(loops[-1][0]), int(loops[-1][1])
+        sizes.append(n)
+        t_lammps.append(t / steps)
+        print(f"LAMMPS {n:>7} beads: {t / steps * 1e3:8.2f} ms per step, {t / steps / n * 1e9:6.1f} ns per bead-step")
+    slope = math.log(t_lammps[-1] / t_lammps[0]) / math.log(sizes[-1] / sizes[0])
+    print(f"LAMMPS log-log slope {sizes[0]} to {sizes[-1]} (end points): {slope:.3f}")
+    out = subprocess.run([zs_bench, data, str(steps), "1"], check=True, capture_output=True, text=True).stdout
+    print("zs (kg_scaling, 1 thread):")
+    print(out.rstrip())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--scaling", action="store_true",
+                    help="also the O(N) comparison: 32 000 to 256 000 beads (replicated), 1 core")
     args = ap.parse_args()
     if not os.path.exists(args.data):
         sys.exit(f"{args.data} is missing: apt-get install lammps lammps-examples")
@@ -122,6 +152,9 @@ def main():
     check(zs, os.path.abspath(args.data))
     if not args.skip_speed:
         speed(zs, os.path.abspath(args.data), args.steps)
+    if args.scaling:
+        subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-bench", "--bin", "kg_scaling"])
+        scaling(os.path.join("target", "release", "kg_scaling"), os.path.abspath(args.data), 60)
 
 
 if __name__ == "__main__":
