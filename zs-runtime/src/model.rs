@@ -48,6 +48,12 @@ pub trait Model<V: Vector> {
     /// The diagonal of `M` into a slice of length `n` (for steppers that keep type-independent
     /// buffers, such as [`crate::Langevin`]).
     fn masses_into_slice(&self, m: &mut [f64]);
+    /// The diagonal of `M` in place, when the model stores it (assembled systems): steppers
+    /// read it there instead of copying it every step. `None` (the default): use
+    /// [`Model::masses_into`].
+    fn masses_slice(&self) -> Option<&[f64]> {
+        None
+    }
     /// `½ vᵀ M v`.
     fn kinetic_energy(&self, v: &V) -> f64;
     /// `V(q)`.

@@ -661,6 +661,9 @@ macro_rules! assembled_model {
             fn masses_into_slice(&self, m: &mut [f64]) {
                 crate::vector::copy_long(m, &self.as_system().masses);
             }
+            fn masses_slice(&self) -> Option<&[f64]> {
+                Some(&self.as_system().masses)
+            }
             fn kinetic_energy(&self, v: &Vec<f64>) -> f64 {
                 self.as_system().kinetic(v)
             }

@@ -102,15 +102,55 @@ pub struct Langevin<S> {
     seed: u64,
     rng: ChaCha8Rng,
     clock: Clock,
-    /// The state before the step (restored when the Ornstein–Uhlenbeck update fails) and the
-    /// masses: sized at the first step.
+    /// The state before the step (restored when the Ornstein–Uhlenbeck update fails), and the
+    /// masses of a model that does not lend them ([`Model::masses_slice`]): sized at the first
+    /// step.
     saved: (Vec<f64>, Vec<f64>),
     masses: Vec<f64>,
-    /// Per coordinate, the OU flow's `(c, σ)` for `coef_key = (h, γ, kT)` and `coef_masses`:
-    /// two exponentials and a square root per coordinate, made again only when one changes.
-    coef: Vec<(f64, f64)>,
-    coef_masses: Vec<f64>,
-    coef_key: Option<(u64, u64, u64)>,
+}
+
+/// The OU flow's coefficients per mass, `c = e^{−γh/m}` and `σ = sqrt(kT (1 − c²) / m)`, for the
+/// few distinct masses of a system: the last four kept, so two exponentials and a square root
+/// are computed per new mass, not per coordinate and step, and no per-coordinate table is read.
+struct Coefficients {
+    gamma_h: (f64, f64),
+    kt: f64,
+    keys: [u64; 4],
+    values: [(f64, f64); 4],
+    next: usize,
+}
+
+impl Coefficients {
+    fn new(gamma: f64, h: f64, kt: f64) -> Self {
+        Self {
+            gamma_h: (gamma, h),
+            kt,
+            // No mass has these bits (a NaN with a payload no arithmetic makes).
+            keys: [0x7FF8_DEAD_BEEF_0001; 4],
+            values: [(0.0, 0.0); 4],
+            next: 0,
+        }
+    }
+
+    #[inline]
+    fn of(&mut self, m: f64) -> (f64, f64) {
+        let key = m.to_bits();
+        for (k, v) in self.keys.iter().zip(&self.values) {
+            if *k == key {
+                return *v;
+            }
+        }
+        // c = e^{−γh/m}, 1 − c² = −expm1(−2γh/m) (accurate for small γh/m).
+        let (gamma, h) = self.gamma_h;
+        let x = gamma * h / m;
+        let c = (-x).exp();
+        let sigma = (self.kt * -(-2.0 * x).exp_m1() / m).sqrt();
+        let slot = self.next;
+        self.keys[slot] = key;
+        self.values[slot] = (c, sigma);
+        self.next = (slot + 1) % 4;
+        (c, sigma)
+    }
 }
 
 fn check_parameters(gamma: f64, kt: f64) {
@@ -144,9 +184,6 @@ impl<S> Langevin<S> {
             rng: ChaCha8Rng::seed_from_u64(seed),
             saved: (Vec::new(), Vec::new()),
             masses: Vec::new(),
-            coef: Vec::new(),
-            coef_masses: Vec::new(),
-            coef_key: None,
         }
     }
 
@@ -250,31 +287,23 @@ impl<S> Langevin<S> {
             .step(target, state)
             .map_err(|e| restamp(e, k, t))?;
         let n = state.v.len();
-        if self.masses.len() != n {
-            self.masses.resize(n, 0.0);
-        }
-        target.masses_into_slice(&mut self.masses);
-        let key = (h.to_bits(), self.gamma.to_bits(), self.kt.to_bits());
-        if self.coef_key != Some(key)
-            || !crate::vector::same_bits_slices(&self.coef_masses, &self.masses)
-        {
-            self.coef.clear();
-            self.coef.extend(self.masses.iter().map(|&m| {
-                // c = e^{−γh/m}, 1 − c² = −expm1(−2γh/m) (accurate for small γh/m).
-                let x = self.gamma * h / m;
-                let c = (-x).exp();
-                let sigma = (self.kt * -(-2.0 * x).exp_m1() / m).sqrt();
-                (c, sigma)
-            }));
-            self.coef_masses.clone_from(&self.masses);
-            self.coef_key = Some(key);
-        }
+        let masses: &[f64] = match target.masses_slice() {
+            Some(m) => m,
+            None => {
+                self.masses.resize(n, 0.0);
+                target.masses_into_slice(&mut self.masses);
+                &self.masses
+            }
+        };
+        let (gamma, kt) = (self.gamma, self.kt);
         let word_pos = self.rng.get_word_pos();
         // In place, finiteness checked on the way (the saved state restores a failure).
-        let ou = |b: usize, v: &mut [f64], coef: &[(f64, f64)], rng: &mut ChaCha8Rng| {
+        let ou = |b: usize, v: &mut [f64], m: &[f64], rng: &mut ChaCha8Rng| {
             rng.set_word_pos(word_pos + b as u128 * BLOCK_WORDS);
+            let mut coefficients = Coefficients::new(gamma, h, kt);
             let mut finite = true;
-            for (v, &(c, sigma)) in v.iter_mut().zip(coef) {
+            for (v, &m) in v.iter_mut().zip(m) {
+                let (c, sigma) = coefficients.of(m);
                 let xi: f64 = StandardNormal.sample(rng);
                 *v = c * *v + sigma * xi;
                 finite &= v.is_finite();
@@ -284,14 +313,14 @@ impl<S> Langevin<S> {
         let v = state.v.as_mut_slice();
         let blocks = n.div_ceil(NOISE_BLOCK);
         let finite = if blocks <= 1 {
-            ou(0, v, &self.coef, &mut self.rng)
+            ou(0, v, masses, &mut self.rng)
         } else {
             use rayon::prelude::*;
             let rng = &self.rng;
             v.par_chunks_mut(NOISE_BLOCK)
-                .zip(self.coef.par_chunks(NOISE_BLOCK))
+                .zip(masses.par_chunks(NOISE_BLOCK))
                 .enumerate()
-                .map(|(b, (v, coef))| ou(b, v, coef, &mut rng.clone()))
+                .map(|(b, (v, m))| ou(b, v, m, &mut rng.clone()))
                 .reduce(|| true, |a, b| a & b)
         };
         self.rng

@@ -94,7 +94,17 @@ impl<V: Vector> VelocityVerlet<V> {
         check_h(h, k, t)?;
         check_state(potential.dimension(), state, k, t)?;
         let n = potential.dimension();
-        let w = self.work.get(
+        let Work {
+            m: copied,
+            g,
+            a0,
+            a1,
+            v_half,
+            x1,
+            v1,
+            cache_q,
+            cached,
+        } = self.work.get(
             |w| w.m.len() == n,
             || Work {
                 m: V::zeros(n),
@@ -108,20 +118,27 @@ impl<V: Vector> VelocityVerlet<V> {
                 cached: false,
             },
         );
-        potential.masses_into(&mut w.m);
-        if !(w.cached && same_bits(&w.cache_q, &state.q)) {
-            w.cached = false;
+        // The masses where the model keeps them, else copied (a pass saved per step).
+        let lent = potential.masses_slice();
+        if lent.is_none() {
+            potential.masses_into(copied);
+        }
+        let m: &[f64] = match lent {
+            Some(m) => m,
+            None => copied.as_slice(),
+        };
+        if !(*cached && same_bits(cache_q, &state.q)) {
+            *cached = false;
             self.stats.gradient_evaluations += 1;
-            acceleration(potential, &state.q, &w.m, &mut w.g, &mut w.a0, k, t)?;
-            w.cache_q.copy_from(&state.q);
-            w.cached = true;
+            acceleration(potential, &state.q, m, g, a0, k, t)?;
+            cache_q.copy_from(&state.q);
+            *cached = true;
         }
         let half = 0.5 * h;
         // Kick and drift in one pass (the positions' finiteness checked on the way).
         let finite = {
-            let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), w.a0.as_slice());
-            let (vh, x1) = (w.v_half.as_mut_slice(), w.x1.as_mut_slice());
-            par_pairs(vh, x1, |at, vh, x1| {
+            let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), a0.as_slice());
+            par_pairs(v_half.as_mut_slice(), x1.as_mut_slice(), |at, vh, x1| {
                 let mut finite = true;
                 for (i, (vh, x1)) in vh.iter_mut().zip(x1.iter_mut()).enumerate() {
                     *vh = v[at + i] + half * a0[at + i];
@@ -135,16 +152,15 @@ impl<V: Vector> VelocityVerlet<V> {
             return Err(StepError::non_finite(k, t, Quantity::NewPosition));
         }
         self.stats.gradient_evaluations += 1;
-        potential.gradient_into(&w.x1, &mut w.g);
+        potential.gradient_into(x1, g);
         // The acceleration and the second kick in one pass; on a non-finite entry, the first
         // quantity that is not finite is named (gradient, acceleration, velocity).
         let finite = {
-            let (g, m, vh) = (w.g.as_slice(), w.m.as_slice(), w.v_half.as_slice());
-            let (a1, v1) = (w.a1.as_mut_slice(), w.v1.as_mut_slice());
-            par_pairs(a1, v1, |at, a1, v1| {
+            let (gs, vh) = (g.as_slice(), v_half.as_slice());
+            par_pairs(a1.as_mut_slice(), v1.as_mut_slice(), |at, a1, v1| {
                 let mut finite = true;
                 for (i, (a1, v1)) in a1.iter_mut().zip(v1.iter_mut()).enumerate() {
-                    let g = g[at + i];
+                    let g = gs[at + i];
                     *a1 = -g / m[at + i];
                     *v1 = vh[at + i] + half * *a1;
                     finite &= v1.is_finite() & g.is_finite();
@@ -153,16 +169,16 @@ impl<V: Vector> VelocityVerlet<V> {
             })
         };
         if !finite {
-            check_finite(&w.g, Quantity::Gradient, k, t)?;
-            check_finite(&w.a1, Quantity::Acceleration, k, t)?;
+            check_finite(g, Quantity::Gradient, k, t)?;
+            check_finite(a1, Quantity::Acceleration, k, t)?;
             return Err(StepError::non_finite(k, t, Quantity::NewVelocity));
         }
         // Commit by exchanging buffers (no copy); the old state lands in x1 and v1, scratch.
-        core::mem::swap(&mut state.q, &mut w.x1);
-        core::mem::swap(&mut state.v, &mut w.v1);
+        core::mem::swap(&mut state.q, x1);
+        core::mem::swap(&mut state.v, v1);
         state.t = t + h;
-        core::mem::swap(&mut w.a0, &mut w.a1);
-        crate::vector::copy_long(w.cache_q.as_mut_slice(), state.q.as_slice());
+        core::mem::swap(a0, a1);
+        crate::vector::copy_long(cache_q.as_mut_slice(), state.q.as_slice());
         self.clock.steps += 1;
         Ok(())
     }
@@ -172,7 +188,7 @@ impl<V: Vector> VelocityVerlet<V> {
 fn acceleration<V: Vector, P: Model<V> + ?Sized>(
     potential: &P,
     q: &V,
-    m: &V,
+    m: &[f64],
     g: &mut V,
     a: &mut V,
     step: u64,
