@@ -71,6 +71,20 @@ pub trait Clocked {
 pub trait Stepper<P: ?Sized, V>: Clocked {
     /// Advance `state` by one step of size [`Clocked::h`].
     fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError>;
+    /// True when this stepper can take back its last successful step exactly
+    /// ([`Stepper::undo`]) because it keeps the state it replaced (velocity Verlet): a
+    /// composition around it (the GLA) then needs no copy of its own to undo a step.
+    fn can_undo(&self) -> bool {
+        false
+    }
+    /// Take back the last successful step: `state` — as that step left it, or with its
+    /// velocities changed since — becomes exactly the state before it, and the step count is
+    /// as before. Returns false, and changes nothing, when the stepper cannot
+    /// ([`Stepper::can_undo`]) or has no step to take back.
+    fn undo(&mut self, state: &mut StateOf<V>) -> bool {
+        let _ = state;
+        false
+    }
 }
 
 /// A boxed stepper has the clock of the stepper it holds.
@@ -100,5 +114,11 @@ impl<S: Clocked + ?Sized> Clocked for Box<S> {
 impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
     fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         (**self).step(target, state)
+    }
+    fn can_undo(&self) -> bool {
+        (**self).can_undo()
+    }
+    fn undo(&mut self, state: &mut StateOf<V>) -> bool {
+        (**self).undo(state)
     }
 }

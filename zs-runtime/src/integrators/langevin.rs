@@ -282,7 +282,11 @@ impl<S> Langevin<S> {
             return Err(StepError::new(k, t, StepErrorKind::InvalidStepSize { h }));
         }
         self.inner.set_h(h);
-        save(&mut self.saved, state);
+        // An inner stepper that can take its step back needs no copy here.
+        let undo = self.inner.can_undo();
+        if !undo {
+            save(&mut self.saved, state);
+        }
         self.inner
             .step(target, state)
             .map_err(|e| restamp(e, k, t))?;
@@ -326,7 +330,13 @@ impl<S> Langevin<S> {
         self.rng
             .set_word_pos(word_pos + blocks.max(1) as u128 * BLOCK_WORDS);
         if !finite {
-            restore(&self.saved, state, t);
+            if !undo {
+                restore(&self.saved, state, t);
+            } else if !self.inner.undo(state) {
+                // A stepper that said it could take its step back and then could not breaks
+                // `Stepper::undo`'s contract: nothing was saved here to restore instead.
+                debug_assert!(false, "{} could not undo its step", self.inner.name());
+            }
             self.rng.set_word_pos(word_pos);
             return Err(StepError::non_finite(
                 k,

@@ -57,6 +57,9 @@ struct Work<V> {
     v1: V,
     cache_q: V,
     cached: bool,
+    /// The time of the state the last step replaced (now in `x1`, `v1`), while it can be
+    /// taken back ([`Stepper::undo`]).
+    undo_t: Option<f64>,
 }
 
 impl<V: Vector> VelocityVerlet<V> {
@@ -104,6 +107,7 @@ impl<V: Vector> VelocityVerlet<V> {
             v1,
             cache_q,
             cached,
+            undo_t,
         } = self.work.get(
             |w| w.m.len() == n,
             || Work {
@@ -116,8 +120,10 @@ impl<V: Vector> VelocityVerlet<V> {
                 v1: V::zeros(n),
                 cache_q: V::zeros(n),
                 cached: false,
+                undo_t: None,
             },
         );
+        *undo_t = None;
         // The masses where the model keeps them, else copied (a pass saved per step).
         let lent = potential.masses_slice();
         if lent.is_none() {
@@ -177,6 +183,7 @@ impl<V: Vector> VelocityVerlet<V> {
         core::mem::swap(&mut state.q, x1);
         core::mem::swap(&mut state.v, v1);
         state.t = t + h;
+        *undo_t = Some(t);
         core::mem::swap(a0, a1);
         crate::vector::copy_long(cache_q.as_mut_slice(), state.q.as_slice());
         self.clock.steps += 1;
@@ -218,6 +225,31 @@ impl<V: Vector> Clocked for VelocityVerlet<V> {
 impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
     fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         VelocityVerlet::step(self, target, state)
+    }
+    fn can_undo(&self) -> bool {
+        true
+    }
+    /// The last step committed by exchanging buffers: exchanging them back restores the state
+    /// it replaced, bit for bit.
+    fn undo(&mut self, state: &mut StateOf<V>) -> bool {
+        let Some(w) = self.work.as_mut() else {
+            return false;
+        };
+        let Some(t) = w.undo_t.take() else {
+            return false;
+        };
+        if state.q.len() != w.x1.len() || state.v.len() != w.v1.len() {
+            return false;
+        }
+        core::mem::swap(&mut state.q, &mut w.x1);
+        core::mem::swap(&mut state.v, &mut w.v1);
+        state.t = t;
+        core::mem::swap(&mut w.a0, &mut w.a1);
+        // `a0` is the acceleration at the restored `q` again, but the cache key holds the
+        // new one: recompute at the next step.
+        w.cached = false;
+        self.clock.steps -= 1;
+        true
     }
 }
 

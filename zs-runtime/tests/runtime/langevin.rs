@@ -324,6 +324,44 @@ fn errors_leave_state_and_noise_untouched() {
     );
     assert_eq!((s, gla.rng_word_pos()), (before, pos));
     assert_eq!(gla.steps_taken(), 2);
+    // The OU update fails after a good inner step (σ² = kT/m overflows for m = 1e-300): Verlet
+    // takes its step back (no copy in the GLA) and a Z&S inner step is restored from the GLA's
+    // copy — both leave the state and the noise as they were, and the next good step is the
+    // one an uninterrupted run takes.
+    let free = Oscillators {
+        k: [0.0, 0.0],
+        m: [1e-300, 1.0],
+    };
+    let s0 = State::at([0.3, -0.2], [0.0, 0.5], 1.0);
+    let mut gla = Langevin::new(VelocityVerlet::new(0.1), 1.0, 1e10, 3);
+    let mut s = s0;
+    let pos = gla.rng_word_pos();
+    let e = gla.step(&free, &mut s).unwrap_err();
+    assert!(matches!(e.kind, StepErrorKind::NonFinite(_)), "{e:?}");
+    assert_eq!((s, gla.rng_word_pos(), gla.steps_taken()), (s0, pos, 0));
+    let mut zs = Langevin::new(ZhangSkeel::new(0.4, 0.1), 1.0, 1e10, 3);
+    let mut s = s0;
+    assert!(zs.step(&free, &mut s).is_err());
+    assert_eq!((s, zs.rng_word_pos()), (s0, pos));
+    // After the undo, Verlet steps on from the restored state exactly as a fresh one.
+    let fine = Oscillators {
+        k: [1.0, 2.0],
+        m: [1.0, 3.0],
+    };
+    let mut undone = Langevin::new(VelocityVerlet::new(0.1), 1.0, 0.5, 8);
+    let mut s = s0;
+    undone.step(&fine, &mut s).unwrap();
+    assert!(Stepper::<Oscillators<2>, [f64; 2]>::undo(
+        undone.inner_mut(),
+        &mut s
+    ));
+    assert_eq!(s, s0);
+    undone.set_rng_word_pos(0);
+    undone.step(&fine, &mut s).unwrap();
+    let mut fresh = Langevin::new(VelocityVerlet::new(0.1), 1.0, 0.5, 8);
+    let mut f = s0;
+    fresh.step(&fine, &mut f).unwrap();
+    assert_eq!(s, f);
 }
 
 #[test]
