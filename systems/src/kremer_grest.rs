@@ -45,7 +45,7 @@ impl KremerGrest {
     fn body_masses(&self) -> [f64; 3] {
         [1.0, 1.0, 1.0]
     }
-    fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+    fn stiff_bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
         let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
         let r02 = self.r0 * self.r0;
         let mut e = -0.5 * self.k * r02 * (1.0 - r2 / r02).ln();

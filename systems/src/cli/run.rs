@@ -147,7 +147,7 @@ fn check_options(
             (args.omega.is_some() && !a.omega, "--omega".to_string()),
             (args.max_residual.is_some(), "--max-residual".to_string()),
             (
-                matches!(method, I::Shake | I::Rattle | I::ZssStiff),
+                matches!(method, I::Shake | I::Rattle) || (method == I::ZssStiff && !a.stiff_split),
                 format!("--integrator {method_name}"),
             ),
         ] {

@@ -19,6 +19,7 @@
 //! | `rigid-body` | Tao & Owhadi §4.5, Figs. 9–10, penalized Z&S vs the Lie-group eq. 34 | [`rigid_body`] |
 //! | `variational` | Patrick et al.: Runge–Kutta methods made variational vs projected, three pendula | [`variational`] |
 //! | `dna` | Tao & Owhadi §4.4, Fig. 8, DNA ring of 200 base pairs, Z&S vs Verlet, run-time table | [`dna`] |
+//! | `kremer-grest` | beyond the papers: LAMMPS's polymer melt, Z&Ss-stiff's step and time to result against Verlet (needs LAMMPS's `data.chain`; not in `all`) | [`kremer_grest`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
 //! interrupted run never leaves a truncated file under the final name.
@@ -28,6 +29,7 @@ pub mod constraint_scaling;
 pub mod dna;
 pub mod double_pendulum;
 pub mod impulse_convergence;
+pub mod kremer_grest;
 pub mod multipliers;
 pub mod plot;
 pub mod rigid_body;
@@ -78,6 +80,10 @@ pub enum Experiment {
     /// Patrick et al. (no numerical examples in the paper): orders and long-time energy of
     /// Runge–Kutta methods made variational against the same methods projected, on three pendula.
     Variational,
+    /// Beyond the papers: LAMMPS's Kremer–Grest melt under Langevin, Verlet against Z&Ss-stiff
+    /// at growing steps — structure, pressure, time to result. Needs a LAMMPS data file
+    /// ([`kremer_grest::LAMMPS_DATA`] by default); not in [`Experiment::ALL`].
+    KremerGrest,
 }
 
 impl Experiment {
@@ -112,6 +118,7 @@ impl Experiment {
             Experiment::Water100 => "water-100",
             Experiment::RigidBody => "rigid-body",
             Experiment::Variational => "variational",
+            Experiment::KremerGrest => "kremer-grest",
         }
     }
 
@@ -120,7 +127,23 @@ impl Experiment {
     /// # Errors
     /// The output cannot be written, or (impulse convergence) a step failed.
     pub fn run(self, out_dir: &Path) -> Result<Report, ExperimentError> {
+        self.run_on(out_dir, None)
+    }
+
+    /// [`Experiment::run`], with the data file of the experiments that read one
+    /// (`kremer-grest`; `None`: [`kremer_grest::LAMMPS_DATA`]).
+    ///
+    /// # Errors
+    /// As [`Experiment::run`]; a data file that cannot be read or used.
+    pub fn run_on(self, out_dir: &Path, data: Option<&Path>) -> Result<Report, ExperimentError> {
         match self {
+            Experiment::KremerGrest => {
+                let path = data.map_or_else(|| kremer_grest::LAMMPS_DATA.into(), Path::to_path_buf);
+                let cfg = kremer_grest::Config::lammps(path);
+                let out = kremer_grest::run(&cfg)?;
+                kremer_grest::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
+            }
             Experiment::ConstraintScaling => {
                 let cfg = constraint_scaling::Config::paper();
                 let out = constraint_scaling::run(&cfg);
@@ -209,6 +232,9 @@ pub enum ExperimentError {
         /// Why.
         source: io::Error,
     },
+    /// Its input file cannot be read or used.
+    #[error(transparent)]
+    Input(#[from] kremer_grest::InputError),
     /// A step of a run it needs failed.
     #[error("{experiment}: a step failed: {source}")]
     Step {

@@ -86,6 +86,13 @@ fn melt_text(seed: u64) -> String {
 
 /// Energy and gradient of the melt by the direct loop over nearest images, derivatives by hand.
 fn direct(q: &[f64], bonded: &[(usize, usize)]) -> (f64, Vec<f64>) {
+    let (e, g, _) = direct_terms(q, bonded, true);
+    (e, g)
+}
+
+/// [`direct`], of the FENE bonds alone when `pairs` is false, and the virial
+/// `W = Σ r_ij · f_ij` over the terms (nearest-image separations, pair forces by hand).
+fn direct_terms(q: &[f64], bonded: &[(usize, usize)], pairs: bool) -> (f64, Vec<f64>, f64) {
     let m = KremerGrest::lammps_chain();
     let n = q.len() / 3;
     let (mut e, mut g) = (0.0, vec![0.0; q.len()]);
@@ -95,7 +102,10 @@ fn direct(q: &[f64], bonded: &[(usize, usize)]) -> (f64, Vec<f64>) {
             d - (d / SIDE).round() * SIDE
         })
     };
+    let mut w = 0.0;
     let mut add = |i: usize, j: usize, v: [f64; 3], de_dr2: f64| {
+        // f_ij · r_ij = −dE/dr · r = −2 r² dE/d(r²).
+        w -= 2.0 * de_dr2 * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
         for a in 0..3 {
             g[3 * j + a] += 2.0 * de_dr2 * v[a];
             g[3 * i + a] -= 2.0 * de_dr2 * v[a];
@@ -114,7 +124,7 @@ fn direct(q: &[f64], bonded: &[(usize, usize)]) -> (f64, Vec<f64>) {
         }
         add(i, j, v, de);
     }
-    for i in 0..n {
+    for i in 0..n * usize::from(pairs) {
         for j in i + 1..n {
             if bonded.contains(&(i, j)) {
                 continue;
@@ -128,7 +138,113 @@ fn direct(q: &[f64], bonded: &[(usize, usize)]) -> (f64, Vec<f64>) {
             }
         }
     }
-    (e, g)
+    (e, g, w)
+}
+
+/// Z&Ss-stiff's split (Tao & Owhadi eq. 19): the stiff Hessian is that of the FENE bonds alone
+/// (logarithmic spring and WCA repulsion), against central differences of the hand-written
+/// bond gradient; the pair terms stay out of it, and the total gradient is unchanged.
+#[test]
+fn the_stiff_hessian_is_the_fene_bonds_hessian() {
+    use zs_runtime::{HessianPart, StiffModel};
+    for seed in [5, 23] {
+        let data = DataFile::parse(&melt_text(seed)).expect("a valid data file");
+        let (sys, q, _) = KremerGrest::lammps_chain()
+            .from_data(&data)
+            .expect("a melt");
+        let bonded: Vec<(usize, usize)> = data
+            .bonds
+            .iter()
+            .map(|b| (b.atoms[0], b.atoms[1]))
+            .collect();
+        let mut h = sys.new_matrix(HessianPart::Stiff);
+        let mut g = vec![0.0; q.len()];
+        sys.gradient_stiff_hessian_into(&q, &mut g, &mut h);
+        let (_, total) = direct(&q, &bonded);
+        let scale = total.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        for (a, b) in g.iter().zip(&total) {
+            assert!((a - b).abs() <= 1e-12 * scale, "seed {seed}: {a} vs {b}");
+        }
+        let dense = h.to_dense();
+        let step = 1e-6;
+        let mut largest = 0.0_f64;
+        let mut worst = 0.0_f64;
+        for c in 0..q.len() {
+            let (mut up, mut down) = (q.clone(), q.clone());
+            up[c] += step;
+            down[c] -= step;
+            let (gu, gd) = (
+                direct_terms(&up, &bonded, false).1,
+                direct_terms(&down, &bonded, false).1,
+            );
+            for r in 0..q.len() {
+                let fd = (gu[r] - gd[r]) / (2.0 * step);
+                largest = largest.max(fd.abs());
+                worst = worst.max((dense[r][c] - fd).abs());
+            }
+        }
+        assert!(
+            largest > 100.0,
+            "seed {seed}: the bonds are stiff ({largest})"
+        );
+        assert!(worst <= 1e-6 * largest, "seed {seed}: {worst} of {largest}");
+    }
+}
+
+/// `zs reproduce kremer-grest`'s measurements on a small melt: both methods run, every
+/// observable is sampled and plausible (bond lengths between the FENE pieces' scales, the
+/// kinetic temperature near kT), and the files are written.
+#[cfg(feature = "experiments")]
+#[test]
+fn the_step_experiment_measures_structure_and_time() {
+    use zs_systems::experiments::kremer_grest::{self, Config, Method};
+    let dir = std::env::temp_dir().join(format!("zs-kg-experiment-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let path = dir.join("melt.data");
+    std::fs::write(&path, melt_text(11)).expect("write");
+    let cfg = Config::quick(path.clone());
+    let out = kremer_grest::run(&cfg).expect("runs");
+    // The virial pressure by box scaling against the hand-written virial (the file has no
+    // velocities: P = W / 3V).
+    let data = DataFile::read(&path).expect("the data file");
+    let (_, q, _) = KremerGrest::lammps_chain()
+        .from_data(&data)
+        .expect("a melt");
+    let bonded: Vec<(usize, usize)> = data
+        .bonds
+        .iter()
+        .map(|b| (b.atoms[0], b.atoms[1]))
+        .collect();
+    let (_, _, w) = direct_terms(&q, &bonded, true);
+    let pressure = w / (3.0 * SIDE.powi(3));
+    assert!(w.abs() > 1.0, "a virial to compare ({w})");
+    assert!(
+        (out.start.0 - pressure).abs() <= 1e-7 * pressure.abs(),
+        "{} vs {pressure}",
+        out.start.0
+    );
+    assert_eq!(out.start.1, 0.0);
+    assert_eq!(out.beads, CHAINS * BEADS);
+    assert_eq!(out.runs.len(), 2);
+    assert_eq!(out.runs[1].method, Method::ZssStiff);
+    for r in &out.runs {
+        assert_eq!(r.failure, None);
+        let samples = r.series[0].len();
+        assert_eq!(samples, 8, "{r:?}");
+        let (b, _) = r.estimate(0, cfg.blocks).expect("an estimate");
+        assert!((0.85..1.3).contains(&b), "mean bond {b}");
+        let (t, _) = r
+            .estimate(cfg.observables().len() - 1, cfg.blocks)
+            .expect("T");
+        assert!((0.3..3.0).contains(&t), "kinetic temperature {t}");
+        let norm: f64 = r.density.iter().sum::<f64>() * cfg.bins.2;
+        assert!((norm - 1.0).abs() < 1e-9 || norm < 1.0, "density {norm}");
+    }
+    let report = kremer_grest::write(&cfg, &out, &dir).expect("written");
+    for f in &report.files {
+        assert!(f.exists(), "{}", f.display());
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

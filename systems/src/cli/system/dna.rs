@@ -24,6 +24,7 @@ impl CliSystem for DnaCli {
             cluster: false,
             data: false,
             full_hessian: true,
+            stiff_split: false,
         }
     }
     fn memory_estimate(&self, n: usize, _method: IntegratorName) -> f64 {

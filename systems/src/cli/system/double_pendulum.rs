@@ -28,6 +28,7 @@ impl CliSystem for DoublePendulumCli {
             cluster: false,
             data: false,
             full_hessian: true,
+            stiff_split: false,
         }
     }
     fn omega(&self) -> f64 {

@@ -51,7 +51,7 @@ impl CliSystem for KremerGrestCli {
     fn accepts(&self) -> Accepts {
         Accepts {
             n: None,
-            constraints: Err("it has no constraints (its FENE bonds are flexible)"),
+            constraints: Err("it has no constraints (its FENE bonds are flexible; zss-stiff puts them in its solve as the stiff part)"),
             omega: false,
             gravity: false,
             rigid_body: false,
@@ -59,6 +59,7 @@ impl CliSystem for KremerGrestCli {
             cluster: false,
             data: true,
             full_hessian: false,
+            stiff_split: true,
         }
     }
     fn omega(&self) -> f64 {

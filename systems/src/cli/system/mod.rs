@@ -43,6 +43,9 @@ pub(crate) struct Accepts {
     /// Integrators that assemble the full Hessian (zs, zss, newmark, newmark1, pushforward):
     /// not on systems whose pair terms follow a neighbour list.
     pub full_hessian: bool,
+    /// `--integrator zss-stiff` without constraints: the system splits its potential into a
+    /// soft and a stiff part of its own (the Kremer–Grest melt's FENE bonds).
+    pub stiff_split: bool,
 }
 
 /// One system of the command line (see the [module docs](self)).

@@ -27,6 +27,7 @@ impl CliSystem for RigidBodyCli {
             cluster: false,
             data: false,
             full_hessian: true,
+            stiff_split: false,
         }
     }
     fn omega(&self) -> f64 {

@@ -31,6 +31,7 @@ impl CliSystem for WaterCli {
             cluster: true,
             data: false,
             full_hessian: true,
+            stiff_split: false,
         }
     }
     fn memory_estimate(&self, n: usize, method: IntegratorName) -> f64 {
