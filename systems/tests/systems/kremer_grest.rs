@@ -400,6 +400,38 @@ fn zs_run_and_eval_read_data_files_and_write_them_back() {
             assert!((x - y).abs() <= 1e-12 * SIDE, "bead {i}: {x} vs {y}");
         }
     }
+    // Z&Ss-stiff with the FENE bonds in its solve: one banded solve per step.
+    let out = run(&[
+        "run",
+        "kremer-grest",
+        "--data",
+        "melt.data",
+        "--integrator",
+        "zss-stiff",
+        "--h",
+        "0.005",
+        "--t-end",
+        "0.05",
+        "--gamma",
+        "1",
+        "--kt",
+        "1",
+        "--out",
+        "stiff.csv",
+    ]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let solves: u64 = said
+        .lines()
+        .find(|l| l.contains("linear solves"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no solve count: {said}"));
+    assert!(solves >= 10, "a solve per step at least: {said}");
     // A step far too long: a bead crosses more than the skin (0.4) in one step → the run stops
     // at once, naming the skin, and the CSV is marked incomplete.
     let out = run(&[
