@@ -110,11 +110,39 @@ run {steps}
               f"zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), zs / LAMMPS (speed) = {t_l / t_z:.2f}")
 
 
+SMALL = """
+group drop molecule 41:320
+delete_atoms group drop bond yes
+fix 1 all nve
+fix 2 all langevin 1.0 1.0 1.0 904297
+fix 3 all deform 1 x final {lo} {hi} y final {lo} {hi} z final {lo} {hi} remap x
+thermo 2000
+timestep 0.012
+run 20000
+unfix 3
+run 20000
+write_data {out} nocoeff
+"""
+
+
+def small_melt(data, d):
+    """A 4 000-bead melt at the same density: the first 40 chains of `data` (a box centred on
+    the origin, as data.chain's), the box shrunk to half its side over 20 000 Langevin steps (`fix deform`), then 20 000 more at that size."""
+    out = os.path.join(d, "data.chain4000")
+    xhi = float(re.search(r"(\S+)\s+(\S+)\s+xlo xhi", open(data).read()).group(2))
+    lammps(FORCE_FIELD.format(data=data) + SMALL.format(lo=-xhi / 2, hi=xhi / 2, out=out), d)
+    return out
+
+
 def scaling(zs_bench, data, steps):
-    """O(N) of both: the file replicated 1, 2, 4, 8 times (LAMMPS `replicate`, zs
-    `DataFile::replicate` in the `kg_scaling` bench), Langevin, time per step, 1 rank / thread."""
+    """O(N) of both: the 4 000-bead melt made from `data` (`small_melt`) replicated 1, 2, 4 …
+    64 times (LAMMPS `replicate`, zs `DataFile::replicate` in the `kg_scaling` bench), Langevin,
+    time per step, 1 rank / thread."""
+    keep = tempfile.mkdtemp()
+    data = small_melt(data, keep)
+    print(f"4 000-bead melt: {data}")
     sizes, t_lammps = [], []
-    for rep in ("1 1 1", "2 1 1", "2 2 1", "2 2 2"):
+    for rep in ("1 1 1", "2 1 1", "2 2 1", "2 2 2", "4 2 2", "4 4 2", "4 4 4"):
         with tempfile.TemporaryDirectory() as d:
             log = lammps(FORCE_FIELD.format(data=data).replace(
                 f"read_data {data}", f"read_data {data}\nreplicate {rep}") + f"""
@@ -143,7 +171,8 @@ def main():
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--scaling", action="store_true",
-                    help="also the O(N) comparison: 32 000 to 256 000 beads (replicated), 1 core")
+                    help="also the O(N) comparison: 4 000 to 256 000 beads (a 4 000-bead melt made "
+                         "from the file, replicated), 1 core")
     args = ap.parse_args()
     if not os.path.exists(args.data):
         sys.exit(f"{args.data} is missing: apt-get install lammps lammps-examples")

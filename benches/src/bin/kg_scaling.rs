@@ -1,5 +1,7 @@
-//! O(N): the Kremer–Grest melt's step cost from 32 000 to 256 000 beads, LAMMPS's `data.chain`
-//! replicated 1, 2, 4 and 8 times (`DataFile::replicate`, as LAMMPS's `replicate`): GLA Langevin
+//! O(N): the Kremer–Grest melt's step cost up to 256 000 beads, a melt's data file replicated 1,
+//! 2, 4, 8 … times (`DataFile::replicate`, as LAMMPS's `replicate`) while it has at most 256 000
+//! beads — LAMMPS's `data.chain` (32 000) or the 4 000-bead melt that
+//! `benches/peers/lammps_kremer_grest.py --scaling` makes from it: GLA Langevin
 //! around velocity Verlet (γ = 1, kT = 1, h = 0.012, in.chain's), `STEPS` steps after 20 of
 //! warm-up, on a rayon pool of `THREADS` threads; prints the time per step and per bead and the
 //! log-log slope of time against size (1: linear).
@@ -29,7 +31,19 @@ fn main() {
         .build()
         .expect("a pool");
     let (mut sizes, mut times) = (Vec::new(), Vec::new());
-    for n in [[1, 1, 1], [2, 1, 1], [2, 2, 1], [2, 2, 2]] {
+    let factors = [
+        [1, 1, 1],
+        [2, 1, 1],
+        [2, 2, 1],
+        [2, 2, 2],
+        [4, 2, 2],
+        [4, 4, 2],
+        [4, 4, 4],
+    ];
+    for n in factors
+        .into_iter()
+        .take_while(|n| base.len() * n.iter().product::<usize>() <= 256_000)
+    {
         let melt = base.replicate(n);
         let (sys, q, v) = KremerGrest::lammps_chain()
             .from_data(&melt)
