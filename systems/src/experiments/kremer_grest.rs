@@ -18,7 +18,7 @@
 //!
 //! Measured per run, on a fixed time grid (burn-in, then a sample every `sample_dt`): the
 //! bond-length distribution (mean, width, histogram), the mean-square internal distances
-//! `⟨R²(n)⟩/n` along the chains, the virial pressure (the box-scaling derivative of the
+//! `⟨R²(n)⟩/n` along the chains, the potential energy per bead, the virial pressure (the box-scaling derivative of the
 //! energy, so that it needs no per-term forces: `P = (Σ m v² − λ ∂V/∂λ)/(3 Vol)` with positions
 //! and box scaled by λ, central differences) and the kinetic temperature. Error bars are
 //! standard errors of block means. A run *reproduces* the reference when every observable is
@@ -34,7 +34,7 @@ use zs_runtime::assembly::Assembled;
 use zs_runtime::lammps::DataFile;
 use zs_runtime::{DynState, Langevin, Model, Stepper, VelocityVerlet, ZhangSkeelStiff};
 
-use super::plot::{Figure, LegendPosition, Panel, Series, Style};
+use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
 use super::{whole_steps, Csv, Field, Report, Table};
 use crate::kremer_grest::{KremerGrest, SKIN};
 
@@ -108,7 +108,7 @@ impl Config {
             beta: 0.25,
             seed: 904_297,
             blocks: 6,
-            separations: vec![1, 2, 8, 32],
+            separations: vec![1, 2, 4, 8, 16, 32, 64],
             bins: (0.8, 1.2, 0.005),
         }
     }
@@ -130,12 +130,27 @@ impl Config {
         ((self.bins.1 - self.bins.0) / self.bins.2).round() as usize
     }
 
-    /// Names of the observables, in the order of [`Run::series`].
+    /// Names of the observables, in the order of [`Run::series`]: bond length and spread,
+    /// `R²(n)/n` per separation, pressure, potential energy per bead, kinetic temperature.
     pub fn observables(&self) -> Vec<String> {
         let mut names = vec!["⟨b⟩".to_string(), "σ_b".to_string()];
         names.extend(self.separations.iter().map(|n| format!("R²({n})/{n}")));
-        names.extend(["P".to_string(), "T_kin".to_string()]);
+        names.extend(["P".to_string(), "E_pot/N".to_string(), "T_kin".to_string()]);
         names
+    }
+
+    /// Index of the pressure in [`Config::observables`] (then `E_pot/N`, then `T_kin`).
+    pub fn pressure_index(&self) -> usize {
+        2 + self.separations.len()
+    }
+
+    /// Whether the printed table shows observable `k` (the CSV has them all): the internal
+    /// distances at 8 and 64 bonds only.
+    fn shown(&self, k: usize) -> bool {
+        match k.checked_sub(2) {
+            Some(j) if j < self.separations.len() => matches!(self.separations[j], 8 | 64),
+            _ => true,
+        }
     }
 }
 
@@ -314,6 +329,7 @@ impl Melt {
         let down = self.scaled[1].potential_at(&scale(1.0 - DELTA));
         let dv = (up - down) / (2.0 * DELTA);
         out.push((mv2 - dv) / (3.0 * self.volume));
+        out.push(self.system.potential_at(q) / self.segment.len() as f64);
         out.push(mv2 / q.len() as f64);
         out
     }
@@ -393,7 +409,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, InputError> {
         &DynState::new(melt.q.clone(), melt.v.clone()),
         &mut vec![0; cfg.bin_count()],
     );
-    let k = at_start.len();
+    let k = cfg.pressure_index();
     let runs = cfg
         .runs
         .iter()
@@ -423,7 +439,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, InputError> {
         beads: melt.segment.len(),
         bonds: melt.bonds.len(),
         threads: rayon::current_num_threads(),
-        start: (at_start[k - 2], at_start[k - 1]),
+        start: (at_start[k], at_start[k + 2]),
         runs,
     })
 }
@@ -510,7 +526,13 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut csv = Csv::new(&header_refs);
     let mut table_header = vec!["method", "h"];
-    table_header.extend(names.iter().map(String::as_str));
+    table_header.extend(
+        names
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| cfg.shown(k))
+            .map(|(_, n)| n.as_str()),
+    );
     table_header.extend(["s per τ", "÷ ref", "err ÷ ref's", "status"]);
     let mut table = Table::new(
         format!(
@@ -527,16 +549,19 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         let speedup = reference.seconds_per_time() / r.seconds_per_time();
         let mut fields = vec![Field::Text(r.method.label()), Field::Num(r.h)];
         let mut cells = vec![r.method.label().to_string(), format!("{}", r.h)];
-        for row in &rows {
-            match row {
+        for (k, row) in rows.iter().enumerate() {
+            let cell = match row {
                 Some((m, e, z)) => {
                     fields.extend([Field::Num(*m), Field::Num(*e), Field::Num(*z)]);
-                    cells.push(format!("{m:.5} ± {e:.5} ({z:+.1})"));
+                    format!("{m:.5} ± {e:.5} ({z:+.1})")
                 }
                 None => {
                     fields.extend([Field::Text(""), Field::Text(""), Field::Text("")]);
-                    cells.push("—".into());
+                    "—".into()
                 }
+            };
+            if cfg.shown(k) {
+                cells.push(cell);
             }
         }
         fields.extend([
@@ -593,10 +618,10 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
 
     let mut figure = Figure::new(
         format!(
-            "Kremer–Grest melt, GLA Langevin (γ = {}, kT = {}): bond-length distributions",
+            "Kremer–Grest melt, GLA Langevin (γ = {}, kT = {}): bond lengths and internal distances",
             cfg.gamma, cfg.kt
         ),
-        2,
+        3,
         (620, 420),
     );
     for method in [Method::Verlet, Method::ZssStiff] {
@@ -620,6 +645,22 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         }
         figure = figure.with(panel);
     }
+    let mut internal = Panel::new("internal distances", "bonds apart n", "R²(n)/n (σ²)")
+        .scales(Scale::Log, Scale::Linear)
+        .legend(LegendPosition::LowerRight);
+    for (c, r) in out.runs.iter().enumerate() {
+        if r.failure.is_none() {
+            let pts = cfg
+                .separations
+                .iter()
+                .enumerate()
+                .filter_map(|(j, &n)| r.estimate(2 + j, cfg.blocks).map(|(m, _)| (n as f64, m)))
+                .collect();
+            let label = format!("{} h = {}", r.method.label(), r.h);
+            internal = internal.with(Series::new(label, pts, Style::LineMarkers, c));
+        }
+    }
+    figure = figure.with(internal);
     let svg_path = dir.join("kremer-grest.svg");
     figure.write_svg(&svg_path)?;
 
