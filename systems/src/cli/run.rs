@@ -123,18 +123,6 @@ fn check_options(
             return Err(CliError::applies_only_to(option, which(|a| a.data), name));
         }
     }
-    if !a.full_hessian
-        && matches!(
-            method,
-            I::Zs | I::Zss | I::Newmark | I::Newmark1 | I::Pushforward
-        )
-    {
-        return Err(CliError::does_not_apply(
-            format!("--integrator {method_name}"),
-            name,
-            Some("it assembles the full Hessian, whose pattern would follow the neighbour list (not done): use verlet"),
-        ));
-    }
     if method == I::LieEuler && !a.rigid_body {
         return Err(CliError::does_not_apply(
             "--integrator lie-euler",

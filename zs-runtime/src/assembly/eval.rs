@@ -167,8 +167,8 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     /// True when room for the local Hessians of `part` was made (or none is needed).
     fn has_hessians(&self, part: HessianPart) -> bool;
     /// A neighbour-list rebuild: a pair form's terms become `pairs` (its gather lists and
-    /// buffers follow; its Hessian gathers are dropped — a Hessian pattern does not follow a
-    /// neighbour list, see [`super::Assembled`]); other forms ignore it.
+    /// buffers follow; its Hessian gathers are dropped until the engine attaches them to the
+    /// pattern it makes from the new list); other forms ignore it.
     fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies);
     /// Phase A: every term's local outputs for `want`.
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want);

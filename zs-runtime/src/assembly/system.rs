@@ -66,6 +66,20 @@ struct Engine<T, const D: usize> {
     neighbors: Option<Neighbors>,
     sites: Vec<[f64; 3]>,
     pairs: Vec<[u32; 2]>,
+    /// The block patterns of `Hess V` and of the stiff Hessian (indexed by [`part_index`]).
+    layouts: [Arc<BlockLayout>; 2],
+    /// Per part: its pattern follows the neighbour list (a cutoff pair form enters it), and
+    /// whether the list has changed since the pattern was made.
+    follows: [bool; 2],
+    stale: [bool; 2],
+}
+
+/// Index of `part` in [`Engine::layouts`].
+fn part_index(part: HessianPart) -> usize {
+    match part {
+        HessianPart::Full => 0,
+        HessianPart::Stiff => 1,
+    }
 }
 
 /// True when `stored` is exactly `q` (bit for bit).
@@ -130,6 +144,27 @@ impl<T, const D: usize> Engine<T, D> {
         }
         self.valued = false;
         self.kept = false;
+        self.stale = self.follows;
+    }
+
+    /// The pattern of `part`, remade from the current pair list when it follows the list and
+    /// the list has changed: every pair of the list (within cutoff + skin) has its block, so the
+    /// pattern holds until the next rebuild, and every form's gathers are attached to it anew.
+    fn layout(&mut self, part: HessianPart, free: usize) -> Arc<BlockLayout> {
+        let p = part_index(part);
+        if self.stale[p] {
+            let mut coupled = Vec::new();
+            for f in self.forms.iter().filter(|f| f.enters(part)) {
+                f.couplings(&mut coupled);
+            }
+            let layout = BlockLayout::new(D, free, coupled);
+            for f in &mut self.forms {
+                f.attach(part, &layout);
+            }
+            self.layouts[p] = layout;
+            self.stale[p] = false;
+        }
+        self.layouts[p].clone()
     }
 
     /// Make room for the local Hessians of `part` (set-up, when a matrix is made).
@@ -175,9 +210,6 @@ pub struct Assembled<T, const D: usize> {
     /// The SIMD instruction set of the energy and gradient passes.
     isa: Isa,
     backend: Backend,
-    /// The block patterns of `Hess V` and of the stiff Hessian.
-    full: Arc<BlockLayout>,
-    stiff: Arc<BlockLayout>,
     /// Per form, in table order: name, number of terms, constraint rows.
     counts: Vec<(&'static str, usize, usize)>,
     /// The periodic box, when the topology has one.
@@ -259,6 +291,13 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             topology.box_lengths().map(Cell::new),
             Neighbors::new(&topology),
         );
+        let cutoff = topology.pair_cutoff().is_some();
+        let follows = [HessianPart::Full, HessianPart::Stiff].map(|part| {
+            cutoff
+                && forms
+                    .iter()
+                    .any(|f| f.name() == <Pair as Form>::NAME && f.enters(part))
+        });
         Ok(Self {
             terms,
             topology,
@@ -268,8 +307,6 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             parallel: terms_count >= PARALLEL_BY_DEFAULT_ABOVE,
             isa: simd::selected(),
             backend: Backend::Auto,
-            full,
-            stiff,
             counts,
             cell,
             engine: Mutex::new(Engine {
@@ -283,6 +320,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 neighbors,
                 sites: Vec::new(),
                 pairs: Vec::new(),
+                layouts: [full, stiff],
+                follows,
+                stale: [false; 2],
             }),
         })
     }
@@ -319,8 +359,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         if backend == Backend::BlockDiagonal {
             let fits =
                 |l: &BlockLayout| l.is_block_diagonal() && l.block() <= crate::sparse::MAX_BLOCK;
-            for (part, layout) in [("full", &self.full), ("stiff", &self.stiff)] {
-                if !fits(layout) {
+            let follows = self.engine().follows;
+            for (part, p) in [("full", HessianPart::Full), ("stiff", HessianPart::Stiff)] {
+                let layout = self.hessian_layout(p);
+                if follows[part_index(p)] || !fits(&layout) {
                     return Err(TopologyError::BackendDoesNotFit(format!(
                         "Backend::BlockDiagonal does not fit the {part} Hessian: it couples bodies \
                          (bonds or pairs) or has blocks of more than {} coordinates; use \
@@ -372,17 +414,14 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     pub fn is_parallel(&self) -> bool {
         self.parallel
     }
-    /// Whether the Hessian `part` can be assembled: not when a pair cutoff's neighbour list
-    /// gives the terms of a pair form that enters it (the block pattern is fixed at set-up;
-    /// a pattern that follows the list is not done). Integrators that need only the gradient,
-    /// or a stiff part of site and bond terms, run on every system.
-    pub fn hessian_follows(&self, part: HessianPart) -> bool {
-        self.topology.pair_cutoff().is_none()
-            || self
-                .engine()
-                .forms
-                .iter()
-                .all(|f| !(f.name() == <Pair as Form>::NAME && f.enters(part)))
+    /// Whether the block pattern of the Hessian `part` follows the neighbour list: a pair
+    /// cutoff's list gives the terms of a pair form that enters it. The pattern is then every
+    /// pair of the list (within cutoff + skin), fixed between rebuilds; at a rebuild it is
+    /// made anew, with the form's gathers, and [`Model::matrix_layout`] changes, so that the
+    /// integrators make their matrix and solver (the solver's symbolic analysis) again —
+    /// allocating at rebuilds only. Otherwise the pattern is fixed at set-up.
+    pub fn hessian_follows_neighbors(&self, part: HessianPart) -> bool {
+        self.engine().follows[part_index(part)]
     }
 
     /// The number of neighbour-list builds so far (0 without a cutoff).
@@ -390,12 +429,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.engine().neighbors.as_ref().map_or(0, |n| n.builds)
     }
 
-    /// The block pattern of `Hess V` (`HessianPart::Full`) or of the stiff Hessian.
-    pub fn hessian_layout(&self, part: HessianPart) -> &Arc<BlockLayout> {
-        match part {
-            HessianPart::Full => &self.full,
-            HessianPart::Stiff => &self.stiff,
-        }
+    /// The block pattern of `Hess V` (`HessianPart::Full`) or of the stiff Hessian, as of the
+    /// last neighbour list (see [`Assembled::hessian_follows_neighbors`]).
+    pub fn hessian_layout(&self, part: HessianPart) -> Arc<BlockLayout> {
+        self.engine().layout(part, self.bodies.free)
     }
 
     /// Every body's position, pinned ones included, from the coordinates `q`.
@@ -545,21 +582,18 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         } else {
             HessianPart::Full
         };
-        let layout = self.hessian_layout(part);
-        assert_eq!(
-            h.layout().id(),
-            layout.id(),
-            "the matrix was not made for this Hessian (Model::new_matrix with the matching part)"
-        );
-        assert!(
-            self.hessian_follows(part),
-            "the {part:?} Hessian of a system with a pair cutoff whose pair term enters it is not \
-             supported (its pattern would follow the neighbour list): use an integrator that \
-             does not need it (Verlet, Langevin, SHAKE/RATTLE, or Z&Ss-stiff with a stiff part \
-             of site and bond terms)"
-        );
         let mut s = self.engine();
         s.refresh(q, &self.pins, &self.bodies);
+        let layout = s.layout(part, self.bodies.free);
+        if h.layout().id() != layout.id() {
+            assert!(
+                s.follows[part_index(part)],
+                "the matrix was not made for this Hessian (Model::new_matrix with the matching part)"
+            );
+            // The neighbour list was rebuilt: the matrix takes the new pattern (the caller
+            // sees the new `matrix_layout` and remakes its solver).
+            *h = SparseMatrix::zeros(layout.clone());
+        }
         if !s.forms.iter().all(|f| f.has_hessians(part)) {
             // A matrix made elsewhere: the buffers were not reserved at set-up.
             s.reserve_hessians(self.bodies.free, part);
@@ -602,11 +636,11 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 
     fn make_matrix(&self, part: HessianPart) -> SparseMatrix {
         self.engine().reserve_hessians(self.bodies.free, part);
-        SparseMatrix::zeros(self.hessian_layout(part).clone())
+        SparseMatrix::zeros(self.hessian_layout(part))
     }
 
     fn make_solver(&self, part: HessianPart) -> SparseSolver {
-        SparseSolver::new(self.hessian_layout(part).clone(), self.backend)
+        SparseSolver::new(self.hessian_layout(part), self.backend)
     }
 
     fn kinetic(&self, v: &[f64]) -> f64 {

@@ -65,6 +65,7 @@ fn newton_solve<V: Vector, P: Model<V> + ?Sized>(
     t: f64,
 ) -> Result<(), StepError> {
     potential.hessian_into(y, &mut e.hess);
+    e.follow(potential, HessianPart::Full);
     check_matrix::<V>(&e.hess, Quantity::Hessian, step, t)?;
     let how = e
         .solver

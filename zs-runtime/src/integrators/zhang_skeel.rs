@@ -205,6 +205,18 @@ impl<V: Vector> Eval<V> {
     pub(crate) fn fits<P: Model<V> + ?Sized>(&self, p: &P, part: HessianPart) -> bool {
         self.layout == p.matrix_layout(part) && self.m.len() == p.dimension()
     }
+
+    /// After an evaluation into `hess`: when it rebuilt the model's neighbour list, the matrix
+    /// took the new pattern (`Assembled::hessian_follows_neighbors`), and the solver is made
+    /// for it here (its symbolic phase: at rebuilds only). Nothing for fixed patterns.
+    #[inline]
+    pub(crate) fn follow<P: Model<V> + ?Sized>(&mut self, p: &P, part: HessianPart) {
+        let layout = p.matrix_layout(part);
+        if layout != self.layout {
+            self.solver = p.new_solver(part);
+            self.layout = layout;
+        }
+    }
 }
 
 /// The buffers of a step: `F_k = -f_k` with its key (the bits of `q` and `h²`), `x_k+1`,
@@ -281,6 +293,7 @@ fn f_into<V: Vector, P: Model<V> + ?Sized, L: Linearization<P, V>>(
 ) -> Result<(), StepError> {
     stats.evaluations += 1;
     L::gradient_hessian(potential, x, out, &mut e.hess);
+    e.follow(potential, L::PART);
     let how = match e
         .solver
         .solve_shifted(&e.m, beta * h2, &e.hess, out, options)

@@ -174,8 +174,99 @@ fn a_periodic_melt_with_a_cutoff_equals_the_double_loop_over_nearest_images() {
         builds >= moves / 2 && builds <= moves + 1,
         "{builds} builds in {moves} moves"
     );
-    assert!(sys.hessian_follows(HessianPart::Stiff));
-    assert!(!sys.hessian_follows(HessianPart::Full));
+    assert!(!sys.hessian_follows_neighbors(HessianPart::Stiff));
+    assert!(sys.hessian_follows_neighbors(HessianPart::Full));
+}
+
+/// The full Hessian of a cutoff system: its pattern follows the neighbour list (every pair
+/// within cutoff + skin has a block, remade at each rebuild). Across rebuilds it equals central
+/// differences of the gradient, and full Z&S (Tao & Owhadi eq. 3) steps through the rebuilds,
+/// remaking its solver each time, to the trajectory of the same melt with a skin so large that
+/// the list is never rebuilt (same potential, another pattern: equal to rounding).
+#[test]
+fn the_full_hessian_follows_the_neighbour_list_and_zhang_skeel_runs_through_rebuilds() {
+    use zs_runtime::ZhangSkeel;
+    let rc = 1.5;
+    let n = CHAINS * BEADS;
+    let topology = |skin: f64| {
+        let mut t = Topology::new(n);
+        for c in 0..CHAINS {
+            for b in 1..BEADS {
+                t = t.bond(c * BEADS + b - 1, c * BEADS + b);
+            }
+        }
+        t.exclude_bonded().periodic(SIDE).cutoff(rc, skin)
+    };
+    let mut rng = Rng(0x005E_ED0F_1157);
+    let q0 = melt(&mut rng);
+    let v0: Vec<f64> = (0..3 * n).map(|_| 2.0 * rng.next()).collect();
+    let sys = Assembled::new(Beads { rc }, topology(0.3)).expect("valid");
+    let wide = Assembled::new(Beads { rc }, topology(1.7)).expect("valid");
+    assert!(sys.hessian_follows_neighbors(HessianPart::Full));
+
+    // The Hessian against central differences of the gradient, at configurations a rebuild
+    // apart.
+    let mut h = sys.new_matrix(HessianPart::Full);
+    let mut q = q0.clone();
+    let mut layouts = Vec::new();
+    for round in 0..3 {
+        sys.hessian_into(&q, &mut h);
+        layouts.push(sys.matrix_layout(HessianPart::Full));
+        assert_eq!(h.layout().id(), *layouts.last().expect("one"));
+        let dense = h.to_dense();
+        let step = 1e-6;
+        let (mut worst, mut largest) = (0.0_f64, 0.0_f64);
+        for c in 0..3 * n {
+            let (mut up, mut down) = (q.clone(), q.clone());
+            up[c] += step;
+            down[c] -= step;
+            let (mut gu, mut gd) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
+            sys.gradient_into(&up, &mut gu);
+            sys.gradient_into(&down, &mut gd);
+            for r in 0..3 * n {
+                let fd = (gu[r] - gd[r]) / (2.0 * step);
+                largest = largest.max(fd.abs());
+                worst = worst.max((dense[r][c] - fd).abs());
+            }
+        }
+        assert!(
+            worst <= 1e-5 * largest,
+            "round {round}: {worst} of {largest}"
+        );
+        for x in q.iter_mut() {
+            *x += 0.4 * rng.next();
+        }
+    }
+    assert!(
+        layouts.windows(2).all(|w| w[0] != w[1]),
+        "a new pattern at each rebuild: {layouts:?}"
+    );
+
+    // Z&S through the rebuilds against the never-rebuilt list.
+    let (mut a, mut b) = (sys.state(q0.clone(), v0.clone()), wide.state(q0, v0));
+    let (mut za, mut zb) = (ZhangSkeel::new(0.4, 0.004), ZhangSkeel::new(0.4, 0.004));
+    let (builds_a, builds_b) = (sys.neighbor_builds(), wide.neighbor_builds());
+    for k in 0..150 {
+        za.step(&sys, &mut a).expect("a step");
+        zb.step(&wide, &mut b).expect("a step");
+        let scale = b.q.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+        let d =
+            a.q.iter()
+                .zip(&b.q)
+                .fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(d <= 1e-9 * scale, "step {k}: {d}");
+    }
+    assert!(
+        sys.neighbor_builds() - builds_a >= 3,
+        "rebuilds along the run: {}",
+        sys.neighbor_builds() - builds_a
+    );
+    assert!(
+        wide.neighbor_builds() - builds_b < sys.neighbor_builds() - builds_a,
+        "the wide skin rebuilds less: {} against {}",
+        wide.neighbor_builds() - builds_b,
+        sys.neighbor_builds() - builds_a
+    );
 }
 
 #[test]

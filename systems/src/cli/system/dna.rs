@@ -23,7 +23,6 @@ impl CliSystem for DnaCli {
             threads: true,
             cluster: false,
             data: false,
-            full_hessian: true,
             stiff_split: false,
         }
     }

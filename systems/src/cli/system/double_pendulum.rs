@@ -27,7 +27,6 @@ impl CliSystem for DoublePendulumCli {
             threads: false,
             cluster: false,
             data: false,
-            full_hessian: true,
             stiff_split: false,
         }
     }

@@ -1,7 +1,7 @@
 //! `kremer-grest`: the FENE bead-spring melt of LAMMPS's `in.chain`, read from a LAMMPS data
 //! file (`--data`), in its periodic box with the pair cutoff's neighbour list; `--write-data`
 //! writes the final state back in the same format. Unconstrained; its pair terms follow the
-//! neighbour list, so the integrators that assemble the full Hessian are refused.
+//! neighbour list, and so does the pattern of the full Hessian (Z&S, Newmark).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -58,7 +58,6 @@ impl CliSystem for KremerGrestCli {
             threads: true,
             cluster: false,
             data: true,
-            full_hessian: false,
             stiff_split: true,
         }
     }

@@ -40,9 +40,6 @@ pub(crate) struct Accepts {
     pub cluster: bool,
     /// `--data`, `--write-data` (LAMMPS data files: the condensed-phase systems).
     pub data: bool,
-    /// Integrators that assemble the full Hessian (zs, zss, newmark, newmark1, pushforward):
-    /// not on systems whose pair terms follow a neighbour list.
-    pub full_hessian: bool,
     /// `--integrator zss-stiff` without constraints: the system splits its potential into a
     /// soft and a stiff part of its own (the Kremer–Grest melt's FENE bonds).
     pub stiff_split: bool,

@@ -26,7 +26,6 @@ impl CliSystem for RigidBodyCli {
             threads: false,
             cluster: false,
             data: false,
-            full_hessian: true,
             stiff_split: false,
         }
     }

@@ -30,7 +30,6 @@ impl CliSystem for WaterCli {
             threads: true,
             cluster: true,
             data: false,
-            full_hessian: true,
             stiff_split: false,
         }
     }
