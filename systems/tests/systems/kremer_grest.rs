@@ -84,6 +84,26 @@ fn melt_text(seed: u64) -> String {
     t
 }
 
+/// The melt of [`melt_text`]`(seed)`: the assembled system, its positions, its bonds.
+fn random_melt(
+    seed: u64,
+) -> (
+    zs_runtime::assembly::Assembled<KremerGrest, 3>,
+    Vec<f64>,
+    Vec<(usize, usize)>,
+) {
+    let data = DataFile::parse(&melt_text(seed)).expect("a valid data file");
+    let (sys, q, _) = KremerGrest::lammps_chain()
+        .from_data(&data)
+        .expect("a melt");
+    let bonded = data
+        .bonds
+        .iter()
+        .map(|b| (b.atoms[0], b.atoms[1]))
+        .collect();
+    (sys, q, bonded)
+}
+
 /// Energy and gradient of the melt by the direct loop over nearest images, derivatives by hand.
 fn direct(q: &[f64], bonded: &[(usize, usize)]) -> (f64, Vec<f64>) {
     let (e, g, _) = direct_terms(q, bonded, true);
@@ -148,15 +168,7 @@ fn direct_terms(q: &[f64], bonded: &[(usize, usize)], pairs: bool) -> (f64, Vec<
 fn the_stiff_hessian_is_the_fene_bonds_hessian() {
     use zs_runtime::{HessianPart, StiffModel};
     for seed in [5, 23] {
-        let data = DataFile::parse(&melt_text(seed)).expect("a valid data file");
-        let (sys, q, _) = KremerGrest::lammps_chain()
-            .from_data(&data)
-            .expect("a melt");
-        let bonded: Vec<(usize, usize)> = data
-            .bonds
-            .iter()
-            .map(|b| (b.atoms[0], b.atoms[1]))
-            .collect();
+        let (sys, q, bonded) = random_melt(seed);
         let mut h = sys.new_matrix(HessianPart::Stiff);
         let mut g = vec![0.0; q.len()];
         sys.gradient_stiff_hessian_into(&q, &mut g, &mut h);
@@ -250,15 +262,7 @@ fn the_step_experiment_measures_structure_and_time() {
 #[test]
 fn the_assembled_melt_equals_the_nearest_image_double_loop() {
     for seed in [3, 17, 91] {
-        let data = DataFile::parse(&melt_text(seed)).expect("a valid data file");
-        let (sys, q, _) = KremerGrest::lammps_chain()
-            .from_data(&data)
-            .expect("a melt");
-        let bonded: Vec<(usize, usize)> = data
-            .bonds
-            .iter()
-            .map(|b| (b.atoms[0], b.atoms[1]))
-            .collect();
+        let (sys, q, bonded) = random_melt(seed);
         let (e, gd) = direct(&q, &bonded);
         let mut g = vec![0.0; q.len()];
         let v = sys.value_gradient_into(&q, &mut g);

@@ -74,6 +74,24 @@ struct Engine<T, const D: usize> {
     stale: [bool; 2],
 }
 
+/// The block pattern of `part` over the current terms of `forms` (the pairs of a form's
+/// terms that enter it), with every form's Hessian gathers attached to it.
+fn attached_layout<T, const D: usize>(
+    forms: &mut FormList<T, D>,
+    part: HessianPart,
+    free: usize,
+) -> Arc<BlockLayout> {
+    let mut coupled = Vec::new();
+    for f in forms.iter().filter(|f| f.enters(part)) {
+        f.couplings(&mut coupled);
+    }
+    let layout = BlockLayout::new(D, free, coupled);
+    for f in forms.iter_mut() {
+        f.attach(part, &layout);
+    }
+    layout
+}
+
 /// Index of `part` in [`Engine::layouts`].
 fn part_index(part: HessianPart) -> usize {
     match part {
@@ -153,15 +171,7 @@ impl<T, const D: usize> Engine<T, D> {
     fn layout(&mut self, part: HessianPart, free: usize) -> Arc<BlockLayout> {
         let p = part_index(part);
         if self.stale[p] {
-            let mut coupled = Vec::new();
-            for f in self.forms.iter().filter(|f| f.enters(part)) {
-                f.couplings(&mut coupled);
-            }
-            let layout = BlockLayout::new(D, free, coupled);
-            for f in &mut self.forms {
-                f.attach(part, &layout);
-            }
-            self.layouts[p] = layout;
+            self.layouts[p] = attached_layout(&mut self.forms, part, free);
             self.stale[p] = false;
         }
         self.layouts[p].clone()
@@ -253,21 +263,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 return Err(TopologyError::TooLarge("the number of terms of a form"));
             }
         }
-        let layout = |part: HessianPart, forms: &FormList<T, D>| {
-            let mut coupled = Vec::new();
-            for f in forms.iter().filter(|f| f.enters(part)) {
-                f.couplings(&mut coupled);
-            }
-            BlockLayout::new(D, bodies.free, coupled)
-        };
         let (full, stiff) = (
-            layout(HessianPart::Full, &forms),
-            layout(HessianPart::Stiff, &forms),
+            attached_layout(&mut forms, HessianPart::Full, bodies.free),
+            attached_layout(&mut forms, HessianPart::Stiff, bodies.free),
         );
-        for f in &mut forms {
-            f.attach(HessianPart::Full, &full);
-            f.attach(HessianPart::Stiff, &stiff);
-        }
         let mut pins = vec![[0.0; D]; topology.bodies()];
         for (&b, p) in topology.pinned() {
             pins[b].copy_from_slice(p);
