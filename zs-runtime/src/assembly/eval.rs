@@ -17,7 +17,7 @@ use super::forms::{Form, FormInfo, Over, ThirdForm};
 use super::jacobian::SparseJacobian;
 use super::neighbors::Cell;
 use super::plan::{
-    Bodies, Csr, HessianGather, PartialPlan, PlanScratch, TermList, NOWHERE, NO_SLOT, PINNED,
+    Bodies, Csr, HessianGather, PartialPlan, PlanScratch, TermList, NOWHERE, NO_SLOT, PIECE, PINNED,
 };
 use super::terms::{Kernel, Local, LocalHessian, LocalThird};
 use super::topology::{Topology, TopologyError};
@@ -61,6 +61,9 @@ pub(crate) struct Inputs<'a, const D: usize> {
     pub isa: Isa,
     /// The periodic box: terms see their bodies' nearest images ([`minimum_image`]).
     pub cell: Option<Cell>,
+    /// The square of the pair cutoff: the energy and gradient passes skip the pair terms whose
+    /// reference sites are this far apart or farther (the term vanishes there).
+    pub cut2: Option<f64>,
 }
 
 /// Shift bodies `1..K` of a term by whole box vectors to the nearest image of body 0, by their
@@ -457,19 +460,22 @@ where
 
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool) {
         if self.in_partials {
-            for (i, o) in out.chunks_exact_mut(D).enumerate() {
-                let mut acc: [f64; D] = if first {
-                    [0.0; D]
-                } else {
-                    core::array::from_fn(|d| o[d])
-                };
-                for &p in self.partials.gather.row(first_body + i) {
-                    let v = &self.part[p as usize * D..p as usize * D + D];
+            // The partials landing in the range's pieces, in storage (chunk) order, each into
+            // its body: a stream through `part`, not a cache miss per partial.
+            debug_assert_eq!(first_body % PIECE, 0, "ranges start at a piece");
+            if first {
+                out.fill(0.0);
+            }
+            let pieces = first_body / PIECE..(first_body + out.len() / D).div_ceil(PIECE);
+            for piece in pieces {
+                for &p in self.partials.by_piece.row(piece) {
+                    let (p, b) = (p as usize, self.partials.body[p as usize] as usize);
+                    let o = (b - first_body) * D;
+                    let v = &self.part[p * D..p * D + D];
                     for d in 0..D {
-                        acc[d] += v[d];
+                        out[o + d] += v[d];
                     }
                 }
-                o.copy_from_slice(&acc);
             }
             return;
         }
@@ -682,7 +688,7 @@ fn split_chunks<T, F, const D: usize, const K: usize>(
             }
             None => None,
         };
-        simd::dispatch_with(
+        let written = simd::dispatch_with(
             at.input.isa,
             LanePass::<T, F, D, K> {
                 terms: at.terms,
@@ -696,7 +702,7 @@ fn split_chunks<T, F, const D: usize, const K: usize>(
             },
         );
         // The chunk's energy, summed here on the pool (`add_energy` then adds the sums).
-        sums[c - first] = chunk_sum(ec);
+        sums[c - first] = chunk_sum(&ec[..written]);
     }
 }
 
@@ -717,10 +723,11 @@ where
     T: Kernel<D, K, F>,
     F: Form,
 {
-    type Output = ();
+    /// How many terms' energies were written (the first of `e`).
+    type Output = usize;
 
     #[inline(always)]
-    fn run<L: Lanes>(self) {
+    fn run<L: Lanes>(self) -> usize {
         let LanePass {
             terms,
             input,
@@ -735,73 +742,68 @@ where
             p.fill(0.0);
         }
         let (w, omega, n) = (L::WIDTH, input.omega, free.len());
+        // The terms to evaluate, in term order: under a cutoff, the pairs within it (about 40 %
+        // of a Verlet list with LAMMPS's skin); the others add nothing.
+        let mut near = [0u16; CHUNK];
+        let m = match input.cut2 {
+            Some(cut2) if F::OVER == Over::Pairs => {
+                within_cutoff::<L, D, K>(input, free, bodies, cut2, &mut near)
+            }
+            _ => {
+                for (t, x) in near[..n].iter_mut().enumerate() {
+                    *x = t as u16;
+                }
+                n
+            }
+        };
+        let near = &near[..m];
         // Structure of arrays: `soa[k][d][l]` is coordinate `d` of body `k` of lane `l`'s term.
         let mut soa = [[[0.0; 8]; D]; K];
-        let mut t = 0;
-        let mut rows = [[0usize; 8]; K];
-        while t + w <= n {
-            let block = &free[t..t + w];
-            // Loops, not `array::from_fn`: a closure may stay out of line, and the intrinsics
-            // inside it would then be calls compiled without the instruction set.
-            let mut x = [[L::splat(0.0); D]; K];
-            if block.iter().flatten().all(|&f| f != PINNED) {
-                for (l, f) in block.iter().enumerate() {
-                    for k in 0..K {
-                        rows[k][l] = f[k] as usize * D;
-                    }
-                }
-                for k in 0..K {
-                    x[k] = L::gather::<D>(input.q, &rows[k]);
-                }
-            } else {
-                for l in 0..w {
-                    input.x_into(&free[t + l], &bodies[t + l], l, &mut soa);
-                }
-                for k in 0..K {
-                    for d in 0..D {
-                        x[k][d] = L::load(&soa[k][d]);
-                    }
-                }
-            }
-            if let Some(cell) = &input.cell {
-                minimum_image::<L, D, K>(&mut x, cell);
-            }
+        let mut j = 0;
+        while j + w <= m {
+            let block = &near[j..j + w];
+            let x = load_lanes::<L, D, K>(input, free, bodies, block, &mut soa);
             match part.as_deref_mut() {
                 Some(p) => {
                     let (v, grad) = terms.value_gradient_lanes(omega, &x);
-                    v.store(&mut e[t..]);
+                    v.store(&mut e[j..]);
                     for k in 0..K {
                         for d in 0..D {
                             grad[k][d].store(&mut soa[k][d]);
                         }
                     }
-                    let block = &slots[t..t + w];
-                    if let Some(s0) = shared_first_body(block) {
+                    let mut slot = [[NO_SLOT; K]; 8];
+                    for (s, &t) in slot.iter_mut().zip(block) {
+                        *s = slots[t as usize];
+                    }
+                    let slot = &slot[..w];
+                    if let Some(s0) = shared_first_body(slot) {
                         // The block's first bodies are one body (a row of a pair tile): its w
                         // partials are summed in registers, in lane order as below.
                         let dst = part_row::<D>(p, s0);
                         for (x, lanes) in dst.iter_mut().zip(&soa[0]) {
                             *x = lanes[..w].iter().fold(*x, |acc, g| acc + g);
                         }
-                        for (l, slot) in block.iter().enumerate() {
+                        for (l, slot) in slot.iter().enumerate() {
                             accumulate(p, slot, &soa, l, 1);
                         }
                     } else {
-                        for (l, slot) in block.iter().enumerate() {
+                        for (l, slot) in slot.iter().enumerate() {
                             accumulate(p, slot, &soa, l, 0);
                         }
                     }
                 }
-                None => terms.value_lanes(omega, &x).store(&mut e[t..]),
+                None => terms.value_lanes(omega, &x).store(&mut e[j..]),
             }
-            t += w;
+            j += w;
         }
-        for t in t..n {
+        for (j, &t) in near.iter().enumerate().skip(j) {
+            let t = t as usize;
             let x = input.x(&free[t], &bodies[t]);
             match part.as_deref_mut() {
                 Some(p) => {
                     let (v, grad) = terms.value_gradient_lanes::<f64>(omega, &x);
-                    e[t] = v;
+                    e[j] = v;
                     for k in 0..K {
                         for d in 0..D {
                             soa[k][d][0] = grad[k][d];
@@ -809,10 +811,100 @@ where
                     }
                     accumulate(p, &slots[t], &soa, 0, 0);
                 }
-                None => e[t] = terms.value_lanes::<f64>(omega, &x),
+                None => e[j] = terms.value_lanes::<f64>(omega, &x),
+            }
+        }
+        m
+    }
+}
+
+/// The positions of the terms `block` (`L::WIDTH` of them) of a chunk as lanes, nearest
+/// images in a periodic box: gathered when every body is free, else lane by lane through `soa`.
+#[inline(always)]
+fn load_lanes<L: Lanes, const D: usize, const K: usize>(
+    input: &Inputs<'_, D>,
+    free: &[[u32; K]],
+    bodies: &[[u32; K]],
+    block: &[u16],
+    soa: &mut [[[f64; 8]; D]; K],
+) -> [[L; D]; K] {
+    // Loops, not `array::from_fn`: a closure may stay out of line, and the intrinsics inside
+    // it would then be calls compiled without the instruction set.
+    let mut x = [[L::splat(0.0); D]; K];
+    if block
+        .iter()
+        .all(|&t| free[t as usize].iter().all(|&f| f != PINNED))
+    {
+        let mut rows = [[0usize; 8]; K];
+        for (l, &t) in block.iter().enumerate() {
+            for k in 0..K {
+                rows[k][l] = free[t as usize][k] as usize * D;
+            }
+        }
+        for k in 0..K {
+            x[k] = L::gather::<D>(input.q, &rows[k]);
+        }
+    } else {
+        for (l, &t) in block.iter().enumerate() {
+            input.x_into(&free[t as usize], &bodies[t as usize], l, soa);
+        }
+        for k in 0..K {
+            for d in 0..D {
+                x[k][d] = L::load(&soa[k][d]);
             }
         }
     }
+    if let Some(cell) = &input.cell {
+        minimum_image::<L, D, K>(&mut x, cell);
+    }
+    x
+}
+
+/// The pair terms of a chunk whose reference sites (coordinates `0..3`, nearest images) are
+/// closer than the cutoff (`|Δ|² < cut2`), as indices in term order into `near`; their number.
+/// Branch-free: every index is written and kept when within (a coin toss the branch
+/// predictor would lose).
+#[inline(always)]
+fn within_cutoff<L: Lanes, const D: usize, const K: usize>(
+    input: &Inputs<'_, D>,
+    free: &[[u32; K]],
+    bodies: &[[u32; K]],
+    cut2: f64,
+    near: &mut [u16; CHUNK],
+) -> usize {
+    let (w, n) = (L::WIDTH, free.len());
+    let mut soa = [[[0.0; 8]; D]; K];
+    let mut r2s = [0.0; 8];
+    let (mut m, mut t) = (0, 0);
+    while t + w <= n {
+        let mut block = [0u16; 8];
+        for (l, b) in block.iter_mut().enumerate() {
+            *b = (t + l) as u16;
+        }
+        let x = load_lanes::<L, D, K>(input, free, bodies, &block[..w], &mut soa);
+        let mut r2 = L::splat(0.0);
+        for a in 0..3 {
+            let d = x[K - 1][a] - x[0][a];
+            r2 = r2 + d * d;
+        }
+        r2.store(&mut r2s);
+        for (l, r2) in r2s[..w].iter().enumerate() {
+            near[m] = (t + l) as u16;
+            m += usize::from(*r2 < cut2);
+        }
+        t += w;
+    }
+    for t in t..n {
+        let x = input.x(&free[t], &bodies[t]);
+        let mut r2 = 0.0;
+        for a in 0..3 {
+            let d = x[K - 1][a] - x[0][a];
+            r2 += d * d;
+        }
+        near[m] = t as u16;
+        m += usize::from(r2 < cut2);
+    }
+    m
 }
 
 /// The slot of a block's first bodies when it is one body for every term and no other body
@@ -1046,12 +1138,12 @@ pub(crate) fn sum_vector<T, const D: usize>(
     };
     if included().next().is_none() {
         out.fill(0.0);
-    } else if parallel && free > CHUNK {
-        out.par_chunks_mut(CHUNK * D)
+    } else if parallel && free > PIECE {
+        out.par_chunks_mut(PIECE * D)
             .enumerate()
-            .for_each(|(c, chunk)| {
+            .for_each(|(c, piece)| {
                 for (i, f) in included().enumerate() {
-                    f.gather_vector(c * CHUNK, chunk, i == 0);
+                    f.gather_vector(c * PIECE, piece, i == 0);
                 }
             });
     } else {

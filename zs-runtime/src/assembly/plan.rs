@@ -200,22 +200,32 @@ pub(crate) const NO_SLOT: u16 = u16::MAX;
 /// touches (its partials); a body's gradient is then the sum of its partials in chunk order.
 /// Deterministic like the per-term gather, with far less memory traffic when a chunk's terms
 /// share bodies (the pair tiles: 512 terms, at most 48 bodies, instead of 1 024 local vectors).
+/// The sum runs over the partials in storage order, adding each into its body's gradient
+/// ([`PartialPlan::body`]): a stream through the partials, where a gather per body (its
+/// partials scattered over all the chunks) missed the cache at every one.
 #[derive(Debug)]
 pub(crate) struct PartialPlan<const K: usize> {
     /// Per term and body: the body's index among its chunk's partials ([`NO_SLOT`]: pinned).
     pub slot: Vec<[u16; K]>,
     /// Chunk `c`'s partials are bodies `offsets[c] .. offsets[c + 1]` of the partial storage.
     pub offsets: Vec<u32>,
-    /// Per free body, the partials (in bodies) that land on it, in chunk order.
-    pub gather: Csr,
+    /// Per partial, the free body it lands on.
+    pub body: Vec<u32>,
+    /// Per piece of [`PIECE`] free bodies, the partials landing in it, in storage order.
+    pub by_piece: Csr,
 }
+
+/// Free bodies per piece of a [`PartialPlan`]'s sum: the unit of its parallel work (the bits
+/// do not depend on it: each body's partials are added in storage order in any piece).
+pub(crate) const PIECE: usize = 4096;
 
 impl<const K: usize> PartialPlan<K> {
     pub fn new(list: &TermList<K>, free: usize, chunk: usize) -> Self {
         let mut plan = Self {
             slot: Vec::new(),
             offsets: Vec::new(),
-            gather: Csr::default(),
+            body: Vec::new(),
+            by_piece: Csr::default(),
         };
         plan.rebuild(list, free, chunk, &mut PlanScratch::default());
         plan
@@ -271,14 +281,19 @@ impl<const K: usize> PartialPlan<K> {
         for &c in counts.iter() {
             offsets.push(offsets[offsets.len() - 1] + c);
         }
+        self.body.clear();
+        for (c, &count) in counts.iter().enumerate() {
+            self.body
+                .extend_from_slice(&firsts[c * K * chunk..c * K * chunk + count as usize]);
+        }
         let pairs = &mut scratch.pairs;
         pairs.clear();
-        for (c, &count) in counts.iter().enumerate() {
-            let first = offsets[c];
-            let bodies = &firsts[c * K * chunk..c * K * chunk + count as usize];
-            pairs.extend(bodies.iter().zip(first..).map(|(&f, p)| (f, p)));
-        }
-        self.gather.rebuild(free, pairs);
+        pairs.extend(
+            (0u32..)
+                .zip(&self.body)
+                .map(|(p, &b)| ((b as usize / PIECE) as u32, p)),
+        );
+        self.by_piece.rebuild(free.div_ceil(PIECE), pairs);
     }
 
     /// Number of partials (bodies).

@@ -511,6 +511,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             parallel: self.parallel,
             isa: self.isa,
             cell: self.cell,
+            cut2: self.topology.pair_cutoff().map(|(rc, _)| rc * rc),
         }
     }
 
