@@ -883,8 +883,8 @@ fn within_cutoff<L: Lanes, const D: usize, const K: usize>(
         }
         let x = load_lanes::<L, D, K>(input, free, bodies, &block[..w], &mut soa);
         let mut r2 = L::splat(0.0);
-        for a in 0..3 {
-            let d = x[K - 1][a] - x[0][a];
+        for (&b, &a) in x[K - 1].iter().zip(&x[0]).take(3) {
+            let d = b - a;
             r2 = r2 + d * d;
         }
         r2.store(&mut r2s);
@@ -897,8 +897,8 @@ fn within_cutoff<L: Lanes, const D: usize, const K: usize>(
     for t in t..n {
         let x = input.x(&free[t], &bodies[t]);
         let mut r2 = 0.0;
-        for a in 0..3 {
-            let d = x[K - 1][a] - x[0][a];
+        for (&b, &a) in x[K - 1].iter().zip(&x[0]).take(3) {
+            let d = b - a;
             r2 += d * d;
         }
         near[m] = t as u16;
