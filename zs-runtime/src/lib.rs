@@ -45,6 +45,8 @@ pub mod lammps;
 pub mod linalg;
 pub mod minimize;
 pub mod model;
+#[cfg(feature = "faer")]
+pub mod modes;
 pub mod multipliers;
 pub mod observers;
 pub mod output;

@@ -39,6 +39,8 @@ pub trait Vector:
     fn default_zeros() -> Self;
     /// True when every entry of `m` is finite.
     fn matrix_is_finite(m: &Self::Matrix) -> bool;
+    /// `m` as a dense row-major `n × n` array (`n = out.len()`'s square root; normal modes).
+    fn matrix_dense_into(m: &Self::Matrix, out: &mut [f64]);
     /// The entries.
     fn as_slice(&self) -> &[f64];
     /// The entries, mutably.
@@ -81,6 +83,9 @@ impl<const N: usize> Vector for [f64; N] {
     fn matrix_is_finite(m: &[[f64; N]; N]) -> bool {
         m.iter().all(|row| row.iter().all(|v| v.is_finite()))
     }
+    fn matrix_dense_into(m: &[[f64; N]; N], out: &mut [f64]) {
+        out.copy_from_slice(m.as_flattened());
+    }
     #[inline]
     fn as_slice(&self) -> &[f64] {
         self
@@ -114,6 +119,9 @@ impl Vector for Vec<f64> {
     }
     fn matrix_is_finite(m: &SparseMatrix) -> bool {
         m.is_finite()
+    }
+    fn matrix_dense_into(m: &SparseMatrix, out: &mut [f64]) {
+        m.dense_into(out);
     }
     #[inline]
     fn as_slice(&self) -> &[f64] {

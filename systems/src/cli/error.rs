@@ -98,6 +98,10 @@ pub enum CliError {
         /// The command that builds it.
         command: String,
     },
+    /// A normal-mode analysis that failed (too large, bad masses, a non-finite Hessian).
+    #[cfg(feature = "faer")]
+    #[error("normal modes: {0}")]
+    Modes(#[from] zs_runtime::modes::ModesError),
     /// A LAMMPS data file (`--data`) that cannot be read or parsed (file and line named).
     #[error(transparent)]
     Data(#[from] zs_runtime::lammps::DataError),

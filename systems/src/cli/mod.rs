@@ -35,6 +35,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 pub mod error;
 pub mod eval;
 mod job;
+#[cfg(feature = "faer")]
+pub mod nma;
 pub mod reproduce;
 pub mod run;
 pub mod state_file;
@@ -75,6 +77,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Reproduce one of the papers' experiments: CSV, SVG figure and a table of measurements.
     Reproduce(reproduce::ReproduceArgs),
+    /// Normal modes at a state: eigenvalues of M^-1/2 H M^-1/2 from the exact Hessian, as CSV.
+    Nma(NmaArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -324,6 +328,42 @@ pub struct EvalArgs {
     pub out: Option<PathBuf>,
 }
 
+/// Arguments of `zs nma`.
+#[derive(clap::Args, Debug)]
+pub struct NmaArgs {
+    /// System to analyse (water, dna, chain, double-pendulum).
+    #[arg(value_enum)]
+    pub system: SystemName,
+    /// Start from the last row of this state file (as `zs run --init`) instead of the
+    /// system's own start.
+    #[arg(long, value_name = "FILE")]
+    pub init: Option<PathBuf>,
+    /// A LAMMPS data file (condensed-phase systems).
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+    /// Number of pendula (chain), base pairs (dna) or molecules (water).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    pub n: Option<u64>,
+    /// Penalty frequency ω of V + ½ω²|g|² (constrained systems; default the paper's).
+    #[arg(long, value_parser = positive_f64, allow_negative_numbers = true)]
+    pub omega: Option<f64>,
+    /// Minimise the (penalized) potential first, by L-BFGS (to --minimize-tol).
+    #[arg(long)]
+    pub minimize: bool,
+    /// RMS force at which --minimize stops (the system's units).
+    #[arg(long, default_value_t = 1e-6, value_parser = positive_f64)]
+    pub minimize_tol: f64,
+    /// Seed of the system's own start (water's orientations, dna's noise; default 0).
+    #[arg(long, value_parser = seed_u64)]
+    pub seed: Option<u64>,
+    /// Output CSV, one row per mode (default: standard output).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Extended-XYZ animation of the vibrational modes (VMD, OVITO, ASE).
+    #[arg(long, value_name = "FILE.xyz")]
+    pub modes: Option<PathBuf>,
+}
+
 fn positive_f64(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
@@ -371,6 +411,17 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Eval(args) => eval::eval(&args),
         Command::Reproduce(args) => reproduce::reproduce(&args),
+        #[cfg(feature = "faer")]
+        Command::Nma(args) => nma::nma(&args),
+        #[cfg(not(feature = "faer"))]
+        Command::Nma(args) => Err(CliError::NeedsFeature {
+            what: "zs nma diagonalises with faer's dense eigensolver".into(),
+            feature: "faer",
+            command: format!(
+                "cargo run --release -p zs-systems --features faer --bin zs -- nma {}",
+                args.system.name()
+            ),
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -201,6 +201,45 @@ impl SparseMatrix {
             .map(|r| (0..n).map(|c| self.get(r, c)).collect())
             .collect()
     }
+    /// The full matrix into `out`, row-major (`n × n`, both triangles): each stored block once.
+    ///
+    /// # Panics
+    /// If `out` does not have `n²` entries.
+    pub fn dense_into(&self, out: &mut [f64]) {
+        let (n, d) = (self.layout.dimension(), self.layout.block);
+        assert_eq!(out.len(), n * n, "dense_into: n² entries");
+        out.fill(0.0);
+        for (k, &(bi, bj)) in self.layout.pairs().iter().enumerate() {
+            let (bi, bj) = (bi as usize * d, bj as usize * d);
+            for (a, row) in self.block(k).chunks_exact(d).enumerate() {
+                for (b, &v) in row.iter().enumerate() {
+                    out[(bi + a) * n + bj + b] = v;
+                    out[(bj + b) * n + bi + a] = v;
+                }
+            }
+        }
+    }
+    /// Every nonzero entry of the full symmetric matrix (both triangles) as `(row, column,
+    /// value)`, blocks in pattern order: the standard exchange form (faer's
+    /// `SparseColMat::try_new_from_triplets`, SciPy's `coo_matrix`, Matrix Market).
+    pub fn triplets(&self) -> Vec<(usize, usize, f64)> {
+        let d = self.layout.block;
+        let mut out = Vec::with_capacity(2 * self.values.len());
+        for (k, &(bi, bj)) in self.layout.pairs().iter().enumerate() {
+            let (bi, bj) = (bi as usize * d, bj as usize * d);
+            for (a, row) in self.block(k).chunks_exact(d).enumerate() {
+                for (b, &v) in row.iter().enumerate() {
+                    if v != 0.0 {
+                        out.push((bi + a, bj + b, v));
+                        if bi != bj {
+                            out.push((bj + b, bi + a, v));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
     /// True when every stored value is finite.
     pub fn is_finite(&self) -> bool {
         self.values.iter().all(|v| v.is_finite())

@@ -74,4 +74,26 @@ impl CliSystem for ChainCli {
             None => table(&system, &rows, &names),
         })
     }
+    #[cfg(feature = "faer")]
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
+        use crate::cli::nma::{analyse, start, Problem, Units};
+        let n = count(self, args.n)?;
+        let system = PendulumChain::paper().assemble(n);
+        let omega = args.omega.unwrap_or(self.omega());
+        let names = PendulumChain::coordinate_names(n);
+        let q = start(args, &names, PendulumChain::initial_state(n).q)?;
+        let penalized = system.penalized(omega);
+        analyse(
+            args,
+            Problem {
+                model: &penalized,
+                q,
+                sites: None,
+                units: Units::ANGULAR,
+                about: format!(
+                    "chain of {n} pendula (Tao & Owhadi §4.2), penalty ½ω²|g|² with ω = {omega}, physical gravity"
+                ),
+            },
+        )
+    }
 }

@@ -70,4 +70,33 @@ impl CliSystem for DnaCli {
         let rows = state_file::read(args.input()?, &DnaChain::coordinate_names(n))?;
         Ok(table(&system, &rows, &DnaChain::coordinate_names(n)))
     }
+    #[cfg(feature = "faer")]
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
+        use crate::cli::nma::{analyse, start, Problem, Units};
+        if args.omega.is_some() {
+            return Err(CliError::does_not_apply(
+                "--omega",
+                self.name(),
+                Some("it has no constraints"),
+            ));
+        }
+        let n = count(self, args.n)?;
+        let system = DnaChain::paper().assemble(n);
+        let names = DnaChain::coordinate_names(n);
+        let q = start(
+            args,
+            &names,
+            DnaChain::initial_state(n, args.seed.unwrap_or(0)).q,
+        )?;
+        analyse(
+            args,
+            Problem {
+                model: &system,
+                q,
+                sites: None,
+                units: Units::ANGULAR,
+                about: format!("DNA ring of {n} base pairs (Tao & Owhadi §4.4)"),
+            },
+        )
+    }
 }

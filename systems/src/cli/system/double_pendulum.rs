@@ -70,4 +70,35 @@ impl CliSystem for DoublePendulumCli {
             None => table(&system, &rows, &names),
         })
     }
+    #[cfg(feature = "faer")]
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
+        use crate::cli::nma::{analyse, start, Problem, Units};
+        use zs_runtime::Vector;
+        if args.n.is_some() {
+            return Err(CliError::does_not_apply(
+                "--n",
+                self.name(),
+                Some("it has two pendula"),
+            ));
+        }
+        let system = DoublePendulum::paper();
+        let omega = args.omega.unwrap_or(self.omega());
+        let names = NAMES.map(String::from).to_vec();
+        let q0 = <[f64; 4]>::try_from_slice(&DoublePendulum::initial_state().q)
+            .expect("four coordinates");
+        let q = start(args, &names, q0)?;
+        let penalized = system.penalized(omega);
+        analyse(
+            args,
+            Problem {
+                model: &penalized,
+                q,
+                sites: None,
+                units: Units::ANGULAR,
+                about: format!(
+                    "double pendulum (Tao & Owhadi §4.1), penalty ½ω²|g|² with ω = {omega}, physical gravity"
+                ),
+            },
+        )
+    }
 }

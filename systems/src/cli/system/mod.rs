@@ -83,6 +83,19 @@ pub(crate) trait CliSystem: Sync {
     /// # Errors
     /// An unreadable state file, an option that does not apply.
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError>;
+    /// `zs nma`: the normal modes at the state asked for ([`crate::cli::nma`]).
+    ///
+    /// # Errors
+    /// The system has none, an option that does not apply, what the analysis reports.
+    #[cfg(feature = "faer")]
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
+        let _ = args;
+        Err(CliError::does_not_apply(
+            "zs nma",
+            self.name(),
+            Some("its normal modes are not offered (water, dna, chain, double-pendulum are)"),
+        ))
+    }
 }
 
 /// The description of `name`.

@@ -101,6 +101,36 @@ impl CliSystem for WaterCli {
             None => table(&system, &rows, &names),
         })
     }
+    #[cfg(feature = "faer")]
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
+        use crate::cli::nma::{analyse, start, Problem, Sites, Units};
+        let n = count(self, args.n)?;
+        let w = Water::tip3p();
+        let system = w.assemble(n);
+        let omega = args.omega.unwrap_or(water::OMEGA);
+        let names = Water::coordinate_names(n);
+        let q = start(
+            args,
+            &names,
+            w.cluster(n, water::SPACING, args.seed.unwrap_or(0)),
+        )?;
+        let penalized = system.penalized(omega);
+        analyse(
+            args,
+            Problem {
+                model: &penalized,
+                q,
+                sites: Some(Sites {
+                    symbols: Water::atom_symbols(n),
+                    rotations: true,
+                }),
+                units: Units::AKMA_WAVENUMBER,
+                about: format!(
+                    "{n} TIP3P waters, rigid geometry by the penalty ½ω²|g|² with ω = {omega} (AKMA units)"
+                ),
+            },
+        )
+    }
 }
 
 /// `--minimize`: L-BFGS (or FIRE) on the integrated potential, with a progress bar whose
