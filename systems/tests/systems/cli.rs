@@ -879,3 +879,58 @@ fn an_output_under_a_file_names_the_file() {
         one_line_error(&o, args, &["afile is a file, not a directory"]);
     }
 }
+
+#[test]
+fn nma_of_a_minimised_water_dimer_finds_its_six_rigid_motions_and_animates_the_rest() {
+    let d = dir("nma");
+    let o = zs(
+        &d,
+        &[
+            "nma",
+            "water",
+            "--n",
+            "2",
+            "--minimize",
+            "--out",
+            "modes.csv",
+            "--modes",
+            "modes.xyz",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(d.join("modes.csv")).unwrap();
+    assert_eq!(
+        text.lines().next(),
+        Some("mode,eigenvalue,frequency,kind,translation,rotation")
+    );
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 18);
+    let eig: Vec<f64> = rows.iter().map(|r| r[1].parse().unwrap()).collect();
+    assert!(eig.windows(2).all(|w| w[0] <= w[1]), "ascending: {eig:?}");
+    let kinds: Vec<&str> = rows.iter().map(|r| r[3]).collect();
+    let count = |k: &str| kinds.iter().filter(|&&x| x == k).count();
+    assert_eq!(
+        (count("translation"), count("rotation"), count("vibration")),
+        (3, 3, 12),
+        "{kinds:?}"
+    );
+    // The six rigid motions are the six lowest modes, their eigenvalues ~0 against the
+    // vibrations' (the residual force of the minimisation, 1e-6, bounds them).
+    assert!(kinds[..6].iter().all(|&k| k != "vibration"));
+    assert!(eig[..6].iter().all(|l| l.abs() < 1e-5 * eig[17]), "{eig:?}");
+    assert!(eig[6] > 1e-3 * eig[17].sqrt());
+    // Frequencies in cm^-1: the stiff penalty bonds at the top, far above the librations.
+    let nu: Vec<f64> = rows.iter().map(|r| r[2].parse().unwrap()).collect();
+    assert!(nu[6] > 10.0 && nu[6] < 500.0 && nu[17] > 3000.0, "{nu:?}");
+    // 12 vibrations × 16 frames of 6 atoms, each frame 8 lines.
+    let xyz = std::fs::read_to_string(d.join("modes.xyz")).unwrap();
+    assert_eq!(xyz.lines().count(), 12 * 16 * 8);
+    assert_eq!(
+        xyz.lines().filter(|l| l.starts_with("Properties=")).count(),
+        12 * 16
+    );
+}

@@ -12,6 +12,7 @@ mod derivatives_assembled;
 mod dynamics;
 mod experiments;
 mod kremer_grest;
+mod modes;
 mod reference;
 mod rigid_body;
 mod variational;
