@@ -73,6 +73,10 @@ pub trait Model<V: Vector> {
     fn gradient_hessian_into(&self, q: &V, g: &mut V, h: &mut V::Matrix);
     /// `T(q; a)_i = Σ_jk ∂³V/∂q_i∂q_j∂q_k a_j a_k`.
     fn third_contraction_into(&self, q: &V, a: &V, out: &mut V);
+    /// The Hessian-vector product `Hess V(q) · a` without forming the Hessian (generated as a
+    /// directional derivative of the gradient, term by term for assembled systems; the
+    /// penalty included for a penalized view).
+    fn hessian_vector_into(&self, q: &V, a: &V, out: &mut V);
     /// [`Model::gradient_hessian_into`] for a step that next asks for
     /// [`Model::third_contraction_into`] at the same `q` (Z&S, eq. 3): the model may keep what
     /// makes that contraction cheaper. Assembled systems keep the third-derivative tensors of
@@ -139,6 +143,10 @@ impl<P: Potential<N> + ?Sized, const N: usize> Model<[f64; N]> for P {
     #[inline]
     fn gradient_hessian_into(&self, q: &[f64; N], g: &mut [f64; N], h: &mut [[f64; N]; N]) {
         (*g, *h) = self.gradient_hessian(q);
+    }
+    #[inline]
+    fn hessian_vector_into(&self, q: &[f64; N], a: &[f64; N], out: &mut [f64; N]) {
+        *out = self.hessian_vector(q, a);
     }
     #[inline]
     fn third_contraction_into(&self, q: &[f64; N], a: &[f64; N], out: &mut [f64; N]) {

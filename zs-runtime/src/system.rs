@@ -34,6 +34,13 @@ pub trait Potential<const N: usize> {
     fn value_gradient(&self, q: &[f64; N]) -> (f64, [f64; N]) {
         (self.potential(q), self.gradient(q))
     }
+    /// The Hessian-vector product `Hess V(q) · a`, without forming the Hessian:
+    /// `#[mechanical_system]` generates it as one directional derivative of the gradient
+    /// (`n` outputs instead of `n²`); the default multiplies [`Potential::hessian`].
+    fn hessian_vector(&self, q: &[f64; N], a: &[f64; N]) -> [f64; N] {
+        let h = self.hessian(q);
+        core::array::from_fn(|i| (0..N).map(|j| h[i][j] * a[j]).sum())
+    }
 }
 
 /// A mechanical system with `N` coordinates and `M` holonomic constraints `g(q) = 0`
@@ -69,6 +76,11 @@ pub trait MechanicalSystem<const N: usize, const M: usize>: Potential<N> {
             self.penalized_potential(omega, q),
             self.penalized_gradient(omega, q),
         )
+    }
+    /// `Hess V_ω(q) · a` ([`Potential::hessian_vector`] of the penalized potential).
+    fn penalized_hessian_vector(&self, omega: f64, q: &[f64; N], a: &[f64; N]) -> [f64; N] {
+        let h = self.penalized_hessian(omega, q);
+        core::array::from_fn(|i| (0..N).map(|j| h[i][j] * a[j]).sum())
     }
     /// `Hess V1` of the stiff part of `V_ω`: the penalty `½ω²|g|²` plus the user's
     /// `stiff_potential`, if any (see [`StiffSplit`]). Generated code computes it directly; this
@@ -157,6 +169,10 @@ impl<S: MechanicalSystem<N, M>, const N: usize, const M: usize> Potential<N>
     fn value_gradient(&self, q: &[f64; N]) -> (f64, [f64; N]) {
         self.system.penalized_value_gradient(self.omega, q)
     }
+    #[inline]
+    fn hessian_vector(&self, q: &[f64; N], a: &[f64; N]) -> [f64; N] {
+        self.system.penalized_hessian_vector(self.omega, q, a)
+    }
 }
 
 impl<P: Potential<N> + ?Sized, const N: usize> Potential<N> for &P {
@@ -187,6 +203,10 @@ impl<P: Potential<N> + ?Sized, const N: usize> Potential<N> for &P {
     #[inline]
     fn value_gradient(&self, q: &[f64; N]) -> (f64, [f64; N]) {
         (**self).value_gradient(q)
+    }
+    #[inline]
+    fn hessian_vector(&self, q: &[f64; N], a: &[f64; N]) -> [f64; N] {
+        (**self).hessian_vector(q, a)
     }
 }
 

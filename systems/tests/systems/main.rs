@@ -11,6 +11,7 @@ mod derivatives;
 mod derivatives_assembled;
 mod dynamics;
 mod experiments;
+mod hessian_vector;
 mod kremer_grest;
 mod modes;
 mod reference;

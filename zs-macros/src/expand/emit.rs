@@ -464,6 +464,8 @@ pub struct Derived {
     pub gradient: Vec<NodeId>,
     pub hessian: Vec<Vec<NodeId>>,
     pub third: Vec<NodeId>,
+    /// `H a`, one directional derivative of the gradient.
+    pub hessian_vector: Vec<NodeId>,
 }
 
 impl Derived {
@@ -471,11 +473,13 @@ impl Derived {
         let gradient = graph.gradient(f, n);
         let hessian = graph.hessian(&gradient);
         let third = graph.third_contraction(&gradient);
+        let hessian_vector = graph.hessian_vector(&gradient);
         Derived {
             value: f,
             gradient,
             hessian,
             third,
+            hessian_vector,
         }
     }
 
@@ -483,9 +487,9 @@ impl Derived {
         self.hessian.iter().flatten().copied().collect()
     }
 
-    /// `(value, gradient, hessian, third contraction, gradient + hessian, value + gradient)`
-    /// bodies.
-    pub fn bodies(&self, em: &Emitter<'_>, graph: &Graph, n: usize) -> [TokenStream; 6] {
+    /// `(value, gradient, hessian, third contraction, gradient + hessian, value + gradient,
+    /// Hessian-vector product)` bodies.
+    pub fn bodies(&self, em: &Emitter<'_>, graph: &Graph, n: usize) -> [TokenStream; 7] {
         let value = em.body(graph, &[self.value], |o| o[0].clone());
         let gradient = em.body(graph, &self.gradient, vector);
         let hessian = em.body(graph, &self.hessian_flat(), |o| matrix(o, n));
@@ -503,6 +507,7 @@ impl Derived {
             let (v, g) = (&o[0], vector(&o[1..]));
             quote!((#v, #g))
         });
+        let hessian_vector = em.body(graph, &self.hessian_vector, vector);
         [
             value,
             gradient,
@@ -510,6 +515,7 @@ impl Derived {
             third,
             gradient_hessian,
             value_gradient,
+            hessian_vector,
         ]
     }
 }

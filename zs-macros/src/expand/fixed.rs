@@ -98,7 +98,7 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
     let n_lit = usize_lit(n);
     let m_lit = usize_lit(m);
     let masses = masses_body(input, shape, n);
-    let [value, gradient, hessian, third, gradient_hessian, value_gradient] =
+    let [value, gradient, hessian, third, gradient_hessian, value_gradient, hessian_vector] =
         plain.bodies(&em, &graph, n);
     let mat = |o: &[TokenStream]| matrix(o, n);
     let grad_mat = |o: &[TokenStream]| {
@@ -127,7 +127,7 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
     let curvature_third_body = em.body(&graph, &curvature_third, vector);
 
     let pot = quote!(::zs_runtime::Potential<#n_lit>);
-    let [p_value, p_gradient, p_hessian, p_third, p_gradient_hessian, p_value_gradient] =
+    let [p_value, p_gradient, p_hessian, p_third, p_gradient_hessian, p_value_gradient, p_hessian_vector] =
         match &penalized {
             Some(d) => d.bodies(&em, &graph, n),
             // M = 0: V_ω = V.
@@ -138,6 +138,7 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
                 quote!(<Self as #pot>::third_contraction(self, q, a)),
                 quote!(<Self as #pot>::gradient_hessian(self, q)),
                 quote!(<Self as #pot>::value_gradient(self, q)),
+                quote!(<Self as #pot>::hessian_vector(self, q, a)),
             ],
         };
 
@@ -196,6 +197,10 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
             #[inline]
             fn value_gradient(&self, q: &[f64; #n_lit]) -> (f64, [f64; #n_lit]) {
                 #value_gradient
+            }
+            #[inline]
+            fn hessian_vector(&self, q: &[f64; #n_lit], a: &[f64; #n_lit]) -> [f64; #n_lit] {
+                #hessian_vector
             }
         }
 
@@ -260,6 +265,15 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
                 q: &[f64; #n_lit],
             ) -> (f64, [f64; #n_lit]) {
                 #p_value_gradient
+            }
+            #[inline]
+            fn penalized_hessian_vector(
+                &self,
+                omega: f64,
+                q: &[f64; #n_lit],
+                a: &[f64; #n_lit],
+            ) -> [f64; #n_lit] {
+                #p_hessian_vector
             }
             #[inline]
             fn penalized_stiff_hessian(

@@ -43,8 +43,8 @@ fn local_hessian(outs: &[TokenStream], d: usize, k: usize) -> TokenStream {
 
 /// Kernel bodies per form: energy, value + gradient, value + gradient + Hessian, value +
 /// gradient + stiff Hessian, third contraction, value + gradient + Hessian + third tensor, and the
-/// SIMD lane versions of the energy and of value + gradient.
-const BODIES: usize = 8;
+/// SIMD lane versions of the energy and of value + gradient, and the Hessian-vector product.
+const BODIES: usize = 9;
 
 /// Forms with at most this many local coordinates (`K·D`) get a third-tensor kernel
 /// (`ThirdForm::Tensor`): `n³ ≤ 64` entries, cheaper to keep and contract than to re-evaluate.
@@ -145,6 +145,7 @@ impl Variant {
             value_gradient_hessian_third,
             value_lanes,
             value_gradient_lanes,
+            em.body(graph, &dv.hessian_vector, |o| local(o, d)),
         ]
     }
 
@@ -319,7 +320,7 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
             None => (v0, zero),
         };
         let kernels = Kernels::new(&mut graph, n, total, v1, cons.as_deref());
-        let [e, g, gh, gs, t, ght, el, gl] = kernels.bodies(&em, &lanes, &graph, d, k);
+        let [e, g, gh, gs, t, ght, el, gl, hv] = kernels.bodies(&em, &lanes, &graph, d, k);
         let is_stiff = stiff.is_some() || cons.is_some();
         let k_lit = usize_lit(k);
         let local = quote!([[f64; #d_lit]; #k_lit]);
@@ -352,6 +353,8 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
             }
             #[inline]
             fn third_contraction(&self, omega: f64, q: &#local, a: &#local) -> #local { #t }
+            #[inline]
+            fn hessian_vector(&self, omega: f64, q: &#local, a: &#local) -> #local { #hv }
         }];
         if is_stiff {
             methods.push(quote! {

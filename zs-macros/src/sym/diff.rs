@@ -394,6 +394,13 @@ impl Graph {
         t
     }
 
+    /// The Hessian-vector product `(H a)_i = Σ_j ∂²V/∂q_i∂q_j a_j` with `a_j = Var::Dir(j)`,
+    /// from `grad = ∇V`: `D(grad_i)`, one directional derivative of the gradient (the Hessian
+    /// is never formed: `n` outputs where it has `n²`).
+    pub fn hessian_vector(&mut self, grad: &[NodeId]) -> Vec<NodeId> {
+        grad.iter().map(|&g| self.directional(g)).collect()
+    }
+
     /// `T_i = Σ_jk ∂³V/∂q_i∂q_j∂q_k a_j a_k` with `a_j = Var::Dir(j)`, from `grad = ∇V`:
     /// `T_i = D(D(grad_i))` with the directional derivative `D` (see the module docs).
     pub fn third_contraction(&mut self, grad: &[NodeId]) -> Vec<NodeId> {

@@ -48,6 +48,8 @@ pub(crate) enum Want {
     Third {
         kept: bool,
     },
+    /// The Hessian-vector product along the direction.
+    HessianVector,
 }
 
 /// What phase A reads: the positions, the direction (third contraction), the pinned positions.
@@ -374,7 +376,7 @@ where
                 .gradient_gather_into(free, &mut self.grad, &mut self.scratch.gather);
             self.grad_for = None;
         }
-        if !matches!(want, Want::Third { .. }) {
+        if !matches!(want, Want::Third { .. } | Want::HessianVector) {
             // The passes that leave energies: summed per chunk by the SIMD passes only.
             self.summed = matches!(want, Want::Energy) || self.in_partials;
         }
@@ -443,6 +445,9 @@ where
                     terms.third_contraction(w, &x(fr, bo), &input.dir(fr))
                 }),
             },
+            Want::HessianVector => map1(par, list, &mut self.g, |fr, bo| {
+                terms.hessian_vector(w, &x(fr, bo), &input.dir(fr))
+            }),
         }
     }
 

@@ -634,6 +634,19 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         eval::sum_vector(&s.forms, nonzero, self.bodies.free, self.parallel, out);
     }
 
+    /// `Hess V_ω(q) · a` into `out`, term by term (no matrix).
+    pub(crate) fn hessian_vector(&self, omega: f64, q: &[f64], a: &[f64], out: &mut [f64]) {
+        self.check_len(a, "the direction");
+        self.check_len(out, "the Hessian-vector product");
+        let input = self.inputs(omega, q, a);
+        let mut s = self.engine();
+        s.refresh(q, &self.pins, &self.bodies);
+        for f in &mut s.forms {
+            f.evaluate(&self.terms, &input, Want::HessianVector);
+        }
+        eval::sum_vector(&s.forms, |_| true, self.bodies.free, self.parallel, out);
+    }
+
     fn make_matrix(&self, part: HessianPart) -> SparseMatrix {
         self.engine().reserve_hessians(self.bodies.free, part);
         SparseMatrix::zeros(self.hessian_layout(part))
@@ -744,6 +757,9 @@ macro_rules! assembled_model {
             }
             fn third_contraction_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
                 self.as_system().third(self.penalty(), q, a, out);
+            }
+            fn hessian_vector_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
+                self.as_system().hessian_vector(self.penalty(), q, a, out);
             }
         }
 

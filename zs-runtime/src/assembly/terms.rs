@@ -82,6 +82,18 @@ pub trait Kernel<const D: usize, const K: usize, F: Form>: Sync {
     fn third_contraction(&self, omega: f64, x: &Local<D, K>, a: &Local<D, K>) -> Local<D, K> {
         [[0.0; D]; K]
     }
+    /// Its Hessian-vector product `H(x) a` (generated: a directional derivative of the
+    /// gradient; this default multiplies the local Hessian).
+    fn hessian_vector(&self, omega: f64, x: &Local<D, K>, a: &Local<D, K>) -> Local<D, K> {
+        let (_, _, h) = self.value_gradient_hessian(omega, x);
+        core::array::from_fn(|i| {
+            core::array::from_fn(|r| {
+                (0..K)
+                    .map(|j| (0..D).map(|c| h[i][j][r][c] * a[j][c]).sum::<f64>())
+                    .sum()
+            })
+        })
+    }
     /// Its constraints `g_c(x)` (the form's `FormInfo::constraints` of them) into `g`, their
     /// gradients into `jac` (row `c`).
     fn constraints(&self, x: &Local<D, K>, g: &mut [f64], jac: &mut [Local<D, K>]) {}
