@@ -164,11 +164,19 @@ pub fn normal_modes<V: Vector, P: Model<V> + ?Sized>(
     })
 }
 
+/// The rigid motions of a configuration, in mass-weighted coordinates, orthonormal together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RigidMotions {
+    /// The three translations.
+    pub translations: Vec<Vec<f64>>,
+    /// The rotations about the centre of mass (three, two for collinear sites, none asked).
+    pub rotations: Vec<Vec<f64>>,
+}
+
 /// The rigid motions of point sites at `x` with masses `m` (coordinates `3s .. 3s + 3` of site
-/// `s`), in mass-weighted coordinates, orthonormal: the three translations, then (with
-/// `rotations`) the rotations about the centre of mass — three, or two for collinear sites
-/// (one drops out of the Gram–Schmidt). Returns `(translations, rotations)`.
-pub fn rigid_motions(x: &[[f64; 3]], m: &[f64], rotations: bool) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+/// `s`): the three translations, then (with `rotations`) the rotations about the centre of mass
+/// — three, or two for collinear sites (one drops out of the Gram–Schmidt).
+pub fn rigid_motions(x: &[[f64; 3]], m: &[f64], rotations: bool) -> RigidMotions {
     let n = 3 * x.len();
     let total: f64 = m.iter().sum();
     let mut centre = [0.0; 3];
@@ -214,8 +222,11 @@ pub fn rigid_motions(x: &[[f64; 3]], m: &[f64], rotations: bool) -> (Vec<Vec<f64
             push(v, &mut basis);
         }
     }
-    let rot = basis.split_off(translations);
-    (basis, rot)
+    let rotations = basis.split_off(translations);
+    RigidMotions {
+        translations: basis,
+        rotations,
+    }
 }
 
 #[cfg(test)]
@@ -301,9 +312,10 @@ mod tests {
     fn rigid_motions_are_orthonormal_and_a_line_has_two_rotations() {
         let m = [16.0, 1.0, 1.0];
         let bent = [[0.0, 0.0, 0.0], [0.96, 0.0, 0.0], [-0.24, 0.93, 0.0]];
-        let (t, r) = rigid_motions(&bent, &m, true);
+        let rigid = rigid_motions(&bent, &m, true);
+        let (t, r) = (&rigid.translations, &rigid.rotations);
         assert_eq!((t.len(), r.len()), (3, 3));
-        let all: Vec<&Vec<f64>> = t.iter().chain(&r).collect();
+        let all: Vec<&Vec<f64>> = t.iter().chain(r).collect();
         for (a, x) in all.iter().enumerate() {
             for (b, y) in all.iter().enumerate() {
                 let d: f64 = x.iter().zip(y.iter()).map(|(p, q)| p * q).sum();
@@ -311,8 +323,8 @@ mod tests {
             }
         }
         let line = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.5, 0.0, 0.0]];
-        assert_eq!(rigid_motions(&line, &m, true).1.len(), 2);
-        assert_eq!(rigid_motions(&line, &m, false).1.len(), 0);
+        assert_eq!(rigid_motions(&line, &m, true).rotations.len(), 2);
+        assert_eq!(rigid_motions(&line, &m, false).rotations.len(), 0);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use zs_runtime::minimize::Lbfgs;
-use zs_runtime::modes::{normal_modes, rigid_motions, NormalModes};
+use zs_runtime::modes::{normal_modes, rigid_motions, NormalModes, RigidMotions};
 use zs_runtime::{Model, Vector};
 
 use super::error::CliError;
@@ -165,9 +165,8 @@ pub fn nma(args: &NmaArgs) -> Result<(), CliError> {
         let text = spectrum.animation(&kinds)?;
         write(path, &text)?;
     }
-    match &args.out {
-        Some(path) => write(path, &csv)?,
-        None => {}
+    if let Some(path) = &args.out {
+        write(path, &csv)?;
     }
     let count = |kind: &str| kinds.iter().filter(|(k, _)| *k == kind).count();
     println!("zs nma: {}", spectrum.about);
@@ -228,7 +227,7 @@ impl Spectrum {
     }
 
     /// Per-site positions and the rigid motions' bases, for systems of 3-D point sites.
-    fn rigid(&self) -> Option<(Vec<Vec<f64>>, Vec<Vec<f64>>)> {
+    fn rigid(&self) -> Option<RigidMotions> {
         let sites = self.sites.as_ref()?;
         let x: Vec<[f64; 3]> = self.q.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
         let m: Vec<f64> = self.masses.chunks_exact(3).map(|c| c[0]).collect();
@@ -236,15 +235,14 @@ impl Spectrum {
     }
 
     /// Mode `k`'s kind and its fractions in the translations and rotations.
-    fn kind(
-        &self,
-        k: usize,
-        rigid: Option<&(Vec<Vec<f64>>, Vec<Vec<f64>>)>,
-    ) -> (&'static str, Option<(f64, f64)>) {
-        let Some((t, r)) = rigid else {
+    fn kind(&self, k: usize, rigid: Option<&RigidMotions>) -> (&'static str, Option<(f64, f64)>) {
+        let Some(rigid) = rigid else {
             return ("vibration", None);
         };
-        let (t, r) = (self.modes.overlap(k, t), self.modes.overlap(k, r));
+        let (t, r) = (
+            self.modes.overlap(k, &rigid.translations),
+            self.modes.overlap(k, &rigid.rotations),
+        );
         // A mode is rigid when nine tenths of it is; degenerate zero modes mix the two.
         let kind = if t > 0.9 {
             "translation"
