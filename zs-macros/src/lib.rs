@@ -8,6 +8,7 @@
 //! collected in a `ctxt::Ctxt` as in serde_derive. The symbolic engine is `sym`.
 
 mod ast;
+mod attr;
 mod ctxt;
 mod expand;
 mod forms;

@@ -77,8 +77,8 @@ pub use output::CsvRecorder;
 pub use state::{DynState, State, StateOf};
 pub use stepper::{Clock, Clocked, Stepper};
 pub use system::{
-    ConstraintCurvature, ConstraintThirdContraction, FastPotential, MechanicalSystem, Penalized,
-    Potential, StiffSplit,
+    ConstraintCurvature, ConstraintThirdContraction, FastPotential, MechanicalSystem,
+    ParameterDerivatives, Penalized, Potential, StiffSplit,
 };
 pub use vector::Vector;
 pub use zs_macros::mechanical_system;

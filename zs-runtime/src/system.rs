@@ -210,6 +210,18 @@ impl<P: Potential<N> + ?Sized, const N: usize> Potential<N> for &P {
     }
 }
 
+/// Derivatives of the potential in parameters of the system — the fields named in
+/// `#[mechanical_system(parameters(epsilon, sigma))]` — for fitting force fields: the macro
+/// differentiates in `self.field` as it does in `q` (exactly, no finite differences).
+pub trait ParameterDerivatives<const N: usize, const P: usize>: Potential<N> {
+    /// The parameters' names, in the attribute's order.
+    const PARAMETERS: [&'static str; P];
+    /// `∂V/∂θ_p` at `q`.
+    fn potential_parameter_gradient(&self, q: &[f64; N]) -> [f64; P];
+    /// `∂(∇V)/∂θ_p` at `q`: row `p` is the gradient's derivative in parameter `p`.
+    fn gradient_parameter_jacobian(&self, q: &[f64; N]) -> [[f64; N]; P];
+}
+
 /// A potential split `V = V0 + V1` into a soft part `V0` and a stiff part `V1` (the `ε⁻¹V1` of
 /// Tao & Owhadi eq. 19, with `ε⁻¹` folded into `V1`), for Z&Ss-stiff (Integrator 5):
 /// `(M + βh² Hess V1(x_k)) a_k = −∇V(x_k)`. Only the stiff Hessian enters the solve.

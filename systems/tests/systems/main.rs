@@ -14,6 +14,7 @@ mod experiments;
 mod hessian_vector;
 mod kremer_grest;
 mod modes;
+mod parameters;
 mod reference;
 mod rigid_body;
 mod variational;

@@ -12,7 +12,13 @@ use crate::sym::{NodeId, Var};
 use crate::valid::Shape;
 
 /// The successful expansion.
-pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -> TokenStream {
+/// `marked`: the fields of `parameters(...)` and their `Var::Param` indices.
+pub(super) fn generate(
+    input: &Input<'_>,
+    shape: &Shape,
+    mut lowered: Lowered,
+    marked: &[(String, u32)],
+) -> TokenStream {
     let user = user_impl(input.original, None);
     let constraints = lowered.constraints.clone().unwrap_or_default();
     let (Some(n), Some(m), Some(u)) = (shape.n, shape.m, lowered.potential) else {
@@ -165,8 +171,49 @@ pub(super) fn generate(input: &Input<'_>, shape: &Shape, mut lowered: Lowered) -
         }
     });
 
+    // ∂V/∂θ_p and ∂∇V/∂θ_p for the marked fields (the parameters held fixed elsewhere).
+    let parameters_impl = (!marked.is_empty()).then(|| {
+        let p_lit = usize_lit(marked.len());
+        let names = marked.iter().map(|(name, _)| name.as_str());
+        let dv: Vec<NodeId> = marked
+            .iter()
+            .map(|&(_, k)| graph.derivative(plain.value, Var::Param(k)))
+            .collect();
+        let dg: Vec<NodeId> = marked
+            .iter()
+            .flat_map(|&(_, k)| {
+                plain
+                    .gradient
+                    .iter()
+                    .map(|&g| graph.derivative(g, Var::Param(k)))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let dv_body = em.body(&graph, &dv, vector);
+        let dg_body = em.body(&graph, &dg, |o| {
+            let rows = o.chunks(n).map(vector);
+            quote!([#(#rows),*])
+        });
+        quote! {
+            #allow
+            impl #impl_generics ::zs_runtime::ParameterDerivatives<#n_lit, #p_lit> for #self_ty #where_clause {
+                const PARAMETERS: [&'static str; #p_lit] = [#(#names),*];
+                #[inline]
+                fn potential_parameter_gradient(&self, q: &[f64; #n_lit]) -> [f64; #p_lit] {
+                    #dv_body
+                }
+                #[inline]
+                fn gradient_parameter_jacobian(&self, q: &[f64; #n_lit]) -> [[f64; #n_lit]; #p_lit] {
+                    #dg_body
+                }
+            }
+        }
+    });
+
     quote! {
         #user
+
+        #parameters_impl
 
         #allow
         impl #impl_generics ::zs_runtime::Potential<#n_lit> for #self_ty #where_clause {

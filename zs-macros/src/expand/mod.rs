@@ -32,12 +32,16 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let cx = Ctxt::new();
-    if !attr.is_empty() {
-        cx.error_spanned_by(&attr, "#[mechanical_system] takes no arguments");
-    }
+    let attr = crate::attr::parse(&cx, attr);
     let input = Input::from_syn(&item_impl);
     let shape = valid::check_signatures(&cx, &input);
     if let Some(t) = &shape.terms {
+        if let Some(p) = attr.parameters.first() {
+            cx.error_spanned_by(
+                p,
+                "parameters(...) applies to systems with `potential(&self, q: &[f64; N])`;                  term-by-term systems have no parameter derivatives yet",
+            );
+        }
         let lowered = lower::lower_terms(&cx, &input, t);
         return match cx.check() {
             Ok(()) => terms::generate(&input, t, lowered),
@@ -45,8 +49,26 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         };
     }
     let lowered = lower::lower(&cx, &input, &shape);
+    // Each marked field must be read as `self.field`: its `Var::Param` index.
+    let marked: Vec<(String, u32)> = attr
+        .parameters
+        .iter()
+        .filter_map(|p| {
+            let place = format!("self.{p}");
+            let k = lowered.params.iter().position(|e| {
+                e.tokens.to_string().split_whitespace().collect::<String>() == place
+            });
+            if k.is_none() {
+                cx.error_spanned_by(
+                    p,
+                    format!("`{p}` is not read as `self.{p}` in the definition: nothing to differentiate"),
+                );
+            }
+            k.map(|k| (p.to_string(), k as u32))
+        })
+        .collect();
     match cx.check() {
-        Ok(()) => fixed::generate(&input, &shape, lowered),
+        Ok(()) => fixed::generate(&input, &shape, lowered, &marked),
         Err(err) => fallback(&input, &shape, &err, &lowered.visited),
     }
 }

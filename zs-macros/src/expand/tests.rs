@@ -386,3 +386,38 @@ fn lane_kernels_divide_once_per_denominator() {
     );
     assert!(scalar > lanes);
 }
+
+#[test]
+fn parameters_must_be_fields_the_definition_reads() {
+    let system = quote!(impl S {
+        fn potential(&self, q: &[f64; 1]) -> f64 { 0.5 * self.k * q[0] * q[0] }
+    });
+    // A marked field: a ParameterDerivatives impl with its name.
+    let out = expand(quote!(parameters(k)), system.clone()).to_string();
+    assert!(
+        out.contains("ParameterDerivatives") && out.contains("\"k\""),
+        "{out}"
+    );
+    assert!(!out.contains("compile_error"), "{out}");
+    // A field the potential does not read, a name given twice: errors at the names.
+    let out = expand(quote!(parameters(k, c)), system.clone()).to_string();
+    assert!(out.contains("`c` is not read as `self.c`"), "{out}");
+    let out = expand(quote!(parameters(k, k)), system.clone()).to_string();
+    assert!(out.contains("named twice"), "{out}");
+    // Anything else is rejected with what is accepted.
+    let out = expand(quote!(params = 1), system).to_string();
+    assert!(out.contains("other than `parameters(field, ...)`"), "{out}");
+    // Term-by-term systems have none yet.
+    let out = expand(
+        quote!(parameters(k)),
+        quote!(impl S {
+            fn body_masses(&self) -> [f64; 3] { [1.0; 3] }
+            fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 { self.k * (a[0] - b[0]).powi(2) }
+        }),
+    )
+    .to_string();
+    assert!(
+        out.contains("term-by-term systems have no parameter derivatives yet"),
+        "{out}"
+    );
+}
