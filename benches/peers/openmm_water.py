@@ -22,9 +22,18 @@
    steps from the minimised start, 1 and 2 threads.
    OpenMM's CPU platform computes nonbonded forces in single precision with SIMD; zs in double.
 
+4. With `--nma N` (e.g. 7, or 100 for the cost): normal modes of the N-molecule cluster at a
+   minimum of the penalized potential (zs's L-BFGS), `zs nma water --init` (exact Hessian,
+   dense eigensolver) against a central-difference Hessian of OpenMM's forces (Reference
+   platform, double precision; the penalty ½ω²(r² − L²)² of each O-H and H-H distance as a
+   CustomBondForce, no constraints), diagonalised by numpy with the same masses: the largest
+   eigenvalue difference relative to the largest eigenvalue, and the time of each (zs: the whole
+   `zs nma` process; OpenMM: the 2 × 9N force evaluations alone, CPU and Reference platforms).
+
 Usage (from the repository root; installs openmm with pip if missing):
     python3 benches/peers/openmm_water.py [--n 100] [--steps 20000] [--check-n 7]
     python3 benches/peers/openmm_water.py --big 1000 [--big-steps 200] [--skip-small]
+    python3 benches/peers/openmm_water.py --nma 100 [--fd-step 1e-4] --skip-small
 """
 import argparse
 import math
@@ -73,7 +82,8 @@ AKMA_PS = 0.048888
 
 
 def zs_binary():
-    subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-systems", "--bin", "zs"])
+    subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-systems", "--features", "faer",
+                           "--bin", "zs"])
     return os.path.join("target", "release", "zs")
 
 
@@ -219,6 +229,81 @@ def big(zs, n, steps):
                   f"zs {steps / t_zs:.1f} steps/s, zs / OpenMM (speed) = {t_mm / t_zs:.2f}")
 
 
+def penalized_system(n, omega):
+    """The cluster without constraints, each rigid distance held by zs's penalty."""
+    s = system(n, scale_charges=True)
+    while s.getNumConstraints():
+        s.removeConstraint(s.getNumConstraints() - 1)
+    bonds = openmm.CustomBondForce("k*(r^2-r0^2)^2")
+    bonds.addPerBondParameter("r0")
+    # 0.5 w^2 (r^2 - L^2)^2 in kcal/mol with r in Angstrom, as kJ/mol with r in nm.
+    bonds.addGlobalParameter("k", 0.5 * omega * omega * KCAL * 1e4)
+    r_hh = 2 * R_OH * math.sin(math.radians(ANGLE) / 2)
+    for m in range(n):
+        o, h1, h2 = 3 * m, 3 * m + 1, 3 * m + 2
+        bonds.addBond(o, h1, [R_OH / 10])
+        bonds.addBond(o, h2, [R_OH / 10])
+        bonds.addBond(h1, h2, [r_hh / 10])
+    s.addForce(bonds)
+    return s
+
+
+def nma(zs, n, omega, step):
+    """zs nma against a central-difference Hessian of OpenMM's forces."""
+    import numpy as np
+    with tempfile.TemporaryDirectory() as d:
+        start = os.path.join(d, "start.csv")
+        subprocess.run([zs, "run", "water", "--n", str(n), "--integrator", "zss-stiff", "--minimize",
+                        "--minimize-tol", "1e-6", "--omega", repr(omega), "--t-end", "0.05", "--quiet",
+                        "--out", start], check=True, stdout=subprocess.DEVNULL)
+        lines = open(start).read().splitlines()
+        names = lines[0].split(",")[1:1 + 9 * n]
+        q = [float(x) for x in lines[1].split(",")[1:1 + 9 * n]]
+        init = os.path.join(d, "min.csv")
+        with open(init, "w") as fh:
+            fh.write("t," + ",".join(names) + "\n0," + ",".join(repr(x) for x in q) + "\n")
+        modes = os.path.join(d, "modes.csv")
+        t0 = time.perf_counter()
+        subprocess.run([zs, "nma", "water", "--n", str(n), "--omega", repr(omega), "--init", init,
+                        "--out", modes], check=True, stdout=subprocess.DEVNULL)
+        t_zs = time.perf_counter() - t0
+        rows = [l.split(",") for l in open(modes).read().splitlines()[1:]]
+        lam_zs = np.array([float(r[1]) for r in rows])
+    sys_ = penalized_system(n, omega)
+    masses = np.array([m for _ in range(n) for m in (M_O, M_O, M_O, M_H, M_H, M_H, M_H, M_H, M_H)])
+    times = {}
+    hess = None
+    for platform in ("CPU", "Reference"):
+        ctx = openmm.Context(sys_, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName(platform))
+        x = np.array(q)
+        h = np.zeros((9 * n, 9 * n))
+        t0 = time.perf_counter()
+        for j in range(9 * n):
+            col = []
+            for sign in (1, -1):
+                y = x.copy()
+                y[j] += sign * step
+                ctx.setPositions(positions_nm(list(y)))
+                f = ctx.getState(getForces=True).getForces(asNumpy=True).value_in_unit(
+                    unit.kilojoule_per_mole / unit.nanometer)
+                col.append(-np.asarray(f).reshape(-1) / KCAL / 10)  # gradient, kcal/mol/A
+            h[:, j] = (col[0] - col[1]) / (2 * step)
+        times[platform] = time.perf_counter() - t0
+        if platform == "Reference":
+            hess = h
+        del ctx
+    hs = 0.5 * (hess + hess.T) / np.sqrt(np.outer(masses, masses))
+    lam_mm = np.sort(np.linalg.eigvalsh(hs))
+    diff = np.max(np.abs(lam_zs - lam_mm)) / np.max(np.abs(lam_mm))
+    print(f"normal modes, N = {n} ({9 * n} coordinates, omega = {omega}): eigenvalues of zs nma against a "
+          f"central-difference Hessian (step {step} A) of OpenMM's Reference forces: largest difference "
+          f"{diff:.2e} of the largest eigenvalue ({np.max(np.abs(lam_mm)):.4g})")
+    print(f"  time: zs nma {t_zs:.2f} s (whole process: set-up, Hessian, eigensolver, output); "
+          f"OpenMM {2 * 9 * n} force evaluations: CPU platform {times['CPU']:.2f} s, "
+          f"Reference {times['Reference']:.2f} s; OpenMM CPU / zs = {times['CPU'] / t_zs:.2f}")
+    return lam_zs, lam_mm
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100)
@@ -228,8 +313,13 @@ def main():
     ap.add_argument("--big", type=int, default=0)
     ap.add_argument("--big-steps", type=int, default=200)
     ap.add_argument("--skip-small", action="store_true")
+    ap.add_argument("--nma", type=int, default=0)
+    ap.add_argument("--omega", type=float, default=20.0)
+    ap.add_argument("--fd-step", type=float, default=1e-4)
     args = ap.parse_args()
     zs = zs_binary()
+    if args.nma:
+        nma(zs, args.nma, args.omega, args.fd_step)
     if args.big:
         big(zs, args.big, args.big_steps)
     if args.skip_small:

@@ -66,9 +66,9 @@ fn double_pendulum_expansion_size() {
     if std::env::var_os("ZS_PRINT_EXPANSION").is_some() {
         println!("{text}");
     }
-    // Potential (7), StiffSplit (2), MechanicalSystem (10), ConstraintCurvature (1),
-    // ConstraintThirdContraction (1).
-    assert_eq!(fns.len(), 7 + 2 + 10 + 1 + 1);
+    // Potential (8, with hessian_vector), StiffSplit (2), MechanicalSystem (11, with
+    // penalized_hessian_vector), ConstraintCurvature (1), ConstraintThirdContraction (1).
+    assert_eq!(fns.len(), 8 + 2 + 11 + 1 + 1);
     // Straight-line and small: the penalized Hessian of 2 quadratic constraints in 4
     // coordinates needs a few dozen instructions, not hundreds.
     let (_, ph) = fns.iter().find(|(n, _)| n == "penalized_hessian").unwrap();

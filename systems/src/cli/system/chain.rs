@@ -75,8 +75,8 @@ impl CliSystem for ChainCli {
         })
     }
     #[cfg(feature = "faer")]
-    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
-        use crate::cli::nma::{analyse, start, Problem, Units};
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<super::modes::Spectrum, CliError> {
+        use super::modes::{analyse, start, Problem, Units};
         let n = count(self, args.n)?;
         let system = PendulumChain::paper().assemble(n);
         let omega = args.omega.unwrap_or(self.omega());

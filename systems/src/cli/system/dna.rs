@@ -71,8 +71,8 @@ impl CliSystem for DnaCli {
         Ok(table(&system, &rows, &DnaChain::coordinate_names(n)))
     }
     #[cfg(feature = "faer")]
-    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
-        use crate::cli::nma::{analyse, start, Problem, Units};
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<super::modes::Spectrum, CliError> {
+        use super::modes::{analyse, start, Problem, Units};
         if args.omega.is_some() {
             return Err(CliError::does_not_apply(
                 "--omega",

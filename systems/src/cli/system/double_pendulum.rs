@@ -71,8 +71,8 @@ impl CliSystem for DoublePendulumCli {
         })
     }
     #[cfg(feature = "faer")]
-    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
-        use crate::cli::nma::{analyse, start, Problem, Units};
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<super::modes::Spectrum, CliError> {
+        use super::modes::{analyse, start, Problem, Units};
         use zs_runtime::Vector;
         if args.n.is_some() {
             return Err(CliError::does_not_apply(

@@ -8,6 +8,8 @@ mod chain;
 mod dna;
 mod double_pendulum;
 mod kremer_grest;
+#[cfg(feature = "faer")]
+pub(crate) mod modes;
 mod rigid_body;
 mod water;
 
@@ -88,7 +90,7 @@ pub(crate) trait CliSystem: Sync {
     /// # Errors
     /// The system has none, an option that does not apply, what the analysis reports.
     #[cfg(feature = "faer")]
-    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<modes::Spectrum, CliError> {
         let _ = args;
         Err(CliError::does_not_apply(
             "zs nma",

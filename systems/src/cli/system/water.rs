@@ -102,8 +102,8 @@ impl CliSystem for WaterCli {
         })
     }
     #[cfg(feature = "faer")]
-    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<crate::cli::nma::Spectrum, CliError> {
-        use crate::cli::nma::{analyse, start, Problem, Sites, Units};
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<super::modes::Spectrum, CliError> {
+        use super::modes::{analyse, start, Problem, Sites, Units};
         let n = count(self, args.n)?;
         let w = Water::tip3p();
         let system = w.assemble(n);
