@@ -254,7 +254,7 @@ def nma(zs, n, omega, step):
     with tempfile.TemporaryDirectory() as d:
         start = os.path.join(d, "start.csv")
         subprocess.run([zs, "run", "water", "--n", str(n), "--integrator", "zss-stiff", "--minimize",
-                        "--minimize-tol", "1e-6", "--omega", repr(omega), "--t-end", "0.05", "--quiet",
+                        "--minimize-tol", "1e-5", "--omega", repr(omega), "--t-end", "0.05", "--quiet",
                         "--out", start], check=True, stdout=subprocess.DEVNULL)
         lines = open(start).read().splitlines()
         names = lines[0].split(",")[1:1 + 9 * n]

@@ -351,7 +351,7 @@ pub struct NmaArgs {
     #[arg(long)]
     pub minimize: bool,
     /// RMS force at which --minimize stops (the system's units).
-    #[arg(long, default_value_t = 1e-6, value_parser = positive_f64)]
+    #[arg(long, default_value_t = 1e-5, value_parser = positive_f64)]
     pub minimize_tol: f64,
     /// Seed of the system's own start (water's orientations, dna's noise; default 0).
     #[arg(long, value_parser = seed_u64)]
