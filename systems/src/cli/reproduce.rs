@@ -47,6 +47,9 @@ pub enum ExperimentChoice {
     /// the solve) against Verlet at growing steps: structure, pressure, time to result (needs
     /// `--data`, default LAMMPS's data.chain; minutes; not in `all`).
     KremerGrest,
+    /// Beyond the papers: normal modes of 100 penalized TIP3P waters from the exact Hessian at
+    /// growing ω — the intermolecular band's convergence, the penalty band's scaling.
+    WaterModes,
     /// All of the above but kremer-grest, one after another.
     All,
 }
@@ -69,6 +72,7 @@ impl ExperimentChoice {
             ExperimentChoice::RigidBody => vec![Experiment::RigidBody],
             ExperimentChoice::Variational => vec![Experiment::Variational],
             ExperimentChoice::KremerGrest => vec![Experiment::KremerGrest],
+            ExperimentChoice::WaterModes => vec![Experiment::WaterModes],
             ExperimentChoice::All => Experiment::ALL.to_vec(),
         }
     }

@@ -19,6 +19,7 @@
 //! | `rigid-body` | Tao & Owhadi §4.5, Figs. 9–10, penalized Z&S vs the Lie-group eq. 34 | [`rigid_body`] |
 //! | `variational` | Patrick et al.: Runge–Kutta methods made variational vs projected, three pendula | [`variational`] |
 //! | `dna` | Tao & Owhadi §4.4, Fig. 8, DNA ring of 200 base pairs, Z&S vs Verlet, run-time table | [`dna`] |
+//! | `water-modes` | beyond the papers: normal modes of penalized TIP3P waters from the exact Hessian, at growing ω | [`water_modes`] |
 //! | `kremer-grest` | beyond the papers: LAMMPS's polymer melt, Z&Ss-stiff's step and time to result against Verlet (needs LAMMPS's `data.chain`; not in `all`) | [`kremer_grest`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
@@ -35,6 +36,7 @@ pub mod plot;
 pub mod rigid_body;
 pub mod variational;
 pub mod water_conservation;
+pub mod water_modes;
 pub mod water_multipliers;
 pub mod water_rdf;
 
@@ -84,11 +86,13 @@ pub enum Experiment {
     /// at growing steps — structure, pressure, time to result. Needs a LAMMPS data file
     /// ([`kremer_grest::LAMMPS_DATA`] by default); not in [`Experiment::ALL`].
     KremerGrest,
+    /// Beyond the papers: normal modes of 100 TIP3P waters held by the penalty at growing ω.
+    WaterModes,
 }
 
 impl Experiment {
     /// Every experiment, in the order `zs reproduce all` runs them.
-    pub const ALL: [Experiment; 12] = [
+    pub const ALL: [Experiment; 13] = [
         Experiment::DoublePendulum,
         Experiment::ConstraintScaling,
         Experiment::Multipliers,
@@ -101,6 +105,7 @@ impl Experiment {
         Experiment::Water100,
         Experiment::RigidBody,
         Experiment::Variational,
+        Experiment::WaterModes,
     ];
 
     /// The command-line name, also the stem of the files it writes.
@@ -119,6 +124,7 @@ impl Experiment {
             Experiment::RigidBody => "rigid-body",
             Experiment::Variational => "variational",
             Experiment::KremerGrest => "kremer-grest",
+            Experiment::WaterModes => "water-modes",
         }
     }
 
@@ -208,6 +214,12 @@ impl Experiment {
                 let cfg = rigid_body::Config::paper();
                 let out = rigid_body::run(&cfg);
                 rigid_body::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
+            }
+            Experiment::WaterModes => {
+                let cfg = water_modes::Config::paper();
+                let out = water_modes::run(&cfg);
+                water_modes::write(&cfg, &out, out_dir)
                     .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::Variational => {

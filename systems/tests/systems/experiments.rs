@@ -683,3 +683,41 @@ fn variational_study_orders_energy_and_files() {
     assert_eq!(report.tables[0].rows.len(), 12);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn water_modes_separate_the_rigid_motions_the_intermolecular_and_the_penalty_bands() {
+    use zs_systems::experiments::water_modes::{self, band_change, Config};
+    let cfg = Config {
+        n: 4,
+        omegas: vec![20.0, 40.0, 80.0],
+        tolerance: 1e-5,
+        seed: 1,
+        bin: 50.0,
+    };
+    let out = water_modes::run(&cfg);
+    for s in &out {
+        assert_eq!(s.frequencies.len(), 36);
+        assert_eq!(s.rigid, 6, "ω = {}: {:?}", s.omega, s.frequencies);
+        // A gap between the bands, and the rigid motions near zero against both.
+        let (inter, pen) = (s.intermolecular(), s.penalty());
+        assert!(inter[inter.len() - 1] < pen[0], "ω = {}", s.omega);
+        assert!(s.frequencies[..6]
+            .iter()
+            .all(|f| f.abs() < 0.1 * inter[0].abs().max(1.0)));
+    }
+    // The penalty band scales as ω; the intermolecular band converges (smaller moves).
+    let ratio = |s: &water_modes::Spectrum| {
+        s.penalty().iter().sum::<f64>() / s.penalty().len() as f64 / s.omega
+    };
+    assert!((ratio(&out[0]) / ratio(&out[2]) - 1.0).abs() < 0.05);
+    assert!(band_change(&out[1], &out[2]) < band_change(&out[0], &out[1]));
+    let dir = scratch("water-modes");
+    let report = water_modes::write(&cfg, &out, &dir).unwrap();
+    assert!(report.files.iter().all(|f| f.exists()));
+    assert_eq!(report.tables[0].rows.len(), 3);
+    assert_eq!(
+        read(&dir.join("water-modes.csv")).lines().count(),
+        1 + 3 * 36
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
