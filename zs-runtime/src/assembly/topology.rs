@@ -214,7 +214,9 @@ impl Topology {
     }
 
     /// The pair terms apply only to pairs whose reference sites are closer than `rc` (the
-    /// pair term must vanish beyond it: write it with `if`/`else`, e.g. shifted); they are
+    /// pair term must vanish beyond it: write it with `if`/`else`, e.g. shifted — the energy
+    /// and gradient passes skip the farther pairs of the list, the Hessian and third passes
+    /// evaluate every listed pair, so only a vanishing term gives one function); they are
     /// found by a cell list and kept in a Verlet list of the pairs within `rc + skin`, rebuilt
     /// when a body has moved more than `skin / 2` since the last build (checked at every
     /// evaluation at a new point, as LAMMPS's `neigh_modify every 1 delay 1 check yes`).

@@ -438,3 +438,60 @@ fn a_body_moving_more_than_the_skin_in_one_step_stops_the_run() {
     moved.q[8] = f64::NAN;
     assert!(Observer::<(), Vec<f64>>::check_step(&mut g, &(), &at, &moved).is_err());
 }
+
+/// A pair term that does not vanish beyond the cutoff: 1 per pair, and a gradient that does not
+/// vanish either (a spring on the pair's x difference).
+struct Counting {
+    k: f64,
+}
+
+#[mechanical_system]
+impl Counting {
+    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+        1.0 + self.k * (b[0] - a[0])
+    }
+}
+
+#[test]
+fn pair_terms_apply_only_within_the_cutoff_whatever_the_skin() {
+    // The energy and gradient passes count exactly the pairs closer than rc (nearest images),
+    // not the Verlet list's rc + skin: the cutoff is the term's, the skin only the list's.
+    let (rc, n) = (1.5, CHAINS * BEADS);
+    let q = melt(&mut Rng(0x5eed));
+    let within: Vec<(usize, usize)> = (0..n)
+        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+        .filter(|&(i, j)| {
+            let d = nearest(core::array::from_fn(|a| q[3 * j + a] - q[3 * i + a]));
+            d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < rc * rc
+        })
+        .collect();
+    let k = 1e-3;
+    let mut expected_g = vec![0.0; 3 * n];
+    for &(i, j) in &within {
+        expected_g[3 * j] += k;
+        expected_g[3 * i] -= k;
+    }
+    for skin in [0.1, 0.6, 1.2] {
+        let t = Topology::new(n).periodic(SIDE).cutoff(rc, skin);
+        for isa in Isa::available() {
+            let sys = Assembled::new(Counting { k }, t.clone())
+                .expect("valid")
+                .with_simd(isa);
+            let mut g = vec![0.0; 3 * n];
+            let v = sys.value_gradient_into(&q, &mut g);
+            // 1 per pair plus k·Δx (nearest image) per pair.
+            let dx: f64 = within
+                .iter()
+                .map(|&(i, j)| nearest(core::array::from_fn(|a| q[3 * j + a] - q[3 * i + a]))[0])
+                .sum();
+            assert!(
+                (v - (within.len() as f64 + k * dx)).abs() < 1e-9,
+                "skin {skin}, {isa:?}: {v} against {} pairs",
+                within.len()
+            );
+            for (a, b) in g.iter().zip(&expected_g) {
+                assert!((a - b).abs() < 1e-12, "skin {skin}, {isa:?}");
+            }
+        }
+    }
+}
