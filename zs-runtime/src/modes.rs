@@ -4,7 +4,8 @@
 //! macro generates — where OpenMM's users take finite differences of forces.
 //!
 //! Dense: faer's self-adjoint eigensolver on the `n × n` matrix, for up to [`MAX_DENSE`]
-//! coordinates (a few thousand take seconds; memory grows as `n²`). The rigid motions of a
+//! coordinates (a few thousand take seconds; memory grows as `n²`); beyond, the lowest `k`
+//! modes by shift-invert Lanczos on the model's own sparse solver ([`lowest_modes`]). The rigid motions of a
 //! free cluster (three translations, three rotations about the centre of mass; translations
 //! only in a periodic box) are zero modes at a minimum; [`rigid_motions`] builds their span
 //! and [`NormalModes::overlap`] tells how much of a mode lies in it.
@@ -43,6 +44,21 @@ pub enum ModesError {
     /// The eigensolver did not converge.
     #[error("the symmetric eigensolver did not converge")]
     NoConvergence,
+    /// [`lowest_modes`] asked for no modes, more than there are, or with a shift that is not
+    /// negative.
+    #[error("the lowest {k} of {n} modes with shift {shift}: need 1 ≤ k ≤ n and a negative shift below the lowest eigenvalue")]
+    BadRequest {
+        /// Modes asked for.
+        k: usize,
+        /// Coordinates.
+        n: usize,
+        /// The shift σ.
+        shift: f64,
+    },
+    /// A shifted solve of [`lowest_modes`] failed (a shift above the lowest eigenvalue makes
+    /// `H − σM` indefinite).
+    #[error("the shifted solve failed: {0}")]
+    Solve(String),
 }
 
 /// The normal modes at one configuration, in ascending order of eigenvalue.
@@ -53,14 +69,21 @@ pub struct NormalModes {
     pub eigenvalues: Vec<f64>,
     /// Orthonormal mass-weighted eigenvectors: mode `k` is `vectors[k n .. (k + 1) n]`.
     vectors: Vec<f64>,
+    /// Coordinates `n`.
+    dimension: usize,
     /// `1 / √m_i` per coordinate.
     inv_sqrt_m: Vec<f64>,
 }
 
 impl NormalModes {
-    /// Number of modes (coordinates).
+    /// Number of modes found (all `n`, or the lowest `k` of [`lowest_modes`]).
     pub fn len(&self) -> usize {
         self.eigenvalues.len()
+    }
+
+    /// Number of coordinates `n`.
+    pub fn dimension(&self) -> usize {
+        self.dimension
     }
 
     /// True when there are no coordinates.
@@ -70,7 +93,7 @@ impl NormalModes {
 
     /// Mode `k`'s mass-weighted eigenvector `u_k` (unit length).
     pub fn mode(&self, k: usize) -> &[f64] {
-        let n = self.len();
+        let n = self.dimension;
         &self.vectors[k * n..(k + 1) * n]
     }
 
@@ -160,8 +183,146 @@ pub fn normal_modes<V: Vector, P: Model<V> + ?Sized>(
     Ok(NormalModes {
         eigenvalues,
         vectors,
+        dimension: n,
         inv_sqrt_m,
     })
+}
+
+/// The `k` modes of lowest eigenvalue, for systems too large for [`normal_modes`] — more
+/// precisely the `k` eigenvalues nearest the shift `σ` on its right, which are the lowest when
+/// `σ` is below the lowest eigenvalue (pick it so: below zero at a minimum, below the most
+/// negative curvature elsewhere; the solvers do not all detect an indefinite `H − σM`). Lanczos
+/// (with full reorthogonalization) on the shift-inverted operator
+/// `B = M^{1/2} (H − σM)^{-1} M^{1/2}`, whose largest eigenvalues `θ` are the `λ = σ + 1/θ`
+/// nearest the shift `σ < λ_min` (Ericsson & Ruhe 1980). Each product is one solve of
+/// `(M + sH) z = b` with `s = −1/σ` by the model's own sparse solver (banded, block or faer's
+/// Cholesky: factor and solve, O(N) for chains), so nothing of size `n²` is formed. The Krylov
+/// space grows until the `k` Ritz pairs' residuals fall below `1e-10 θ`.
+///
+/// # Errors
+/// `shift` not negative or `k` not in `1..=n`; a mass that is not positive; a failed solve (the
+/// shift not below the lowest eigenvalue makes `H − σM` indefinite); no convergence.
+pub fn lowest_modes<V: Vector, P: Model<V> + ?Sized>(
+    model: &P,
+    q: &V,
+    k: usize,
+    shift: f64,
+) -> Result<NormalModes, ModesError> {
+    use crate::linalg::{ShiftedSolve, SolveOptions};
+    let n = model.dimension();
+    if !(shift < 0.0 && shift.is_finite()) || k == 0 || k > n {
+        return Err(ModesError::BadRequest { k, n, shift });
+    }
+    let mut m = vec![0.0; n];
+    model.masses_into_slice(&mut m);
+    if let Some((index, &mass)) = m
+        .iter()
+        .enumerate()
+        .find(|(_, &x)| !(x.is_finite() && x > 0.0))
+    {
+        return Err(ModesError::Mass { index, mass });
+    }
+    let sqrt_m: Vec<f64> = m.iter().map(|x| x.sqrt()).collect();
+    let masses = V::try_from_slice(&m).expect("n masses");
+    let mut h = model.new_matrix(HessianPart::Full);
+    model.hessian_into(q, &mut h);
+    let mut solver = model.new_solver(HessianPart::Full);
+    let s = -1.0 / shift;
+    let mut x = V::zeros(n);
+    // w = B y: z solves (M + sH) z = M^{1/2} y; (H − σM)^{-1} M^{1/2} y = s z.
+    let mut apply = |y: &[f64], w: &mut [f64]| -> Result<(), ModesError> {
+        for (xi, (yi, r)) in x.as_mut_slice().iter_mut().zip(y.iter().zip(&sqrt_m)) {
+            *xi = yi * r;
+        }
+        solver
+            .solve_shifted(&masses, s, &h, &mut x, &SolveOptions::default())
+            .map_err(|e| ModesError::Solve(e.to_string()))?;
+        for (wi, (zi, r)) in w.iter_mut().zip(x.as_slice().iter().zip(&sqrt_m)) {
+            *wi = s * zi * r;
+        }
+        Ok(())
+    };
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    // A fixed start (no randomness: the same modes every run), not orthogonal to any mode.
+    let mut v0: Vec<f64> = (0..n)
+        .map(|i| 1.0 + 0.5 * ((i as f64 * 0.618_033_988_75).fract() - 0.5))
+        .collect();
+    let norm = dot(&v0, &v0).sqrt();
+    v0.iter_mut().for_each(|x| *x /= norm);
+    let mut basis: Vec<Vec<f64>> = vec![v0];
+    let (mut alpha, mut beta): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    let mut w = vec![0.0; n];
+    let mut steps = (2 * k + 20).max(40).min(n);
+    loop {
+        while alpha.len() < steps {
+            let j = alpha.len();
+            apply(&basis[j], &mut w)?;
+            let a = dot(&basis[j], &w);
+            alpha.push(a);
+            // Full reorthogonalization, twice ("twice is enough").
+            for _ in 0..2 {
+                for b in &basis {
+                    let c = dot(b, &w);
+                    w.iter_mut().zip(b).for_each(|(x, y)| *x -= c * y);
+                }
+            }
+            let b = dot(&w, &w).sqrt();
+            if b <= 1e-13 * a.abs() || basis.len() == n {
+                // An invariant subspace: the Ritz values are exact.
+                beta.push(0.0);
+                break;
+            }
+            beta.push(b);
+            basis.push(w.iter().map(|x| x / b).collect());
+        }
+        let j = alpha.len();
+        let t = faer::Mat::<f64>::from_fn(j, j, |r, c| {
+            if r == c {
+                alpha[r]
+            } else if r + 1 == c {
+                beta[r]
+            } else if c + 1 == r {
+                beta[c]
+            } else {
+                0.0
+            }
+        });
+        let evd = t
+            .self_adjoint_eigen(faer::Side::Lower)
+            .map_err(|_| ModesError::NoConvergence)?;
+        let (theta, u) = (evd.S(), evd.U());
+        // The k largest θ (ascending in faer's order: the last k), as ascending λ.
+        let wanted: Vec<usize> = (j.saturating_sub(k)..j).rev().collect();
+        let last = beta[j - 1];
+        let converged = wanted.len() == k
+            && wanted
+                .iter()
+                .all(|&i| (last * u[(j - 1, i)]).abs() <= 1e-10 * theta[i].abs());
+        if converged || j >= n || last == 0.0 {
+            if wanted.len() < k {
+                return Err(ModesError::NoConvergence);
+            }
+            let mut eigenvalues = Vec::with_capacity(k);
+            let mut vectors = vec![0.0; k * n];
+            for (slot, &i) in wanted.iter().enumerate() {
+                eigenvalues.push(shift + 1.0 / theta[i]);
+                let y = &mut vectors[slot * n..(slot + 1) * n];
+                for (r, b) in basis.iter().take(j).enumerate() {
+                    let c = u[(r, i)];
+                    y.iter_mut().zip(b).for_each(|(x, v)| *x += c * v);
+                }
+                let norm = dot(y, y).sqrt();
+                y.iter_mut().for_each(|x| *x /= norm);
+            }
+            return Ok(NormalModes {
+                eigenvalues,
+                vectors,
+                dimension: n,
+                inv_sqrt_m: sqrt_m.iter().map(|x| 1.0 / x).collect(),
+            });
+        }
+        steps = (2 * steps).min(n);
+    }
 }
 
 /// The rigid motions of a configuration, in mass-weighted coordinates, orthonormal together.
@@ -306,6 +467,38 @@ mod tests {
             modes.angular_frequency(5) > 0.0
                 && modes.displacement(5).iter().any(|x| x.abs() == 1.0)
         );
+    }
+
+    #[test]
+    fn shift_invert_lanczos_finds_the_lowest_modes_of_the_dense_spectrum() {
+        let s = Springs {
+            k: 3.0,
+            m: 2.0,
+            n: 6,
+        };
+        let q = [0.1, 1.3, 2.2, 2.9, 4.4, 5.0];
+        let all = normal_modes(&s, &q).expect("modes");
+        let low = lowest_modes(&s, &q, 3, -0.05).expect("lowest");
+        assert_eq!((low.len(), low.dimension()), (3, 6));
+        for k in 0..3 {
+            assert!((low.eigenvalues[k] - all.eigenvalues[k]).abs() < 1e-10);
+            // The same vector up to sign.
+            let d: f64 = low
+                .mode(k)
+                .iter()
+                .zip(all.mode(k))
+                .map(|(a, b)| a * b)
+                .sum();
+            assert!((d.abs() - 1.0).abs() < 1e-9, "mode {k}: {d}");
+        }
+        assert!(matches!(
+            lowest_modes(&s, &q, 3, 0.5),
+            Err(ModesError::BadRequest { .. })
+        ));
+        assert!(matches!(
+            lowest_modes(&s, &q, 7, -0.5),
+            Err(ModesError::BadRequest { .. })
+        ));
     }
 
     #[test]

@@ -362,6 +362,13 @@ pub struct NmaArgs {
     /// Extended-XYZ animation of the vibrational modes (VMD, OVITO, ASE).
     #[arg(long, value_name = "FILE.xyz")]
     pub modes: Option<PathBuf>,
+    /// Only the K lowest modes, by shift-invert Lanczos on the sparse solver (large systems).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub lowest: Option<u64>,
+    /// The shift σ of --lowest: the modes found are those nearest σ, the lowest when σ is below
+    /// the lowest eigenvalue (negative; below the most negative curvature off a minimum).
+    #[arg(long, default_value_t = -1e-3, allow_negative_numbers = true, value_parser = finite_f64)]
+    pub shift: f64,
 }
 
 fn positive_f64(s: &str) -> Result<f64, String> {

@@ -67,8 +67,13 @@ pub fn nma(args: &NmaArgs) -> Result<(), CliError> {
         println!("    minimised first: L-BFGS, {steps} iterations, RMS force {rms:.1e}");
     }
     println!(
-        "    {} modes in {seconds:.2} s (exact Hessian, dense symmetric eigensolver); frequencies in {}",
+        "    {} modes in {seconds:.2} s (exact Hessian, {}); frequencies in {}",
         spectrum.modes.len(),
+        if args.lowest.is_some() {
+            "the lowest by shift-invert Lanczos on the sparse solver"
+        } else {
+            "dense symmetric eigensolver"
+        },
         spectrum.units.name
     );
     if rigid.is_some() {

@@ -103,3 +103,25 @@ fn penalized_chain_modes_equal_those_of_the_hand_written_hessian() {
     );
     assert!(worst.0 <= 1e-9 && worst.1 <= 1e-9, "{worst:?}");
 }
+
+#[test]
+fn lanczos_on_the_banded_solver_finds_the_dna_rings_lowest_modes() {
+    use zs_runtime::modes::lowest_modes;
+    let n = 300;
+    let sys = DnaChain::paper().assemble(n);
+    let mut rng = ChaCha8Rng::seed_from_u64(33);
+    let q: Vec<f64> = (0..n).map(|_| rng.random_range(-0.3..0.3)).collect();
+    let all = normal_modes(&sys, &q).expect("dense");
+    // Off the minimum the Hessian has negative eigenvalues: the shift goes below them.
+    assert!(all.eigenvalues[0] < 0.0 && all.eigenvalues[0] > -1.0);
+    let low = lowest_modes(&sys, &q, 6, -1.0).expect("Lanczos");
+    let big = all.eigenvalues.iter().fold(0.0_f64, |b, x| b.max(x.abs()));
+    for k in 0..6 {
+        assert!(
+            (low.eigenvalues[k] - all.eigenvalues[k]).abs() <= 1e-9 * big,
+            "mode {k}: {} against {}",
+            low.eigenvalues[k],
+            all.eigenvalues[k]
+        );
+    }
+}

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use zs_runtime::minimize::Lbfgs;
-use zs_runtime::modes::{normal_modes, rigid_motions, NormalModes, RigidMotions};
+use zs_runtime::modes::{lowest_modes, normal_modes, rigid_motions, NormalModes, RigidMotions};
 use zs_runtime::{Model, Vector};
 
 use crate::cli::error::CliError;
@@ -101,7 +101,10 @@ pub(crate) fn analyse<V: Vector, P: Model<V>>(
     } else {
         None
     };
-    let modes = normal_modes(model, &q)?;
+    let modes = match args.lowest {
+        Some(k) => lowest_modes(model, &q, k as usize, args.shift)?,
+        None => normal_modes(model, &q)?,
+    };
     let mut masses = vec![0.0; model.dimension()];
     model.masses_into_slice(&mut masses);
     Ok(Spectrum {
