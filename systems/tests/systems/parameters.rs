@@ -93,3 +93,96 @@ fn parameter_derivatives_equal_closed_forms_and_central_differences() {
     assert!(worst[0] <= 1e-13, "{worst:?}");
     assert!(worst[1] <= 1e-7 && worst[2] <= 1e-7, "{worst:?}");
 }
+
+/// The same physics term by term: harmonic bonds (`k`, marked) and an LJ pair term (`epsilon`,
+/// marked; `sigma` not), in an open cluster.
+#[derive(Clone, Copy)]
+struct Beads {
+    k: f64,
+    epsilon: f64,
+    sigma: f64,
+}
+
+#[mechanical_system(parameters(k, epsilon))]
+impl Beads {
+    fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+        0.5 * self.k * (r2.sqrt() - 1.0).powi(2)
+    }
+    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+        let s6 = (self.sigma * self.sigma / r2).powi(3);
+        4.0 * self.epsilon * (s6 * s6 - s6)
+    }
+}
+
+#[test]
+fn assembled_parameter_derivatives_equal_central_differences_in_the_fields() {
+    use zs_runtime::assembly::{Assembled, Terms, Topology};
+    use zs_runtime::Model;
+    assert_eq!(<Beads as Terms<3>>::PARAMETERS, ["k", "epsilon"]);
+    let n = 8;
+    let topology = || {
+        let mut t = Topology::new(n);
+        for i in 1..n {
+            t = t.bond(i - 1, i);
+        }
+        t.exclude_bonded()
+    };
+    let mut rng = Rng(52);
+    let q: Vec<f64> = (0..3 * n)
+        .map(|i| if i % 3 == 0 { (i / 3) as f64 * 1.05 } else { 0.0 } + 0.2 * rng.next())
+        .collect();
+    let base = Beads {
+        k: 30.0,
+        epsilon: 0.7,
+        sigma: 0.9,
+    };
+    let sys = Assembled::new(base, topology()).expect("valid");
+    let (dv, dg) = sys.parameter_derivatives(&q);
+    assert_eq!((dv.len(), dg.len(), dg[0].len()), (2, 2, 3 * n));
+    let h = 1e-6;
+    let mut worst = [0.0f64; 2];
+    for p in 0..2 {
+        let at = |d: f64| {
+            let mut b = base;
+            if p == 0 {
+                b.k += d;
+            } else {
+                b.epsilon += d;
+            }
+            let s = Assembled::new(b, topology()).expect("valid");
+            let mut g = vec![0.0; 3 * n];
+            let v = s.value_gradient_into(&q, &mut g);
+            (v, g)
+        };
+        let ((vp, gp), (vm, gm)) = (at(h), at(-h));
+        worst[0] = worst[0].max(((vp - vm) / (2.0 * h) - dv[p]).abs() / dv[p].abs().max(1.0));
+        let fd: Vec<f64> = gp
+            .iter()
+            .zip(&gm)
+            .map(|(a, b)| (a - b) / (2.0 * h))
+            .collect();
+        worst[1] = worst[1].max(rel_err(&dg[p], &fd));
+    }
+    // The bonds' energy is linear in k: ∂V/∂k is the bonds' energy over k, exactly.
+    let bonds_only: f64 = (1..n)
+        .map(|i| {
+            let r: f64 = (0..3)
+                .map(|a| (q[3 * i + a] - q[3 * (i - 1) + a]).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            0.5 * (r - 1.0).powi(2)
+        })
+        .sum();
+    assert!(
+        (dv[0] - bonds_only).abs() <= 1e-13 * bonds_only.abs().max(1.0),
+        "{} {bonds_only}",
+        dv[0]
+    );
+    eprintln!(
+        "assembled: FD of V {:.1e}, FD of ∇V {:.1e}",
+        worst[0], worst[1]
+    );
+    assert!(worst[0] <= 1e-7 && worst[1] <= 1e-7, "{worst:?}");
+}

@@ -36,41 +36,46 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let input = Input::from_syn(&item_impl);
     let shape = valid::check_signatures(&cx, &input);
     if let Some(t) = &shape.terms {
-        if let Some(p) = attr.parameters.first() {
-            cx.error_spanned_by(
-                p,
-                "parameters(...) applies to systems with `potential(&self, q: &[f64; N])`;                  term-by-term systems have no parameter derivatives yet",
-            );
-        }
         let lowered = lower::lower_terms(&cx, &input, t);
+        let marked = marked_parameters(&cx, &attr.parameters, &lowered.params);
         return match cx.check() {
-            Ok(()) => terms::generate(&input, t, lowered),
+            Ok(()) => terms::generate(&input, t, lowered, &marked),
             Err(err) => terms::fallback(&input, t, &err, &lowered.visited),
         };
     }
     let lowered = lower::lower(&cx, &input, &shape);
-    // Each marked field must be read as `self.field`: its `Var::Param` index.
-    let marked: Vec<(String, u32)> = attr
-        .parameters
+    let marked = marked_parameters(&cx, &attr.parameters, &lowered.params);
+    match cx.check() {
+        Ok(()) => fixed::generate(&input, &shape, lowered, &marked),
+        Err(err) => fallback(&input, &shape, &err, &lowered.visited),
+    }
+}
+
+/// The fields of `parameters(...)` with their `Var::Param` indices: each must be read as
+/// `self.field` somewhere in the definition (an error at the name otherwise).
+fn marked_parameters(
+    cx: &Ctxt,
+    names: &[Ident],
+    params: &[lower::ParamExpr],
+) -> Vec<(String, u32)> {
+    names
         .iter()
         .filter_map(|p| {
             let place = format!("self.{p}");
-            let k = lowered.params.iter().position(|e| {
+            let k = params.iter().position(|e| {
                 e.tokens.to_string().split_whitespace().collect::<String>() == place
             });
             if k.is_none() {
                 cx.error_spanned_by(
                     p,
-                    format!("`{p}` is not read as `self.{p}` in the definition: nothing to differentiate"),
+                    format!(
+                        "`{p}` is not read as `self.{p}` in the definition: nothing to differentiate"
+                    ),
                 );
             }
             k.map(|k| (p.to_string(), k as u32))
         })
-        .collect();
-    match cx.check() {
-        Ok(()) => fixed::generate(&input, &shape, lowered, &marked),
-        Err(err) => fallback(&input, &shape, &err, &lowered.visited),
-    }
+        .collect()
 }
 
 /// The error for an item that is not an `impl` block, at the item's name when it has one.

@@ -273,7 +273,13 @@ fn form_info(present: bool, stiff: bool, constraints: usize, third: &TokenStream
 }
 
 /// The successful expansion of a term definition.
-pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms) -> TokenStream {
+/// `marked`: the fields of `parameters(...)` and their `Var::Param` indices.
+pub fn generate(
+    input: &Input<'_>,
+    shape: &TermShape,
+    mut lowered: LoweredTerms,
+    marked: &[(String, u32)],
+) -> TokenStream {
     let user = user_impl(input.original, None);
     let Some(d) = shape.d else {
         let err = syn::Error::new_spanned(&input.original.self_ty, "internal error: no D");
@@ -292,6 +298,7 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
     let allow = allow_lints();
     let d_lit = usize_lit(d);
 
+    let names = marked.iter().map(|(name, _)| name.as_str());
     let mut impls = Vec::new();
     let mut infos = Vec::new();
     for (f, spec) in FORMS.iter().enumerate() {
@@ -320,6 +327,25 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
             None => (v0, zero),
         };
         let kernels = Kernels::new(&mut graph, n, total, v1, cons.as_deref());
+        // ∂V/∂θ_p and ∂∇V/∂θ_p of the term (the unpenalized energy) for the marked fields.
+        let parameters = (!marked.is_empty()).then(|| {
+            let mut outs: Vec<NodeId> = marked
+                .iter()
+                .map(|&(_, p)| graph.derivative(total, Var::Param(p)))
+                .collect();
+            for &(_, p) in marked {
+                for i in 0..n {
+                    let g = kernels.plain.dv.gradient[i];
+                    outs.push(graph.derivative(g, Var::Param(p)));
+                }
+            }
+            let count = marked.len();
+            em.body(&graph, &outs, |o| {
+                let v = &o[..count];
+                let g = o[count..].chunks(n).map(|c| local(c, d));
+                quote!(([#(#v),*], [#(#g),*]))
+            })
+        });
         let [e, g, gh, gs, t, ght, el, gl, hv] = kernels.bodies(&em, &lanes, &graph, d, k);
         let is_stiff = stiff.is_some() || cons.is_some();
         let k_lit = usize_lit(k);
@@ -365,6 +391,16 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
                     q: &#local,
                 ) -> (f64, #local, #local_h) {
                     #gs
+                }
+            });
+        }
+        if let Some(body) = parameters {
+            methods.push(quote! {
+                #[inline]
+                fn parameter_derivatives(&self, q: &#local, dv: &mut [f64], dg: &mut [#local]) {
+                    let (v, g) = { #body };
+                    dv.copy_from_slice(&v);
+                    dg.copy_from_slice(&g);
                 }
             });
         }
@@ -420,6 +456,7 @@ pub fn generate(input: &Input<'_>, shape: &TermShape, mut lowered: LoweredTerms)
         impl #impl_generics ::zs_runtime::assembly::Terms<#d_lit> for #self_ty #where_clause {
             const FORMS: ::zs_runtime::assembly::Forms =
                 ::zs_runtime::assembly::Forms { #(#infos,)* };
+            const PARAMETERS: &'static [&'static str] = &[#(#names),*];
             #[inline]
             fn body_masses(&self) -> [f64; #d_lit] {
                 #masses

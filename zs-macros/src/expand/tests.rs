@@ -407,7 +407,7 @@ fn parameters_must_be_fields_the_definition_reads() {
     // Anything else is rejected with what is accepted.
     let out = expand(quote!(params = 1), system).to_string();
     assert!(out.contains("other than `parameters(field, ...)`"), "{out}");
-    // Term-by-term systems have none yet.
+    // Term-by-term systems: each kernel's derivatives, and the names on `Terms`.
     let out = expand(
         quote!(parameters(k)),
         quote!(impl S {
@@ -416,8 +416,9 @@ fn parameters_must_be_fields_the_definition_reads() {
         }),
     )
     .to_string();
+    assert!(!out.contains("compile_error"), "{out}");
     assert!(
-        out.contains("term-by-term systems have no parameter derivatives yet"),
+        out.contains("fn parameter_derivatives") && out.contains("PARAMETERS"),
         "{out}"
     );
 }

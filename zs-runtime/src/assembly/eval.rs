@@ -179,6 +179,15 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want);
     /// `acc += Σ_t e_t`, in term order (after [`Want::Energy`]).
     fn add_energy(&self, acc: &mut f64);
+    /// Its terms' parameter derivatives added into `dv` (`P`) and `dg` (`P` rows of the free
+    /// coordinates, flat), term by term ([`Kernel::parameter_derivatives`]).
+    fn add_parameter_derivatives(
+        &self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        dv: &mut [f64],
+        dg: &mut [f64],
+    );
     /// Phase B, one chunk of free bodies from `first_body`: add each body's contributions to
     /// `out` in term order; the first form of a sum instead writes them (`first`).
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool);
@@ -448,6 +457,37 @@ where
             Want::HessianVector => map1(par, list, &mut self.g, |fr, bo| {
                 terms.hessian_vector(w, &x(fr, bo), &input.dir(fr))
             }),
+        }
+    }
+
+    fn add_parameter_derivatives(
+        &self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        dv: &mut [f64],
+        dg: &mut [f64],
+    ) {
+        let p = dv.len();
+        if p == 0 || !self.info.present {
+            return;
+        }
+        let n = dg.len() / p;
+        let (mut v, mut g) = (vec![0.0; p], vec![[[0.0; D]; K]; p]);
+        for (fr, bo) in self.list.free.iter().zip(&self.list.bodies) {
+            v.fill(0.0);
+            g.fill([[0.0; D]; K]);
+            terms.parameter_derivatives(&input.x(fr, bo), &mut v, &mut g);
+            for (k, gk) in g.iter().enumerate() {
+                dv[k] += v[k];
+                for (b, &f) in fr.iter().enumerate() {
+                    if f != PINNED {
+                        let o = k * n + f as usize * D;
+                        for d in 0..D {
+                            dg[o + d] += gk[b][d];
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -634,6 +634,25 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         eval::sum_vector(&s.forms, nonzero, self.bodies.free, self.parallel, out);
     }
 
+    /// Derivatives of `V` in the system's parameters (`#[mechanical_system(parameters(...))]`,
+    /// names in [`Terms::PARAMETERS`]): `∂V/∂θ_p` and, row `p`, `∂∇V/∂θ_p` over the free
+    /// coordinates — exact, term by term, for fitting force fields. Allocates (not a step).
+    pub fn parameter_derivatives(&self, q: &[f64]) -> (Vec<f64>, Vec<Vec<f64>>) {
+        let p = T::PARAMETERS.len();
+        let n = self.bodies.free * D;
+        let (mut dv, mut dg) = (vec![0.0; p], vec![0.0; p * n]);
+        let input = self.inputs(0.0, q, q);
+        let mut s = self.engine();
+        s.refresh(q, &self.pins, &self.bodies);
+        for f in &s.forms {
+            f.add_parameter_derivatives(&self.terms, &input, &mut dv, &mut dg);
+        }
+        (
+            dv,
+            dg.chunks(n.max(1)).take(p).map(<[f64]>::to_vec).collect(),
+        )
+    }
+
     /// `Hess V_ω(q) · a` into `out`, term by term (no matrix).
     pub(crate) fn hessian_vector(&self, omega: f64, q: &[f64], a: &[f64], out: &mut [f64]) {
         self.check_len(a, "the direction");

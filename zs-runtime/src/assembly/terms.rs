@@ -94,6 +94,10 @@ pub trait Kernel<const D: usize, const K: usize, F: Form>: Sync {
             })
         })
     }
+    /// `∂E/∂θ_p` into `dv[p]` and `∂∇E/∂θ_p` into `dg[p]` for the system's parameters
+    /// ([`Terms::PARAMETERS`]); the default (no parameters, or a form that does not read them)
+    /// leaves them as they are (zero).
+    fn parameter_derivatives(&self, x: &Local<D, K>, dv: &mut [f64], dg: &mut [Local<D, K>]) {}
     /// Its constraints `g_c(x)` (the form's `FormInfo::constraints` of them) into `g`, their
     /// gradients into `jac` (row `c`).
     fn constraints(&self, x: &Local<D, K>, g: &mut [f64], jac: &mut [Local<D, K>]) {}
@@ -107,6 +111,8 @@ pub trait Terms<const D: usize>:
 {
     /// The forms the definition has.
     const FORMS: Forms;
+    /// The fields of `#[mechanical_system(parameters(...))]`, in order.
+    const PARAMETERS: &'static [&'static str] = &[];
 
     /// The masses of a body's coordinates (the diagonal of its block of `M`).
     fn body_masses(&self) -> Body<D> {
