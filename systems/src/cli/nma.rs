@@ -32,6 +32,13 @@ pub fn nma(args: &NmaArgs) -> Result<(), CliError> {
             path: args.modes.clone().unwrap_or_default(),
         });
     }
+    if args.data.is_some() {
+        return Err(CliError::does_not_apply(
+            "--data",
+            format!("zs nma {}", sys.name()),
+            Some("no system's normal modes read a LAMMPS data file yet"),
+        ));
+    }
     let started = std::time::Instant::now();
     let spectrum = sys.nma(args)?;
     let seconds = started.elapsed().as_secs_f64();

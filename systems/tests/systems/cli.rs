@@ -934,3 +934,32 @@ fn nma_of_a_minimised_water_dimer_finds_its_six_rigid_motions_and_animates_the_r
         12 * 16
     );
 }
+
+#[test]
+fn nma_refuses_what_it_cannot_do_in_one_line() {
+    let d = dir("nma-bad");
+    for (args, needles) in [
+        (
+            &["nma", "kremer-grest"][..],
+            &["zs nma", "kremer-grest"][..],
+        ),
+        (&["nma", "water", "--data", "x.data"], &["--data"]),
+        (&["nma", "dna", "--omega", "3"], &["--omega", "dna"]),
+        (&["nma", "double-pendulum", "--n", "3"], &["--n"]),
+        (
+            &["nma", "dna", "--n", "5", "--lowest", "9"],
+            &["lowest 9 of 5"],
+        ),
+        (
+            &["nma", "dna", "--n", "5", "--lowest", "2", "--shift", "1"],
+            &["shift"],
+        ),
+        (
+            &["nma", "water", "--out", "a.csv", "--modes", "a.csv"],
+            &["same file"],
+        ),
+    ] {
+        let o = zs(&d, args);
+        one_line_error(&o, args, needles);
+    }
+}
