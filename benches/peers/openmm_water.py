@@ -33,7 +33,7 @@
 Usage (from the repository root; installs openmm with pip if missing):
     python3 benches/peers/openmm_water.py [--n 100] [--steps 20000] [--check-n 7]
     python3 benches/peers/openmm_water.py --big 1000 [--big-steps 200] [--skip-small]
-    python3 benches/peers/openmm_water.py --nma 100 [--fd-step 1e-4] --skip-small
+    python3 benches/peers/openmm_water.py --nma 100 [--fd-step 1e-4] [--nma-out DIR] --skip-small
 """
 import argparse
 import math
@@ -304,6 +304,50 @@ def nma(zs, n, omega, step):
     return lam_zs, lam_mm
 
 
+def write_nma(out_dir, n, lam_zs, lam_mm):
+    """Both spectra as CSV and an SVG: frequencies against mode (zs line, OpenMM dots) and the
+    eigenvalue differences relative to the largest eigenvalue (log scale)."""
+    os.makedirs(out_dir, exist_ok=True)
+    cm = 1.0 / (2 * math.pi * 2.99792458e10 * 4.888821e-14)
+    freq = lambda l: math.copysign(math.sqrt(abs(l)), l) * cm
+    big = max(abs(x) for x in lam_mm)
+    with open(os.path.join(out_dir, "nma-openmm.csv"), "w") as fh:
+        fh.write("mode,eigenvalue_zs,eigenvalue_openmm_fd,frequency_zs_cm1,frequency_openmm_fd_cm1,difference_rel\n")
+        for k, (a, b) in enumerate(zip(map(float, lam_zs), map(float, lam_mm))):
+            fh.write(f"{k},{a!r},{b!r},{freq(a)!r},{freq(b)!r},{float(abs(a - b) / big)!r}\n")
+    w, h, pad = 520, 360, 60
+    def panel(x0, title, ys, log, style):
+        lo, hi = min(min(v) for v in ys), max(max(v) for v in ys)
+        if log:
+            lo, hi = math.log10(lo), math.log10(hi)
+        hi = hi if hi > lo else lo + 1
+        sx = lambda k: x0 + pad + (w - 2 * pad) * k / max(1, len(ys[0]) - 1)
+        sy = lambda y: h - pad - (h - 2 * pad) * (((math.log10(y) if log else y) - lo) / (hi - lo))
+        out = [f'<rect x="{x0 + pad}" y="{pad}" width="{w - 2 * pad}" height="{h - 2 * pad}" fill="none" stroke="black"/>',
+               f'<text x="{x0 + w / 2}" y="{pad - 20}" text-anchor="middle" font-size="14">{title}</text>',
+               f'<text x="{x0 + w / 2}" y="{h - 20}" text-anchor="middle" font-size="12">mode</text>',
+               f'<text x="{x0 + 10}" y="{pad + 10}" font-size="11">{"1e%.1f" % hi if log else "%.0f" % hi}</text>',
+               f'<text x="{x0 + 10}" y="{h - pad}" font-size="11">{"1e%.1f" % lo if log else "%.0f" % lo}</text>']
+        for v, (kind, color) in zip(ys, style):
+            pts = [(sx(k), sy(y)) for k, y in enumerate(v)]
+            if kind == "line":
+                out.append('<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>'
+                           % (color, " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)))
+            else:
+                out += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="1.6" fill="{color}"/>' for x, y in pts[::max(1, len(pts) // 300)]]
+        return out
+    fz = [max(freq(l), 1e-3) for l in lam_zs]
+    fm = [max(freq(l), 1e-3) for l in lam_mm]
+    diff = [max(abs(a - b) / big, 1e-18) for a, b in zip(lam_zs, lam_mm)]
+    body = panel(0, f"{n} TIP3P waters: frequency (cm^-1), zs exact (line) vs OpenMM FD (dots)", [fz, fm], False,
+                 [("line", "#1f77b4"), ("dots", "#d62728")])
+    body += panel(w, "|lambda_zs - lambda_OpenMM-FD| / max lambda", [diff], True, [("dots", "#2ca02c")])
+    with open(os.path.join(out_dir, "nma-openmm.svg"), "w") as fh:
+        fh.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{h}" font-family="sans-serif">'
+                 + "".join(body) + "</svg>\n")
+    print(f"  wrote {out_dir}/nma-openmm.csv and nma-openmm.svg")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100)
@@ -316,10 +360,13 @@ def main():
     ap.add_argument("--nma", type=int, default=0)
     ap.add_argument("--omega", type=float, default=20.0)
     ap.add_argument("--fd-step", type=float, default=1e-4)
+    ap.add_argument("--nma-out", default=None, help="directory for the CSV and SVG of both spectra")
     args = ap.parse_args()
     zs = zs_binary()
     if args.nma:
-        nma(zs, args.nma, args.omega, args.fd_step)
+        lam_zs, lam_mm = nma(zs, args.nma, args.omega, args.fd_step)
+        if args.nma_out:
+            write_nma(args.nma_out, args.nma, lam_zs, lam_mm)
     if args.big:
         big(zs, args.big, args.big_steps)
     if args.skip_small:
