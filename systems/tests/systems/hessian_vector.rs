@@ -125,6 +125,26 @@ fn water_cluster_products_equal_its_sparse_hessian_times_the_direction() {
             worst[1] = worst[1].max(rel_err(&hv, &fd_hv(p, &q, &a, 1e-5)));
         }
     }
+    // The exchange forms of the same Hessian: triplets (both triangles) and dense_into rebuild
+    // exactly the matrix `get` reads.
+    let q = w.cluster(n, water::SPACING, 7);
+    let p = sys.penalized(water::OMEGA);
+    let mut h = p.new_matrix(HessianPart::Full);
+    p.hessian_into(&q, &mut h);
+    let m = 9 * n;
+    let mut from_triplets = vec![0.0; m * m];
+    for (r, c, v) in h.triplets() {
+        assert_eq!(from_triplets[r * m + c], 0.0, "({r}, {c}) listed twice");
+        from_triplets[r * m + c] = v;
+    }
+    let mut dense = vec![0.0; m * m];
+    h.dense_into(&mut dense);
+    for r in 0..m {
+        for c in 0..m {
+            assert_eq!(dense[r * m + c], h.get(r, c));
+            assert_eq!(from_triplets[r * m + c], h.get(r, c));
+        }
+    }
     eprintln!("water (generated H, FD) {worst:?}");
     assert!(worst[0] <= 1e-12 && worst[1] <= 1e-6, "{worst:?}");
 }
