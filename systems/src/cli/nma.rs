@@ -1,4 +1,5 @@
-//! `zs nma <system> [--init FILE] [--n N] [--omega W] [--minimize] [--out FILE] [--modes FILE.xyz]`:
+//! `zs nma <system> [--init FILE] [--n N] [--omega W] [--minimize] [--lowest K [--shift S]]
+//! [--out FILE] [--modes FILE.xyz]`:
 //! normal-mode analysis at a state ([`zs_runtime::modes`]): the eigenvalues of
 //! `M^{-1/2} H M^{-1/2}` from the exact generated Hessian, ascending, one CSV row per mode —
 //! `mode`, `eigenvalue`, `frequency` (the system's unit: cm⁻¹ for water, else the angular
