@@ -6,6 +6,26 @@
 
 use zs_runtime::Potential;
 
+/// A seeded xorshift stream for test points (no dependency, the same numbers everywhere).
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next number, uniform in `[-1, 1)`.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+
+    /// `n` numbers from [`Rng::next`].
+    pub fn vec(&mut self, n: usize) -> Vec<f64> {
+        (0..n).map(|_| self.next()).collect()
+    }
+}
+
 /// `max_i |x_i|`.
 pub fn norm_inf(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |m, v| m.max(v.abs()))

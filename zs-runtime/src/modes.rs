@@ -131,6 +131,20 @@ impl NormalModes {
     }
 }
 
+/// The diagonal of `M`, each entry positive and finite (else [`ModesError::Mass`]).
+fn positive_masses<V: Vector, P: Model<V> + ?Sized>(model: &P) -> Result<Vec<f64>, ModesError> {
+    let mut m = vec![0.0; model.dimension()];
+    model.masses_into_slice(&mut m);
+    match m
+        .iter()
+        .enumerate()
+        .find(|(_, &x)| !(x.is_finite() && x > 0.0))
+    {
+        Some((index, &mass)) => Err(ModesError::Mass { index, mass }),
+        None => Ok(m),
+    }
+}
+
 /// The normal modes of `model` at `q`: its exact Hessian (penalty included when `model` is
 /// a penalized view), mass-weighted, diagonalised.
 ///
@@ -145,15 +159,7 @@ pub fn normal_modes<V: Vector, P: Model<V> + ?Sized>(
     if n > MAX_DENSE {
         return Err(ModesError::TooLarge { n });
     }
-    let mut m = vec![0.0; n];
-    model.masses_into_slice(&mut m);
-    if let Some((index, &mass)) = m
-        .iter()
-        .enumerate()
-        .find(|(_, &x)| !(x.is_finite() && x > 0.0))
-    {
-        return Err(ModesError::Mass { index, mass });
-    }
+    let m = positive_masses(model)?;
     let inv_sqrt_m: Vec<f64> = m.iter().map(|x| 1.0 / x.sqrt()).collect();
     let mut h = model.new_matrix(HessianPart::Full);
     model.hessian_into(q, &mut h);
@@ -213,15 +219,7 @@ pub fn lowest_modes<V: Vector, P: Model<V> + ?Sized>(
     if !(shift < 0.0 && shift.is_finite()) || k == 0 || k > n {
         return Err(ModesError::BadRequest { k, n, shift });
     }
-    let mut m = vec![0.0; n];
-    model.masses_into_slice(&mut m);
-    if let Some((index, &mass)) = m
-        .iter()
-        .enumerate()
-        .find(|(_, &x)| !(x.is_finite() && x > 0.0))
-    {
-        return Err(ModesError::Mass { index, mass });
-    }
+    let m = positive_masses(model)?;
     let sqrt_m: Vec<f64> = m.iter().map(|x| x.sqrt()).collect();
     let masses = V::try_from_slice(&m).expect("n masses");
     let mut h = model.new_matrix(HessianPart::Full);

@@ -10,17 +10,7 @@ use zs_systems::chain::reference::ChainReference;
 use zs_systems::chain::PendulumChain;
 use zs_systems::dna::reference::DnaReference;
 use zs_systems::dna::DnaChain;
-use zs_systems::testing::rel_err;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
-}
+use zs_systems::testing::{rel_err, Rng};
 
 /// Central differences of `f` along every coordinate (step `eps`).
 fn fd_gradient(f: &dyn Fn(&[f64]) -> f64, q: &[f64], eps: f64) -> Vec<f64> {

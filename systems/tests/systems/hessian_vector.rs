@@ -12,21 +12,8 @@ use zs_systems::dna::reference::DnaReference;
 use zs_systems::dna::DnaChain;
 use zs_systems::double_pendulum::reference::DoublePendulumReference;
 use zs_systems::double_pendulum::DoublePendulum;
-use zs_systems::testing::rel_err;
+use zs_systems::testing::{rel_err, Rng};
 use zs_systems::water::{self, Water};
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
-    fn vec(&mut self, n: usize) -> Vec<f64> {
-        (0..n).map(|_| self.next()).collect()
-    }
-}
 
 fn mat_vec(h: &[Vec<f64>], a: &[f64]) -> Vec<f64> {
     h.iter()
