@@ -22,6 +22,9 @@
 //!   (an assembled system in a periodic box, with a pair cutoff and a neighbour list, read from
 //!   a LAMMPS data file);
 //!
+//! - [`alkane`]: the TraPPE united-atom n-alkane's bonded terms (bonds, bond angles,
+//!   torsions: terms of two, three and four bodies), with hand-written derivatives;
+//!
 //! - [`pendulum`]: the planar and the spherical pendulum in Cartesian coordinates, Patrick et al.'s
 //!   checks (`docs/VARIATIONAL.md` §4).
 //!
@@ -29,6 +32,7 @@
 //!
 //! [`testing`] has the error measures and finite differences the derivative tests use.
 
+pub mod alkane;
 pub mod chain;
 pub mod cli;
 pub mod dna;

@@ -21,7 +21,7 @@ pub struct FormSpec {
 }
 
 /// Every form, in the runtime's table order.
-pub const FORMS: [FormSpec; 3] = [
+pub const FORMS: [FormSpec; 5] = [
     FormSpec {
         marker: "Site",
         field: "site",
@@ -44,6 +44,22 @@ pub const FORMS: [FormSpec; 3] = [
         arity: 2,
         energy: "pair_potential",
         stiff: None,
+        constraints: None,
+    },
+    FormSpec {
+        marker: "Angle",
+        field: "angle",
+        arity: 3,
+        energy: "angle_potential",
+        stiff: Some("stiff_angle_potential"),
+        constraints: None,
+    },
+    FormSpec {
+        marker: "Dihedral",
+        field: "dihedral",
+        arity: 4,
+        energy: "dihedral_potential",
+        stiff: Some("stiff_dihedral_potential"),
         constraints: None,
     },
 ];
@@ -179,16 +195,24 @@ mod tests {
                 "bond_potential",
                 "stiff_bond_potential",
                 "pair_potential",
+                "angle_potential",
+                "stiff_angle_potential",
+                "dihedral_potential",
+                "stiff_dihedral_potential",
                 "body_constraints",
                 "bond_constraints"
             ]
         );
         assert_eq!(
             role("bond_constraints").map(|(k, r)| (k, r.form)),
-            Some((6, 1))
+            Some((10, 1))
         );
         assert_eq!(role_of(2, RoleKind::Stiff), None);
-        assert_eq!(role_of(0, RoleKind::Constraints), Some(5));
+        assert_eq!(role_of(0, RoleKind::Constraints), Some(9));
+        assert_eq!(
+            role("dihedral_potential").map(|(_, r)| r.params()),
+            Some("a: &[f64; D], b: &[f64; D], c: &[f64; D], d: &[f64; D]".to_string())
+        );
     }
 
     #[test]

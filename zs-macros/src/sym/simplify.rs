@@ -12,7 +12,9 @@
 //!   outwards and merged (`-(-x) → x`, `x + (-y) → x - y`, `(-x) * y → -(x * y)`,
 //!   `-(c * x) → (-c) * x`), like terms (`c1·x + c2·x → (c1 + c2)·x`, `x * x → x²`,
 //!   `xᵃ · xᵇ → xᵃ⁺ᵇ`, `(xᵃ)ᵇ → xᵃᵇ`), constants merged through one level of `+`/`*`, odd/even
-//!   symmetry of `sin`, `cos`, `tan`, ... Derivative graphs are full of these patterns (a
+//!   symmetry of `sin`, `cos`, `tan`, ..., and `cos(n·acos u) → T_n(u)` (Chebyshev, `n ≤ 8`:
+//!   a torsion written through `φ = acos(cos φ)` becomes a polynomial in `cos φ`, its
+//!   derivatives finite at planar torsions). Derivative graphs are full of these patterns (a
 //!   product rule against a constant factor, a chain rule through a linear map), so removing
 //!   them keeps the emitted code small.
 //!
@@ -22,6 +24,10 @@
 
 use super::graph::{Graph, Node, NodeId};
 use super::{Binary, Unary};
+
+/// The largest `n` for which `cos(n·acos u)` is rewritten as the Chebyshev polynomial `T_n(u)`
+/// (torsion potentials use `n ≤ 6`).
+const CHEBYSHEV_MAX: u32 = 8;
 
 /// `Some(x)` if `x` is finite: the only constants folding may produce.
 fn finite(x: f64) -> Option<f64> {
@@ -109,7 +115,9 @@ impl Graph {
                 Node::Unary(Unary::Neg, x) => Some(x),
                 // -(x - y) → y - x
                 Node::Binary(Binary::Sub, x, y) => Some(self.sub(y, x)),
-                // -(c * x) → (-c) * x ; -(c / x) → (-c) / x
+                // -(c * x) → (-c) * x ; -(c / x) → (-c) / x, except in reciprocal mode, where
+                // `(-c) / x` is built as `(-c) · (1/x)`, which is `-(1/x)` again for c = 1.
+                Node::Binary(Binary::Div, ..) if self.reciprocals => None,
                 Node::Binary(op2 @ (Binary::Mul | Binary::Div), c, x) => {
                     let c = self.as_const(c)?;
                     let mc = self.constant(-c);
@@ -117,8 +125,12 @@ impl Graph {
                 }
                 _ => None,
             },
-            // Even functions: f(-x) → f(x).
             Unary::Cos => {
+                // cos(n·acos(u)) → T_n(u): a torsion written through its angle.
+                if let Some((n, u)) = self.multiple_of_acos(a) {
+                    return Some(self.chebyshev(n, u));
+                }
+                // An even function: cos(-x) → cos(x).
                 let x = self.neg_operand(a)?;
                 Some(self.unary(op, x))
             }
@@ -130,6 +142,44 @@ impl Graph {
             }
             Unary::Sqrt | Unary::Exp | Unary::Ln | Unary::Acos => None,
         }
+    }
+
+    /// `(n, u)` when `a` is `acos(u)` or `n·acos(u)` for a whole `n` with `|n| ≤ CHEBYSHEV_MAX`
+    /// (`cos` is even: the sign of `n` does not matter).
+    fn multiple_of_acos(&self, a: NodeId) -> Option<(u32, NodeId)> {
+        match *self.node(a) {
+            Node::Unary(Unary::Acos, u) => Some((1, u)),
+            Node::Unary(Unary::Neg, x) => self.multiple_of_acos(x),
+            // Constants come first in a product (canonical order).
+            Node::Binary(Binary::Mul, c, x) => {
+                let n = self.as_const(c)?;
+                let (k, u) = self.multiple_of_acos(x)?;
+                let n = n.abs() * f64::from(k);
+                (n.fract() == 0.0 && n <= f64::from(CHEBYSHEV_MAX)).then_some((n as u32, u))
+            }
+            _ => None,
+        }
+    }
+
+    /// The Chebyshev polynomial `T_n(u) = cos(n·acos u)` by its recurrence
+    /// `T_{k+1} = 2u·T_k − T_{k−1}`: a torsion's `cos(nφ)` as a polynomial in `cos φ`, whose
+    /// derivatives stay finite at planar torsions (φ = 0, π), where those of `acos` are
+    /// infinite (and where `acos` of a rounded `cos φ` just beyond ±1 is NaN).
+    fn chebyshev(&mut self, n: u32, u: NodeId) -> NodeId {
+        let (mut prev, mut cur) = (self.constant(1.0), u);
+        if n == 0 {
+            return prev;
+        }
+        let two_u = {
+            let two = self.constant(2.0);
+            self.mul(two, u)
+        };
+        for _ in 1..n {
+            let t = self.mul(two_u, cur);
+            let next = self.sub(t, prev);
+            (prev, cur) = (cur, next);
+        }
+        cur
     }
 
     /// Simplify `a.powi(n)`; `None` means "intern it as is".

@@ -2382,3 +2382,85 @@ mod prop {
         }
     }
 }
+
+/// `cos(n·acos u)` is rewritten as the Chebyshev polynomial `T_n(u)`: the same values inside
+/// `[-1, 1]`, and first and second derivatives that stay finite
+/// (and equal to `T_n'`, `T_n''`) at `u = ±1`, where those of `acos` are infinite: a torsion
+/// written through `φ = acos(cos φ)` is safe at planar torsions.
+#[test]
+fn cosine_of_a_multiple_of_acos_is_a_chebyshev_polynomial() {
+    use super::{Node, Unary};
+    // T_n and its first two derivatives, by the recurrence, for checking.
+    fn t(n: u32, u: f64) -> [f64; 3] {
+        let (mut p, mut c) = ([1.0, 0.0, 0.0], [u, 1.0, 0.0]);
+        if n == 0 {
+            return p;
+        }
+        for _ in 1..n {
+            let next = [
+                2.0 * u * c[0] - p[0],
+                2.0 * c[0] + 2.0 * u * c[1] - p[1],
+                4.0 * c[1] + 2.0 * u * c[2] - p[2],
+            ];
+            (p, c) = (c, next);
+        }
+        c
+    }
+    for n in 1..=4u32 {
+        for sign in [1.0, -1.0] {
+            let mut g = Graph::new();
+            let u = g.var(Var::Q(0));
+            let phi = g.acos(u);
+            let k = g.constant(sign * f64::from(n));
+            let arg = g.mul(k, phi);
+            let e = g.cos(arg);
+            let d1 = g.derivative(e, Var::Q(0));
+            let d2 = g.derivative(d1, Var::Q(0));
+            for k in 0..=40 {
+                let uv = -1.0 + f64::from(k) * 0.05;
+                let want = t(n, uv);
+                let got = [e, d1, d2].map(|id| g.eval(id, &|_| uv));
+                for (w, gv) in want.iter().zip(got) {
+                    assert!(
+                        (w - gv).abs() <= 1e-13 * (1.0 + w.abs()),
+                        "n = {n}, u = {uv}: {gv} vs {w}"
+                    );
+                }
+                if k % 20 != 10 {
+                    assert!((got[0] - (f64::from(n) * uv.acos()).cos()).abs() < 1e-14);
+                }
+            }
+        }
+    }
+    // Not a whole multiple: kept as written.
+    let mut g = Graph::new();
+    let u = g.var(Var::Q(0));
+    let phi = g.acos(u);
+    let k = g.constant(1.5);
+    let arg = g.mul(k, phi);
+    let e = g.cos(arg);
+    assert!(matches!(g.node(e), Node::Unary(Unary::Cos, _)));
+}
+
+/// In reciprocal mode (the lane kernels') `c / x` is built as `c · (1/x)`; negation pushes the
+/// sign into a quotient's constant (`-(c / x) → (-c) / x`). The two used to call each other
+/// forever on `-(1/x)`, so a term with `1.0 / (1.0 + r2)` overflowed the macro's stack. Both
+/// orders now end, with the value of the quotient.
+#[test]
+fn negated_reciprocals_terminate_in_reciprocal_mode() {
+    let mut g = Graph::new();
+    let x = g.var(Var::Q(0));
+    let (e, d, m) = g.with_reciprocals(|g| {
+        let one = g.constant(1.0);
+        let u = g.add(one, x);
+        let e = g.div(one, u);
+        let d = g.derivative(e, Var::Q(0));
+        let m1 = g.constant(-1.0);
+        let m = g.div(m1, x);
+        (e, d, m)
+    });
+    let at = 0.75;
+    assert_eq!(g.eval(e, &|_| at), 1.0 / (1.0 + at));
+    assert!((g.eval(d, &|_| at) + 1.0 / (1.0 + at).powi(2)).abs() < 1e-15);
+    assert_eq!(g.eval(m, &|_| at), -1.0 / at);
+}

@@ -15,6 +15,8 @@
 //! | [`Site`] | 1 | one per free body | `site_potential`, `stiff_site_potential`, `body_constraints` |
 //! | [`Bond`] | 2 | one per bond | `bond_potential`, `stiff_bond_potential`, `bond_constraints` |
 //! | [`Pair`] | 2 | one per non-excluded pair | `pair_potential` |
+//! | [`Angle`] | 3 | one per angle `(i, j, k)`, `j` the apex | `angle_potential`, `stiff_angle_potential` |
+//! | [`Dihedral`] | 4 | one per dihedral `(i, j, k, l)`, about the axis `j`–`k` | `dihedral_potential`, `stiff_dihedral_potential` |
 
 /// Which tuples of bodies of a [`super::Topology`] a form makes terms of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +29,10 @@ pub enum Over {
     /// in tiles of 16 × 16 bodies (pairs `i < j` with `i` in one block of 16 consecutive bodies and
     /// `j` in another, blocks in lexicographic order).
     Pairs,
+    /// One term per angle of the topology with at least one free body, in angle order.
+    Angles,
+    /// One term per dihedral of the topology with at least one free body, in dihedral order.
+    Dihedrals,
 }
 
 /// The static description of a term form (see the [module docs](self)).
@@ -71,6 +77,17 @@ form!(
 form!(
     /// One term per non-excluded pair: `pair_potential(a, b)`.
     Pair, "pair", 2, Pairs, pair
+);
+
+form!(
+    /// One term per angle `(i, j, k)` of the topology: `angle_potential(a, b, c)`,
+    /// `stiff_angle_potential(a, b, c)` (`b` is the apex).
+    Angle, "angle", 3, Angles, angle
+);
+form!(
+    /// One term per dihedral `(i, j, k, l)` of the topology: `dihedral_potential(a, b, c, d)`,
+    /// `stiff_dihedral_potential(a, b, c, d)` (the torsion about `b`–`c`).
+    Dihedral, "dihedral", 4, Dihedrals, dihedral
 );
 
 /// How the assembly obtains a form's third contraction `T(x; a)` (Z&S, eq. 3).
@@ -123,6 +140,10 @@ pub struct Forms {
     pub bond: FormInfo,
     /// [`Pair`].
     pub pair: FormInfo,
+    /// [`Angle`].
+    pub angle: FormInfo,
+    /// [`Dihedral`].
+    pub dihedral: FormInfo,
 }
 
 impl Forms {
@@ -131,5 +152,7 @@ impl Forms {
         site: FormInfo::ABSENT,
         bond: FormInfo::ABSENT,
         pair: FormInfo::ABSENT,
+        angle: FormInfo::ABSENT,
+        dihedral: FormInfo::ABSENT,
     };
 }

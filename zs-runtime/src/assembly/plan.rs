@@ -75,6 +75,8 @@ impl<const K: usize> TermList<K> {
         let terms = match (over, K) {
             (Over::Bodies, _) => n,
             (Over::Bonds, _) => topology.bonds().len(),
+            (Over::Angles, _) => topology.angles().len(),
+            (Over::Dihedrals, _) => topology.dihedrals().len(),
             (Over::Pairs, _) if topology.pair_cutoff().is_some() => 0,
             (Over::Pairs, _) => n.saturating_mul(n.saturating_sub(1)) / 2,
         };
@@ -96,17 +98,29 @@ impl<const K: usize> TermList<K> {
                     push(core::array::from_fn(|k| [i, j][k]));
                 }
             }
+            (Over::Angles, 3) => {
+                for a in topology.angles() {
+                    push(core::array::from_fn(|k| a[k]));
+                }
+            }
+            (Over::Dihedrals, 4) => {
+                for a in topology.dihedrals() {
+                    push(core::array::from_fn(|k| a[k]));
+                }
+            }
             // Under a cutoff the pairs come from the neighbour list, at the first evaluation.
             (Over::Pairs, 2) if topology.pair_cutoff().is_some() => {}
             (Over::Pairs, 2) => {
                 // Tiles of PAIR_TILE × PAIR_TILE bodies, so that a chunk of terms touches few
                 // bodies and its gradient partials stay small (see `PartialPlan`).
                 let n = topology.bodies();
+                let excluded = topology.exclusion_lists();
                 for bi in (0..n).step_by(PAIR_TILE) {
                     for bj in (bi..n).step_by(PAIR_TILE) {
-                        for i in bi..(bi + PAIR_TILE).min(n) {
+                        let rows = excluded.iter().enumerate().take(bi + PAIR_TILE).skip(bi);
+                        for (i, excluded) in rows {
                             for j in bj.max(i + 1)..(bj + PAIR_TILE).min(n) {
-                                if !topology.is_excluded(i, j) {
+                                if excluded.binary_search(&(j as u32)).is_err() {
                                     push(core::array::from_fn(|k| [i, j][k]));
                                 }
                             }

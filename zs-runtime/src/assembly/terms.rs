@@ -1,10 +1,10 @@
 //! The per-term kernels of a system defined over bodies: what `#[mechanical_system]` generates
 //! from the term functions (`site_potential`, `bond_potential`, `pair_potential`,
-//! `body_constraints`, `bond_constraints`, the stiff variants), each differentiated
+//! `angle_potential`, `dihedral_potential`, `body_constraints`, `bond_constraints`, the stiff variants), each differentiated
 //! symbolically in the term's own `K·D` coordinates. One kernel trait, [`Kernel`], generic in the
 //! body dimension `D`, the arity `K` and the [`Form`].
 
-use super::forms::{Bond, Form, Forms, Pair, Site};
+use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Site};
 use crate::simd::Lanes;
 
 /// A body's coordinates (`D` of them).
@@ -104,10 +104,14 @@ pub trait Kernel<const D: usize, const K: usize, F: Form>: Sync {
 }
 
 /// A system of bodies with `D` coordinates each, defined term by term: the kernels of every
-/// form ([`Site`], [`Bond`], [`Pair`]), which of them the definition has ([`Terms::FORMS`]),
+/// form ([`Site`], [`Bond`], [`Pair`], [`Angle`], [`Dihedral`]), which of them the definition has ([`Terms::FORMS`]),
 /// and the masses of a body. Implemented by `#[mechanical_system]`.
 pub trait Terms<const D: usize>:
-    Kernel<D, 1, Site> + Kernel<D, 2, Bond> + Kernel<D, 2, Pair>
+    Kernel<D, 1, Site>
+    + Kernel<D, 2, Bond>
+    + Kernel<D, 2, Pair>
+    + Kernel<D, 3, Angle>
+    + Kernel<D, 4, Dihedral>
 {
     /// The forms the definition has.
     const FORMS: Forms;

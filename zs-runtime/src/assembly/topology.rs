@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TopologyError {
-    /// A bond, exclusion or pin names a body that does not exist.
+    /// A bond, angle, dihedral, exclusion or pin names a body that does not exist.
     #[error("{what} names body {body}, but the system has {bodies} bodies (0..{bodies})")]
     BodyOutOfRange {
-        /// `"bond"`, `"exclusion"` or `"pin"`.
+        /// `"bond"`, `"angle"`, `"dihedral"`, `"exclusion"` or `"pin"`.
         what: &'static str,
         /// The offending index.
         body: usize,
@@ -24,6 +24,16 @@ pub enum TopologyError {
         /// `"bond"` or `"exclusion"`.
         what: &'static str,
         /// The body.
+        body: usize,
+    },
+    /// An angle or a dihedral that names one body twice.
+    #[error("{what} {bodies:?} names body {body} twice")]
+    RepeatedBody {
+        /// `"angle"` or `"dihedral"`.
+        what: &'static str,
+        /// Its bodies.
+        bodies: Vec<usize>,
+        /// The body named twice.
         body: usize,
     },
     /// The same unordered pair is bonded twice.
@@ -116,6 +126,10 @@ pub enum TopologyError {
 pub struct Topology {
     bodies: usize,
     bonds: Vec<(usize, usize)>,
+    angles: Vec<[usize; 3]>,
+    dihedrals: Vec<[usize; 4]>,
+    /// Pairs joined by at most this many bonds are excluded (0: none).
+    exclude_within: usize,
     exclusions: BTreeSet<(usize, usize)>,
     exclude_bonded: bool,
     pinned: BTreeMap<usize, Vec<f64>>,
@@ -168,6 +182,99 @@ impl Topology {
         }
         self.bonds.extend(bonds);
         self
+    }
+
+    /// Add the angle `(i, j, k)`: an angle term sees bodies `i`, `j`, `k` in this order, `j`
+    /// being the apex by convention (LAMMPS's `Angles` section).
+    pub fn angle(mut self, i: usize, j: usize, k: usize) -> Self {
+        self.angles.push([i, j, k]);
+        self
+    }
+
+    /// Add several angles (a list that cannot be allocated is reported by
+    /// [`Topology::validate`], as for [`Topology::bonds_from`]).
+    pub fn angles_from(mut self, angles: impl IntoIterator<Item = [usize; 3]>) -> Self {
+        let angles = angles.into_iter();
+        if self.angles.try_reserve(angles.size_hint().0).is_err() {
+            self.unallocated = true;
+            return self;
+        }
+        self.angles.extend(angles);
+        self
+    }
+
+    /// Add the dihedral `(i, j, k, l)`: a dihedral term sees the four bodies in this order, the
+    /// torsion being about the axis `j`–`k` (LAMMPS's `Dihedrals` section).
+    pub fn dihedral(mut self, i: usize, j: usize, k: usize, l: usize) -> Self {
+        self.dihedrals.push([i, j, k, l]);
+        self
+    }
+
+    /// Add several dihedrals (as [`Topology::angles_from`]).
+    pub fn dihedrals_from(mut self, dihedrals: impl IntoIterator<Item = [usize; 4]>) -> Self {
+        let dihedrals = dihedrals.into_iter();
+        if self.dihedrals.try_reserve(dihedrals.size_hint().0).is_err() {
+            self.unallocated = true;
+            return self;
+        }
+        self.dihedrals.extend(dihedrals);
+        self
+    }
+
+    /// The angles `(i, j, k)` and the proper dihedrals `(i, j, k, l)` of the bond graph: every
+    /// path of two bonds and of three bonds through distinct bodies, each once (ordered so
+    /// that `i < k`, resp. `i < l`, and sorted) — what a builder of a linear or branched
+    /// molecule lists when every angle and torsion has a term. Replaces any angles and
+    /// dihedrals given before.
+    pub fn angles_and_dihedrals_from_bonds(mut self) -> Self {
+        let adjacency = self.adjacency();
+        let mut angles = Vec::new();
+        let mut dihedrals = Vec::new();
+        for (j, nj) in adjacency.iter().enumerate() {
+            for (a, &i) in nj.iter().enumerate() {
+                for &k in &nj[a + 1..] {
+                    angles.push([i, j, k]);
+                }
+            }
+            // Each central bond j–k once (j < k).
+            for &k in nj.iter().filter(|&&k| k > j) {
+                for &i in nj.iter().filter(|&&i| i != k) {
+                    for &l in adjacency[k].iter().filter(|&&l| l != j && l != i) {
+                        dihedrals.push(if i < l { [i, j, k, l] } else { [l, k, j, i] });
+                    }
+                }
+            }
+        }
+        angles.sort_unstable();
+        dihedrals.sort_unstable();
+        self.angles = angles;
+        self.dihedrals = dihedrals;
+        self
+    }
+
+    /// Skip the pair term for every pair of bodies joined by a path of at most `bonds` bonds:
+    /// LAMMPS's `special_bonds lj 0 0 0` is `exclude_within(3)` (1-2, 1-3 and 1-4 pairs),
+    /// `special_bonds fene` is `exclude_within(1)` (as [`Topology::exclude_bonded`]).
+    pub fn exclude_within(mut self, bonds: usize) -> Self {
+        self.exclude_within = bonds;
+        self
+    }
+
+    /// Every body's bonded partners (bonds naming a missing body are left out: `validate`
+    /// reports them), each list sorted.
+    fn adjacency(&self) -> Vec<Vec<usize>> {
+        let mut adjacency = vec![Vec::new(); self.bodies];
+        for &(i, j) in &self.bonds {
+            if i < self.bodies && j < self.bodies && i != j {
+                adjacency[i].push(j);
+                adjacency[j].push(i);
+            }
+        }
+        for a in &mut adjacency {
+            a.sort_unstable();
+            a.dedup();
+        }
+        adjacency
     }
 
     /// Skip the pair term for the unordered pair `{i, j}`.
@@ -235,10 +342,38 @@ impl Topology {
         self.cutoff
     }
 
-    /// The excluded partners of every body (explicit exclusions, and bonded partners with
-    /// [`Topology::exclude_bonded`]), each list sorted: a neighbour list's quick check.
+    /// The excluded partners of every body (explicit exclusions, bonded partners with
+    /// [`Topology::exclude_bonded`], partners within [`Topology::exclude_within`] bonds), each
+    /// list sorted: a neighbour list's quick check.
     pub fn exclusion_lists(&self) -> Vec<Vec<u32>> {
         let mut ex = vec![Vec::new(); self.bodies];
+        if self.exclude_within > 0 {
+            // Breadth-first from every body, `exclude_within` bonds deep.
+            let adjacency = self.adjacency();
+            let mut depth = vec![usize::MAX; self.bodies];
+            for (i, within) in ex.iter_mut().enumerate() {
+                let mut frontier = vec![i];
+                depth[i] = 0;
+                let mut seen = vec![i];
+                for d in 1..=self.exclude_within {
+                    let mut next = Vec::new();
+                    for &b in &frontier {
+                        for &c in &adjacency[b] {
+                            if depth[c] == usize::MAX {
+                                depth[c] = d;
+                                next.push(c);
+                                seen.push(c);
+                                within.push(c as u32);
+                            }
+                        }
+                    }
+                    frontier = next;
+                }
+                for b in seen {
+                    depth[b] = usize::MAX;
+                }
+            }
+        }
         let mut add = |i: usize, j: usize| {
             if i < self.bodies && j < self.bodies {
                 ex[i].push(j as u32);
@@ -270,6 +405,16 @@ impl Topology {
         &self.bonds
     }
 
+    /// The angles, in the order given.
+    pub fn angles(&self) -> &[[usize; 3]] {
+        &self.angles
+    }
+
+    /// The dihedrals, in the order given.
+    pub fn dihedrals(&self) -> &[[usize; 4]] {
+        &self.dihedrals
+    }
+
     /// The pinned bodies and their positions.
     pub fn pinned(&self) -> &BTreeMap<usize, Vec<f64>> {
         &self.pinned
@@ -280,6 +425,29 @@ impl Topology {
         let key = (i.min(j), i.max(j));
         self.exclusions.contains(&key)
             || (self.exclude_bonded && self.bonds.iter().any(|&(a, b)| (a.min(b), a.max(b)) == key))
+            || (self.exclude_within > 0 && self.bond_distance(i, j, self.exclude_within))
+    }
+
+    /// True when `i` and `j` are joined by a path of at most `limit` bonds.
+    fn bond_distance(&self, i: usize, j: usize, limit: usize) -> bool {
+        let adjacency = self.adjacency();
+        let mut frontier = vec![i];
+        let mut seen = BTreeSet::from([i]);
+        for _ in 0..limit {
+            let mut next = Vec::new();
+            for &b in &frontier {
+                for &c in adjacency.get(b).into_iter().flatten() {
+                    if c == j {
+                        return true;
+                    }
+                    if seen.insert(c) {
+                        next.push(c);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        false
     }
 
     /// Check the topology for a system whose bodies have `dim` coordinates.
@@ -299,6 +467,9 @@ impl Topology {
         }
         if self.bonds.len() >= u32::MAX as usize {
             return Err(TopologyError::TooLarge("the number of bonds"));
+        }
+        if self.angles.len().max(self.dihedrals.len()) >= u32::MAX as usize {
+            return Err(TopologyError::TooLarge("the number of angles or dihedrals"));
         }
         let range = |what, body: usize| {
             if body < n {
@@ -323,6 +494,20 @@ impl Topology {
             }
             if !seen.insert((i.min(j), i.max(j))) {
                 return Err(TopologyError::DuplicateBond(i, j));
+            }
+        }
+        let tuples = (self.angles.iter().map(|a| ("angle", &a[..])))
+            .chain(self.dihedrals.iter().map(|d| ("dihedral", &d[..])));
+        for (what, bodies) in tuples {
+            for (k, &b) in bodies.iter().enumerate() {
+                range(what, b)?;
+                if bodies[..k].contains(&b) {
+                    return Err(TopologyError::RepeatedBody {
+                        what,
+                        bodies: bodies.to_vec(),
+                        body: b,
+                    });
+                }
             }
         }
         for &(i, j) in &self.exclusions {

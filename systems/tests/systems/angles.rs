@@ -1,0 +1,400 @@
+//! Terms of three and four bodies (bond angles and torsions), checked three ways at random
+//! points: the assembled TraPPE alkane (`zs_systems::alkane`) against the same molecule written
+//! unrolled as one fixed-size `potential` (V, ∇V, Hessian, third contraction), its kernels
+//! against the hand-written closed forms (`alkane::reference`), and both against central finite
+//! differences; then planar and collinear torsions, nearest images, and the topology's
+//! generated angles, dihedrals and exclusions.
+//!
+//! `cargo test -p zs-systems --test systems angles:: -- --nocapture` prints the worst errors.
+
+use zs_runtime::assembly::{Angle, Assembled, Dihedral, Kernel, Topology, TopologyError};
+use zs_runtime::{mechanical_system, HessianPart, Model, Potential, StepErrorKind, VelocityVerlet};
+use zs_systems::alkane::TrappeBonded;
+use zs_systems::testing::{fd_gradient, fd_jacobian, fd_third_contraction, rel_err, Rng};
+
+/// Hexane written out as one fixed-size system: five bonds, four angles, three torsions, each
+/// a helper inlined by the macro. The torsion is written differently from the assembled one
+/// (the signed angle by `atan2`, Blondel & Karplus), so the two agree only if both are right.
+struct HexaneUnrolled(TrappeBonded);
+
+#[mechanical_system]
+impl HexaneUnrolled {
+    fn potential(&self, q: &[f64; 18]) -> f64 {
+        let mut e = 0.0;
+        for i in 0..5 {
+            let d = [
+                q[3 * i + 3] - q[3 * i],
+                q[3 * i + 4] - q[3 * i + 1],
+                q[3 * i + 5] - q[3 * i + 2],
+            ];
+            let r = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+            e += self.0.k_bond * (r - self.0.r0).powi(2);
+        }
+        for i in 0..4 {
+            let u = [
+                q[3 * i] - q[3 * i + 3],
+                q[3 * i + 1] - q[3 * i + 4],
+                q[3 * i + 2] - q[3 * i + 5],
+            ];
+            let v = [
+                q[3 * i + 6] - q[3 * i + 3],
+                q[3 * i + 7] - q[3 * i + 4],
+                q[3 * i + 8] - q[3 * i + 5],
+            ];
+            let c = (u[0] * v[0] + u[1] * v[1] + u[2] * v[2])
+                / ((u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
+                    * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]))
+                    .sqrt();
+            e += 0.5 * self.0.k_theta * (c.acos() - self.0.theta0).powi(2);
+        }
+        for i in 0..3 {
+            let b1 = [
+                q[3 * i + 3] - q[3 * i],
+                q[3 * i + 4] - q[3 * i + 1],
+                q[3 * i + 5] - q[3 * i + 2],
+            ];
+            let b2 = [
+                q[3 * i + 6] - q[3 * i + 3],
+                q[3 * i + 7] - q[3 * i + 4],
+                q[3 * i + 8] - q[3 * i + 5],
+            ];
+            let b3 = [
+                q[3 * i + 9] - q[3 * i + 6],
+                q[3 * i + 10] - q[3 * i + 7],
+                q[3 * i + 11] - q[3 * i + 8],
+            ];
+            let m = [
+                b1[1] * b2[2] - b1[2] * b2[1],
+                b1[2] * b2[0] - b1[0] * b2[2],
+                b1[0] * b2[1] - b1[1] * b2[0],
+            ];
+            let n = [
+                b2[1] * b3[2] - b2[2] * b3[1],
+                b2[2] * b3[0] - b2[0] * b3[2],
+                b2[0] * b3[1] - b2[1] * b3[0],
+            ];
+            let nb2 = (b2[0] * b2[0] + b2[1] * b2[1] + b2[2] * b2[2]).sqrt();
+            let phi = (nb2 * (b1[0] * n[0] + b1[1] * n[1] + b1[2] * n[2]))
+                .atan2(m[0] * n[0] + m[1] * n[1] + m[2] * n[2]);
+            e += self.0.c[0] * (1.0 + phi.cos())
+                + self.0.c[1] * (1.0 - (2.0 * phi).cos())
+                + self.0.c[2] * (1.0 + (3.0 * phi).cos());
+        }
+        e
+    }
+}
+
+/// A chain of `n` sites by bond lengths, angles and torsions drawn around TraPPE's values
+/// (torsions anywhere in (−π, π]), built site after site (natural extension reference frame).
+fn random_chain(rng: &mut Rng, n: usize) -> Vec<f64> {
+    let mut x: Vec<[f64; 3]> = vec![[0.0; 3], [1.54, 0.0, 0.0]];
+    let theta0 = 114f64.to_radians();
+    for k in 2..n {
+        let r = 1.54 + 0.1 * rng.next();
+        let theta = theta0 + 0.2 * rng.next();
+        let phi = std::f64::consts::PI * rng.next();
+        let (a, b, c) = (
+            if k >= 3 { x[k - 3] } else { [0.3, 1.0, 0.2] },
+            x[k - 2],
+            x[k - 1],
+        );
+        let sub = |p: [f64; 3], q: [f64; 3]| [p[0] - q[0], p[1] - q[1], p[2] - q[2]];
+        let cross = |p: [f64; 3], q: [f64; 3]| {
+            [
+                p[1] * q[2] - p[2] * q[1],
+                p[2] * q[0] - p[0] * q[2],
+                p[0] * q[1] - p[1] * q[0],
+            ]
+        };
+        let unit = |p: [f64; 3]| {
+            let l = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+            p.map(|v| v / l)
+        };
+        let bc = unit(sub(c, b));
+        let nn = unit(cross(sub(b, a), bc));
+        let m = cross(nn, bc);
+        let d = [
+            -r * theta.cos(),
+            r * theta.sin() * phi.cos(),
+            r * theta.sin() * phi.sin(),
+        ];
+        x.push(core::array::from_fn(|i| {
+            c[i] + d[0] * bc[i] + d[1] * m[i] + d[2] * nn[i]
+        }));
+    }
+    x.concat()
+}
+
+fn hexane() -> Assembled<TrappeBonded, 3> {
+    Assembled::new(
+        TrappeBonded::trappe(),
+        Topology::chain(6).angles_and_dihedrals_from_bonds(),
+    )
+    .expect("a valid topology")
+}
+
+#[test]
+fn assembled_hexane_equals_the_unrolled_molecule() {
+    let (assembled, unrolled) = (hexane(), HexaneUnrolled(TrappeBonded::trappe()));
+    let mut rng = Rng(41);
+    let mut worst = [0.0f64; 4];
+    for _ in 0..100 {
+        let q = random_chain(&mut rng, 6);
+        let a = rng.vec(18);
+        let q18: [f64; 18] = q.clone().try_into().expect("18 coordinates");
+        let a18: [f64; 18] = a.clone().try_into().expect("18 coordinates");
+        let mut g = vec![0.0; 18];
+        let mut h = assembled.new_matrix(HessianPart::Full);
+        assembled.gradient_hessian_into(&q, &mut g, &mut h);
+        let mut t = vec![0.0; 18];
+        assembled.third_contraction_into(&q, &a, &mut t);
+        let v = assembled.potential_at(&q);
+        let v0 = unrolled.potential(&q18);
+        worst[0] = worst[0].max(rel_err(&[v], &[v0]));
+        worst[1] = worst[1].max(rel_err(&g, &unrolled.gradient(&q18)));
+        let h0 = unrolled.hessian(&q18);
+        worst[2] = worst[2].max(rel_err(&h.to_dense().concat(), h0.as_flattened()));
+        worst[3] = worst[3].max(rel_err(&t, &unrolled.third_contraction(&q18, &a18)));
+    }
+    eprintln!("hexane, 100 random chains: assembled vs unrolled (V, ∇V, H, T) {worst:?}");
+    assert!(worst.iter().all(|&e| e <= 1e-12), "{worst:?}");
+}
+
+#[test]
+fn angle_and_torsion_kernels_equal_hand_written_forms_and_finite_differences() {
+    let m = TrappeBonded::trappe();
+    let mut rng = Rng(43);
+    let mut worst = [0.0f64; 6];
+    for _ in 0..200 {
+        let q = random_chain(&mut rng, 4);
+        let x: [[f64; 3]; 4] = core::array::from_fn(|k| [q[3 * k], q[3 * k + 1], q[3 * k + 2]]);
+        let ang: [[f64; 3]; 3] = [x[0], x[1], x[2]];
+        let (va, ga) = Kernel::<3, 3, Angle>::value_gradient(&m, 0.0, &ang);
+        let (ra, rga) = m.angle_reference(x[0], x[1], x[2]);
+        worst[0] = worst[0].max(rel_err(&[va], &[ra]));
+        worst[1] = worst[1].max(rel_err(ga.as_flattened(), rga.as_flattened()));
+        let (vd, gd) = Kernel::<3, 4, Dihedral>::value_gradient(&m, 0.0, &x);
+        let (rd, rgd) = m.dihedral_reference(x[0], x[1], x[2], x[3]);
+        worst[2] = worst[2].max(rel_err(&[vd], &[rd]));
+        worst[3] = worst[3].max(rel_err(gd.as_flattened(), rgd.as_flattened()));
+        // Finite differences of the energies.
+        let q12: [f64; 12] = q.clone().try_into().expect("12");
+        let e = |y: &[f64; 12]| {
+            let y: [[f64; 3]; 4] = core::array::from_fn(|k| [y[3 * k], y[3 * k + 1], y[3 * k + 2]]);
+            Kernel::<3, 4, Dihedral>::energy(&m, 0.0, &y)
+        };
+        worst[4] = worst[4].max(rel_err(&fd_gradient(e, &q12, 1e-6), gd.as_flattened()));
+        let q9: [f64; 9] = q[..9].try_into().expect("9");
+        let e = |y: &[f64; 9]| {
+            let y: [[f64; 3]; 3] = core::array::from_fn(|k| [y[3 * k], y[3 * k + 1], y[3 * k + 2]]);
+            Kernel::<3, 3, Angle>::energy(&m, 0.0, &y)
+        };
+        worst[5] = worst[5].max(rel_err(&fd_gradient(e, &q9, 1e-6), ga.as_flattened()));
+    }
+    eprintln!(
+        "200 random angles and torsions: generated vs hand-written (angle V, ∇V, torsion V, \
+         ∇V), vs finite differences (torsion ∇V, angle ∇V) {worst:?}"
+    );
+    assert!(worst[..4].iter().all(|&e| e <= 1e-12), "{worst:?}");
+    assert!(worst[4..].iter().all(|&e| e <= 1e-7), "{worst:?}");
+}
+
+/// The generated Hessian and third contraction of the assembled hexane against central
+/// differences of its gradient (the unrolled test checks them against another generated
+/// code; this one against the gradient alone).
+#[test]
+fn hexane_hessian_and_third_contraction_equal_finite_differences() {
+    let sys = hexane();
+    let mut rng = Rng(47);
+    let (mut wh, mut wt) = (0.0f64, 0.0f64);
+    for _ in 0..20 {
+        let q: [f64; 18] = random_chain(&mut rng, 6).try_into().expect("18");
+        let a: [f64; 18] = rng.vec(18).try_into().expect("18");
+        let grad = |y: &[f64; 18]| {
+            let mut g = vec![0.0; 18];
+            sys.gradient_into(&y.to_vec(), &mut g);
+            <[f64; 18]>::try_from(g).expect("18")
+        };
+        let mut g = vec![0.0; 18];
+        let mut h = sys.new_matrix(HessianPart::Full);
+        sys.gradient_hessian_into(&q.to_vec(), &mut g, &mut h);
+        let fd_h = fd_jacobian(grad, &q, 1e-6);
+        wh = wh.max(rel_err(&h.to_dense().concat(), fd_h.as_flattened()));
+        let mut t = vec![0.0; 18];
+        sys.third_contraction_into(&q.to_vec(), &a.to_vec(), &mut t);
+        wt = wt.max(rel_err(&t, &fd_third_contraction(grad, &q, &a, 1e-4)));
+    }
+    eprintln!("hexane vs finite differences: Hessian {wh:.1e}, third contraction {wt:.1e}");
+    assert!(wh <= 1e-6 && wt <= 1e-5, "{wh:e} {wt:e}");
+}
+
+/// An all-trans chain is planar: every torsion has cos φ = −1 up to rounding, where `acos`'s
+/// derivative is infinite and `acos` of a rounded value just below −1 is NaN. Written through
+/// `φ = acos(cos φ)`, the torsion's `cos nφ` is generated as a polynomial in `cos φ`: finite
+/// energy, gradient and Hessian, equal to finite differences.
+#[test]
+fn planar_torsions_have_finite_exact_derivatives() {
+    let sys = hexane();
+    let theta = 114f64.to_radians();
+    let (dx, dy) = (1.54 * (theta / 2.0).sin(), 1.54 * (theta / 2.0).cos());
+    let q: Vec<f64> = (0..6)
+        .flat_map(|k| [k as f64 * dx, if k % 2 == 0 { 0.0 } else { dy }, 0.0])
+        .collect();
+    let mut g = vec![0.0; 18];
+    let mut h = sys.new_matrix(HessianPart::Full);
+    sys.gradient_hessian_into(&q, &mut g, &mut h);
+    let dense = h.to_dense().concat();
+    assert!(sys.potential_at(&q).is_finite());
+    assert!(g.iter().chain(&dense).all(|x| x.is_finite()), "{g:?}");
+    // All-trans at θ0 with bonds at r0 is a minimum of every term: the gradient vanishes.
+    assert!(g.iter().all(|x| x.abs() < 1e-10), "{g:?}");
+    // The torsion's curvature at trans (out of the plane): the Hessian equals differences of
+    // the gradient.
+    let q18: [f64; 18] = q.clone().try_into().expect("18");
+    let grad = |y: &[f64; 18]| {
+        let mut g = vec![0.0; 18];
+        sys.gradient_into(&y.to_vec(), &mut g);
+        <[f64; 18]>::try_from(g).expect("18")
+    };
+    let fd = fd_jacobian(grad, &q18, 1e-6);
+    let err = rel_err(&dense, fd.as_flattened());
+    assert!(err <= 1e-6, "planar Hessian vs finite differences: {err:e}");
+    let z = |k: usize| 3 * k + 2;
+    assert!(
+        dense[z(0) * 18 + z(0)] > 0.0,
+        "out-of-plane stiffness at trans"
+    );
+}
+
+/// Three collinear sites leave a torsion undefined: its energy is NaN there, and a step of any
+/// integrator reports a typed error with the step, not a NaN trajectory.
+#[test]
+fn collinear_sites_are_a_typed_error_not_a_trajectory() {
+    let sys = Assembled::new(
+        TrappeBonded::trappe(),
+        Topology::chain(4).angles_and_dihedrals_from_bonds(),
+    )
+    .expect("butane");
+    // Sites 0, 1, 2 on a line.
+    let q = vec![0.0, 0.0, 0.0, 1.54, 0.0, 0.0, 3.08, 0.0, 0.0, 3.7, 1.4, 0.0];
+    assert!(sys.potential_at(&q).is_nan());
+    let mut state = sys.state(q, vec![0.0; 12]);
+    let before = state.clone();
+    let err = VelocityVerlet::new(1.0)
+        .step(&sys, &mut state)
+        .expect_err("a NaN force is an error");
+    assert!(matches!(err.kind, StepErrorKind::NonFinite(_)), "{err}");
+    assert_eq!(state, before, "the state before the step is kept");
+}
+
+/// A molecule across the periodic box's boundary: with its sites wrapped into the box, each
+/// angle and torsion term sees the nearest images and the energy and forces are those of the
+/// unwrapped molecule.
+#[test]
+fn angle_and_torsion_terms_see_nearest_images() {
+    let side = 12.0;
+    let open = hexane();
+    let boxed = Assembled::new(
+        TrappeBonded::trappe(),
+        Topology::chain(6)
+            .angles_and_dihedrals_from_bonds()
+            .periodic([side; 3]),
+    )
+    .expect("hexane in a box");
+    let mut rng = Rng(53);
+    for _ in 0..10 {
+        // Centred on a corner of the box, then every site wrapped into [0, side).
+        let q = random_chain(&mut rng, 6);
+        let wrapped: Vec<f64> = q.iter().map(|x| (x - 2.0).rem_euclid(side)).collect();
+        assert!(wrapped
+            .iter()
+            .zip(&q)
+            .any(|(w, x)| (w - (x - 2.0)).abs() > 1.0));
+        let (mut g0, mut g1) = (vec![0.0; 18], vec![0.0; 18]);
+        open.gradient_into(&q, &mut g0);
+        boxed.gradient_into(&wrapped, &mut g1);
+        assert!(rel_err(&[boxed.potential_at(&wrapped)], &[open.potential_at(&q)]) < 1e-12);
+        assert!(rel_err(&g1, &g0) < 1e-11);
+    }
+}
+
+#[test]
+fn angles_dihedrals_and_exclusions_follow_the_bond_graph() {
+    // Isopentane: 0-1, 1-2, 2-3, 1-4 (site 1 is a branch point).
+    let t = Topology::new(5)
+        .bond(0, 1)
+        .bond(1, 2)
+        .bond(2, 3)
+        .bond(1, 4)
+        .angles_and_dihedrals_from_bonds();
+    assert_eq!(t.angles(), &[[0, 1, 2], [0, 1, 4], [1, 2, 3], [2, 1, 4]]);
+    assert_eq!(t.dihedrals(), &[[0, 1, 2, 3], [3, 2, 1, 4]]);
+    // special_bonds lj 0 0 0: 1-2, 1-3, 1-4 excluded; in isopentane every pair is within 3.
+    let ex = t.clone().exclude_within(3).exclusion_lists();
+    assert!(ex
+        .iter()
+        .enumerate()
+        .all(|(i, l)| l.len() == 4 && !l.contains(&(i as u32))));
+    // Within 2: 3-4 and 0-3 are three bonds apart.
+    let ex = t.clone().exclude_within(2).exclusion_lists();
+    assert_eq!(ex[3], vec![1, 2]);
+    assert_eq!(ex[0], vec![1, 2, 4]);
+    assert!(t.clone().exclude_within(2).is_excluded(4, 2));
+    assert!(!t.clone().exclude_within(2).is_excluded(4, 3));
+    // A chain of 8: pairs up to 3 bonds apart excluded, 4 and more kept.
+    let chain = Topology::chain(8).exclude_within(3);
+    assert_eq!(chain.exclusion_lists()[4], vec![1, 2, 3, 5, 6, 7]);
+    assert!(!chain.is_excluded(0, 4) && chain.is_excluded(0, 3));
+    // A ring of 3 has angles and no proper dihedral.
+    let ring = Topology::ring(3).angles_and_dihedrals_from_bonds();
+    assert_eq!(ring.angles().len(), 3);
+    assert!(ring.dihedrals().is_empty());
+    // Bad tuples.
+    assert_eq!(
+        Topology::new(4).angle(0, 1, 0).validate(3),
+        Err(TopologyError::RepeatedBody {
+            what: "angle",
+            bodies: vec![0, 1, 0],
+            body: 0
+        })
+    );
+    assert_eq!(
+        Topology::new(4).dihedral(0, 1, 2, 4).validate(3),
+        Err(TopologyError::BodyOutOfRange {
+            what: "dihedral",
+            body: 4,
+            bodies: 4
+        })
+    );
+}
+
+/// Pair terms skip pairs within three bonds (`exclude_within(3)`), generated from the bonds:
+/// the assembled system's pair energy over a chain of 8 equals the sum over the pairs four or
+/// more bonds apart, written out.
+#[test]
+fn exclusions_by_bond_distance_remove_exactly_those_pair_terms() {
+    struct Soft;
+    #[mechanical_system]
+    impl Soft {
+        fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+            let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+            1.0 / (1.0 + r2)
+        }
+    }
+    let mut rng = Rng(59);
+    let q = rng.vec(24).iter().map(|x| 3.0 * x).collect::<Vec<_>>();
+    let sys = Assembled::new(Soft, Topology::chain(8).exclude_within(3)).expect("chain");
+    let site = |k: usize| &q[3 * k..3 * k + 3];
+    let mut want = 0.0;
+    for i in 0..8 {
+        for j in i + 4..8 {
+            let r2: f64 = site(i)
+                .iter()
+                .zip(site(j))
+                .map(|(a, b)| (b - a).powi(2))
+                .sum();
+            want += 1.0 / (1.0 + r2);
+        }
+    }
+    assert!(rel_err(&[sys.potential_at(&q)], &[want]) < 1e-14);
+}
