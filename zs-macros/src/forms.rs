@@ -108,6 +108,17 @@ impl TermRole {
         }
     }
 
+    /// Its bodies' types as a user writes them: `kx: usize`, or `ka: usize, kb: usize`, ...
+    pub fn kind_params(&self) -> String {
+        match self.bodies() {
+            1 => "its type `kx: usize`".to_string(),
+            k => (0..k)
+                .map(|i| format!("k{}: usize", char::from(b'a' + i as u8)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
     /// Its expected signature, for messages.
     pub fn signature(&self) -> String {
         let ret = if self.constraints() {

@@ -48,9 +48,29 @@ pub struct TermShape {
     pub constraints: Vec<Option<usize>>,
     /// `body_masses` exists and takes `&self` (`Some(true)`) or nothing (`Some(false)`).
     pub masses_self: Option<bool>,
+    /// `body_masses` takes the body's type (`kind: usize`) besides `&self`.
+    pub masses_kind: bool,
+    /// For each role of [`forms::roles`]: it takes its bodies' types after their coordinates
+    /// (`ka: usize, kb: usize, ...`).
+    pub typed: Vec<bool>,
+}
+
+impl TermShape {
+    /// Some term function of form `form` (an index into [`forms::FORMS`]) reads its bodies'
+    /// types.
+    pub fn form_typed(&self, form: usize) -> bool {
+        forms::roles()
+            .zip(&self.typed)
+            .any(|(r, &typed)| r.form == form && typed)
+    }
 }
 
 const BODY_MASSES_SIG: &str = "fn body_masses(&self) -> [f64; D]";
+
+/// `usize`, the type of a body's type index.
+fn is_usize(ty: &syn::Type) -> bool {
+    matches!(ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("usize"))
+}
 
 /// The roles of a fixed-size definition, which cannot be mixed with term functions.
 const FIXED_ROLES: [&str; 5] = [
@@ -223,6 +243,7 @@ pub fn check_signatures(cx: &Ctxt, input: &Input<'_>) -> Shape {
 fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
     let mut t = TermShape {
         ok: vec![false; forms::role_count()],
+        typed: vec![false; forms::role_count()],
         constraints: vec![None; forms::FORMS.len()],
         ..TermShape::default()
     };
@@ -252,11 +273,12 @@ fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
         };
         let sig = role.signature();
         let mut ok = check_receiver(cx, m, &sig);
-        if m.params.len() != role.bodies() {
-            let what = if role.bodies() == 1 {
+        let k_bodies = role.bodies();
+        if m.params.len() != k_bodies && m.params.len() != 2 * k_bodies {
+            let what = if k_bodies == 1 {
                 "one parameter besides `&self`, the body's coordinates `x: &[f64; D]`".to_string()
             } else {
-                let n = forms::number_word(role.bodies());
+                let n = forms::number_word(k_bodies);
                 format!(
                     "{n} parameters besides `&self`, the {n} bodies' coordinates `{}`",
                     role.params()
@@ -264,11 +286,32 @@ fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
             };
             cx.error_spanned_by(
                 &m.original.sig.inputs,
-                format!("`{}` must take {what}: expected `{sig}`", role.name),
+                format!(
+                    "`{}` must take {what}, optionally followed by {}: expected `{sig}`",
+                    role.name,
+                    role.kind_params()
+                ),
             );
             continue;
         }
-        for p in &m.params {
+        // The bodies' types, after their coordinates: run-time indices (`usize`).
+        for p in &m.params[k_bodies..] {
+            let plain = ast::pat_ident(p.pat).is_some();
+            if !plain || !is_usize(p.ty) {
+                ok = false;
+                cx.error_spanned_by(
+                    p.ty,
+                    format!(
+                        "after the bodies' coordinates, `{}` takes their types as `usize` (`{}`), \
+                         read at run time from the topology",
+                        role.name,
+                        role.kind_params()
+                    ),
+                );
+            }
+        }
+        t.typed[k] = m.params.len() == 2 * k_bodies;
+        for p in &m.params[..k_bodies] {
             if ast::pat_ident(p.pat).is_none() {
                 ok = false;
                 cx.error_spanned_by(
@@ -370,6 +413,8 @@ fn check_terms(cx: &Ctxt, input: &Input<'_>) -> TermShape {
     }
     t.d = d.map(|(d, _)| d);
     if let Some(m) = input.method("body_masses") {
+        // `body_masses(&self, kind: usize)`: the masses of a body of type `kind`.
+        t.masses_kind = m.params.len() == 1 && is_usize(m.params[0].ty);
         t.masses_self = check_masses_of(cx, m, t.d, "body_masses", BODY_MASSES_SIG, "D", "a body");
     }
     if !forms::roles().any(|r| input.method(r.name).is_some()) {
@@ -587,11 +632,18 @@ fn check_masses_of(
             true
         }
     };
-    if !m.params.is_empty() || !m.original.sig.generics.params.is_empty() {
+    // `body_masses` may take its body's type (`kind: usize`).
+    let kind = name == "body_masses" && m.params.len() == 1 && is_usize(m.params[0].ty);
+    if (!m.params.is_empty() && !kind) || !m.original.sig.generics.params.is_empty() {
         ok = false;
+        let takes = if name == "body_masses" {
+            "no parameters but its body's type `kind: usize`"
+        } else {
+            "no parameters"
+        };
         cx.error_spanned_by(
             &m.original.sig.inputs,
-            format!("`{name}` takes no parameters: expected `{sig}`"),
+            format!("`{name}` takes {takes}: expected `{sig}`"),
         );
     }
     match (m.return_ty(), n) {

@@ -58,6 +58,17 @@ pub trait Lanes:
     /// # Panics
     /// If `x` is shorter than [`Lanes::WIDTH`].
     fn load(x: &[f64]) -> Self;
+    /// Lane `l` is `f(l)`, for `l` in `0..WIDTH` (a per-term value of a lane kernel: a table
+    /// read at each lane's body types).
+    #[inline(always)]
+    fn from_fn(mut f: impl FnMut(usize) -> f64) -> Self {
+        const { assert!(Self::WIDTH <= 8, "lanes of at most 8 f64") };
+        let mut lanes = [0.0; 8];
+        for (l, x) in lanes.iter_mut().enumerate().take(Self::WIDTH) {
+            *x = f(l);
+        }
+        Self::load(&lanes)
+    }
     /// Writes the lanes to `out[0..WIDTH]`.
     ///
     /// # Panics

@@ -169,11 +169,11 @@ fn angle_and_torsion_kernels_equal_hand_written_forms_and_finite_differences() {
         let q = random_chain(&mut rng, 4);
         let x: [[f64; 3]; 4] = core::array::from_fn(|k| [q[3 * k], q[3 * k + 1], q[3 * k + 2]]);
         let ang: [[f64; 3]; 3] = [x[0], x[1], x[2]];
-        let (va, ga) = Kernel::<3, 3, Angle>::value_gradient(&m, 0.0, &ang);
+        let (va, ga) = Kernel::<3, 3, Angle>::value_gradient(&m, 0.0, &ang, &[0; 3]);
         let (ra, rga) = m.angle_reference(x[0], x[1], x[2]);
         worst[0] = worst[0].max(rel_err(&[va], &[ra]));
         worst[1] = worst[1].max(rel_err(ga.as_flattened(), rga.as_flattened()));
-        let (vd, gd) = Kernel::<3, 4, Dihedral>::value_gradient(&m, 0.0, &x);
+        let (vd, gd) = Kernel::<3, 4, Dihedral>::value_gradient(&m, 0.0, &x, &[0; 4]);
         let (rd, rgd) = m.dihedral_reference(x[0], x[1], x[2], x[3]);
         worst[2] = worst[2].max(rel_err(&[vd], &[rd]));
         worst[3] = worst[3].max(rel_err(gd.as_flattened(), rgd.as_flattened()));
@@ -181,13 +181,13 @@ fn angle_and_torsion_kernels_equal_hand_written_forms_and_finite_differences() {
         let q12: [f64; 12] = q.clone().try_into().expect("12");
         let e = |y: &[f64; 12]| {
             let y: [[f64; 3]; 4] = core::array::from_fn(|k| [y[3 * k], y[3 * k + 1], y[3 * k + 2]]);
-            Kernel::<3, 4, Dihedral>::energy(&m, 0.0, &y)
+            Kernel::<3, 4, Dihedral>::energy(&m, 0.0, &y, &[0; 4])
         };
         worst[4] = worst[4].max(rel_err(&fd_gradient(e, &q12, 1e-6), gd.as_flattened()));
         let q9: [f64; 9] = q[..9].try_into().expect("9");
         let e = |y: &[f64; 9]| {
             let y: [[f64; 3]; 3] = core::array::from_fn(|k| [y[3 * k], y[3 * k + 1], y[3 * k + 2]]);
-            Kernel::<3, 3, Angle>::energy(&m, 0.0, &y)
+            Kernel::<3, 3, Angle>::energy(&m, 0.0, &y, &[0; 3])
         };
         worst[5] = worst[5].max(rel_err(&fd_gradient(e, &q9, 1e-6), ga.as_flattened()));
     }

@@ -18,5 +18,6 @@ mod modes;
 mod parameters;
 mod reference;
 mod rigid_body;
+mod types;
 mod variational;
 mod water;

@@ -76,7 +76,15 @@ impl Emitter<'_> {
                     // are converted as `self.k as f64` or `f64::from(self.k)` in the user's
                     // code would; other types are a cast error at the user's tokens.
                     let span = first_span(expr);
-                    if self.lanes {
+                    if self.lanes && self.params[k as usize].per_body {
+                        // A table at the bodies' types: each lane's term reads its own row.
+                        lets.push(quote_spanned!(span=>
+                            let #name: L = L::from_fn(|lane| {
+                                let kinds = &kinds[lane];
+                                #expr as f64
+                            });
+                        ));
+                    } else if self.lanes {
                         lets.push(quote_spanned!(span=> let #name: L = L::splat(#expr as f64);));
                     } else {
                         lets.push(quote_spanned!(span=> let #name: f64 = #expr as f64;));

@@ -260,7 +260,13 @@ fn kernel_trait(spec: &FormSpec, d: usize) -> TokenStream {
 }
 
 /// `::zs_runtime::assembly::FormInfo { .. }`.
-fn form_info(present: bool, stiff: bool, constraints: usize, third: &TokenStream) -> TokenStream {
+fn form_info(
+    present: bool,
+    stiff: bool,
+    constraints: usize,
+    third: &TokenStream,
+    typed: bool,
+) -> TokenStream {
     let constraints = usize_lit(constraints);
     quote! {
         ::zs_runtime::assembly::FormInfo {
@@ -268,6 +274,7 @@ fn form_info(present: bool, stiff: bool, constraints: usize, third: &TokenStream
             stiff: #stiff,
             constraints: #constraints,
             third: #third,
+            typed: #typed,
         }
     }
 }
@@ -350,18 +357,23 @@ pub fn generate(
         let is_stiff = stiff.is_some() || cons.is_some();
         let k_lit = usize_lit(k);
         let local = quote!([[f64; #d_lit]; #k_lit]);
+        let kinds = quote!(&::zs_runtime::assembly::Kinds<#k_lit>);
+        let lane_kinds = quote!(&[::zs_runtime::assembly::Kinds<#k_lit>]);
         let local_h = quote!([[[[f64; #d_lit]; #d_lit]; #k_lit]; #k_lit]);
         let lanes_local = quote!([[L; #d_lit]; #k_lit]);
         let mut methods = vec![quote! {
             #[inline]
-            fn energy(&self, omega: f64, q: &#local) -> f64 { #e }
+            fn energy(&self, omega: f64, q: &#local, kinds: #kinds) -> f64 { #e }
             #[inline]
-            fn value_gradient(&self, omega: f64, q: &#local) -> (f64, #local) { #g }
+            fn value_gradient(&self, omega: f64, q: &#local, kinds: #kinds) -> (f64, #local) {
+                #g
+            }
             #[inline(always)]
             fn value_lanes<L: ::zs_runtime::simd::Lanes>(
                 &self,
                 omega: f64,
                 q: &#lanes_local,
+                kinds: #lane_kinds,
             ) -> L {
                 #el
             }
@@ -370,17 +382,39 @@ pub fn generate(
                 &self,
                 omega: f64,
                 q: &#lanes_local,
+                kinds: #lane_kinds,
             ) -> (L, #lanes_local) {
                 #gl
             }
             #[inline]
-            fn value_gradient_hessian(&self, omega: f64, q: &#local) -> (f64, #local, #local_h) {
+            fn value_gradient_hessian(
+                &self,
+                omega: f64,
+                q: &#local,
+                kinds: #kinds,
+            ) -> (f64, #local, #local_h) {
                 #gh
             }
             #[inline]
-            fn third_contraction(&self, omega: f64, q: &#local, a: &#local) -> #local { #t }
+            fn third_contraction(
+                &self,
+                omega: f64,
+                q: &#local,
+                a: &#local,
+                kinds: #kinds,
+            ) -> #local {
+                #t
+            }
             #[inline]
-            fn hessian_vector(&self, omega: f64, q: &#local, a: &#local) -> #local { #hv }
+            fn hessian_vector(
+                &self,
+                omega: f64,
+                q: &#local,
+                a: &#local,
+                kinds: #kinds,
+            ) -> #local {
+                #hv
+            }
         }];
         if is_stiff {
             methods.push(quote! {
@@ -389,6 +423,7 @@ pub fn generate(
                     &self,
                     omega: f64,
                     q: &#local,
+                    kinds: #kinds,
                 ) -> (f64, #local, #local_h) {
                     #gs
                 }
@@ -397,7 +432,13 @@ pub fn generate(
         if let Some(body) = parameters {
             methods.push(quote! {
                 #[inline]
-                fn parameter_derivatives(&self, q: &#local, dv: &mut [f64], dg: &mut [#local]) {
+                fn parameter_derivatives(
+                    &self,
+                    q: &#local,
+                    kinds: #kinds,
+                    dv: &mut [f64],
+                    dg: &mut [#local],
+                ) {
                     let (v, g) = { #body };
                     dv.copy_from_slice(&v);
                     dg.copy_from_slice(&g);
@@ -411,6 +452,7 @@ pub fn generate(
                     &self,
                     omega: f64,
                     q: &#local,
+                    kinds: #kinds,
                 ) -> (
                     f64,
                     #local,
@@ -425,7 +467,15 @@ pub fn generate(
             let body = constraint_body(&em, &mut graph, g, d, k);
             methods.push(quote! {
                 #[inline]
-                fn constraints(&self, q: &#local, g: &mut [f64], jac: &mut [#local]) { #body }
+                fn constraints(
+                    &self,
+                    q: &#local,
+                    kinds: #kinds,
+                    g: &mut [f64],
+                    jac: &mut [#local],
+                ) {
+                    #body
+                }
             });
         }
         impls.push(quote! {
@@ -439,14 +489,19 @@ pub fn generate(
             is_stiff,
             cons.as_ref().map_or(0, Vec::len),
             &kernels.third_form(&graph),
+            shape.form_typed(f),
         );
         infos.push(quote!(#field: #info));
     }
+    let kind_arg = shape.masses_kind.then(|| quote!(kind as usize));
     let masses = match shape.masses_self {
-        Some(true) => quote!(<#self_ty>::body_masses(self)),
-        Some(false) => quote!(<#self_ty>::body_masses()),
+        Some(true) => quote!(<#self_ty>::body_masses(self, #kind_arg)),
+        Some(false) => quote!(<#self_ty>::body_masses(#kind_arg)),
         None => quote!([1.0; #d_lit]),
     };
+    // Every table read at a body's type has an entry for `kind`.
+    let tables = lowered.kind_tables.iter();
+    let has_type = quote!(true #(&& (#tables).get(kind as usize).is_some())*);
     quote! {
         #user
 
@@ -458,8 +513,11 @@ pub fn generate(
                 ::zs_runtime::assembly::Forms { #(#infos,)* };
             const PARAMETERS: &'static [&'static str] = &[#(#names),*];
             #[inline]
-            fn body_masses(&self) -> [f64; #d_lit] {
+            fn body_masses(&self, kind: u32) -> [f64; #d_lit] {
                 #masses
+            }
+            fn has_type(&self, kind: u32) -> bool {
+                #has_type
             }
         }
     }

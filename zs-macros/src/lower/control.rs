@@ -89,6 +89,7 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                     .collect(),
             ),
             (Value::Int(a), Value::Int(b)) if a == b => Value::Int(a),
+            (Value::Kind(a), Value::Kind(b)) if a == b => Value::Kind(a),
             (Value::Bool(a), Value::Bool(b)) if a == b => Value::Bool(a),
             (Value::Unit, Value::Unit) => Value::Unit,
             (t, e) => self.err(

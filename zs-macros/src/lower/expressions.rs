@@ -280,12 +280,17 @@ impl<'c, 'a> Lowerer<'c, 'a> {
 
     /// A run-time parameter (`Var::Param`), deduplicated by its tokens.
     pub(super) fn param(&mut self, tokens: TokenStream) -> Value {
+        self.param_of(tokens, false)
+    }
+
+    /// A run-time parameter, read per term when `per_body` (a table at a body's type).
+    fn param_of(&mut self, tokens: TokenStream, per_body: bool) -> Value {
         let key = tokens.to_string();
         let k = match self.param_keys.get(&key) {
             Some(&k) => k,
             None => {
                 let k = self.params.len() as u32;
-                self.params.push(ParamExpr { tokens });
+                self.params.push(ParamExpr { tokens, per_body });
                 self.param_keys.insert(key, k);
                 k
             }
@@ -300,10 +305,14 @@ impl<'c, 'a> Lowerer<'c, 'a> {
         e: &'a Expr,
         env: &mut Env,
     ) -> Result<Option<Value>, Unwind> {
+        self.place_per_body = false;
         match self.self_place_tokens(e, env)? {
             None => Ok(None),
             Some(None) => Ok(Some(Value::Poison)),
-            Some(Some(tokens)) => Ok(Some(self.param(tokens))),
+            Some(Some(tokens)) => {
+                let per_body = std::mem::take(&mut self.place_per_body);
+                Ok(Some(self.param_of(tokens, per_body)))
+            }
         }
     }
 
@@ -336,6 +345,20 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 let Some(base) = base else {
                     return Ok(Some(None));
                 };
+                if let Value::Kind(body) = idx {
+                    // A table at a body's type: read per term, checked against every type of
+                    // the topology before the first step.
+                    let key = base.to_string();
+                    if !self.kind_tables.iter().any(|t| t.to_string() == key) {
+                        self.kind_tables.push(base.clone());
+                    }
+                    self.place_per_body = true;
+                    let lit = Literal::usize_unsuffixed(body);
+                    let span = ix.index.span();
+                    return Ok(Some(Some(
+                        quote_spanned!(span=> #base[kinds[#lit] as usize]),
+                    )));
+                }
                 Ok(Some(self.as_index(&idx, &ix.index, "index").map(|k| {
                     let lit = Literal::usize_unsuffixed(k);
                     let span = ix.index.span();

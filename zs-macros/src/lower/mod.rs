@@ -56,6 +56,9 @@ pub enum Value {
     Tuple(Vec<Value>),
     /// `()`.
     Unit,
+    /// The type of body `k` of a term (its `ka: usize` parameter): read at run time, it can
+    /// only index a table of `self` (`self.epsilon[ka]`), which makes a per-body parameter.
+    Kind(usize),
     /// The result of an erroneous expression (already reported): absorbs every use.
     Poison,
 }
@@ -70,6 +73,9 @@ impl Value {
             Value::Array(v) => format!("an array of length {}", v.len()),
             Value::Tuple(v) => format!("a tuple of {} elements", v.len()),
             Value::Unit => "`()`".into(),
+            Value::Kind(_) => "a body's type, which can only index a table of `self` \
+                               (`self.epsilon[ka]`)"
+                .into(),
             Value::Poison => "an erroneous value".into(),
         }
     }
@@ -82,6 +88,9 @@ pub struct ParamExpr {
     /// The expression, with the user's spans (a misspelled field is reported at the user's
     /// tokens by rustc).
     pub tokens: TokenStream,
+    /// It reads a table of `self` at a body's type (`self.epsilon[kinds[0] as usize]`): one
+    /// value per term (per lane in lane kernels), not one per system.
+    pub per_body: bool,
 }
 
 /// Non-local control flow while interpreting (errors are not control flow: they are
@@ -134,6 +143,11 @@ pub struct Lowerer<'c, 'a> {
     pub graph: Graph,
     params: Vec<ParamExpr>,
     param_keys: HashMap<String, u32>,
+    /// The tables of `self` indexed by a body's type (`self.epsilon` of `self.epsilon[ka]`),
+    /// each once: the types a topology may use are those every table has.
+    pub kind_tables: Vec<TokenStream>,
+    /// The place being read indexes a table by a body's type.
+    place_per_body: bool,
     call_stack: Vec<String>,
     unrolled: usize,
     budget_reported: bool,
@@ -222,6 +236,8 @@ impl<'c, 'a> Lowerer<'c, 'a> {
             graph: Graph::new(),
             params: Vec::new(),
             param_keys: HashMap::new(),
+            kind_tables: Vec::new(),
+            place_per_body: false,
             call_stack: Vec::new(),
             unrolled: 0,
             budget_reported: false,
@@ -378,7 +394,7 @@ fn fits(v: &Value, ty: &Ty) -> Result<(), String> {
         (_, Value::Poison) => true,
         (Ty::Ref(inner, _), v) => return fits(v, inner),
         (Ty::F64, Value::Scalar(_)) => true,
-        (Ty::Int, Value::Int(_)) => true,
+        (Ty::Int, Value::Int(_) | Value::Kind(_)) => true,
         (Ty::Bool, Value::Bool(_)) => true,
         (Ty::Unit, Value::Unit) => true,
         (Ty::Array(elem, len), Value::Array(items)) => {

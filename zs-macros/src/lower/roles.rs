@@ -130,6 +130,8 @@ pub struct LoweredTerms {
     pub roles: Vec<Option<Vec<NodeId>>>,
     /// `Var::Param(k)` ↦ `params[k]`.
     pub params: Vec<ParamExpr>,
+    /// The tables of `self` indexed by a body's type.
+    pub kind_tables: Vec<proc_macro2::TokenStream>,
     /// `use` items found in the bodies.
     pub uses: Vec<syn::ItemUse>,
     /// Names of the methods whose bodies were interpreted.
@@ -153,7 +155,7 @@ pub fn lower_terms(cx: &Ctxt, input: &Input<'_>, terms: &valid::TermShape) -> Lo
             continue;
         }
         let m = input.method(role.name).expect("checked");
-        let args: Vec<Value> = (0..role.bodies())
+        let mut args: Vec<Value> = (0..role.bodies())
             .map(|b| {
                 Value::Array(
                     (0..d)
@@ -162,6 +164,9 @@ pub fn lower_terms(cx: &Ctxt, input: &Input<'_>, terms: &valid::TermShape) -> Lo
                 )
             })
             .collect();
+        if terms.typed[k] {
+            args.extend((0..role.bodies()).map(Value::Kind));
+        }
         let v = lw.lower_fn(m, args, m.name);
         roles[k] = match (role.constraints(), v) {
             (_, Value::Poison) => None,
@@ -214,6 +219,7 @@ pub fn lower_terms(cx: &Ctxt, input: &Input<'_>, terms: &valid::TermShape) -> Lo
         graph: lw.graph,
         roles,
         params: lw.params,
+        kind_tables: lw.kind_tables,
         uses: lw.uses,
         visited: lw.visited,
     }

@@ -19,7 +19,7 @@ use super::neighbors::Cell;
 use super::plan::{
     Bodies, Csr, HessianGather, PartialPlan, PlanScratch, TermList, NOWHERE, NO_SLOT, PIECE, PINNED,
 };
-use super::terms::{Kernel, Local, LocalHessian, LocalThird};
+use super::terms::{Kernel, Kinds, Local, LocalHessian, LocalThird};
 use super::topology::{Topology, TopologyError};
 use crate::model::HessianPart;
 use crate::simd::{self, Isa, Lanes, WithLanes};
@@ -66,6 +66,9 @@ pub(crate) struct Inputs<'a, const D: usize> {
     /// The square of the pair cutoff: the energy and gradient passes skip the pair terms whose
     /// reference sites are this far apart or farther (the term vanishes there).
     pub cut2: Option<f64>,
+    /// Every body's type ([`super::Topology::types`]); empty when the bodies have none (all
+    /// of type 0).
+    pub kinds: &'a [u32],
 }
 
 /// Shift bodies `1..K` of a term by whole box vectors to the nearest image of body 0, by their
@@ -90,6 +93,16 @@ pub(crate) fn minimum_image<L: Lanes, const D: usize, const K: usize>(
 }
 
 impl<const D: usize> Inputs<'_, D> {
+    /// The types of a term's bodies.
+    #[inline(always)]
+    pub fn kinds<const K: usize>(&self, bodies: &[u32; K]) -> Kinds<K> {
+        if self.kinds.is_empty() {
+            [0; K]
+        } else {
+            bodies.map(|b| self.kinds[b as usize])
+        }
+    }
+
     /// The term's bodies' positions (nearest images in a periodic box).
     #[inline]
     pub fn x<const K: usize>(&self, free: &[u32; K], bodies: &[u32; K]) -> Local<D, K> {
@@ -405,7 +418,7 @@ where
                 &mut self.e,
                 &mut self.g,
                 &mut self.h,
-                |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo)),
+                |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo), &input.kinds(bo)),
             ),
             Want::GradientStiffHessian if self.info.stiff => {
                 map3(
@@ -414,7 +427,7 @@ where
                     &mut self.e,
                     &mut self.g,
                     &mut self.h,
-                    |fr, bo| terms.value_gradient_stiff_hessian(w, &x(fr, bo)),
+                    |fr, bo| terms.value_gradient_stiff_hessian(w, &x(fr, bo), &input.kinds(bo)),
                 );
             }
             Want::GradientStiffHessian => {
@@ -430,7 +443,7 @@ where
                     par,
                     list,
                     (&mut self.e, &mut self.g, &mut self.h, &mut self.t),
-                    |fr, bo| terms.value_gradient_hessian_third(w, &x(fr, bo)),
+                    |fr, bo| terms.value_gradient_hessian_third(w, &x(fr, bo), &input.kinds(bo)),
                 );
             }
             Want::GradientHessianThird => {
@@ -440,7 +453,7 @@ where
                     &mut self.e,
                     &mut self.g,
                     &mut self.h,
-                    |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo)),
+                    |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo), &input.kinds(bo)),
                 );
             }
             Want::Third { kept } => match self.info.third {
@@ -451,11 +464,11 @@ where
                     });
                 }
                 _ => map1(par, list, &mut self.g, |fr, bo| {
-                    terms.third_contraction(w, &x(fr, bo), &input.dir(fr))
+                    terms.third_contraction(w, &x(fr, bo), &input.dir(fr), &input.kinds(bo))
                 }),
             },
             Want::HessianVector => map1(par, list, &mut self.g, |fr, bo| {
-                terms.hessian_vector(w, &x(fr, bo), &input.dir(fr))
+                terms.hessian_vector(w, &x(fr, bo), &input.dir(fr), &input.kinds(bo))
             }),
         }
     }
@@ -476,7 +489,7 @@ where
         for (fr, bo) in self.list.free.iter().zip(&self.list.bodies) {
             v.fill(0.0);
             g.fill([[0.0; D]; K]);
-            terms.parameter_derivatives(&input.x(fr, bo), &mut v, &mut g);
+            terms.parameter_derivatives(&input.x(fr, bo), &input.kinds(bo), &mut v, &mut g);
             for (k, gk) in g.iter().enumerate() {
                 dv[k] += v[k];
                 for (b, &f) in fr.iter().enumerate() {
@@ -631,7 +644,7 @@ where
             big.resize(m, [[0.0; D]; K]);
             &mut big
         };
-        terms.constraints(&x, g, rows);
+        terms.constraints(&x, &input.kinds(&self.list.bodies[t]), g, rows);
         if let Some((jac, first)) = jac {
             for (c, row) in rows.iter().enumerate() {
                 for (s, body) in row.iter().enumerate() {
@@ -802,15 +815,26 @@ where
             }
         };
         let near = &near[..m];
+        // The types of each lane's bodies, when the form reads them.
+        let typed = !input.kinds.is_empty();
+        let mut kinds = [[0u32; K]; 8];
         // Structure of arrays: `soa[k][d][l]` is coordinate `d` of body `k` of lane `l`'s term.
         let mut soa = [[[0.0; 8]; D]; K];
         let mut j = 0;
         while j + w <= m {
             let block = &near[j..j + w];
             let x = load_lanes::<L, D, K>(input, free, bodies, block, &mut soa);
+            let kinds: &[Kinds<K>] = if typed {
+                for (row, &t) in kinds.iter_mut().zip(block) {
+                    *row = input.kinds(&bodies[t as usize]);
+                }
+                &kinds[..w]
+            } else {
+                &[]
+            };
             match part.as_deref_mut() {
                 Some(p) => {
-                    let (v, grad) = terms.value_gradient_lanes(omega, &x);
+                    let (v, grad) = terms.value_gradient_lanes(omega, &x, kinds);
                     v.store(&mut e[j..]);
                     for k in 0..K {
                         for d in 0..D {
@@ -838,16 +862,17 @@ where
                         }
                     }
                 }
-                None => terms.value_lanes(omega, &x).store(&mut e[j..]),
+                None => terms.value_lanes(omega, &x, kinds).store(&mut e[j..]),
             }
             j += w;
         }
         for (j, &t) in near.iter().enumerate().skip(j) {
             let t = t as usize;
             let x = input.x(&free[t], &bodies[t]);
+            let kinds = [input.kinds(&bodies[t])];
             match part.as_deref_mut() {
                 Some(p) => {
-                    let (v, grad) = terms.value_gradient_lanes::<f64>(omega, &x);
+                    let (v, grad) = terms.value_gradient_lanes::<f64>(omega, &x, &kinds);
                     e[j] = v;
                     for k in 0..K {
                         for d in 0..D {
@@ -856,7 +881,7 @@ where
                     }
                     accumulate(p, &slots[t], &soa, 0, 0);
                 }
-                None => e[j] = terms.value_lanes::<f64>(omega, &x),
+                None => e[j] = terms.value_lanes::<f64>(omega, &x, &kinds),
             }
         }
         m

@@ -118,6 +118,9 @@ pub struct FormInfo {
     pub constraints: usize,
     /// How its third contraction is obtained.
     pub third: ThirdForm,
+    /// Its term functions read their bodies' types (`ka: usize, ...`): the assembly passes
+    /// each term's types to the kernels.
+    pub typed: bool,
 }
 
 impl FormInfo {
@@ -127,6 +130,7 @@ impl FormInfo {
         stiff: false,
         constraints: 0,
         third: ThirdForm::Direct,
+        typed: false,
     };
 }
 
@@ -147,6 +151,15 @@ pub struct Forms {
 }
 
 impl Forms {
+    /// Some form reads its bodies' types.
+    pub const fn any_typed(&self) -> bool {
+        self.site.typed
+            || self.bond.typed
+            || self.pair.typed
+            || self.angle.typed
+            || self.dihedral.typed
+    }
+
     /// No form at all (the expansion after a compile error).
     pub const NONE: Self = Self {
         site: FormInfo::ABSENT,

@@ -71,5 +71,5 @@ pub mod topology;
 pub use forms::{Angle, Bond, Dihedral, Form, FormInfo, Forms, Over, Pair, Site, ThirdForm};
 pub use jacobian::{SparseConstraintSolver, SparseJacobian};
 pub use system::{Assembled, PenalizedAssembly, PARALLEL_BY_DEFAULT_ABOVE};
-pub use terms::{Body, Kernel, Local, LocalHessian, LocalThird, Terms};
+pub use terms::{Body, Kernel, Kinds, Local, LocalHessian, LocalThird, Terms};
 pub use topology::{Topology, TopologyError};

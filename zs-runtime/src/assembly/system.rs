@@ -218,6 +218,8 @@ pub struct Assembled<T, const D: usize> {
     pub(crate) bodies: Bodies,
     pub(crate) pins: Vec<[f64; D]>,
     masses: Vec<f64>,
+    /// Every body's type, when a form reads them (else empty: all 0).
+    kinds: Vec<u32>,
     parallel: bool,
     /// The SIMD instruction set of the energy and gradient passes.
     isa: Isa,
@@ -273,15 +275,37 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         for (&b, p) in topology.pinned() {
             pins[b].copy_from_slice(p);
         }
-        let m = terms.body_masses();
-        if let Some((coordinate, &mass)) = m
-            .iter()
-            .enumerate()
-            .find(|(_, m)| !(m.is_finite() && **m > 0.0))
-        {
-            return Err(TopologyError::BadMass { coordinate, mass });
+        // Masses by type, each type's checked once (and its tables: `has_type`).
+        let mut by_kind: std::collections::BTreeMap<u32, [f64; D]> = Default::default();
+        let mut masses = Vec::with_capacity(bodies.free * D);
+        for b in 0..n {
+            let kind = topology.kind_of(b);
+            let m = match by_kind.get(&kind) {
+                Some(m) => *m,
+                None => {
+                    if !terms.has_type(kind) {
+                        return Err(TopologyError::UnknownType { body: b, kind });
+                    }
+                    let m = terms.body_masses(kind);
+                    if let Some((coordinate, &mass)) = m
+                        .iter()
+                        .enumerate()
+                        .find(|(_, m)| !(m.is_finite() && **m > 0.0))
+                    {
+                        return Err(TopologyError::BadMass { coordinate, mass });
+                    }
+                    by_kind.insert(kind, m);
+                    m
+                }
+            };
+            if bodies.free_of[b] != PINNED {
+                masses.extend(m);
+            }
         }
-        let masses = (0..bodies.free).flat_map(|_| m).collect();
+        let kinds = match topology.body_types() {
+            Some(t) if T::FORMS.any_typed() => t.to_vec(),
+            _ => Vec::new(),
+        };
         let counts: Vec<_> = forms
             .iter()
             .map(|f| (f.name(), f.len(), f.info().constraints * f.len()))
@@ -305,6 +329,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             bodies,
             pins,
             masses,
+            kinds,
             parallel: terms_count >= PARALLEL_BY_DEFAULT_ABOVE,
             isa: simd::selected(),
             backend: Backend::Auto,
@@ -514,6 +539,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             isa: self.isa,
             cell: self.cell,
             cut2: self.topology.pair_cutoff().map(|(rc, _)| rc * rc),
+            kinds: &self.kinds,
         }
     }
 

@@ -82,6 +82,23 @@ pub enum TopologyError {
     /// ([`super::Assembled::with_backend`]).
     #[error("{0}")]
     BackendDoesNotFit(String),
+    /// A type list whose length is not the number of bodies.
+    #[error("{given} body types for {bodies} bodies")]
+    TypesLength {
+        /// Types given.
+        given: usize,
+        /// Bodies.
+        bodies: usize,
+    },
+    /// A body whose type has no entry in a table the definition reads at a body's type
+    /// (`self.epsilon[ka]` with `self.epsilon` too short).
+    #[error("body {body} has type {kind}, which a table of the system's definition read at a body's type does not have")]
+    UnknownType {
+        /// The body.
+        body: usize,
+        /// Its type.
+        kind: u32,
+    },
     /// A periodic box side that is not a finite positive length.
     #[error("the periodic box must have finite positive sides, not {0:?}")]
     BadBox([f64; 3]),
@@ -139,6 +156,7 @@ pub struct Topology {
     unallocated: bool,
     periodic: Option<[f64; 3]>,
     cutoff: Option<(f64, f64)>,
+    types: Option<Vec<u32>>,
 }
 
 impl Topology {
@@ -330,6 +348,26 @@ impl Topology {
     pub fn cutoff(mut self, rc: f64, skin: f64) -> Self {
         self.cutoff = Some((rc, skin));
         self
+    }
+
+    /// Every body's type, in body order (a LAMMPS data file's atom types, from 0 here): a
+    /// term function that takes its bodies' types (`ka: usize, kb: usize` after their
+    /// coordinates) picks its parameters from tables of the definition with them
+    /// (`self.epsilon[ka]`), and `body_masses(&self, kind: usize)` the masses. Without types,
+    /// every body has type 0.
+    pub fn types(mut self, types: impl IntoIterator<Item = u32>) -> Self {
+        self.types = Some(types.into_iter().collect());
+        self
+    }
+
+    /// Body `i`'s type (0 without [`Topology::types`]).
+    pub fn kind_of(&self, i: usize) -> u32 {
+        self.types.as_ref().map_or(0, |t| t[i])
+    }
+
+    /// The bodies' types, when given.
+    pub fn body_types(&self) -> Option<&[u32]> {
+        self.types.as_deref()
     }
 
     /// The periodic box's sides, when periodic.
@@ -538,6 +576,14 @@ impl Topology {
         }
         if self.pinned.len() == n {
             return Err(TopologyError::NothingFree(n));
+        }
+        if let Some(t) = &self.types {
+            if t.len() != n {
+                return Err(TopologyError::TypesLength {
+                    given: t.len(),
+                    bodies: n,
+                });
+            }
         }
         if let Some(l) = self.periodic {
             if !l.iter().all(|x| x.is_finite() && *x > 0.0) {
