@@ -137,7 +137,7 @@ fn lane_passes_read_each_lanes_own_types() {
     let n = 500;
     let (a, side) = (3.9, 3.9 * 8.0);
     let kinds: Vec<u32> = (0..n).map(|_| ((rng.next() + 1.0) * 1.5) as u32).collect();
-    assert!(kinds.iter().any(|&k| k == 2) && kinds.iter().any(|&k| k == 0));
+    assert!(kinds.contains(&2) && kinds.contains(&0));
     let mix = || Mixture {
         epsilon: vec![0.195, 0.091, 0.3],
         sigma: vec![3.75, 3.95, 3.3],
