@@ -22,8 +22,9 @@
 //!   (an assembled system in a periodic box, with a pair cutoff and a neighbour list, read from
 //!   a LAMMPS data file);
 //!
-//! - [`alkane`]: the TraPPE united-atom n-alkane's bonded terms (bonds, bond angles,
-//!   torsions: terms of two, three and four bodies), with hand-written derivatives;
+//! - [`alkane`]: the TraPPE united-atom n-alkane (bonds, bond angles, torsions: terms of two,
+//!   three and four bodies; Lennard-Jones pairs mixed from the two sites' types), with
+//!   hand-written derivatives of the angle and torsion;
 //!
 //! - [`pendulum`]: the planar and the spherical pendulum in Cartesian coordinates, Patrick et al.'s
 //!   checks (`docs/VARIATIONAL.md` §4).

@@ -1,7 +1,14 @@
 //! The TraPPE united-atom n-alkane (Martin & Siepmann, J. Phys. Chem. B 102, 2569 (1998)) in
 //! LAMMPS `real` units (Å, kcal/mol, g/mol, fs): CH3 and CH2 sites joined by bonds, with
-//! bond-angle and torsion terms — the first system here whose terms join three and four bodies.
+//! bond-angle and torsion terms — terms of two, three and four bodies — and Lennard-Jones
+//! pairs whose parameters depend on the two sites' types.
 //!
+//! - sites: type 0 is CH3 (15.035 g/mol, ε/k_B = 98 K, σ = 3.75 Å), type 1 is CH2 (14.027,
+//!   46 K, 3.95 Å) — LAMMPS data files number them 1 and 2;
+//! - pairs: `4ε_ij((σ_ij/r)¹² − (σ_ij/r)⁶)` shifted to zero at 14 Å (`pair_modify shift yes`),
+//!   Lorentz–Berthelot mixing (`ε_ij = √(ε_i ε_j)`, `σ_ij = (σ_i + σ_j)/2`, LAMMPS `pair_modify
+//!   mix arithmetic`), between molecules and between sites of a molecule more than three bonds
+//!   apart (`special_bonds lj 0 0 0`: [`zs_runtime::assembly::Topology::exclude_within`]`(3)`);
 //! - bonds: TraPPE fixes them at 1.54 Å; the flexible variant used to compare with LAMMPS is
 //!   `bond_style harmonic`, `E = K(r − r0)²` with K = 452.9 kcal/mol/Å² (our choice);
 //! - angles: `E = (k_θ/2)(θ − θ0)²`, θ0 = 114°, k_θ/k_B = 62 500 K/rad² (LAMMPS
@@ -23,10 +30,10 @@ use zs_runtime::mechanical_system;
 /// `k_B` in kcal/mol/K, LAMMPS's `real` value (`force->boltz`).
 pub const KB: f64 = 0.001_987_206_7;
 
-/// The bonded part of the TraPPE-UA force field: one bond, angle and torsion type (the same
-/// for CH3 and CH2 sites), in kcal/mol, Å, radians.
+/// The TraPPE-UA force field, in kcal/mol, Å, radians, g/mol; per-type tables indexed by the
+/// site type (0 = CH3, 1 = CH2).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TrappeBonded {
+pub struct Alkane {
     /// Bond constant `K` of `K(r − r0)²` (kcal/mol/Å²).
     pub k_bond: f64,
     /// Bond length `r0` (Å).
@@ -37,10 +44,23 @@ pub struct TrappeBonded {
     pub theta0: f64,
     /// Torsion coefficients `c1, c2, c3` (kcal/mol).
     pub c: [f64; 3],
+    /// LJ ε per site type (kcal/mol).
+    pub epsilon: [f64; 2],
+    /// LJ σ per site type (Å).
+    pub sigma: [f64; 2],
+    /// Mass per site type (g/mol).
+    pub mass: [f64; 2],
+    /// The pair cutoff (Å); the pair energy is shifted to zero there.
+    pub rc: f64,
 }
 
-impl TrappeBonded {
-    /// TraPPE-UA's values (flexible bonds at K = 452.9 kcal/mol/Å²).
+/// CH3, the chain ends.
+pub const CH3: u32 = 0;
+/// CH2, the chain's inner sites.
+pub const CH2: u32 = 1;
+
+impl Alkane {
+    /// TraPPE-UA's values (flexible bonds at K = 452.9 kcal/mol/Å², cutoff 14 Å).
     pub fn trappe() -> Self {
         Self {
             k_bond: 452.9,
@@ -48,18 +68,35 @@ impl TrappeBonded {
             k_theta: 62_500.0 * KB,
             theta0: 114f64.to_radians(),
             c: [355.03 * KB, -68.19 * KB, 791.32 * KB],
+            epsilon: [98.0 * KB, 46.0 * KB],
+            sigma: [3.75, 3.95],
+            mass: [15.035, 14.027],
+            rc: 14.0,
         }
     }
 }
 
 #[mechanical_system]
-impl TrappeBonded {
-    fn body_masses(&self) -> [f64; 3] {
-        [14.027, 14.027, 14.027]
+impl Alkane {
+    fn body_masses(&self, kind: usize) -> [f64; 3] {
+        [self.mass[kind]; 3]
     }
     fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
         let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();
         self.k_bond * (r - self.r0).powi(2)
+    }
+    /// Lorentz–Berthelot mixing of the two sites' types, cut and shifted at `rc`.
+    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+        if r2 < self.rc * self.rc {
+            let eps = (self.epsilon[ka] * self.epsilon[kb]).sqrt();
+            let s2 = (0.5 * (self.sigma[ka] + self.sigma[kb])).powi(2);
+            let sr6 = (s2 / r2).powi(3);
+            let sc6 = (s2 / (self.rc * self.rc)).powi(3);
+            4.0 * eps * ((sr6 * sr6 - sr6) - (sc6 * sc6 - sc6))
+        } else {
+            0.0
+        }
     }
     /// `θ` at the apex `b`, from `cos θ = u·v / (|u||v|)`.
     fn angle_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3]) -> f64 {

@@ -3,7 +3,7 @@
 //! `dihedral_opls.cpp` implement (Blondel & Karplus, J. Comput. Chem. 17, 1132 (1996), for the
 //! torsion's gradient).
 
-use super::TrappeBonded;
+use super::Alkane;
 
 type V3 = [f64; 3];
 
@@ -24,7 +24,7 @@ fn scale(s: f64, a: V3) -> V3 {
     [s * a[0], s * a[1], s * a[2]]
 }
 
-impl TrappeBonded {
+impl Alkane {
     /// The angle term at bodies `a, b, c` (apex `b`): energy and gradient. With
     /// `u = a − b`, `v = c − b`, `cos θ = u·v/(|u||v|)`:
     /// `∂θ/∂a = −(v/(|u||v|) − cos θ u/|u|²) / sin θ`, likewise for `c`, and `∂θ/∂b` their

@@ -9,18 +9,31 @@
 
 use zs_runtime::assembly::{Angle, Assembled, Dihedral, Kernel, Topology, TopologyError};
 use zs_runtime::{mechanical_system, HessianPart, Model, Potential, StepErrorKind, VelocityVerlet};
-use zs_systems::alkane::TrappeBonded;
+use zs_systems::alkane::{Alkane, CH2, CH3};
 use zs_systems::testing::{fd_gradient, fd_jacobian, fd_third_contraction, rel_err, Rng};
 
-/// Hexane written out as one fixed-size system: five bonds, four angles, three torsions, each
-/// a helper inlined by the macro. The torsion is written differently from the assembled one
-/// (the signed angle by `atan2`, Blondel & Karplus), so the two agree only if both are right.
-struct HexaneUnrolled(TrappeBonded);
+/// Hexane written out as one fixed-size system: five bonds, four angles, three torsions and
+/// the three Lennard-Jones pairs more than three bonds apart (CH3 at both ends). The torsion is
+/// written differently from the assembled one (the signed angle by `atan2`, Blondel &
+/// Karplus), so the two agree only if both are right.
+struct HexaneUnrolled(Alkane);
 
 #[mechanical_system]
 impl HexaneUnrolled {
+    /// The pair `(i, j)` of site types `(ki, kj)`, mixed and shifted by hand.
+    fn lj(&self, q: &[f64; 18], i: usize, j: usize, ki: usize, kj: usize) -> f64 {
+        let r2 = (q[3 * j] - q[3 * i]).powi(2)
+            + (q[3 * j + 1] - q[3 * i + 1]).powi(2)
+            + (q[3 * j + 2] - q[3 * i + 2]).powi(2);
+        let eps = (self.0.epsilon[ki] * self.0.epsilon[kj]).sqrt();
+        let sigma = 0.5 * (self.0.sigma[ki] + self.0.sigma[kj]);
+        let lj_r = 4.0 * eps * ((sigma * sigma / r2).powi(6) - (sigma * sigma / r2).powi(3));
+        let lj_c = 4.0 * eps * ((sigma / self.0.rc).powi(12) - (sigma / self.0.rc).powi(6));
+        lj_r - lj_c
+    }
+
     fn potential(&self, q: &[f64; 18]) -> f64 {
-        let mut e = 0.0;
+        let mut e = self.lj(q, 0, 4, 0, 1) + self.lj(q, 0, 5, 0, 0) + self.lj(q, 1, 5, 1, 0);
         for i in 0..5 {
             let d = [
                 q[3 * i + 3] - q[3 * i],
@@ -125,17 +138,22 @@ fn random_chain(rng: &mut Rng, n: usize) -> Vec<f64> {
     x.concat()
 }
 
-fn hexane() -> Assembled<TrappeBonded, 3> {
-    Assembled::new(
-        TrappeBonded::trappe(),
-        Topology::chain(6).angles_and_dihedrals_from_bonds(),
-    )
-    .expect("a valid topology")
+/// Hexane: CH3–(CH2)4–CH3, its angles and dihedrals from the bonds, pairs within three bonds
+/// excluded (`special_bonds lj 0 0 0`).
+fn hexane_topology() -> Topology {
+    Topology::chain(6)
+        .angles_and_dihedrals_from_bonds()
+        .exclude_within(3)
+        .types([CH3, CH2, CH2, CH2, CH2, CH3])
+}
+
+fn hexane() -> Assembled<Alkane, 3> {
+    Assembled::new(Alkane::trappe(), hexane_topology()).expect("a valid topology")
 }
 
 #[test]
 fn assembled_hexane_equals_the_unrolled_molecule() {
-    let (assembled, unrolled) = (hexane(), HexaneUnrolled(TrappeBonded::trappe()));
+    let (assembled, unrolled) = (hexane(), HexaneUnrolled(Alkane::trappe()));
     let mut rng = Rng(41);
     let mut worst = [0.0f64; 4];
     for _ in 0..100 {
@@ -162,7 +180,7 @@ fn assembled_hexane_equals_the_unrolled_molecule() {
 
 #[test]
 fn angle_and_torsion_kernels_equal_hand_written_forms_and_finite_differences() {
-    let m = TrappeBonded::trappe();
+    let m = Alkane::trappe();
     let mut rng = Rng(43);
     let mut worst = [0.0f64; 6];
     for _ in 0..200 {
@@ -234,7 +252,11 @@ fn hexane_hessian_and_third_contraction_equal_finite_differences() {
 /// energy, gradient and Hessian, equal to finite differences.
 #[test]
 fn planar_torsions_have_finite_exact_derivatives() {
-    let sys = hexane();
+    // The bonded terms alone (every pair excluded), so that all-trans is their minimum.
+    let bonded = Topology::chain(6)
+        .angles_and_dihedrals_from_bonds()
+        .exclude_within(5);
+    let sys = Assembled::new(Alkane::trappe(), bonded).expect("hexane");
     let theta = 114f64.to_radians();
     let (dx, dy) = (1.54 * (theta / 2.0).sin(), 1.54 * (theta / 2.0).cos());
     let q: Vec<f64> = (0..6)
@@ -270,11 +292,10 @@ fn planar_torsions_have_finite_exact_derivatives() {
 /// integrator reports a typed error with the step, not a NaN trajectory.
 #[test]
 fn collinear_sites_are_a_typed_error_not_a_trajectory() {
-    let sys = Assembled::new(
-        TrappeBonded::trappe(),
-        Topology::chain(4).angles_and_dihedrals_from_bonds(),
-    )
-    .expect("butane");
+    let butane = Topology::chain(4)
+        .angles_and_dihedrals_from_bonds()
+        .exclude_within(3);
+    let sys = Assembled::new(Alkane::trappe(), butane).expect("butane");
     // Sites 0, 1, 2 on a line.
     let q = vec![0.0, 0.0, 0.0, 1.54, 0.0, 0.0, 3.08, 0.0, 0.0, 3.7, 1.4, 0.0];
     assert!(sys.potential_at(&q).is_nan());
@@ -294,13 +315,8 @@ fn collinear_sites_are_a_typed_error_not_a_trajectory() {
 fn angle_and_torsion_terms_see_nearest_images() {
     let side = 12.0;
     let open = hexane();
-    let boxed = Assembled::new(
-        TrappeBonded::trappe(),
-        Topology::chain(6)
-            .angles_and_dihedrals_from_bonds()
-            .periodic([side; 3]),
-    )
-    .expect("hexane in a box");
+    let boxed = Assembled::new(Alkane::trappe(), hexane_topology().periodic([side; 3]))
+        .expect("hexane in a box");
     let mut rng = Rng(53);
     for _ in 0..10 {
         // Centred on a corner of the box, then every site wrapped into [0, side).
