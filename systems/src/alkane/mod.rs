@@ -25,6 +25,13 @@
 
 pub mod reference;
 
+use rand::seq::SliceRandom;
+use rand::Rng as _;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use zs_runtime::assembly::{Assembled, Topology, TopologyError};
+use zs_runtime::lammps::{AtomStyle, Bonded, DataFile};
 use zs_runtime::mechanical_system;
 
 /// `k_B` in kcal/mol/K, LAMMPS's `real` value (`force->boltz`).
@@ -133,3 +140,213 @@ impl Alkane {
             + self.c[2] * (1.0 + (3.0 * phi).cos())
     }
 }
+
+/// The neighbour-list skin (Å), LAMMPS's default for `real` units (`neighbor 2.0 bin`).
+pub const SKIN: f64 = 2.0;
+
+/// `N_A · 10⁻²⁴`: g/cm³ times this is g/mol per Å³.
+const DENSITY_UNIT: f64 = 0.602_214_076;
+
+/// A liquid of `n`-alkanes: the assembled system, its unwrapped positions and velocities (Å,
+/// Å/fs), and the data file that describes it.
+pub type Liquid = (Assembled<Alkane, 3>, Vec<f64>, Vec<f64>, DataFile);
+
+/// Why a liquid cannot be built or read.
+#[derive(Debug, thiserror::Error)]
+pub enum AlkaneError {
+    /// The topology (box, cutoff, types) is invalid.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// A builder argument out of range.
+    #[error("{0}")]
+    Builder(String),
+    /// A data file whose masses are not TraPPE's.
+    #[error("atom type {kind} has mass {mass}, TraPPE-UA's type {kind} ({name}) has {want} g/mol")]
+    Mass {
+        /// The atom type, from 1.
+        kind: usize,
+        /// The file's mass.
+        mass: f64,
+        /// The model's.
+        want: f64,
+        /// CH3 or CH2.
+        name: &'static str,
+    },
+}
+
+impl Alkane {
+    /// The assembled liquid of a LAMMPS data file (`units real`, atom types 1 = CH3 and
+    /// 2 = CH2, masses as TraPPE's): its atoms in ID order, its bonds, angles and dihedrals as
+    /// listed (as LAMMPS applies them: a file without `Angles` has no angle terms), pairs more
+    /// than three bonds apart (`special_bonds lj 0 0 0`), its periodic box, the model's cutoff
+    /// with [`SKIN`]. Returns the system and the file's unwrapped positions and velocities.
+    ///
+    /// # Errors
+    /// A mass other than TraPPE's, an atom type other than 1 and 2, a box shorter than
+    /// twice `rc + skin`.
+    pub fn from_data(self, data: &DataFile) -> Result<Liquid, AlkaneError> {
+        for (t, &mass) in data.masses.iter().enumerate() {
+            let (want, name) = match t {
+                0 => (self.mass[0], "CH3"),
+                1 => (self.mass[1], "CH2"),
+                _ => continue, // an unused type is harmless; a used one fails `has_type`
+            };
+            if (mass - want).abs() > 1e-9 * want {
+                return Err(AlkaneError::Mass {
+                    kind: t + 1,
+                    mass,
+                    want,
+                    name,
+                });
+            }
+        }
+        let topology = Topology::new(data.len())
+            .bonds_from(data.bonds.iter().map(|b| (b.atoms[0], b.atoms[1])))
+            .angles_from(data.angles.iter().map(|a| a.atoms))
+            .dihedrals_from(data.dihedrals.iter().map(|d| d.atoms))
+            .exclude_within(3)
+            .types(data.types.iter().map(|&t| t.saturating_sub(1) as u32))
+            .periodic(data.box_lengths())
+            .cutoff(self.rc, SKIN);
+        let system = Assembled::new(self, topology)?;
+        let q = data.positions.iter().flatten().copied().collect();
+        let v = data.velocities.iter().flatten().copied().collect();
+        Ok((system, q, v, data.clone()))
+    }
+
+    /// A liquid of `molecules` n-alkanes of `length` sites at `density` g/cm³ in a periodic
+    /// cube, seeded: all-trans molecules (bond 1.54 Å, angle 114°) aligned along x on a
+    /// lattice of rods, each turned by a random angle about its axis, every site jittered by
+    /// up to 0.05 Å (no torsion exactly planar), the molecules placed in a random subset of
+    /// the lattice's cells; Maxwell–Boltzmann velocities at `temperature` K (zero total
+    /// momentum). Written as the LAMMPS data file it returns too (`atom_style molecular`).
+    ///
+    /// # Errors
+    /// Fewer than 2 sites or 1 molecule, a non-positive density, a box too small for the
+    /// cutoff, or a density too high for rods 3.4 Å apart.
+    pub fn liquid(
+        self,
+        molecules: usize,
+        length: usize,
+        density: f64,
+        temperature: f64,
+        seed: u64,
+    ) -> Result<Liquid, AlkaneError> {
+        let bad = |m: String| Err(AlkaneError::Builder(m));
+        if length < 2 || molecules == 0 {
+            return bad(format!(
+                "{molecules} molecules of {length} sites: a liquid needs at least one molecule of at least 2 sites"
+            ));
+        }
+        if !(density.is_finite() && density > 0.0 && temperature.is_finite() && temperature >= 0.0) {
+            return bad(format!(
+                "density {density} g/cm³ and temperature {temperature} K must be finite, the density positive"
+            ));
+        }
+        let per_molecule = 2.0 * self.mass[0] + (length - 2) as f64 * self.mass[1];
+        let side = (molecules as f64 * per_molecule / (density * DENSITY_UNIT)).cbrt();
+        // The rods: the zigzag's projection on its axis, and a gap of 4 Å between ends.
+        let half = 0.5 * self.theta0;
+        let (dx, dy) = (self.r0 * half.sin(), self.r0 * half.cos());
+        let rod = (length - 1) as f64 * dx + 4.0;
+        let nx = ((side / rod).floor() as usize).max(1);
+        let nyz = ((molecules as f64 / nx as f64).sqrt().ceil() as usize).max(1);
+        let spacing = side / nyz as f64;
+        if spacing < 3.4 || (nx == 1 && rod - 4.0 > side) {
+            return bad(format!(
+                "{molecules} molecules of {length} sites at {density} g/cm³ do not fit the rod lattice \
+                 (box {side:.2} Å, rods {spacing:.2} Å apart): lower the density or build a longer box"
+            ));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut cells: Vec<usize> = (0..nx * nyz * nyz).collect();
+        cells.shuffle(&mut rng);
+        cells.truncate(molecules);
+        cells.sort_unstable();
+        let normal = Normal::new(0.0, 1.0).expect("a unit normal");
+        let n = molecules * length;
+        let mut positions = Vec::with_capacity(n);
+        let mut types = Vec::with_capacity(n);
+        let mut velocities = Vec::with_capacity(n);
+        let mut bonds = Vec::new();
+        let mut angles = Vec::new();
+        let mut dihedrals = Vec::new();
+        let kt = KB * temperature;
+        for (m, &cell) in cells.iter().enumerate() {
+            let (i, j, k) = (cell % nx, (cell / nx) % nyz, cell / (nx * nyz));
+            let centre = [
+                (i as f64 + 0.5) * side / nx as f64,
+                (j as f64 + 0.5) * spacing,
+                (k as f64 + 0.5) * spacing,
+            ];
+            let turn = std::f64::consts::TAU * rng.random::<f64>();
+            let (s, c) = turn.sin_cos();
+            let first = m * length;
+            for site in 0..length {
+                let x = (site as f64 - 0.5 * (length - 1) as f64) * dx;
+                let y = if site % 2 == 0 { -0.5 * dy } else { 0.5 * dy };
+                let mut jitter = || 0.05 * (2.0 * rng.random::<f64>() - 1.0);
+                positions.push([
+                    centre[0] + x + jitter(),
+                    centre[1] + c * y + jitter(),
+                    centre[2] + s * y + jitter(),
+                ]);
+                let kind = if site == 0 || site == length - 1 { CH3 } else { CH2 };
+                types.push(kind as usize + 1);
+                let sd = (kt / self.mass[kind as usize] * REAL_ACCELERATION).sqrt();
+                velocities.push(core::array::from_fn(|_| sd * normal.sample(&mut rng)));
+                let at = first + site;
+                if site >= 1 {
+                    bonds.push(Bonded { kind: 1, atoms: [at - 1, at] });
+                }
+                if site >= 2 {
+                    angles.push(Bonded { kind: 1, atoms: [at - 2, at - 1, at] });
+                }
+                if site >= 3 {
+                    dihedrals.push(Bonded { kind: 1, atoms: [at - 3, at - 2, at - 1, at] });
+                }
+            }
+        }
+        // Zero total momentum.
+        let total: f64 = types.iter().map(|&t| self.mass[t - 1]).sum();
+        let p: [f64; 3] = core::array::from_fn(|a| {
+            types
+                .iter()
+                .zip(&velocities)
+                .map(|(&t, v)| self.mass[t - 1] * v[a])
+                .sum::<f64>()
+                / total
+        });
+        for v in &mut velocities {
+            for a in 0..3 {
+                v[a] -= p[a];
+            }
+        }
+        let data = DataFile {
+            title: format!(
+                "TraPPE-UA liquid of {molecules} C{length} alkanes at {density} g/cm3, {temperature} K, seed {seed} (zs)"
+            ),
+            style: AtomStyle::Bond,
+            lo: [0.0; 3],
+            hi: [side; 3],
+            masses: self.mass.to_vec(),
+            ids: (1..=n as u64).collect(),
+            molecules: (0..n).map(|a| (a / length + 1) as u64).collect(),
+            types,
+            charges: vec![0.0; n],
+            positions,
+            velocities,
+            has_velocities: true,
+            bond_types: 1,
+            angle_types: usize::from(length >= 3),
+            dihedral_types: usize::from(length >= 4),
+            bonds,
+            angles,
+            dihedrals,
+        };
+        self.from_data(&data)
+    }
+}
+
+/// `1 (kcal/mol)/(g/mol)` in Å²/fs² (LAMMPS `real`: `1/48.88821291²`).
+pub const REAL_ACCELERATION: f64 = 4.184e-4;

@@ -414,3 +414,54 @@ fn exclusions_by_bond_distance_remove_exactly_those_pair_terms() {
     }
     assert!(rel_err(&[sys.potential_at(&q)], &[want]) < 1e-14);
 }
+
+/// The liquid builder: the requested density and composition, sites of the right types, no
+/// two sites of different molecules closer than 3 Å, every bond, angle and dihedral listed,
+/// finite energy and forces, the data file it writes read back to the same system, and the
+/// same seed giving the same liquid.
+#[test]
+fn the_liquid_builder_makes_the_liquid_it_is_asked_for() {
+    use zs_runtime::lammps::DataFile;
+    let (sys, q, v, data) = Alkane::trappe()
+        .liquid(250, 4, 0.58, 272.0, 7)
+        .expect("liquid butane");
+    assert_eq!((data.len(), data.bonds.len(), data.angles.len(), data.dihedrals.len()), (1000, 750, 500, 250));
+    let mass: f64 = sys.masses_slice().expect("masses").iter().sum::<f64>() / 3.0;
+    let volume: f64 = data.box_lengths().iter().product();
+    let density = mass / volume / 0.602_214_076;
+    assert!((density - 0.58).abs() < 1e-12, "{density}");
+    assert_eq!(data.types.iter().filter(|&&t| t == 1).count(), 500);
+    let side = data.box_lengths()[0];
+    let mut closest = f64::INFINITY;
+    for i in 0..1000 {
+        for j in i + 1..1000 {
+            if i / 4 != j / 4 {
+                let r2: f64 = (0..3)
+                    .map(|a| {
+                        let d = q[3 * j + a] - q[3 * i + a];
+                        (d - (d / side).round() * side).powi(2)
+                    })
+                    .sum();
+                closest = closest.min(r2.sqrt());
+            }
+        }
+    }
+    assert!(closest > 3.0, "closest sites of two molecules {closest} Å apart");
+    let mut g = vec![0.0; 3000];
+    sys.gradient_into(&q, &mut g);
+    assert!(sys.potential_at(&q).is_finite() && g.iter().all(|x| x.is_finite()));
+    // Zero total momentum.
+    let m = sys.masses_slice().expect("masses");
+    for a in 0..3 {
+        let p: f64 = (0..1000).map(|i| m[3 * i + a] * v[3 * i + a]).sum();
+        assert!(p.abs() < 1e-12, "momentum {p}");
+    }
+    // The data file read back: the same energy, bit for bit.
+    let back = DataFile::parse(&data.to_text()).expect("its own data file");
+    let (sys2, q2, _, _) = Alkane::trappe().from_data(&back).expect("read back");
+    assert_eq!(sys2.potential_at(&q2).to_bits(), sys.potential_at(&q).to_bits());
+    let (_, q3, _, _) = Alkane::trappe().liquid(250, 4, 0.58, 272.0, 7).expect("again");
+    assert_eq!(q3, q);
+    assert!(Alkane::trappe().liquid(250, 4, 3.0, 272.0, 7).is_err());
+    assert!(Alkane::trappe().liquid(10, 4, 0.58, 272.0, 7).is_err(), "box smaller than the cutoff");
+}
