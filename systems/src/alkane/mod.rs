@@ -3,6 +3,9 @@
 //! bond-angle and torsion terms — terms of two, three and four bodies — and Lennard-Jones
 //! pairs whose parameters depend on the two sites' types.
 //!
+//! Units are LAMMPS's `real`: the masses the model gives the integrators are in
+//! kcal/mol·fs²/Å² (g/mol ÷ 4.184·10⁻⁴), so that steps and times are in fs.
+//!
 //! - sites: type 0 is CH3 (15.035 g/mol, ε/k_B = 98 K, σ = 3.75 Å), type 1 is CH2 (14.027,
 //!   46 K, 3.95 Å) — LAMMPS data files number them 1 and 2;
 //! - pairs: `4ε_ij((σ_ij/r)¹² − (σ_ij/r)⁶)` shifted to zero at 14 Å (`pair_modify shift yes`),
@@ -85,8 +88,10 @@ impl Alkane {
 
 #[mechanical_system]
 impl Alkane {
+    /// In kcal/mol·fs²/Å² (`m / 4.184e-4`): with energies in kcal/mol and lengths in Å, time
+    /// is then in fs and velocities in Å/fs, LAMMPS's `real` units.
     fn body_masses(&self, kind: usize) -> [f64; 3] {
-        [self.mass[kind]; 3]
+        [self.mass[kind] / REAL_ACCELERATION; 3]
     }
     fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
         let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();

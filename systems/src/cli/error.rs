@@ -113,6 +113,14 @@ pub enum CliError {
         /// Why.
         source: crate::kremer_grest::MeltError,
     },
+    /// A data file or builder arguments that are not an alkane liquid.
+    #[error("{what}: {source}")]
+    Alkane {
+        /// The data file, or "the liquid builder".
+        what: String,
+        /// Why.
+        source: crate::alkane::AlkaneError,
+    },
     /// An option the system needs.
     #[error("{system} needs {option}: {why}")]
     Missing {

@@ -98,6 +98,10 @@ pub enum SystemName {
     /// FENE bead-spring polymer melt of LAMMPS's in.chain benchmark (LJ units; periodic box,
     /// pair cutoff 1.12 with a neighbour list); needs --data FILE, a LAMMPS data file.
     KremerGrest,
+    /// TraPPE united-atom n-alkane liquid (LAMMPS real units: Å, kcal/mol, fs; bonds, angles,
+    /// OPLS torsions, LJ mixed from CH3/CH2 types cut at 14 Å): --data FILE, or built with
+    /// --n-molecules, --length, --density, --seed.
+    Alkane,
 }
 
 impl SystemName {
@@ -110,6 +114,7 @@ impl SystemName {
             SystemName::Water => "water",
             SystemName::RigidBody => "rigid-body",
             SystemName::KremerGrest => "kremer-grest",
+            SystemName::Alkane => "alkane",
         }
     }
 }
@@ -219,6 +224,15 @@ pub struct RunArgs {
     /// positions wrapped with image flags, velocities, bonds; LAMMPS's `read_data` reads it.
     #[arg(long = "write-data", value_name = "FILE")]
     pub write_data: Option<PathBuf>,
+    /// Molecules of the liquid to build (alkane, without --data; default 2500).
+    #[arg(long = "n-molecules", value_name = "M", value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    pub n_molecules: Option<u64>,
+    /// Sites per molecule of the liquid to build (alkane: 4 is butane; default 4).
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u64).range(2..), allow_negative_numbers = true)]
+    pub length: Option<u64>,
+    /// Density of the liquid to build, g/cm³ (alkane; default 0.58, butane near 272 K).
+    #[arg(long, value_name = "D", value_parser = positive_f64, allow_negative_numbers = true)]
+    pub density: Option<f64>,
     /// Start from the last row of this state file (a CSV written by `zs run --out`: t, the
     /// coordinates, the velocities) instead of the paper's initial state.
     #[arg(long, value_name = "FILE")]

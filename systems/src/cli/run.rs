@@ -123,6 +123,22 @@ fn check_options(
             return Err(CliError::applies_only_to(option, which(|a| a.data), name));
         }
     }
+    for (given, option) in [
+        (args.n_molecules.is_some(), "--n-molecules"),
+        (args.length.is_some(), "--length"),
+        (args.density.is_some(), "--density"),
+    ] {
+        if given && !a.builder {
+            return Err(CliError::applies_only_to(option, which(|a| a.builder), name));
+        }
+        if given && args.data.is_some() {
+            return Err(CliError::does_not_apply(
+                option,
+                name,
+                Some("--data gives the liquid; these options build one instead"),
+            ));
+        }
+    }
     if method == I::LieEuler && !a.rigid_body {
         return Err(CliError::does_not_apply(
             "--integrator lie-euler",

@@ -426,7 +426,8 @@ fn the_liquid_builder_makes_the_liquid_it_is_asked_for() {
         .liquid(250, 4, 0.58, 272.0, 7)
         .expect("liquid butane");
     assert_eq!((data.len(), data.bonds.len(), data.angles.len(), data.dihedrals.len()), (1000, 750, 500, 250));
-    let mass: f64 = sys.masses_slice().expect("masses").iter().sum::<f64>() / 3.0;
+    // Masses in kcal/mol·fs²/Å², so that time is in fs: g/mol × 4.184e-4.
+    let mass: f64 = sys.masses_slice().expect("masses").iter().sum::<f64>() / 3.0 * 4.184e-4;
     let volume: f64 = data.box_lengths().iter().product();
     let density = mass / volume / 0.602_214_076;
     assert!((density - 0.58).abs() < 1e-12, "{density}");

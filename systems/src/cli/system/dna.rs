@@ -24,6 +24,7 @@ impl CliSystem for DnaCli {
             cluster: false,
             data: false,
             stiff_split: false,
+            builder: false,
         }
     }
     fn memory_estimate(&self, n: usize, _method: IntegratorName) -> f64 {

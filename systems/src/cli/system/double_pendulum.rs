@@ -28,6 +28,7 @@ impl CliSystem for DoublePendulumCli {
             cluster: false,
             data: false,
             stiff_split: false,
+            builder: false,
         }
     }
     fn omega(&self) -> f64 {

@@ -59,6 +59,7 @@ impl CliSystem for KremerGrestCli {
             cluster: false,
             data: true,
             stiff_split: true,
+            builder: false,
         }
     }
     fn omega(&self) -> f64 {

@@ -4,6 +4,7 @@
 //! written once over these descriptions; a new system is a file here, a [`SystemName`] variant
 //! and a line in [`describe`].
 
+mod alkane;
 mod chain;
 mod dna;
 mod double_pendulum;
@@ -42,6 +43,8 @@ pub(crate) struct Accepts {
     pub cluster: bool,
     /// `--data`, `--write-data` (LAMMPS data files: the condensed-phase systems).
     pub data: bool,
+    /// `--n-molecules`, `--length`, `--density` (a liquid built by the system).
+    pub builder: bool,
     /// `--integrator zss-stiff` without constraints: the system splits its potential into a
     /// soft and a stiff part of its own (the Kremer–Grest melt's FENE bonds).
     pub stiff_split: bool,
@@ -108,6 +111,7 @@ pub(crate) fn describe(name: SystemName) -> &'static dyn CliSystem {
         SystemName::Dna => &dna::DnaCli,
         SystemName::Water => &water::WaterCli,
         SystemName::RigidBody => &rigid_body::RigidBodyCli,
+        SystemName::Alkane => &alkane::AlkaneCli,
         SystemName::KremerGrest => &kremer_grest::KremerGrestCli,
     }
 }
@@ -121,6 +125,7 @@ fn all() -> impl Iterator<Item = &'static dyn CliSystem> {
         SystemName::Water,
         SystemName::RigidBody,
         SystemName::KremerGrest,
+        SystemName::Alkane,
     ]
     .into_iter()
     .map(describe)

@@ -27,6 +27,7 @@ impl CliSystem for RigidBodyCli {
             cluster: false,
             data: false,
             stiff_split: false,
+            builder: false,
         }
     }
     fn omega(&self) -> f64 {

@@ -31,6 +31,7 @@ impl CliSystem for WaterCli {
             cluster: true,
             data: false,
             stiff_split: false,
+            builder: false,
         }
     }
     fn memory_estimate(&self, n: usize, method: IntegratorName) -> f64 {

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""zs against LAMMPS on a TraPPE united-atom n-alkane liquid (LAMMPS `units real`).
+
+The liquid is built by zs (`zs run alkane --n-molecules M --length C --density D --seed S`,
+written with `--write-data`) and read by both: LAMMPS with the same force field —
+`pair_style lj/cut 14` with `pair_modify mix arithmetic shift yes` (CH3: eps/kB = 98 K,
+sigma 3.75 A; CH2: 46 K, 3.95 A), `bond_style harmonic` (452.9 kcal/mol/A^2, 1.54 A),
+`angle_style harmonic` (K = 31 250 K * kB, 114 deg), `dihedral_style opls` (K1..K3 = 2 c1..c3,
+c = 355.03, -68.19, 791.32 K * kB), `special_bonds lj 0 0 0`, `neighbor 2.0 bin` — and zs
+with `zs eval alkane --data FILE`.
+
+1. Energies and forces (`run 0`, per-atom forces dumped with 17 digits): the relative
+   difference of the total energy and of each part, and the largest force difference relative
+   to the largest force, for butane (C4) and a longer alkane (default C12).
+2. Speed (unless --skip-speed): `--steps` steps (default 200) of NVE at dt = 1 fs, LAMMPS
+   `fix nve` on 1 MPI rank and with `mpirun -np 2`, zs `run alkane --integrator verlet` on 1
+   and 2 threads, as steps per second of the loop (LAMMPS's "Loop time", zs's "wall time").
+
+Usage (from the repository root; needs `apt-get install lammps openmpi-bin`):
+    python3 benches/peers/lammps_alkane.py [--molecules 2500] [--lengths 4,12] [--steps 200] [--skip-speed]
+"""
+import argparse
+import os
+import re
+import subprocess
+import tempfile
+
+KB = 0.0019872067  # kcal/mol/K, LAMMPS's real-units Boltzmann constant
+
+FORCE_FIELD = f"""units real
+atom_style molecular
+boundary p p p
+special_bonds lj 0.0 0.0 0.0
+read_data {{data}}
+neighbor 2.0 bin
+neigh_modify every 1 delay 0 check yes
+pair_style lj/cut 14.0
+pair_modify mix arithmetic shift yes
+pair_coeff 1 1 {98.0 * KB!r} 3.75
+pair_coeff 2 2 {46.0 * KB!r} 3.95
+bond_style harmonic
+bond_coeff 1 452.9 1.54
+angle_style harmonic
+angle_coeff * {31250.0 * KB!r} 114.0
+dihedral_style opls
+dihedral_coeff * {2 * 355.03 * KB!r} {2 * -68.19 * KB!r} {2 * 791.32 * KB!r} 0.0
+"""
+
+
+def zs_binary():
+    subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-systems", "--bin", "zs"])
+    return os.path.join("target", "release", "zs")
+
+
+def lammps(script, d, np=1):
+    path = os.path.join(d, "in.zs")
+    with open(path, "w") as fh:
+        fh.write(script)
+    cmd = ["lmp", "-in", path, "-log", os.path.join(d, "log.lammps"), "-screen", "none"]
+    if np > 1:
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np)] + cmd
+    subprocess.run(cmd, check=True, cwd=d)
+    with open(os.path.join(d, "log.lammps")) as fh:
+        return fh.read()
+
+
+def build(zs, d, molecules, length, density, seed):
+    data = os.path.join(d, f"C{length}.data")
+    # One step of zero length is not allowed: the data file is the state after a 1e-9 fs step.
+    subprocess.run([zs, "run", "alkane", "--n-molecules", str(molecules), "--length", str(length),
+                    "--density", repr(density), "--seed", str(seed), "--h", "1e-9", "--t-end", "1e-9",
+                    "--quiet", "--out", os.path.join(d, "build.csv"), "--write-data", data],
+                   check=True, capture_output=True)
+    return data
+
+
+def check(zs, data, d):
+    log = lammps(FORCE_FIELD.format(data=data) + """
+thermo_style custom step pe ebond eangle edihed evdwl
+thermo_modify norm no format float %.17g
+dump d all custom 1 f.dump id fx fy fz
+dump_modify d format float %.17g sort id
+run 0
+""", d)
+    rows = [l.split() for l in log.splitlines()]
+    i = next(k for k, r in enumerate(rows) if r[:2] == ["Step", "PotEng"])
+    pe, ebond, eangle, edihed, evdwl = (float(x) for x in rows[i + 1][1:6])
+    with open(os.path.join(d, "f.dump")) as fh:
+        lines = fh.read().splitlines()
+    start = next(k for k, l in enumerate(lines) if l.startswith("ITEM: ATOMS")) + 1
+    forces = [[float(x) for x in l.split()[1:4]] for l in lines[start:]]
+    out = os.path.join(d, "zs.csv")
+    subprocess.run([zs, "eval", "alkane", "--data", data, "--out", out], check=True)
+    with open(out) as fh:
+        row = [float(x) for x in fh.read().splitlines()[1].split(",")]
+    v, grad = row[0], row[1:]
+    scale = max(abs(x) for f in forces for x in f)
+    worst = max(abs(-grad[3 * i + a] - forces[i][a]) for i in range(len(forces)) for a in range(3))
+    print(f"  energy: LAMMPS {pe:.17g} (bond {ebond:.6g}, angle {eangle:.6g}, dihedral {edihed:.6g}, "
+          f"pair {evdwl:.6g}), zs {v:.17g}, relative difference {abs(v - pe) / abs(pe):.2e}")
+    print(f"  forces: {len(forces)} sites, max |F_zs - F_lammps| / max |F| = {worst / scale:.2e} "
+          f"(max |F| {scale:.3g} kcal/mol/A)")
+
+
+def speed(zs, data, steps):
+    for np in (1, 2):
+        with tempfile.TemporaryDirectory() as d:
+            log = lammps(FORCE_FIELD.format(data=data) + f"""
+fix 1 all nve
+thermo 100
+timestep 1.0
+run {steps}
+""", d, np)
+            t_l = float(re.search(r"Loop time of ([0-9.eE+-]+) on", log).group(1))
+        with tempfile.TemporaryDirectory() as d:
+            out = subprocess.run([zs, "run", "alkane", "--data", data, "--integrator", "verlet", "--h", "1",
+                                  "--t-end", str(steps), "--threads", str(np), "--quiet",
+                                  "--out", os.path.join(d, "a.csv")],
+                                 check=True, capture_output=True, text=True).stdout
+            t_z = float(re.search(r"wall time\s+([0-9.]+) s", out).group(1))
+            builds = re.search(r"neighbour lists\s+(\d+)", out).group(1)
+        print(f"  {steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} steps/s, "
+              f"zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), zs / LAMMPS (speed) = {t_l / t_z:.2f}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--molecules", type=int, default=2500)
+    ap.add_argument("--lengths", default="4,12")
+    ap.add_argument("--density", type=float, default=None,
+                    help="g/cm3 (default: 0.58 for butane, 0.70 for longer alkanes)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--skip-speed", action="store_true")
+    args = ap.parse_args()
+    zs = zs_binary()
+    print(subprocess.run(["lmp", "-h"], capture_output=True, text=True).stdout.splitlines()[1].strip())
+    for length in (int(c) for c in args.lengths.split(",")):
+        density = args.density or (0.58 if length <= 4 else 0.70)
+        molecules = max(1, args.molecules * 4 // length)
+        with tempfile.TemporaryDirectory() as d:
+            data = build(zs, d, molecules, length, density, args.seed)
+            print(f"C{length}: {molecules} molecules, {molecules * length} sites, {density} g/cm3")
+            check(zs, data, d)
+            if not args.skip_speed:
+                speed(zs, data, args.steps)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+//! `alkane`: a TraPPE united-atom n-alkane liquid in LAMMPS `real` units (Å, kcal/mol, fs),
+//! read from a LAMMPS data file (`--data`) or built (`--n-molecules`, `--length`,
+//! `--density`, `--seed`; velocities at the temperature of `--kt`, else 272 K); `--write-data`
+//! writes the final state, which is how a built liquid goes to LAMMPS.
+
+use std::path::Path;
+use std::time::Instant;
+
+use zs_runtime::MoveGuard;
+
+use super::{table, Accepts, CliSystem};
+use crate::alkane::{self, Alkane, Liquid, KB};
+use crate::cli::error::CliError;
+use crate::cli::job::{DynConstrained, DynStiff, Job};
+use crate::cli::state_file::{self, Row};
+use crate::cli::{EvalArgs, IntegratorName, RunArgs};
+use crate::kremer_grest::KremerGrest;
+
+pub(super) struct AlkaneCli;
+
+/// The liquid of a data file.
+fn read(path: &Path) -> Result<Liquid, CliError> {
+    let data = zs_runtime::lammps::DataFile::read(path)?;
+    Alkane::trappe()
+        .from_data(&data)
+        .map_err(|source| CliError::Alkane {
+            what: path.display().to_string(),
+            source,
+        })
+}
+
+/// The liquid of `--data`, or the one the builder options describe.
+fn liquid(args: &RunArgs) -> Result<(Liquid, String), CliError> {
+    if let Some(path) = &args.data {
+        return Ok((read(path)?, path.display().to_string()));
+    }
+    let (m, c) = (args.n_molecules.unwrap_or(2500), args.length.unwrap_or(4));
+    let density = args.density.unwrap_or(0.58);
+    let temperature = args.kt.map_or(272.0, |kt| kt / KB);
+    let seed = args.seed.unwrap_or(0);
+    let built = Alkane::trappe()
+        .liquid(m as usize, c as usize, density, temperature, seed)
+        .map_err(|source| CliError::Alkane {
+            what: "the liquid builder".to_string(),
+            source,
+        })?;
+    let how = format!("{m} C{c} molecules at {density} g/cm³, {temperature:.1} K, seed {seed}");
+    Ok((built, how))
+}
+
+impl CliSystem for AlkaneCli {
+    fn name(&self) -> &'static str {
+        "alkane"
+    }
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            n: None,
+            constraints: Err("its bonds are flexible here (harmonic, K = 452.9 kcal/mol/Å²)"),
+            omega: false,
+            gravity: false,
+            rigid_body: false,
+            threads: true,
+            cluster: false,
+            data: true,
+            stiff_split: false,
+            builder: true,
+        }
+    }
+    fn omega(&self) -> f64 {
+        0.0
+    }
+    fn defaults(&self, _method: IntegratorName, _omega: f64) -> (f64, f64, f64) {
+        // 1 fs (the bonds' period is 27 fs), 100 fs.
+        (1.0, 100.0, 0.25)
+    }
+    fn default_integrator(&self) -> IntegratorName {
+        IntegratorName::Verlet
+    }
+    fn default_every(&self, steps: u64) -> u64 {
+        steps
+    }
+    fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
+        let setup = Instant::now();
+        let ((system, q, v, data), source) = liquid(args)?;
+        let n = data.len();
+        let write_data = |q: &[f64], v: &[f64]| -> Result<(), CliError> {
+            let Some(out) = &args.write_data else {
+                return Ok(());
+            };
+            let mut end = data.clone();
+            end.title = format!("LAMMPS data file written by zs (alkane, from {source})");
+            for (i, (p, u)) in end
+                .positions
+                .iter_mut()
+                .zip(&mut end.velocities)
+                .enumerate()
+            {
+                p.copy_from_slice(&q[3 * i..3 * i + 3]);
+                u.copy_from_slice(&v[3 * i..3 * i + 3]);
+            }
+            end.has_velocities = true;
+            zs_runtime::files::write_atomic(out, end.to_text().as_bytes())
+                .map_err(|e| CliError::io("write", out, e))?;
+            println!("  data file        {} (LAMMPS read_data)", out.display());
+            Ok(())
+        };
+        let symbols = data
+            .types
+            .iter()
+            .map(|&t| if t == 1 { "CH3" } else { "CH2" }.to_string())
+            .collect();
+        let mut job = job.with_xyz(symbols);
+        job.lattice = Some((data.lo, data.box_lengths()));
+        job.at_end = Some(&write_data);
+        job.move_guard = Some(MoveGuard::new(alkane::SKIN, 3));
+        let names = KremerGrest::coordinate_names(n);
+        let state = job.initial_state(system.state(q, v), &names)?;
+        let l = data.box_lengths();
+        println!(
+            "zs: TraPPE-UA alkane liquid of {n} sites ({source}): {} bonds, {} angles, {} dihedrals; \
+             LJ mixed from CH3/CH2, cut at 14 Å and shifted, special_bonds lj 0 0 0; periodic box \
+             {:.3} × {:.3} × {:.3} Å; real units (Å, kcal/mol, fs)",
+            data.bonds.len(),
+            data.angles.len(),
+            data.dihedrals.len(),
+            l[0],
+            l[1],
+            l[2]
+        );
+        println!(
+            "    set-up {:.2} s (neighbour list: cutoff 14 + skin {} Å; SIMD {})",
+            setup.elapsed().as_secs_f64(),
+            alkane::SKIN,
+            system.simd().name()
+        );
+        let (sys, pot): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &system);
+        let done = job.in_pool(|| job.run(sys, pot, state, names));
+        println!(
+            "  neighbour lists  {:>14}   builds",
+            system.neighbor_builds()
+        );
+        done
+    }
+    fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
+        let path = args.data.as_deref().ok_or(CliError::Missing {
+            system: "alkane",
+            option: "--data FILE",
+            why: "a LAMMPS data file of the liquid (zs run alkane ... --write-data FILE writes one)",
+        })?;
+        let (system, q, v, data) = read(path)?;
+        let names = KremerGrest::coordinate_names(data.len());
+        let rows = match &args.input {
+            Some(input) => state_file::read(input, &names)?,
+            None => vec![Row {
+                t: 0.0,
+                q,
+                v: Some(v),
+            }],
+        };
+        Ok(table(&system, &rows, &names))
+    }
+}
