@@ -243,7 +243,8 @@ impl Alkane {
                 "{molecules} molecules of {length} sites: a liquid needs at least one molecule of at least 2 sites"
             ));
         }
-        if !(density.is_finite() && density > 0.0 && temperature.is_finite() && temperature >= 0.0) {
+        if !(density.is_finite() && density > 0.0 && temperature.is_finite() && temperature >= 0.0)
+        {
             return bad(format!(
                 "density {density} g/cm³ and temperature {temperature} K must be finite, the density positive"
             ));
@@ -296,19 +297,32 @@ impl Alkane {
                     centre[1] + c * y + jitter(),
                     centre[2] + s * y + jitter(),
                 ]);
-                let kind = if site == 0 || site == length - 1 { CH3 } else { CH2 };
+                let kind = if site == 0 || site == length - 1 {
+                    CH3
+                } else {
+                    CH2
+                };
                 types.push(kind as usize + 1);
                 let sd = (kt / self.mass[kind as usize] * REAL_ACCELERATION).sqrt();
                 velocities.push(core::array::from_fn(|_| sd * normal.sample(&mut rng)));
                 let at = first + site;
                 if site >= 1 {
-                    bonds.push(Bonded { kind: 1, atoms: [at - 1, at] });
+                    bonds.push(Bonded {
+                        kind: 1,
+                        atoms: [at - 1, at],
+                    });
                 }
                 if site >= 2 {
-                    angles.push(Bonded { kind: 1, atoms: [at - 2, at - 1, at] });
+                    angles.push(Bonded {
+                        kind: 1,
+                        atoms: [at - 2, at - 1, at],
+                    });
                 }
                 if site >= 3 {
-                    dihedrals.push(Bonded { kind: 1, atoms: [at - 3, at - 2, at - 1, at] });
+                    dihedrals.push(Bonded {
+                        kind: 1,
+                        atoms: [at - 3, at - 2, at - 1, at],
+                    });
                 }
             }
         }

@@ -129,7 +129,11 @@ fn check_options(
         (args.density.is_some(), "--density"),
     ] {
         if given && !a.builder {
-            return Err(CliError::applies_only_to(option, which(|a| a.builder), name));
+            return Err(CliError::applies_only_to(
+                option,
+                which(|a| a.builder),
+                name,
+            ));
         }
         if given && args.data.is_some() {
             return Err(CliError::does_not_apply(

@@ -425,7 +425,15 @@ fn the_liquid_builder_makes_the_liquid_it_is_asked_for() {
     let (sys, q, v, data) = Alkane::trappe()
         .liquid(250, 4, 0.58, 272.0, 7)
         .expect("liquid butane");
-    assert_eq!((data.len(), data.bonds.len(), data.angles.len(), data.dihedrals.len()), (1000, 750, 500, 250));
+    assert_eq!(
+        (
+            data.len(),
+            data.bonds.len(),
+            data.angles.len(),
+            data.dihedrals.len()
+        ),
+        (1000, 750, 500, 250)
+    );
     // Masses in kcal/mol·fs²/Å², so that time is in fs: g/mol × 4.184e-4.
     let mass: f64 = sys.masses_slice().expect("masses").iter().sum::<f64>() / 3.0 * 4.184e-4;
     let volume: f64 = data.box_lengths().iter().product();
@@ -447,7 +455,10 @@ fn the_liquid_builder_makes_the_liquid_it_is_asked_for() {
             }
         }
     }
-    assert!(closest > 3.0, "closest sites of two molecules {closest} Å apart");
+    assert!(
+        closest > 3.0,
+        "closest sites of two molecules {closest} Å apart"
+    );
     let mut g = vec![0.0; 3000];
     sys.gradient_into(&q, &mut g);
     assert!(sys.potential_at(&q).is_finite() && g.iter().all(|x| x.is_finite()));
@@ -460,9 +471,17 @@ fn the_liquid_builder_makes_the_liquid_it_is_asked_for() {
     // The data file read back: the same energy, bit for bit.
     let back = DataFile::parse(&data.to_text()).expect("its own data file");
     let (sys2, q2, _, _) = Alkane::trappe().from_data(&back).expect("read back");
-    assert_eq!(sys2.potential_at(&q2).to_bits(), sys.potential_at(&q).to_bits());
-    let (_, q3, _, _) = Alkane::trappe().liquid(250, 4, 0.58, 272.0, 7).expect("again");
+    assert_eq!(
+        sys2.potential_at(&q2).to_bits(),
+        sys.potential_at(&q).to_bits()
+    );
+    let (_, q3, _, _) = Alkane::trappe()
+        .liquid(250, 4, 0.58, 272.0, 7)
+        .expect("again");
     assert_eq!(q3, q);
     assert!(Alkane::trappe().liquid(250, 4, 3.0, 272.0, 7).is_err());
-    assert!(Alkane::trappe().liquid(10, 4, 0.58, 272.0, 7).is_err(), "box smaller than the cutoff");
+    assert!(
+        Alkane::trappe().liquid(10, 4, 0.58, 272.0, 7).is_err(),
+        "box smaller than the cutoff"
+    );
 }

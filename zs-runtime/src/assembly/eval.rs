@@ -911,8 +911,17 @@ fn load_lanes<L: Lanes, const D: usize, const K: usize>(
                 rows[k][l] = free[t as usize][k] as usize * D;
             }
         }
-        for k in 0..K {
-            x[k] = L::gather::<D>(input.q, &rows[k]);
+        for (xk, rows) in x.iter_mut().zip(&rows) {
+            let rows = &rows[..block.len()];
+            if rows.iter().all(|&o| o == rows[0]) {
+                // One body in every lane (a row of a neighbour list or of a pair tile): a
+                // broadcast, not a gather — the same values.
+                for (xd, &v) in xk.iter_mut().zip(&input.q[rows[0]..rows[0] + D]) {
+                    *xd = L::splat(v);
+                }
+            } else {
+                *xk = L::gather::<D>(input.q, rows);
+            }
         }
     } else {
         for (l, &t) in block.iter().enumerate() {

@@ -145,7 +145,8 @@ impl CliSystem for AlkaneCli {
         let path = args.data.as_deref().ok_or(CliError::Missing {
             system: "alkane",
             option: "--data FILE",
-            why: "a LAMMPS data file of the liquid (zs run alkane ... --write-data FILE writes one)",
+            why:
+                "a LAMMPS data file of the liquid (zs run alkane ... --write-data FILE writes one)",
         })?;
         let (system, q, v, data) = read(path)?;
         let names = KremerGrest::coordinate_names(data.len());
