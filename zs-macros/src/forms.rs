@@ -21,7 +21,7 @@ pub struct FormSpec {
 }
 
 /// Every form, in the runtime's table order.
-pub const FORMS: [FormSpec; 5] = [
+pub const FORMS: [FormSpec; 6] = [
     FormSpec {
         marker: "Site",
         field: "site",
@@ -60,6 +60,14 @@ pub const FORMS: [FormSpec; 5] = [
         arity: 4,
         energy: "dihedral_potential",
         stiff: Some("stiff_dihedral_potential"),
+        constraints: None,
+    },
+    FormSpec {
+        marker: "Pair14",
+        field: "pair14",
+        arity: 2,
+        energy: "pair14_potential",
+        stiff: None,
         constraints: None,
     },
 ];
@@ -210,16 +218,17 @@ mod tests {
                 "stiff_angle_potential",
                 "dihedral_potential",
                 "stiff_dihedral_potential",
+                "pair14_potential",
                 "body_constraints",
                 "bond_constraints"
             ]
         );
         assert_eq!(
             role("bond_constraints").map(|(k, r)| (k, r.form)),
-            Some((10, 1))
+            Some((11, 1))
         );
         assert_eq!(role_of(2, RoleKind::Stiff), None);
-        assert_eq!(role_of(0, RoleKind::Constraints), Some(9));
+        assert_eq!(role_of(0, RoleKind::Constraints), Some(10));
         assert_eq!(
             role("dihedral_potential").map(|(_, r)| r.params()),
             Some("a: &[f64; D], b: &[f64; D], c: &[f64; D], d: &[f64; D]".to_string())

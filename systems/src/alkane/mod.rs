@@ -251,6 +251,15 @@ impl Alkane {
         }
         let per_molecule = 2.0 * self.mass[0] + (length - 2) as f64 * self.mass[1];
         let side = (molecules as f64 * per_molecule / (density * DENSITY_UNIT)).cbrt();
+        let reach = 2.0 * (self.rc + SKIN);
+        if side < reach {
+            let least = (reach.powi(3) * density * DENSITY_UNIT / per_molecule).ceil();
+            return bad(format!(
+                "{molecules} molecules of {length} sites at {density} g/cm³ fill a box of side \
+                 {side:.2} Å, shorter than twice the cutoff plus skin ({reach} Å): build at \
+                 least {least} molecules"
+            ));
+        }
         // The rods: the zigzag's projection on its axis, and a gap of 4 Å between ends.
         let half = 0.5 * self.theta0;
         let (dx, dy) = (self.r0 * half.sin(), self.r0 * half.cos());

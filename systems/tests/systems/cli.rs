@@ -963,3 +963,84 @@ fn nma_refuses_what_it_cannot_do_in_one_line() {
         one_line_error(&o, args, needles);
     }
 }
+
+/// `zs run alkane` builds a liquid and writes it as a LAMMPS data file; `zs eval alkane --data`
+/// reads it back with the energy the run started from; builder options and `--data` exclude
+/// each other, apply to the alkane only, and a liquid too small for the cutoff is a one-line
+/// error.
+#[test]
+fn alkane_builds_runs_writes_and_evaluates_its_liquid() {
+    let d = dir("alkane");
+    let args = [
+        "run",
+        "alkane",
+        "--n-molecules",
+        "250",
+        "--length",
+        "4",
+        "--seed",
+        "3",
+        "--t-end",
+        "4",
+        "--out",
+        "a.csv",
+        "--write-data",
+        "a.data",
+        "--quiet",
+    ];
+    let o = zs(&d.0, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("1000 sites") && out.contains("750 bonds, 500 angles, 250 dihedrals"),
+        "{out}"
+    );
+    assert_eq!(field(&out, "steps"), "4");
+    let data = std::fs::read_to_string(d.0.join("a.data")).expect("the data file");
+    assert!(
+        data.contains("500 angles") && data.contains("\nDihedrals\n"),
+        "{data}"
+    );
+    // The run's last row is the data file's state: eval of the file equals eval of that row.
+    let e = zs(
+        &d.0,
+        &["eval", "alkane", "--data", "a.data", "--out", "e.csv"],
+    );
+    assert!(e.status.success(), "{}", stderr(&e));
+    let e2 = zs(
+        &d.0,
+        &[
+            "eval", "alkane", "--data", "a.data", "--in", "a.csv", "--out", "e2.csv",
+        ],
+    );
+    assert!(e2.status.success(), "{}", stderr(&e2));
+    let (_, file_row) = read_csv(&d.0.join("e.csv"));
+    let (_, rows) = read_csv(&d.0.join("e2.csv"));
+    assert_eq!(rows.len(), 2);
+    let (a, b) = (&file_row[0], &rows[1]);
+    let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    assert!(
+        a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-9 * scale),
+        "{:?} vs {:?}",
+        &a[..3],
+        &b[..3]
+    );
+    // Refusals, one line each.
+    for (bad, needles) in [
+        (
+            &["run", "alkane", "--data", "a.data", "--length", "6"][..],
+            &["--length", "--data"][..],
+        ),
+        (
+            &["run", "kremer-grest", "--n-molecules", "10"][..],
+            &["--n-molecules", "alkane"][..],
+        ),
+        (
+            &["run", "alkane", "--n-molecules", "10", "--quiet"][..],
+            &["box", "cutoff"][..],
+        ),
+        (&["eval", "alkane"][..], &["alkane needs --data"][..]),
+    ] {
+        one_line_error(&zs(&d.0, bad), bad, needles);
+    }
+}

@@ -16,6 +16,7 @@
 //! | [`Bond`] | 2 | one per bond | `bond_potential`, `stiff_bond_potential`, `bond_constraints` |
 //! | [`Pair`] | 2 | one per non-excluded pair | `pair_potential` |
 //! | [`Angle`] | 3 | one per angle `(i, j, k)`, `j` the apex | `angle_potential`, `stiff_angle_potential` |
+//! | [`Pair14`] | 2 | one per pair exactly three bonds apart (1-4) | `pair14_potential` |
 //! | [`Dihedral`] | 4 | one per dihedral `(i, j, k, l)`, about the axis `j`–`k` | `dihedral_potential`, `stiff_dihedral_potential` |
 
 /// Which tuples of bodies of a [`super::Topology`] a form makes terms of.
@@ -33,6 +34,9 @@ pub enum Over {
     Angles,
     /// One term per dihedral of the topology with at least one free body, in dihedral order.
     Dihedrals,
+    /// One term per pair `i < j` whose shortest path of bonds has exactly three bonds (the 1-4
+    /// pairs of a force field), with at least one free body, in lexicographic order.
+    Pairs14,
 }
 
 /// The static description of a term form (see the [module docs](self)).
@@ -88,6 +92,13 @@ form!(
     /// One term per dihedral `(i, j, k, l)` of the topology: `dihedral_potential(a, b, c, d)`,
     /// `stiff_dihedral_potential(a, b, c, d)` (the torsion about `b`–`c`).
     Dihedral, "dihedral", 4, Dihedrals, dihedral
+);
+
+form!(
+    /// One term per 1-4 pair (three bonds apart): `pair14_potential(a, b)` — the scaled or
+    /// special pair energy force fields give 1-4 pairs (OPLS: half the LJ and Coulomb energy),
+    /// used with [`super::Topology::exclude_within`]`(3)` so that `pair_potential` skips them.
+    Pair14, "pair14", 2, Pairs14, pair14
 );
 
 /// How the assembly obtains a form's third contraction `T(x; a)` (Z&S, eq. 3).
@@ -148,6 +159,8 @@ pub struct Forms {
     pub angle: FormInfo,
     /// [`Dihedral`].
     pub dihedral: FormInfo,
+    /// [`Pair14`].
+    pub pair14: FormInfo,
 }
 
 impl Forms {
@@ -158,6 +171,7 @@ impl Forms {
             || self.pair.typed
             || self.angle.typed
             || self.dihedral.typed
+            || self.pair14.typed
     }
 
     /// No form at all (the expansion after a compile error).
@@ -167,5 +181,6 @@ impl Forms {
         pair: FormInfo::ABSENT,
         angle: FormInfo::ABSENT,
         dihedral: FormInfo::ABSENT,
+        pair14: FormInfo::ABSENT,
     };
 }

@@ -68,7 +68,9 @@ pub mod system;
 pub mod terms;
 pub mod topology;
 
-pub use forms::{Angle, Bond, Dihedral, Form, FormInfo, Forms, Over, Pair, Site, ThirdForm};
+pub use forms::{
+    Angle, Bond, Dihedral, Form, FormInfo, Forms, Over, Pair, Pair14, Site, ThirdForm,
+};
 pub use jacobian::{SparseConstraintSolver, SparseJacobian};
 pub use system::{Assembled, PenalizedAssembly, PARALLEL_BY_DEFAULT_ABOVE};
 pub use terms::{Body, Kernel, Kinds, Local, LocalHessian, LocalThird, Terms};

@@ -77,6 +77,7 @@ impl<const K: usize> TermList<K> {
             (Over::Bonds, _) => topology.bonds().len(),
             (Over::Angles, _) => topology.angles().len(),
             (Over::Dihedrals, _) => topology.dihedrals().len(),
+            (Over::Pairs14, _) => 0,
             (Over::Pairs, _) if topology.pair_cutoff().is_some() => 0,
             (Over::Pairs, _) => n.saturating_mul(n.saturating_sub(1)) / 2,
         };
@@ -106,6 +107,11 @@ impl<const K: usize> TermList<K> {
             (Over::Dihedrals, 4) => {
                 for a in topology.dihedrals() {
                     push(core::array::from_fn(|k| a[k]));
+                }
+            }
+            (Over::Pairs14, 2) => {
+                for (i, j) in topology.pairs_at(3) {
+                    push(core::array::from_fn(|k| [i, j][k]));
                 }
             }
             // Under a cutoff the pairs come from the neighbour list, at the first evaluation.

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::eval::{self, FormList, FormOps, FormState, Inputs, Want};
-use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Site};
+use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Pair14, Site};
 use super::neighbors::{Cell, Neighbors};
 use super::plan::{Bodies, PINNED};
 use super::terms::{Kernel, Terms};
@@ -31,6 +31,7 @@ fn forms_of<T: Terms<D>, const D: usize>(
         form::<T, Pair, D, 2>(topology, bodies)?,
         form::<T, Angle, D, 3>(topology, bodies)?,
         form::<T, Dihedral, D, 4>(topology, bodies)?,
+        form::<T, Pair14, D, 2>(topology, bodies)?,
     ])
 }
 

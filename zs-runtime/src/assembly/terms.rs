@@ -4,7 +4,7 @@
 //! symbolically in the term's own `K·D` coordinates. One kernel trait, [`Kernel`], generic in the
 //! body dimension `D`, the arity `K` and the [`Form`].
 
-use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Site};
+use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Pair14, Site};
 use crate::simd::Lanes;
 
 /// A body's coordinates (`D` of them).
@@ -145,7 +145,7 @@ pub trait Kernel<const D: usize, const K: usize, F: Form>: Sync {
 }
 
 /// A system of bodies with `D` coordinates each, defined term by term: the kernels of every
-/// form ([`Site`], [`Bond`], [`Pair`], [`Angle`], [`Dihedral`]), which of them the definition has ([`Terms::FORMS`]),
+/// form ([`Site`], [`Bond`], [`Pair`], [`Angle`], [`Dihedral`], [`Pair14`]), which of them the definition has ([`Terms::FORMS`]),
 /// and the masses of a body. Implemented by `#[mechanical_system]`.
 #[allow(unused_variables)]
 pub trait Terms<const D: usize>:
@@ -154,6 +154,7 @@ pub trait Terms<const D: usize>:
     + Kernel<D, 2, Pair>
     + Kernel<D, 3, Angle>
     + Kernel<D, 4, Dihedral>
+    + Kernel<D, 2, Pair14>
 {
     /// The forms the definition has.
     const FORMS: Forms;

@@ -278,6 +278,40 @@ impl Topology {
         self
     }
 
+    /// The pairs `(i, j)`, `i < j`, whose shortest path of bonds has exactly `bonds` bonds, in
+    /// lexicographic order: `pairs_at(3)` are the 1-4 pairs of a force field (a pair that is
+    /// also 1-3 through a ring is 1-3, as in LAMMPS's special lists).
+    pub fn pairs_at(&self, bonds: usize) -> Vec<(usize, usize)> {
+        let adjacency = self.adjacency();
+        let mut depth = vec![usize::MAX; self.bodies];
+        let mut out = Vec::new();
+        for i in 0..self.bodies {
+            let mut frontier = vec![i];
+            let mut seen = vec![i];
+            depth[i] = 0;
+            for d in 1..=bonds {
+                let mut next = Vec::new();
+                for &b in &frontier {
+                    for &c in &adjacency[b] {
+                        if depth[c] == usize::MAX {
+                            depth[c] = d;
+                            next.push(c);
+                            seen.push(c);
+                        }
+                    }
+                }
+                frontier = next;
+            }
+            let mut at: Vec<usize> = frontier.into_iter().filter(|&j| j > i).collect();
+            at.sort_unstable();
+            out.extend(at.into_iter().map(|j| (i, j)));
+            for b in seen {
+                depth[b] = usize::MAX;
+            }
+        }
+        out
+    }
+
     /// Every body's bonded partners (bonds naming a missing body are left out: `validate`
     /// reports them), each list sorted.
     fn adjacency(&self) -> Vec<Vec<usize>> {
