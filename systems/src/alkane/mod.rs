@@ -33,7 +33,7 @@ use rand::Rng as _;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
-use zs_runtime::assembly::{Assembled, Topology, TopologyError};
+use zs_runtime::assembly::{Assembled, Terms, Topology, TopologyError};
 use zs_runtime::lammps::{AtomStyle, Bonded, DataFile};
 use zs_runtime::mechanical_system;
 
@@ -41,9 +41,11 @@ use zs_runtime::mechanical_system;
 pub const KB: f64 = 0.001_987_206_7;
 
 /// The TraPPE-UA force field, in kcal/mol, Å, radians, g/mol; per-type tables indexed by the
-/// site type (0 = CH3, 1 = CH2).
+/// site type (0 = CH3, 1 = CH2). `V` says how the bonds and angles enter ([`variant`]): the
+/// flexible force field ([`Alkane`]), bonds held at `r0` by constraints ([`AlkaneRigidBonds`]),
+/// or bonds and angles as the stiff part of Z&Ss-stiff ([`AlkaneStiff`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Alkane {
+pub struct Trappe<V = variant::Flexible> {
     /// Bond constant `K` of `K(r − r0)²` (kcal/mol/Å²).
     pub k_bond: f64,
     /// Bond length `r0` (Å).
@@ -62,15 +64,42 @@ pub struct Alkane {
     pub mass: [f64; 2],
     /// The pair cutoff (Å); the pair energy is shifted to zero there.
     pub rc: f64,
+    /// How bonds and angles enter.
+    pub variant: core::marker::PhantomData<V>,
 }
+
+/// How a [`Trappe`] force field's bonds and angles enter the dynamics.
+pub mod variant {
+    /// Harmonic bonds and angles in the potential (compare with LAMMPS as is).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Flexible;
+    /// Bonds held at `r0` (TraPPE's own choice): one constraint `(r² − r0²)/(2 r0)` per bond,
+    /// for SHAKE, RATTLE and the penalty of the Z&S family; angles harmonic.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct RigidBonds;
+    /// Harmonic bonds and angles as the stiff part `V1` (Tao & Owhadi eq. 19), solved implicitly
+    /// by Z&Ss-stiff; torsions and pairs explicit.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Stiff;
+}
+
+/// The flexible TraPPE-UA force field.
+pub type Alkane = Trappe<variant::Flexible>;
+/// TraPPE-UA with its bonds constrained.
+pub type AlkaneRigidBonds = Trappe<variant::RigidBonds>;
+/// TraPPE-UA with bonds and angles as the stiff part.
+pub type AlkaneStiff = Trappe<variant::Stiff>;
 
 /// CH3, the chain ends.
 pub const CH3: u32 = 0;
 /// CH2, the chain's inner sites.
 pub const CH2: u32 = 1;
 
-impl Alkane {
-    /// TraPPE-UA's values (flexible bonds at K = 452.9 kcal/mol/Å², cutoff 14 Å).
+impl<V> Trappe<V> {
+    /// TraPPE-UA's values (bonds at K = 452.9 kcal/mol/Å² where flexible, cutoff 14 Å).
+    // Read as `Alkane::trappe()`, "the alkane with TraPPE's values"; the struct's own name is
+    // the force field's.
+    #[allow(clippy::self_named_constructors)]
     pub fn trappe() -> Self {
         Self {
             k_bond: 452.9,
@@ -82,69 +111,129 @@ impl Alkane {
             sigma: [3.75, 3.95],
             mass: [15.035, 14.027],
             rc: 14.0,
+            variant: core::marker::PhantomData,
+        }
+    }
+
+    /// The same force field with bonds and angles entering as `W` says.
+    pub fn as_variant<W>(self) -> Trappe<W> {
+        Trappe {
+            k_bond: self.k_bond,
+            r0: self.r0,
+            k_theta: self.k_theta,
+            theta0: self.theta0,
+            c: self.c,
+            epsilon: self.epsilon,
+            sigma: self.sigma,
+            mass: self.mass,
+            rc: self.rc,
+            variant: core::marker::PhantomData,
         }
     }
 }
 
-#[mechanical_system]
-impl Alkane {
-    /// In kcal/mol·fs²/Å² (`m / 4.184e-4`): with energies in kcal/mol and lengths in Å, time
-    /// is then in fs and velocities in Å/fs, LAMMPS's `real` units.
-    fn body_masses(&self, kind: usize) -> [f64; 3] {
-        [self.mass[kind] / REAL_ACCELERATION; 3]
-    }
-    fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
-        let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();
-        self.k_bond * (r - self.r0).powi(2)
-    }
-    /// Lorentz–Berthelot mixing of the two sites' types, cut and shifted at `rc`.
-    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
-        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
-        if r2 < self.rc * self.rc {
-            let eps = (self.epsilon[ka] * self.epsilon[kb]).sqrt();
-            let s2 = (0.5 * (self.sigma[ka] + self.sigma[kb])).powi(2);
-            let sr6 = (s2 / r2).powi(3);
-            let sc6 = (s2 / (self.rc * self.rc)).powi(3);
-            4.0 * eps * ((sr6 * sr6 - sr6) - (sc6 * sc6 - sc6))
-        } else {
-            0.0
+/// The term functions every variant shares (masses, pairs, torsions, and the bond and angle
+/// energies as helpers), stamped on `Trappe<$variant>` with the variant's own functions.
+macro_rules! trappe_terms {
+    ($variant:ty { $($own:tt)* }) => {
+        #[mechanical_system]
+        impl Trappe<$variant> {
+            /// In kcal/mol·fs²/Å² (`m / 4.184e-4`): with energies in kcal/mol and lengths in Å, time
+            /// is then in fs and velocities in Å/fs, LAMMPS's `real` units.
+            fn body_masses(&self, kind: usize) -> [f64; 3] {
+                [self.mass[kind] / REAL_ACCELERATION; 3]
+            }
+            /// `(r² − r0²)/(2 r0)`: `r − r0` to first order, without a square root. (The
+            /// variants' own functions read the fields through helpers like this one: the
+            /// fields a macro invocation's tokens name directly would not resolve against the
+            /// generated kernels' `self`, macro hygiene.)
+            fn bond_constraint(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+                let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+                (r2 - self.r0 * self.r0) / (2.0 * self.r0)
+            }
+            /// `K(r − r0)²`.
+            fn bond_energy(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+                let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();
+                self.k_bond * (r - self.r0).powi(2)
+            }
+            /// Lorentz–Berthelot mixing of the two sites' types, cut and shifted at `rc`.
+            fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
+                let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+                if r2 < self.rc * self.rc {
+                    let eps = (self.epsilon[ka] * self.epsilon[kb]).sqrt();
+                    let s2 = (0.5 * (self.sigma[ka] + self.sigma[kb])).powi(2);
+                    let sr6 = (s2 / r2).powi(3);
+                    let sc6 = (s2 / (self.rc * self.rc)).powi(3);
+                    4.0 * eps * ((sr6 * sr6 - sr6) - (sc6 * sc6 - sc6))
+                } else {
+                    0.0
+                }
+            }
+            /// `θ` at the apex `b`, from `cos θ = u·v / (|u||v|)`.
+            fn angle_energy(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3]) -> f64 {
+                let u = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+                let v = [c[0] - b[0], c[1] - b[1], c[2] - b[2]];
+                let uv = u[0] * v[0] + u[1] * v[1] + u[2] * v[2];
+                let uu = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+                let vv = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+                let theta = (uv / (uu * vv).sqrt()).acos();
+                0.5 * self.k_theta * (theta - self.theta0).powi(2)
+            }
+            /// `φ` between the planes `(a, b, c)` and `(b, c, d)`: `cos φ = n1·n2 / (|n1||n2|)` with
+            /// `n1 = b1 × b2`, `n2 = b2 × b3`; trans (φ = 180°) has `cos φ = −1`.
+            fn dihedral_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3], d: &[f64; 3]) -> f64 {
+                let b1 = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+                let b2 = [c[0] - b[0], c[1] - b[1], c[2] - b[2]];
+                let b3 = [d[0] - c[0], d[1] - c[1], d[2] - c[2]];
+                let n1 = [
+                    b1[1] * b2[2] - b1[2] * b2[1],
+                    b1[2] * b2[0] - b1[0] * b2[2],
+                    b1[0] * b2[1] - b1[1] * b2[0],
+                ];
+                let n2 = [
+                    b2[1] * b3[2] - b2[2] * b3[1],
+                    b2[2] * b3[0] - b2[0] * b3[2],
+                    b2[0] * b3[1] - b2[1] * b3[0],
+                ];
+                let n12 = n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2];
+                let n11 = n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2];
+                let n22 = n2[0] * n2[0] + n2[1] * n2[1] + n2[2] * n2[2];
+                let phi = (n12 / (n11 * n22).sqrt()).acos();
+                self.c[0] * (1.0 + phi.cos())
+                    + self.c[1] * (1.0 - (2.0 * phi).cos())
+                    + self.c[2] * (1.0 + (3.0 * phi).cos())
+            }
+            $($own)*
         }
-    }
-    /// `θ` at the apex `b`, from `cos θ = u·v / (|u||v|)`.
-    fn angle_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3]) -> f64 {
-        let u = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-        let v = [c[0] - b[0], c[1] - b[1], c[2] - b[2]];
-        let uv = u[0] * v[0] + u[1] * v[1] + u[2] * v[2];
-        let uu = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
-        let vv = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
-        let theta = (uv / (uu * vv).sqrt()).acos();
-        0.5 * self.k_theta * (theta - self.theta0).powi(2)
-    }
-    /// `φ` between the planes `(a, b, c)` and `(b, c, d)`: `cos φ = n1·n2 / (|n1||n2|)` with
-    /// `n1 = b1 × b2`, `n2 = b2 × b3`; trans (φ = 180°) has `cos φ = −1`.
-    fn dihedral_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3], d: &[f64; 3]) -> f64 {
-        let b1 = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
-        let b2 = [c[0] - b[0], c[1] - b[1], c[2] - b[2]];
-        let b3 = [d[0] - c[0], d[1] - c[1], d[2] - c[2]];
-        let n1 = [
-            b1[1] * b2[2] - b1[2] * b2[1],
-            b1[2] * b2[0] - b1[0] * b2[2],
-            b1[0] * b2[1] - b1[1] * b2[0],
-        ];
-        let n2 = [
-            b2[1] * b3[2] - b2[2] * b3[1],
-            b2[2] * b3[0] - b2[0] * b3[2],
-            b2[0] * b3[1] - b2[1] * b3[0],
-        ];
-        let n12 = n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2];
-        let n11 = n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2];
-        let n22 = n2[0] * n2[0] + n2[1] * n2[1] + n2[2] * n2[2];
-        let phi = (n12 / (n11 * n22).sqrt()).acos();
-        self.c[0] * (1.0 + phi.cos())
-            + self.c[1] * (1.0 - (2.0 * phi).cos())
-            + self.c[2] * (1.0 + (3.0 * phi).cos())
-    }
+    };
 }
+
+trappe_terms!(variant::Flexible {
+    fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+        self.bond_energy(a, b)
+    }
+    fn angle_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3]) -> f64 {
+        self.angle_energy(a, b, c)
+    }
+});
+
+trappe_terms!(variant::RigidBonds {
+    fn bond_constraints(&self, a: &[f64; 3], b: &[f64; 3]) -> [f64; 1] {
+        [self.bond_constraint(a, b)]
+    }
+    fn angle_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3]) -> f64 {
+        self.angle_energy(a, b, c)
+    }
+});
+
+trappe_terms!(variant::Stiff {
+    fn stiff_bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+        self.bond_energy(a, b)
+    }
+    fn stiff_angle_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3]) -> f64 {
+        self.angle_energy(a, b, c)
+    }
+});
 
 /// The neighbour-list skin (Å), LAMMPS's default for `real` units (`neighbor 2.0 bin`).
 pub const SKIN: f64 = 2.0;
@@ -154,7 +243,7 @@ const DENSITY_UNIT: f64 = 0.602_214_076;
 
 /// A liquid of `n`-alkanes: the assembled system, its unwrapped positions and velocities (Å,
 /// Å/fs), and the data file that describes it.
-pub type Liquid = (Assembled<Alkane, 3>, Vec<f64>, Vec<f64>, DataFile);
+pub type Liquid<V = variant::Flexible> = (Assembled<Trappe<V>, 3>, Vec<f64>, Vec<f64>, DataFile);
 
 /// Why a liquid cannot be built or read.
 #[derive(Debug, thiserror::Error)]
@@ -179,7 +268,10 @@ pub enum AlkaneError {
     },
 }
 
-impl Alkane {
+impl<V> Trappe<V>
+where
+    Trappe<V>: Terms<3>,
+{
     /// The assembled liquid of a LAMMPS data file (`units real`, atom types 1 = CH3 and
     /// 2 = CH2, masses as TraPPE's): its atoms in ID order, its bonds, angles and dihedrals as
     /// listed (as LAMMPS applies them: a file without `Angles` has no angle terms), pairs more
@@ -189,7 +281,7 @@ impl Alkane {
     /// # Errors
     /// A mass other than TraPPE's, an atom type other than 1 and 2, a box shorter than
     /// twice `rc + skin`.
-    pub fn from_data(self, data: &DataFile) -> Result<Liquid, AlkaneError> {
+    pub fn from_data(self, data: &DataFile) -> Result<Liquid<V>, AlkaneError> {
         for (t, &mass) in data.masses.iter().enumerate() {
             let (want, name) = match t {
                 0 => (self.mass[0], "CH3"),
@@ -236,7 +328,7 @@ impl Alkane {
         density: f64,
         temperature: f64,
         seed: u64,
-    ) -> Result<Liquid, AlkaneError> {
+    ) -> Result<Liquid<V>, AlkaneError> {
         let bad = |m: String| Err(AlkaneError::Builder(m));
         if length < 2 || molecules == 0 {
             return bad(format!(

@@ -6,6 +6,7 @@
 #[path = "../../../zs-runtime/tests/support/counting_alloc.rs"]
 mod counting_alloc;
 
+mod alkane;
 mod angles;
 mod cli;
 mod derivatives;
