@@ -70,6 +70,21 @@ pub struct Trappe<V = variant::Flexible> {
 
 /// How a [`Trappe`] force field's bonds and angles enter the dynamics.
 pub mod variant {
+    /// What the builder and the command line need to know of a variant.
+    pub trait Variant: Send + Sync + 'static {
+        /// The bonds are constraints: a built liquid starts with every bond at `r0`.
+        const RIGID_BONDS: bool;
+    }
+    impl Variant for Flexible {
+        const RIGID_BONDS: bool = false;
+    }
+    impl Variant for RigidBonds {
+        const RIGID_BONDS: bool = true;
+    }
+    impl Variant for Stiff {
+        const RIGID_BONDS: bool = false;
+    }
+
     /// Harmonic bonds and angles in the potential (compare with LAMMPS as is).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
     pub struct Flexible;
@@ -268,7 +283,7 @@ pub enum AlkaneError {
     },
 }
 
-impl<V> Trappe<V>
+impl<V: variant::Variant> Trappe<V>
 where
     Trappe<V>: Terms<3>,
 {
@@ -316,7 +331,8 @@ where
     /// lattice of rods, each turned by a random angle about its axis, every site jittered by
     /// up to 0.05 Å (no torsion exactly planar), the molecules placed in a random subset of
     /// the lattice's cells; Maxwell–Boltzmann velocities at `temperature` K (zero total
-    /// momentum). Written as the LAMMPS data file it returns too (`atom_style molecular`).
+    /// momentum). For [`variant::RigidBonds`], every bond is then moved back to `r0` and the
+    /// velocities made tangent to the bonds (the start is on the constraint manifold). Written as the LAMMPS data file it returns too (`atom_style molecular`).
     ///
     /// # Errors
     /// Fewer than 2 sites or 1 molecule, a non-positive density, a box too small for the
@@ -424,6 +440,43 @@ where
                         kind: 1,
                         atoms: [at - 3, at - 2, at - 1, at],
                     });
+                }
+            }
+        }
+        if V::RIGID_BONDS {
+            // Every bond at r0 (both ends moved along it, repeated: SHAKE's iteration without
+            // masses; a chain converges to rounding in a few dozen sweeps).
+            for _ in 0..200 {
+                for b in &bonds {
+                    let [i, j] = b.atoms;
+                    let d: [f64; 3] = core::array::from_fn(|a| positions[j][a] - positions[i][a]);
+                    let r = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+                    let s = 0.5 * (r - self.r0) / r;
+                    for a in 0..3 {
+                        positions[i][a] += s * d[a];
+                        positions[j][a] -= s * d[a];
+                    }
+                }
+            }
+        }
+        if V::RIGID_BONDS {
+            // Velocities tangent to the bonds: each bond's relative velocity along it removed,
+            // shared by the masses (momentum kept), repeated — RATTLE's velocity half, so that
+            // a constrained start has no kinetic energy the first step would take away.
+            for _ in 0..200 {
+                for b in &bonds {
+                    let [i, j] = b.atoms;
+                    let d: [f64; 3] = core::array::from_fn(|a| positions[j][a] - positions[i][a]);
+                    let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    let dv: f64 = (0..3)
+                        .map(|a| (velocities[j][a] - velocities[i][a]) * d[a])
+                        .sum();
+                    let (mi, mj) = (self.mass[types[i] - 1], self.mass[types[j] - 1]);
+                    let k = dv / r2 / (mi + mj);
+                    for a in 0..3 {
+                        velocities[i][a] += mj * k * d[a];
+                        velocities[j][a] -= mi * k * d[a];
+                    }
                 }
             }
         }

@@ -102,6 +102,9 @@ pub enum SystemName {
     /// OPLS torsions, LJ mixed from CH3/CH2 types cut at 14 Å): --data FILE, or built with
     /// --n-molecules, --length, --density, --seed.
     Alkane,
+    /// The alkane liquid with its bonds held at 1.54 Å (TraPPE's own model): SHAKE, RATTLE
+    /// (the default, h = 2 fs) or the Z&S penalty.
+    AlkaneRigid,
 }
 
 impl SystemName {
@@ -115,6 +118,7 @@ impl SystemName {
             SystemName::RigidBody => "rigid-body",
             SystemName::KremerGrest => "kremer-grest",
             SystemName::Alkane => "alkane",
+            SystemName::AlkaneRigid => "alkane-rigid",
         }
     }
 }

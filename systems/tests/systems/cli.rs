@@ -992,7 +992,8 @@ fn alkane_builds_runs_writes_and_evaluates_its_liquid() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.contains("1000 sites") && out.contains("750 bonds, 500 angles, 250 dihedrals"),
+        out.contains("1000 sites")
+            && out.contains("750 bonds (harmonic), 500 angles, 250 dihedrals"),
         "{out}"
     );
     assert_eq!(field(&out, "steps"), "4");
@@ -1025,8 +1026,35 @@ fn alkane_builds_runs_writes_and_evaluates_its_liquid() {
         &a[..3],
         &b[..3]
     );
+    // The bonds held at 1.54 Å: RATTLE by default, the constraint residual at rounding.
+    let r = [
+        "run",
+        "alkane-rigid",
+        "--n-molecules",
+        "250",
+        "--seed",
+        "3",
+        "--t-end",
+        "8",
+        "--out",
+        "r.csv",
+        "--quiet",
+    ];
+    let o = zs(&d.0, &r);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("integrator rattle") && out.contains("held at 1.54"),
+        "{out}"
+    );
+    let residual: f64 = field(&out, "max ‖g(q)‖").parse().expect("a residual");
+    assert!(residual < 1e-9, "{residual}");
     // Refusals, one line each.
     for (bad, needles) in [
+        (
+            &["run", "alkane", "--integrator", "rattle"][..],
+            &["alkane-rigid"][..],
+        ),
         (
             &["run", "alkane", "--data", "a.data", "--length", "6"][..],
             &["--length", "--data"][..],

@@ -427,10 +427,17 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             _ => None,
         }
     }
-    /// Number of terms evaluated of each form, in table order: `[("site", n), ("bond", n),
-    /// ("pair", n)]`.
+    /// Number of terms evaluated of each form the definition has, in table order:
+    /// `[("site", n), ("bond", n), ("pair", n)]` for a definition with those three (under a
+    /// cutoff, the pairs of the current neighbour list).
     pub fn term_counts(&self) -> Vec<(&'static str, usize)> {
-        self.counts.iter().map(|&(name, n, _)| (name, n)).collect()
+        self.with_forms(|forms| {
+            forms
+                .iter()
+                .filter(|f| f.info().present)
+                .map(|f| (f.name(), f.len()))
+                .collect()
+        })
     }
     /// Number of terms evaluated of the form named `form` (`"site"`, `"bond"`, `"pair"`; 0 for
     /// another name).

@@ -1,7 +1,8 @@
-//! `alkane`: a TraPPE united-atom n-alkane liquid in LAMMPS `real` units (Å, kcal/mol, fs),
-//! read from a LAMMPS data file (`--data`) or built (`--n-molecules`, `--length`,
-//! `--density`, `--seed`; velocities at the temperature of `--kt`, else 272 K); `--write-data`
-//! writes the final state, which is how a built liquid goes to LAMMPS.
+//! `alkane` and `alkane-rigid`: a TraPPE united-atom n-alkane liquid in LAMMPS `real` units
+//! (Å, kcal/mol, fs), with flexible bonds or with its bonds held at 1.54 Å (SHAKE, RATTLE, the
+//! Z&S penalty), read from a LAMMPS data file (`--data`) or built (`--n-molecules`,
+//! `--length`, `--density`, `--seed`; velocities at the temperature of `--kt`, else 272 K);
+//! `--write-data` writes the final state, which is how a built liquid goes to LAMMPS.
 
 use std::path::Path;
 use std::time::Instant;
@@ -9,19 +10,30 @@ use std::time::Instant;
 use zs_runtime::MoveGuard;
 
 use super::{table, Accepts, CliSystem};
-use crate::alkane::{self, Alkane, Liquid, KB};
+use crate::alkane::variant::{self, Variant};
+use crate::alkane::{self, Liquid, Trappe, KB};
 use crate::cli::error::CliError;
 use crate::cli::job::{DynConstrained, DynStiff, Job};
 use crate::cli::state_file::{self, Row};
 use crate::cli::{EvalArgs, IntegratorName, RunArgs};
 use crate::kremer_grest::KremerGrest;
+use zs_runtime::assembly::Terms;
 
-pub(super) struct AlkaneCli;
+/// The command line's alkane with the bonds of variant `V`.
+pub(super) struct AlkaneCli<V>(pub core::marker::PhantomData<V>);
+
+/// The flexible force field (`alkane`).
+pub(super) const FLEXIBLE: AlkaneCli<variant::Flexible> = AlkaneCli(core::marker::PhantomData);
+/// Bonds held at `r0` (`alkane-rigid`).
+pub(super) const RIGID: AlkaneCli<variant::RigidBonds> = AlkaneCli(core::marker::PhantomData);
 
 /// The liquid of a data file.
-fn read(path: &Path) -> Result<Liquid, CliError> {
+fn read<V: Variant>(path: &Path) -> Result<Liquid<V>, CliError>
+where
+    Trappe<V>: Terms<3>,
+{
     let data = zs_runtime::lammps::DataFile::read(path)?;
-    Alkane::trappe()
+    Trappe::<V>::trappe()
         .from_data(&data)
         .map_err(|source| CliError::Alkane {
             what: path.display().to_string(),
@@ -30,7 +42,10 @@ fn read(path: &Path) -> Result<Liquid, CliError> {
 }
 
 /// The liquid of `--data`, or the one the builder options describe.
-fn liquid(args: &RunArgs) -> Result<(Liquid, String), CliError> {
+fn liquid<V: Variant>(args: &RunArgs) -> Result<(Liquid<V>, String), CliError>
+where
+    Trappe<V>: Terms<3>,
+{
     if let Some(path) = &args.data {
         return Ok((read(path)?, path.display().to_string()));
     }
@@ -38,7 +53,7 @@ fn liquid(args: &RunArgs) -> Result<(Liquid, String), CliError> {
     let density = args.density.unwrap_or(0.58);
     let temperature = args.kt.map_or(272.0, |kt| kt / KB);
     let seed = args.seed.unwrap_or(0);
-    let built = Alkane::trappe()
+    let built = Trappe::<V>::trappe()
         .liquid(m as usize, c as usize, density, temperature, seed)
         .map_err(|source| CliError::Alkane {
             what: "the liquid builder".to_string(),
@@ -48,14 +63,25 @@ fn liquid(args: &RunArgs) -> Result<(Liquid, String), CliError> {
     Ok((built, how))
 }
 
-impl CliSystem for AlkaneCli {
+impl<V: Variant> CliSystem for AlkaneCli<V>
+where
+    Trappe<V>: Terms<3> + zs_runtime::assembly::Kernel<3, 2, zs_runtime::assembly::Bond>,
+{
     fn name(&self) -> &'static str {
-        "alkane"
+        if V::RIGID_BONDS {
+            "alkane-rigid"
+        } else {
+            "alkane"
+        }
     }
     fn accepts(&self) -> Accepts {
         Accepts {
             n: None,
-            constraints: Err("its bonds are flexible here (harmonic, K = 452.9 kcal/mol/Å²)"),
+            constraints: if V::RIGID_BONDS {
+                Ok(())
+            } else {
+                Err("its bonds are flexible (harmonic, K = 452.9 kcal/mol/Å²): alkane-rigid holds them at 1.54 Å")
+            },
             omega: false,
             gravity: false,
             rigid_body: false,
@@ -70,25 +96,33 @@ impl CliSystem for AlkaneCli {
         0.0
     }
     fn defaults(&self, _method: IntegratorName, _omega: f64) -> (f64, f64, f64) {
-        // 1 fs (the bonds' period is 27 fs), 100 fs.
-        (1.0, 100.0, 0.25)
+        // Flexible: 1 fs (the bonds' period is 27 fs); bonds fixed: 2 fs; 100 fs.
+        let h = if V::RIGID_BONDS { 2.0 } else { 1.0 };
+        (h, 100.0, 0.25)
     }
     fn default_integrator(&self) -> IntegratorName {
-        IntegratorName::Verlet
+        if V::RIGID_BONDS {
+            IntegratorName::Rattle
+        } else {
+            IntegratorName::Verlet
+        }
     }
     fn default_every(&self, steps: u64) -> u64 {
         steps
     }
     fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
         let setup = Instant::now();
-        let ((system, q, v, data), source) = liquid(args)?;
+        let ((system, q, v, data), source) = liquid::<V>(args)?;
         let n = data.len();
         let write_data = |q: &[f64], v: &[f64]| -> Result<(), CliError> {
             let Some(out) = &args.write_data else {
                 return Ok(());
             };
             let mut end = data.clone();
-            end.title = format!("LAMMPS data file written by zs (alkane, from {source})");
+            end.title = format!(
+                "LAMMPS data file written by zs ({}, from {source})",
+                self.name()
+            );
             for (i, (p, u)) in end
                 .positions
                 .iter_mut()
@@ -117,10 +151,11 @@ impl CliSystem for AlkaneCli {
         let state = job.initial_state(system.state(q, v), &names)?;
         let l = data.box_lengths();
         println!(
-            "zs: TraPPE-UA alkane liquid of {n} sites ({source}): {} bonds, {} angles, {} dihedrals; \
+            "zs: TraPPE-UA alkane liquid of {n} sites ({source}): {} bonds ({}), {} angles, {} dihedrals; \
              LJ mixed from CH3/CH2, cut at 14 Å and shifted, special_bonds lj 0 0 0; periodic box \
              {:.3} × {:.3} × {:.3} Å; real units (Å, kcal/mol, fs)",
             data.bonds.len(),
+            if V::RIGID_BONDS { "held at 1.54 Å" } else { "harmonic" },
             data.angles.len(),
             data.dihedrals.len(),
             l[0],
@@ -148,7 +183,7 @@ impl CliSystem for AlkaneCli {
             why:
                 "a LAMMPS data file of the liquid (zs run alkane ... --write-data FILE writes one)",
         })?;
-        let (system, q, v, data) = read(path)?;
+        let (system, q, v, data) = read::<V>(path)?;
         let names = KremerGrest::coordinate_names(data.len());
         let rows = match &args.input {
             Some(input) => state_file::read(input, &names)?,

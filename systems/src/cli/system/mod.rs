@@ -111,7 +111,8 @@ pub(crate) fn describe(name: SystemName) -> &'static dyn CliSystem {
         SystemName::Dna => &dna::DnaCli,
         SystemName::Water => &water::WaterCli,
         SystemName::RigidBody => &rigid_body::RigidBodyCli,
-        SystemName::Alkane => &alkane::AlkaneCli,
+        SystemName::Alkane => &alkane::FLEXIBLE,
+        SystemName::AlkaneRigid => &alkane::RIGID,
         SystemName::KremerGrest => &kremer_grest::KremerGrestCli,
     }
 }
@@ -126,6 +127,7 @@ fn all() -> impl Iterator<Item = &'static dyn CliSystem> {
         SystemName::RigidBody,
         SystemName::KremerGrest,
         SystemName::Alkane,
+        SystemName::AlkaneRigid,
     ]
     .into_iter()
     .map(describe)
