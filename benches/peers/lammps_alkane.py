@@ -15,12 +15,15 @@ with `zs eval alkane --data FILE`.
 2. RATTLE (unless --skip-rattle): 500 ethanes with the bonds held at 1.54 A (`zs run
    alkane-rigid`), 20 NVE steps of 2 fs on both sides (LAMMPS `fix rattle`), the final
    positions and velocities compared (ethane: LAMMPS cannot constrain a chain's bonds).
-3. Speed (unless --skip-speed): `--steps` steps (default 200) of NVE at dt = 1 fs, LAMMPS
+3. Structure (with --structure): liquid butane in NVT at 272 K on both sides, the torsion
+   populations (trans, gauche+-) and end-to-end distance with block error bars, and the
+   torsion histogram.
+4. Speed (unless --skip-speed): `--steps` steps (default 200) of NVE at dt = 1 fs, LAMMPS
    `fix nve` on 1 MPI rank and with `mpirun -np 2`, zs `run alkane --integrator verlet` on 1
    and 2 threads, as steps per second of the loop (LAMMPS's "Loop time", zs's "wall time").
 
 Usage (from the repository root; needs `apt-get install lammps openmpi-bin`):
-    python3 benches/peers/lammps_alkane.py [--molecules 2500] [--lengths 4,12] [--steps 200] [--skip-speed] [--skip-rattle]
+    python3 benches/peers/lammps_alkane.py [--molecules 2500] [--lengths 4,12] [--steps 200] [--skip-speed] [--skip-rattle] [--structure]
 """
 import argparse
 import os
@@ -152,6 +155,86 @@ run {steps}
           f"max |v_zs - v_lammps| / max |v| = {dv / vmax:.2e}")
 
 
+def torsions_and_ends(frames):
+    """Per frame of (molecules, 4, 3) butane positions: every torsion angle (degrees, in
+    (-180, 180]) and every end-to-end distance (A)."""
+    import numpy as np
+    x = np.asarray(frames)
+    b1, b2, b3 = x[:, :, 1] - x[:, :, 0], x[:, :, 2] - x[:, :, 1], x[:, :, 3] - x[:, :, 2]
+    m, n = np.cross(b1, b2), np.cross(b2, b3)
+    y = np.linalg.norm(b2, axis=-1) * np.einsum("fmk,fmk->fm", b1, n)
+    phi = np.degrees(np.arctan2(y, np.einsum("fmk,fmk->fm", m, n)))
+    ends = np.linalg.norm(x[:, :, 3] - x[:, :, 0], axis=-1)
+    return phi, ends
+
+
+def blocks(series, k=5):
+    """Mean and standard error of a per-frame series from `k` consecutive blocks."""
+    import numpy as np
+    b = np.array([c.mean() for c in np.array_split(np.asarray(series), k)])
+    return b.mean(), b.std(ddof=1) / np.sqrt(k)
+
+
+def structure(zs, d, molecules, seed, equil, prod, every=100):
+    """Liquid butane in NVT at 272 K on both sides (LAMMPS `fix langevin 272 272 100`, zs GLA
+    with friction 335 kcal/mol*fs/A^2: a relaxation rate of 0.01/fs for CH2, 0.0093/fs for CH3,
+    where LAMMPS gives both 0.01/fs), 1 fs steps, `equil` fs discarded, then a frame every
+    `every` fs for `prod` fs: the trans fraction (|phi| > 120 deg), the gauche+/gauche-
+    balance, and the mean end-to-end distance, each with the standard error of 5 blocks, and
+    the torsion histogram in 30-degree bins."""
+    import numpy as np
+    data = build(zs, d, molecules, 4, 0.58, seed)
+    lammps(FORCE_FIELD.format(data=data) + f"""
+fix 1 all nve
+fix 2 all langevin 272.0 272.0 100.0 {seed + 1}
+timestep 1.0
+thermo 1000
+run {equil}
+dump d all custom {every} traj.dump id xu yu zu
+dump_modify d format float %.10g sort id
+run {prod}
+""", d)
+    frames, cur = [], None
+    with open(os.path.join(d, "traj.dump")) as fh:
+        lines = fh.read().splitlines()
+    k = 0
+    while k < len(lines):
+        if lines[k].startswith("ITEM: ATOMS"):
+            n = molecules * 4
+            rows = [[float(v) for v in l.split()[1:4]] for l in lines[k + 1:k + 1 + n]]
+            frames.append(np.array(rows).reshape(molecules, 4, 3))
+            k += n + 1
+        else:
+            k += 1
+    frames = frames[1:]  # the dump's first frame is the start of the production run
+    out = os.path.join(d, "traj.csv")
+    subprocess.run([zs, "run", "alkane", "--data", data, "--integrator", "verlet", "--h", "1",
+                    "--gamma", "335", "--kt", repr(272.0 * KB), "--seed", str(seed + 1),
+                    "--t-end", str(equil + prod), "--every", str(every), "--threads", "2",
+                    "--quiet", "--out", out], check=True, capture_output=True)
+    zs_frames = []
+    with open(out) as fh:
+        next(fh)
+        for line in fh:
+            row = line.split(",")
+            if float(row[0]) > equil + 0.5:
+                q = np.array([float(v) for v in row[1:1 + 3 * molecules * 4]])
+                zs_frames.append(q.reshape(molecules, 4, 3))
+    print(f"  butane NVT 272 K, {molecules} molecules, {len(frames)} LAMMPS and {len(zs_frames)} zs frames "
+          f"after {equil} fs, every {every} fs")
+    edges = np.arange(-180, 181, 30)
+    for name, fr in (("LAMMPS", frames), ("zs", zs_frames)):
+        phi, ends = torsions_and_ends(fr)
+        trans = blocks((np.abs(phi) > 120).mean(axis=1))
+        gplus = blocks(((phi > 0) & (phi <= 120)).mean(axis=1))
+        gminus = blocks(((phi < 0) & (phi >= -120)).mean(axis=1))
+        r = blocks(ends.mean(axis=1))
+        hist = np.histogram(phi.ravel(), bins=edges)[0] / phi.size
+        print(f"  {name:6}: trans {trans[0]:.4f} +- {trans[1]:.4f}, gauche+ {gplus[0]:.4f} +- {gplus[1]:.4f}, "
+              f"gauche- {gminus[0]:.4f} +- {gminus[1]:.4f}, end-to-end {r[0]:.4f} +- {r[1]:.4f} A")
+        print("          torsion histogram, 30-degree bins from -180: " + " ".join(f"{h:.3f}" for h in hist))
+
+
 def speed(zs, data, steps):
     for np in (1, 2):
         with tempfile.TemporaryDirectory() as d:
@@ -183,6 +266,11 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-rattle", action="store_true")
+    ap.add_argument("--structure", action="store_true",
+                    help="also liquid butane in NVT on both sides: torsion populations and "
+                         "end-to-end distance with error bars (minutes)")
+    ap.add_argument("--equil", type=int, default=5000, help="fs discarded (--structure)")
+    ap.add_argument("--prod", type=int, default=20000, help="fs sampled (--structure)")
     args = ap.parse_args()
     zs = zs_binary()
     print(subprocess.run(["lmp", "-h"], capture_output=True, text=True).stdout.splitlines()[1].strip())
@@ -195,6 +283,9 @@ def main():
             check(zs, data, d)
             if not args.skip_speed:
                 speed(zs, data, args.steps)
+    if args.structure:
+        with tempfile.TemporaryDirectory() as d:
+            structure(zs, d, 250, args.seed, args.equil, args.prod)
     if not args.skip_rattle:
         with tempfile.TemporaryDirectory() as d:
             rattle(zs, d, 500, args.seed)
