@@ -31,6 +31,8 @@ import re
 import subprocess
 import tempfile
 
+from lammps_run import lammps
+
 KB = 0.0019872067  # kcal/mol/K, LAMMPS's real-units Boltzmann constant
 
 FORCE_FIELD = f"""units real
@@ -58,18 +60,6 @@ def zs_binary():
     subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-systems", "--features", "faer",
                            "--bin", "zs"])
     return os.path.join("target", "release", "zs")
-
-
-def lammps(script, d, np=1):
-    path = os.path.join(d, "in.zs")
-    with open(path, "w") as fh:
-        fh.write(script)
-    cmd = ["lmp", "-in", path, "-log", os.path.join(d, "log.lammps"), "-screen", "none"]
-    if np > 1:
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np)] + cmd
-    subprocess.run(cmd, check=True, cwd=d)
-    with open(os.path.join(d, "log.lammps")) as fh:
-        return fh.read()
 
 
 def build(zs, d, molecules, length, density, seed):

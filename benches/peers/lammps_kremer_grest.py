@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from lammps_run import lammps
+
 DATA = "/usr/share/lammps/examples/COUPLE/multiple/data.chain"
 
 FORCE_FIELD = """units lj
@@ -46,18 +48,6 @@ pair_coeff 1 1 1.0 1.0 1.12
 def zs_binary():
     subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-systems", "--bin", "zs"])
     return os.path.join("target", "release", "zs")
-
-
-def lammps(script, d, np=1):
-    path = os.path.join(d, "in.zs")
-    with open(path, "w") as fh:
-        fh.write(script)
-    cmd = ["lmp", "-in", path, "-log", os.path.join(d, "log.lammps"), "-screen", "none"]
-    if np > 1:
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np)] + cmd
-    subprocess.run(cmd, check=True, cwd=d)
-    with open(os.path.join(d, "log.lammps")) as fh:
-        return fh.read()
 
 
 def check(zs, data):

@@ -193,12 +193,7 @@ impl Topology {
     /// [`Topology::validate`] ([`TopologyError::TooLarge`]), not an abort: `Topology::chain(n)`
     /// of an absurd `n`.
     pub fn bonds_from(mut self, bonds: impl IntoIterator<Item = (usize, usize)>) -> Self {
-        let bonds = bonds.into_iter();
-        if self.bonds.try_reserve(bonds.size_hint().0).is_err() {
-            self.unallocated = true;
-            return self;
-        }
-        self.bonds.extend(bonds);
+        self.unallocated |= !extend_checked(&mut self.bonds, bonds);
         self
     }
 
@@ -212,12 +207,7 @@ impl Topology {
     /// Add several angles (a list that cannot be allocated is reported by
     /// [`Topology::validate`], as for [`Topology::bonds_from`]).
     pub fn angles_from(mut self, angles: impl IntoIterator<Item = [usize; 3]>) -> Self {
-        let angles = angles.into_iter();
-        if self.angles.try_reserve(angles.size_hint().0).is_err() {
-            self.unallocated = true;
-            return self;
-        }
-        self.angles.extend(angles);
+        self.unallocated |= !extend_checked(&mut self.angles, angles);
         self
     }
 
@@ -230,12 +220,7 @@ impl Topology {
 
     /// Add several dihedrals (as [`Topology::angles_from`]).
     pub fn dihedrals_from(mut self, dihedrals: impl IntoIterator<Item = [usize; 4]>) -> Self {
-        let dihedrals = dihedrals.into_iter();
-        if self.dihedrals.try_reserve(dihedrals.size_hint().0).is_err() {
-            self.unallocated = true;
-            return self;
-        }
-        self.dihedrals.extend(dihedrals);
+        self.unallocated |= !extend_checked(&mut self.dihedrals, dihedrals);
         self
     }
 
@@ -282,32 +267,15 @@ impl Topology {
     /// lexicographic order: `pairs_at(3)` are the 1-4 pairs of a force field (a pair that is
     /// also 1-3 through a ring is 1-3, as in LAMMPS's special lists).
     pub fn pairs_at(&self, bonds: usize) -> Vec<(usize, usize)> {
-        let adjacency = self.adjacency();
-        let mut depth = vec![usize::MAX; self.bodies];
+        let mut graph = BondGraph::new(self);
         let mut out = Vec::new();
         for i in 0..self.bodies {
-            let mut frontier = vec![i];
-            let mut seen = vec![i];
-            depth[i] = 0;
-            for d in 1..=bonds {
-                let mut next = Vec::new();
-                for &b in &frontier {
-                    for &c in &adjacency[b] {
-                        if depth[c] == usize::MAX {
-                            depth[c] = d;
-                            next.push(c);
-                            seen.push(c);
-                        }
-                    }
-                }
-                frontier = next;
-            }
-            let mut at: Vec<usize> = frontier.into_iter().filter(|&j| j > i).collect();
+            let mut at: Vec<usize> = (graph.within(i, bonds).iter())
+                .filter(|&&(j, d)| d == bonds && j > i)
+                .map(|&(j, _)| j)
+                .collect();
             at.sort_unstable();
             out.extend(at.into_iter().map(|j| (i, j)));
-            for b in seen {
-                depth[b] = usize::MAX;
-            }
         }
         out
     }
@@ -420,30 +388,10 @@ impl Topology {
     pub fn exclusion_lists(&self) -> Vec<Vec<u32>> {
         let mut ex = vec![Vec::new(); self.bodies];
         if self.exclude_within > 0 {
-            // Breadth-first from every body, `exclude_within` bonds deep.
-            let adjacency = self.adjacency();
-            let mut depth = vec![usize::MAX; self.bodies];
+            let mut graph = BondGraph::new(self);
             for (i, within) in ex.iter_mut().enumerate() {
-                let mut frontier = vec![i];
-                depth[i] = 0;
-                let mut seen = vec![i];
-                for d in 1..=self.exclude_within {
-                    let mut next = Vec::new();
-                    for &b in &frontier {
-                        for &c in &adjacency[b] {
-                            if depth[c] == usize::MAX {
-                                depth[c] = d;
-                                next.push(c);
-                                seen.push(c);
-                                within.push(c as u32);
-                            }
-                        }
-                    }
-                    frontier = next;
-                }
-                for b in seen {
-                    depth[b] = usize::MAX;
-                }
+                let reached = graph.within(i, self.exclude_within);
+                within.extend(reached.iter().map(|&(c, _)| c as u32));
             }
         }
         let mut add = |i: usize, j: usize| {
@@ -502,24 +450,11 @@ impl Topology {
 
     /// True when `i` and `j` are joined by a path of at most `limit` bonds.
     fn bond_distance(&self, i: usize, j: usize, limit: usize) -> bool {
-        let adjacency = self.adjacency();
-        let mut frontier = vec![i];
-        let mut seen = BTreeSet::from([i]);
-        for _ in 0..limit {
-            let mut next = Vec::new();
-            for &b in &frontier {
-                for &c in adjacency.get(b).into_iter().flatten() {
-                    if c == j {
-                        return true;
-                    }
-                    if seen.insert(c) {
-                        next.push(c);
-                    }
-                }
-            }
-            frontier = next;
-        }
-        false
+        i < self.bodies
+            && BondGraph::new(self)
+                .within(i, limit)
+                .iter()
+                .any(|&(c, _)| c == j)
     }
 
     /// Check the topology for a system whose bodies have `dim` coordinates.
@@ -645,6 +580,59 @@ impl Topology {
             }
         }
         Ok(())
+    }
+}
+
+/// Extend `list` with `items`, reserving first; `false` (nothing added) when the reservation
+/// fails: a list too large to allocate is reported by [`Topology::validate`], not an abort.
+fn extend_checked<T>(list: &mut Vec<T>, items: impl IntoIterator<Item = T>) -> bool {
+    let items = items.into_iter();
+    if list.try_reserve(items.size_hint().0).is_err() {
+        return false;
+    }
+    list.extend(items);
+    true
+}
+
+/// The bond graph, for breadth-first walks (exclusions and 1-4 pairs by bond distance).
+struct BondGraph {
+    adjacency: Vec<Vec<usize>>,
+    /// Scratch: the depth of every body reached by the current walk (`usize::MAX`: not).
+    depth: Vec<usize>,
+}
+
+impl BondGraph {
+    fn new(topology: &Topology) -> Self {
+        Self {
+            adjacency: topology.adjacency(),
+            depth: vec![usize::MAX; topology.bodies],
+        }
+    }
+
+    /// The bodies joined to `i` by a path of at most `limit` bonds, each with its shortest
+    /// path's length, in breadth-first order (`i` itself left out).
+    fn within(&mut self, i: usize, limit: usize) -> Vec<(usize, usize)> {
+        let mut reached = Vec::new();
+        let mut frontier = vec![i];
+        self.depth[i] = 0;
+        for d in 1..=limit {
+            let mut next = Vec::new();
+            for &b in &frontier {
+                for &c in &self.adjacency[b] {
+                    if self.depth[c] == usize::MAX {
+                        self.depth[c] = d;
+                        next.push(c);
+                        reached.push((c, d));
+                    }
+                }
+            }
+            frontier = next;
+        }
+        self.depth[i] = usize::MAX;
+        for &(c, _) in &reached {
+            self.depth[c] = usize::MAX;
+        }
+        reached
     }
 }
 

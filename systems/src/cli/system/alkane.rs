@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use zs_runtime::MoveGuard;
 
-use super::{table, Accepts, CliSystem};
+use super::{table, write_final_data, Accepts, CliSystem};
 use crate::alkane::variant::{self, Variant};
 use crate::alkane::{self, Liquid, Trappe, KB};
 use crate::cli::error::CliError;
@@ -118,25 +118,11 @@ where
             let Some(out) = &args.write_data else {
                 return Ok(());
             };
-            let mut end = data.clone();
-            end.title = format!(
+            let title = format!(
                 "LAMMPS data file written by zs ({}, from {source})",
                 self.name()
             );
-            for (i, (p, u)) in end
-                .positions
-                .iter_mut()
-                .zip(&mut end.velocities)
-                .enumerate()
-            {
-                p.copy_from_slice(&q[3 * i..3 * i + 3]);
-                u.copy_from_slice(&v[3 * i..3 * i + 3]);
-            }
-            end.has_velocities = true;
-            zs_runtime::files::write_atomic(out, end.to_text().as_bytes())
-                .map_err(|e| CliError::io("write", out, e))?;
-            println!("  data file        {} (LAMMPS read_data)", out.display());
-            Ok(())
+            write_final_data(out, &data, title, q, v)
         };
         let symbols = data
             .types

@@ -10,7 +10,7 @@ use zs_runtime::assembly::Assembled;
 use zs_runtime::lammps::DataFile;
 use zs_runtime::MoveGuard;
 
-use super::{table, Accepts, CliSystem};
+use super::{table, write_final_data, Accepts, CliSystem};
 use crate::cli::error::CliError;
 use crate::cli::job::{DynConstrained, DynStiff, Job};
 use crate::cli::state_file::{self, Row};
@@ -84,25 +84,11 @@ impl CliSystem for KremerGrestCli {
             let Some(out) = &args.write_data else {
                 return Ok(());
             };
-            let mut end = data.clone();
-            end.title = format!(
+            let title = format!(
                 "LAMMPS data file written by zs (kremer-grest, from {})",
                 path.display()
             );
-            for (i, (p, u)) in end
-                .positions
-                .iter_mut()
-                .zip(&mut end.velocities)
-                .enumerate()
-            {
-                p.copy_from_slice(&q[3 * i..3 * i + 3]);
-                u.copy_from_slice(&v[3 * i..3 * i + 3]);
-            }
-            end.has_velocities = true;
-            zs_runtime::files::write_atomic(out, end.to_text().as_bytes())
-                .map_err(|e| CliError::io("write", out, e))?;
-            println!("  data file        {} (LAMMPS read_data)", out.display());
-            Ok(())
+            write_final_data(out, &data, title, q, v)
         };
         let mut job = job.with_xyz(vec!["C".to_string(); n]);
         job.lattice = Some((data.lo, data.box_lengths()));

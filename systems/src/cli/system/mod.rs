@@ -103,6 +103,36 @@ pub(crate) trait CliSystem: Sync {
     }
 }
 
+/// `--write-data`: the final state `q`, `v` (sites of 3 coordinates, in `data`'s atom order)
+/// written as a LAMMPS data file with `data`'s box, types and bonded lists, under `title`.
+///
+/// # Errors
+/// The file cannot be written.
+pub(super) fn write_final_data(
+    out: &std::path::Path,
+    data: &zs_runtime::lammps::DataFile,
+    title: String,
+    q: &[f64],
+    v: &[f64],
+) -> Result<(), CliError> {
+    let mut end = data.clone();
+    end.title = title;
+    for (i, (p, u)) in end
+        .positions
+        .iter_mut()
+        .zip(&mut end.velocities)
+        .enumerate()
+    {
+        p.copy_from_slice(&q[3 * i..3 * i + 3]);
+        u.copy_from_slice(&v[3 * i..3 * i + 3]);
+    }
+    end.has_velocities = true;
+    zs_runtime::files::write_atomic(out, end.to_text().as_bytes())
+        .map_err(|e| CliError::io("write", out, e))?;
+    println!("  data file        {} (LAMMPS read_data)", out.display());
+    Ok(())
+}
+
 /// The description of `name`.
 pub(crate) fn describe(name: SystemName) -> &'static dyn CliSystem {
     match name {
