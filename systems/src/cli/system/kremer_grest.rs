@@ -10,10 +10,9 @@ use zs_runtime::assembly::Assembled;
 use zs_runtime::lammps::DataFile;
 use zs_runtime::MoveGuard;
 
-use super::{table, write_final_data, Accepts, CliSystem};
+use super::{eval_from_data, run_with_neighbors, write_final_data, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::job::{DynConstrained, DynStiff, Job};
-use crate::cli::state_file::{self, Row};
+use crate::cli::job::Job;
 use crate::cli::{EvalArgs, IntegratorName, RunArgs};
 use crate::kremer_grest::{self, KremerGrest};
 
@@ -112,25 +111,11 @@ impl CliSystem for KremerGrestCli {
             kremer_grest::SKIN,
             system.simd().name()
         );
-        let (sys, pot): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &system);
-        let done = job.in_pool(|| job.run(sys, pot, state, names));
-        println!(
-            "  neighbour lists  {:>14}   builds",
-            system.neighbor_builds()
-        );
-        done
+        run_with_neighbors(&job, &system, state, names)
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let (data, system, q, v) = load(data_path(&args.data)?)?;
         let names = KremerGrest::coordinate_names(data.len());
-        let rows = match &args.input {
-            Some(input) => state_file::read(input, &names)?,
-            None => vec![Row {
-                t: 0.0,
-                q,
-                v: Some(v),
-            }],
-        };
-        Ok(table(&system, &rows, &names))
+        eval_from_data(args, &system, q, v, &names)
     }
 }

@@ -133,6 +133,49 @@ pub(super) fn write_final_data(
     Ok(())
 }
 
+/// `zs eval` of a system read from a data file: the rows of `--in`, or, without it, the file's
+/// own configuration (`q`, `v`) as one row.
+///
+/// # Errors
+/// An unreadable state file.
+pub(super) fn eval_from_data<M: Model<Vec<f64>>>(
+    args: &EvalArgs,
+    system: &M,
+    q: Vec<f64>,
+    v: Vec<f64>,
+    names: &[String],
+) -> Result<String, CliError> {
+    let rows = match &args.input {
+        Some(input) => state_file::read(input, names)?,
+        None => vec![state_file::Row {
+            t: 0.0,
+            q,
+            v: Some(v),
+        }],
+    };
+    Ok(table(system, &rows, names))
+}
+
+/// `zs run` of a condensed-phase system: `job` on `system` (constrained and stiff views of one
+/// assembled system), then the number of neighbour-list builds.
+///
+/// # Errors
+/// What the run reports.
+pub(super) fn run_with_neighbors<T: zs_runtime::assembly::Terms<3>>(
+    job: &Job<'_>,
+    system: &zs_runtime::assembly::Assembled<T, 3>,
+    state: zs_runtime::DynState,
+    names: Vec<String>,
+) -> Result<(), CliError> {
+    let (sys, pot): (&super::job::DynConstrained<'_>, &super::job::DynStiff<'_>) = (system, system);
+    let done = job.in_pool(|| job.run(sys, pot, state, names));
+    println!(
+        "  neighbour lists  {:>14}   builds",
+        system.neighbor_builds()
+    );
+    done
+}
+
 /// The description of `name`.
 pub(crate) fn describe(name: SystemName) -> &'static dyn CliSystem {
     match name {
