@@ -156,6 +156,11 @@ fn lane_passes_read_each_lanes_own_types() {
     let want = mix().by_hand(&q, &kinds, Some(side));
     let got = sys.potential_at(&q);
     assert!(rel_err(&[got], &[want]) < 1e-12, "{got} vs {want}");
+    // Without `types`, every body is of type 0 (the lanes still read their rows).
+    let untyped = Assembled::new(mix(), Topology::new(n).periodic([side; 3]).cutoff(9.0, 1.0))
+        .expect("a periodic one-type liquid");
+    let want0 = mix().by_hand(&q, &vec![0; n], Some(side));
+    assert!(rel_err(&[untyped.potential_at(&q)], &[want0]) < 1e-12);
     // The gradient pass (lanes) against the Hessian pass's gradient (one term at a time).
     let mut g = vec![0.0; 3 * n];
     sys.gradient_into(&q, &mut g);

@@ -303,9 +303,12 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 masses.extend(m);
             }
         }
-        let kinds = match topology.body_types() {
-            Some(t) if T::FORMS.any_typed() => t.to_vec(),
-            _ => Vec::new(),
+        // Every body's type when a form reads them (type 0 for all without `types`): the lane
+        // kernels of a typed form index one row per lane.
+        let kinds = if T::FORMS.any_typed() {
+            (0..n).map(|b| topology.kind_of(b)).collect()
+        } else {
+            Vec::new()
         };
         let counts: Vec<_> = forms
             .iter()
