@@ -31,7 +31,7 @@ import re
 import subprocess
 import tempfile
 
-from lammps_run import lammps
+from lammps_run import forces_against_zs, lammps
 
 KB = 0.0019872067  # kcal/mol/K, LAMMPS's real-units Boltzmann constant
 
@@ -83,20 +83,10 @@ run 0
     rows = [l.split() for l in log.splitlines()]
     i = next(k for k, r in enumerate(rows) if r[:2] == ["Step", "PotEng"])
     pe, ebond, eangle, edihed, evdwl = (float(x) for x in rows[i + 1][1:6])
-    with open(os.path.join(d, "f.dump")) as fh:
-        lines = fh.read().splitlines()
-    start = next(k for k, l in enumerate(lines) if l.startswith("ITEM: ATOMS")) + 1
-    forces = [[float(x) for x in l.split()[1:4]] for l in lines[start:]]
-    out = os.path.join(d, "zs.csv")
-    subprocess.run([zs, "eval", "alkane", "--data", data, "--out", out], check=True)
-    with open(out) as fh:
-        row = [float(x) for x in fh.read().splitlines()[1].split(",")]
-    v, grad = row[0], row[1:]
-    scale = max(abs(x) for f in forces for x in f)
-    worst = max(abs(-grad[3 * i + a] - forces[i][a]) for i in range(len(forces)) for a in range(3))
+    v, n, rel, scale = forces_against_zs(d, zs, "alkane", data)
     print(f"  energy: LAMMPS {pe:.17g} (bond {ebond:.6g}, angle {eangle:.6g}, dihedral {edihed:.6g}, "
           f"pair {evdwl:.6g}), zs {v:.17g}, relative difference {abs(v - pe) / abs(pe):.2e}")
-    print(f"  forces: {len(forces)} sites, max |F_zs - F_lammps| / max |F| = {worst / scale:.2e} "
+    print(f"  forces: {n} sites, max |F_zs - F_lammps| / max |F| = {rel:.2e} "
           f"(max |F| {scale:.3g} kcal/mol/A)")
 
 

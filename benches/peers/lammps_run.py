@@ -15,3 +15,21 @@ def lammps(script, d, np=1):
     subprocess.run(cmd, check=True, cwd=d)
     with open(os.path.join(d, "log.lammps")) as fh:
         return fh.read()
+
+
+def forces_against_zs(d, zs, system, data):
+    """LAMMPS's per-atom forces (`f.dump` in `d`, `id fx fy fz`, sorted) against
+    `zs eval <system> --data FILE`: returns zs's energy, the number of atoms, the largest force
+    difference relative to the largest force, and the largest force."""
+    with open(os.path.join(d, "f.dump")) as fh:
+        lines = fh.read().splitlines()
+    start = next(k for k, l in enumerate(lines) if l.startswith("ITEM: ATOMS")) + 1
+    forces = [[float(x) for x in l.split()[1:4]] for l in lines[start:]]
+    out = os.path.join(d, "zs.csv")
+    subprocess.run([zs, "eval", system, "--data", data, "--out", out], check=True)
+    with open(out) as fh:
+        row = [float(x) for x in fh.read().splitlines()[1].split(",")]
+    v, grad = row[0], row[1:]
+    scale = max(abs(x) for f in forces for x in f)
+    worst = max(abs(-grad[3 * i + a] - forces[i][a]) for i in range(len(forces)) for a in range(3))
+    return v, len(forces), worst / scale, scale
