@@ -443,43 +443,6 @@ where
                 }
             }
         }
-        if V::RIGID_BONDS {
-            // Every bond at r0 (both ends moved along it, repeated: SHAKE's iteration without
-            // masses; a chain converges to rounding in a few dozen sweeps).
-            for _ in 0..200 {
-                for b in &bonds {
-                    let [i, j] = b.atoms;
-                    let d: [f64; 3] = core::array::from_fn(|a| positions[j][a] - positions[i][a]);
-                    let r = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
-                    let s = 0.5 * (r - self.r0) / r;
-                    for a in 0..3 {
-                        positions[i][a] += s * d[a];
-                        positions[j][a] -= s * d[a];
-                    }
-                }
-            }
-        }
-        if V::RIGID_BONDS {
-            // Velocities tangent to the bonds: each bond's relative velocity along it removed,
-            // shared by the masses (momentum kept), repeated — RATTLE's velocity half, so that
-            // a constrained start has no kinetic energy the first step would take away.
-            for _ in 0..200 {
-                for b in &bonds {
-                    let [i, j] = b.atoms;
-                    let d: [f64; 3] = core::array::from_fn(|a| positions[j][a] - positions[i][a]);
-                    let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                    let dv: f64 = (0..3)
-                        .map(|a| (velocities[j][a] - velocities[i][a]) * d[a])
-                        .sum();
-                    let (mi, mj) = (self.mass[types[i] - 1], self.mass[types[j] - 1]);
-                    let k = dv / r2 / (mi + mj);
-                    for a in 0..3 {
-                        velocities[i][a] += mj * k * d[a];
-                        velocities[j][a] -= mi * k * d[a];
-                    }
-                }
-            }
-        }
         // Zero total momentum.
         let total: f64 = types.iter().map(|&t| self.mass[t - 1]).sum();
         let p: [f64; 3] = core::array::from_fn(|a| {
@@ -495,7 +458,7 @@ where
                 v[a] -= p[a];
             }
         }
-        let data = DataFile {
+        let mut data = DataFile {
             title: format!(
                 "TraPPE-UA liquid of {molecules} C{length} alkanes at {density} g/cm3, {temperature} K, seed {seed} (zs)"
             ),
@@ -517,7 +480,55 @@ where
             angles,
             dihedrals,
         };
+        if V::RIGID_BONDS {
+            self.hold_bonds(&mut data);
+        }
         self.from_data(&data)
+    }
+
+    /// Moves `data`'s state onto its bonds held at `r0`: every bond brought to `r0` (both ends
+    /// moved along it, repeated — SHAKE's iteration without masses; a chain converges to
+    /// rounding in a few dozen sweeps), then each bond's relative velocity along it removed,
+    /// shared by the masses so that momentum is kept (RATTLE's velocity half, repeated). A
+    /// constrained run started there has no kinetic energy along the bonds for its first
+    /// step to take away.
+    pub fn hold_bonds(&self, data: &mut DataFile) {
+        let DataFile {
+            positions,
+            velocities,
+            bonds,
+            types,
+            ..
+        } = data;
+        for _ in 0..200 {
+            for b in bonds.iter() {
+                let [i, j] = b.atoms;
+                let d: [f64; 3] = core::array::from_fn(|a| positions[j][a] - positions[i][a]);
+                let r = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+                let s = 0.5 * (r - self.r0) / r;
+                for a in 0..3 {
+                    positions[i][a] += s * d[a];
+                    positions[j][a] -= s * d[a];
+                }
+            }
+        }
+        let mass = |t: usize| self.mass[t.saturating_sub(1).min(1)];
+        for _ in 0..200 {
+            for b in bonds.iter() {
+                let [i, j] = b.atoms;
+                let d: [f64; 3] = core::array::from_fn(|a| positions[j][a] - positions[i][a]);
+                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                let dv: f64 = (0..3)
+                    .map(|a| (velocities[j][a] - velocities[i][a]) * d[a])
+                    .sum();
+                let (mi, mj) = (mass(types[i]), mass(types[j]));
+                let k = dv / r2 / (mi + mj);
+                for a in 0..3 {
+                    velocities[i][a] += mj * k * d[a];
+                    velocities[j][a] -= mi * k * d[a];
+                }
+            }
+        }
     }
 }
 

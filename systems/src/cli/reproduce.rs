@@ -50,7 +50,11 @@ pub enum ExperimentChoice {
     /// Beyond the papers: normal modes of 100 penalized TIP3P waters from the exact Hessian at
     /// growing ω — the intermolecular band's convergence, the penalty band's scaling.
     WaterModes,
-    /// All of the above but kremer-grest, one after another.
+    /// Beyond the papers: liquid butane (TraPPE-UA) under Langevin — Verlet, RATTLE (bonds
+    /// fixed) and Z&Ss-stiff at growing steps: torsions, end-to-end distance, energy error, beside
+    /// LAMMPS when `--lammps` finds it (minutes; not in `all`).
+    Alkane,
+    /// All of the above but kremer-grest and alkane, one after another.
     All,
 }
 
@@ -73,6 +77,7 @@ impl ExperimentChoice {
             ExperimentChoice::Variational => vec![Experiment::Variational],
             ExperimentChoice::KremerGrest => vec![Experiment::KremerGrest],
             ExperimentChoice::WaterModes => vec![Experiment::WaterModes],
+            ExperimentChoice::Alkane => vec![Experiment::Alkane],
             ExperimentChoice::All => Experiment::ALL.to_vec(),
         }
     }
@@ -91,6 +96,9 @@ pub struct ReproduceArgs {
     /// /usr/share/lammps/examples/COUPLE/multiple/data.chain, Debian package lammps-examples).
     #[arg(long, value_name = "FILE")]
     pub data: Option<PathBuf>,
+    /// The LAMMPS binary that `alkane` runs beside zs on the same liquid (`none`: zs alone).
+    #[arg(long, value_name = "BIN", default_value = "lmp")]
+    pub lammps: PathBuf,
 }
 
 /// `zs reproduce` in a build without the `experiments` feature: the command that builds it.
@@ -127,7 +135,11 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<(), CliError> {
         if i > 0 {
             println!();
         }
-        let report = experiment.run_on(&args.out_dir, args.data.as_deref())?;
+        let inputs = crate::experiments::Inputs {
+            data: args.data.as_deref(),
+            lammps: (args.lammps.as_os_str() != "none").then_some(args.lammps.as_path()),
+        };
+        let report = experiment.run_on(&args.out_dir, &inputs)?;
         print!("{report}");
     }
     Ok(())

@@ -35,7 +35,7 @@ use zs_runtime::lammps::DataFile;
 use zs_runtime::{DynState, Langevin, Model, Stepper, VelocityVerlet, ZhangSkeelStiff};
 
 use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
-use super::{whole_steps, Csv, Field, Report, Table};
+use super::{block_estimate, largest_move, whole_steps, Csv, Field, Report, Table};
 use crate::kremer_grest::{KremerGrest, SKIN};
 
 /// LAMMPS's own equilibrated melt (Debian package `lammps-examples`).
@@ -177,19 +177,7 @@ impl Run {
     /// Mean and standard error (of `blocks` block means) of observable `k`; `None` when there
     /// are fewer samples than blocks.
     pub fn estimate(&self, k: usize, blocks: usize) -> Option<(f64, f64)> {
-        let s = &self.series[k];
-        let per = s.len() / blocks.max(1);
-        if per == 0 || blocks < 2 {
-            return None;
-        }
-        let means: Vec<f64> = s
-            .chunks_exact(per)
-            .take(blocks)
-            .map(|c| c.iter().sum::<f64>() / per as f64)
-            .collect();
-        let mean = means.iter().sum::<f64>() / blocks as f64;
-        let var = means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (blocks - 1) as f64;
-        Some((mean, (var / blocks as f64).sqrt()))
+        block_estimate(&self.series[k], blocks)
     }
 
     /// Wall seconds per unit of simulated time.
@@ -335,14 +323,6 @@ impl Melt {
     }
 }
 
-/// Largest squared displacement of a bead between `a` and `b`.
-fn largest_move2(a: &[f64], b: &[f64]) -> f64 {
-    a.chunks_exact(3)
-        .zip(b.chunks_exact(3))
-        .map(|(x, y)| (0..3).map(|k| (y[k] - x[k]).powi(2)).sum::<f64>())
-        .fold(0.0, f64::max)
-}
-
 fn sample<S: Stepper<Assembled<KremerGrest, 3>, Vec<f64>>>(
     cfg: &Config,
     melt: &Melt,
@@ -369,7 +349,7 @@ fn sample<S: Stepper<Assembled<KremerGrest, 3>, Vec<f64>>>(
         }
         // As the command line's guard: a bead that moves more than the skin in one step may
         // have crossed a pair the neighbour list does not hold.
-        let moved = largest_move2(&before, &s.q).sqrt();
+        let moved = largest_move(&before, &s.q);
         if moved > SKIN {
             failure = Some(format!(
                 "step {k}: a bead moved {moved:.3} > the skin {SKIN} in one step"

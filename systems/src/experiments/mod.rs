@@ -20,11 +20,13 @@
 //! | `variational` | Patrick et al.: Runge–Kutta methods made variational vs projected, three pendula | [`variational`] |
 //! | `dna` | Tao & Owhadi §4.4, Fig. 8, DNA ring of 200 base pairs, Z&S vs Verlet, run-time table | [`dna`] |
 //! | `water-modes` | beyond the papers: normal modes of penalized TIP3P waters from the exact Hessian, at growing ω | [`water_modes`] |
+//! | `alkane` | beyond the papers: liquid butane (TraPPE-UA) — Verlet, RATTLE and Z&Ss-stiff at growing steps, structure beside LAMMPS's (minutes; not in `all`) | [`alkane`] |
 //! | `kremer-grest` | beyond the papers: LAMMPS's polymer melt, Z&Ss-stiff's step and time to result against Verlet (needs LAMMPS's `data.chain`; not in `all`) | [`kremer_grest`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
 //! interrupted run never leaves a truncated file under the final name.
 
+pub mod alkane;
 pub mod chain;
 pub mod constraint_scaling;
 pub mod dna;
@@ -88,6 +90,10 @@ pub enum Experiment {
     KremerGrest,
     /// Beyond the papers: normal modes of 100 TIP3P waters held by the penalty at growing ω.
     WaterModes,
+    /// Beyond the papers: liquid butane (TraPPE-UA) under Langevin — Verlet, RATTLE with the
+    /// bonds fixed and Z&Ss-stiff at growing steps, the torsion distribution and end-to-end
+    /// distance beside LAMMPS's (when a LAMMPS binary is given); not in [`Experiment::ALL`].
+    Alkane,
 }
 
 impl Experiment {
@@ -125,6 +131,7 @@ impl Experiment {
             Experiment::Variational => "variational",
             Experiment::KremerGrest => "kremer-grest",
             Experiment::WaterModes => "water-modes",
+            Experiment::Alkane => "alkane",
         }
     }
 
@@ -133,18 +140,24 @@ impl Experiment {
     /// # Errors
     /// The output cannot be written, or (impulse convergence) a step failed.
     pub fn run(self, out_dir: &Path) -> Result<Report, ExperimentError> {
-        self.run_on(out_dir, None)
+        self.run_on(out_dir, &Inputs::default())
     }
 
-    /// [`Experiment::run`], with the data file of the experiments that read one
-    /// (`kremer-grest`; `None`: [`kremer_grest::LAMMPS_DATA`]).
+    /// [`Experiment::run`] with the inputs of the experiments that read files or run a peer.
     ///
     /// # Errors
     /// As [`Experiment::run`]; a data file that cannot be read or used.
-    pub fn run_on(self, out_dir: &Path, data: Option<&Path>) -> Result<Report, ExperimentError> {
+    pub fn run_on(self, out_dir: &Path, inputs: &Inputs<'_>) -> Result<Report, ExperimentError> {
         match self {
+            Experiment::Alkane => {
+                let cfg = alkane::Config::liquid_butane(inputs.lammps.map(Path::to_path_buf));
+                let out = alkane::run(&cfg)?;
+                alkane::write(&cfg, &out, out_dir).map_err(|e| ExperimentError::write(out_dir, e))
+            }
             Experiment::KremerGrest => {
-                let path = data.map_or_else(|| kremer_grest::LAMMPS_DATA.into(), Path::to_path_buf);
+                let path = inputs
+                    .data
+                    .map_or_else(|| kremer_grest::LAMMPS_DATA.into(), Path::to_path_buf);
                 let cfg = kremer_grest::Config::lammps(path);
                 let out = kremer_grest::run(&cfg)?;
                 kremer_grest::write(&cfg, &out, out_dir)
@@ -232,6 +245,15 @@ impl Experiment {
     }
 }
 
+/// What some experiments read beyond their parameters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Inputs<'a> {
+    /// The data file of `kremer-grest` (`None`: [`kremer_grest::LAMMPS_DATA`]).
+    pub data: Option<&'a Path>,
+    /// The LAMMPS binary that `alkane` runs beside zs (`None`: zs alone).
+    pub lammps: Option<&'a Path>,
+}
+
 /// Why an experiment could not be reproduced.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -247,6 +269,9 @@ pub enum ExperimentError {
     /// Its input file cannot be read or used.
     #[error(transparent)]
     Input(#[from] kremer_grest::InputError),
+    /// The alkane liquid cannot be built or equilibrated.
+    #[error(transparent)]
+    Alkane(#[from] alkane::SetupError),
     /// A step of a run it needs failed.
     #[error("{experiment}: a step failed: {source}")]
     Step {
@@ -587,6 +612,33 @@ pub fn whole_steps(t_end: f64, h: f64) -> u64 {
         "t_end = {t_end} is not a whole number of steps h = {h}"
     );
     r as u64
+}
+
+/// Mean and standard error of `series` from `blocks` consecutive block means (the last
+/// `len % blocks` samples left out); `None` with fewer samples than blocks or fewer than 2 blocks.
+pub fn block_estimate(series: &[f64], blocks: usize) -> Option<(f64, f64)> {
+    let per = series.len() / blocks.max(1);
+    if per == 0 || blocks < 2 {
+        return None;
+    }
+    let means: Vec<f64> = series
+        .chunks_exact(per)
+        .take(blocks)
+        .map(|c| c.iter().sum::<f64>() / per as f64)
+        .collect();
+    let mean = means.iter().sum::<f64>() / blocks as f64;
+    let var = means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (blocks - 1) as f64;
+    Some((mean, (var / blocks as f64).sqrt()))
+}
+
+/// Largest displacement of a site (three coordinates) between `a` and `b`: the experiments on
+/// neighbour lists stop a run when it exceeds the skin (the list may then miss a pair).
+pub fn largest_move(a: &[f64], b: &[f64]) -> f64 {
+    a.chunks_exact(3)
+        .zip(b.chunks_exact(3))
+        .map(|(x, y)| (0..3).map(|k| (y[k] - x[k]).powi(2)).sum::<f64>())
+        .fold(0.0, f64::max)
+        .sqrt()
 }
 
 /// `x` formatted with 3 significant digits in exponent form (`1.23e-4`), or `—` if NaN.

@@ -172,3 +172,48 @@ fn largest_stable_steps_of_the_three_treatments_of_the_bonds() {
         "{table:?}"
     );
 }
+
+/// `zs reproduce alkane` in miniature (a few dozen steps per run): every treatment runs from
+/// the equilibrated liquid, the observables are those of liquid butane, the scan has every
+/// point and the files are written.
+#[test]
+fn the_alkane_experiment_measures_every_treatment_on_one_liquid() {
+    use zs_systems::experiments::alkane::{self, Config, Method};
+    let cfg = Config::quick();
+    let out = alkane::run(&cfg).expect("the quick experiment");
+    assert_eq!(out.sites, 1000);
+    assert_eq!(out.runs.len(), cfg.runs.len());
+    for r in &out.runs {
+        assert!(r.failure.is_none(), "{:?} at {}: {:?}", r.method, r.h, r.failure);
+        let mean = |k: usize| r.series[k].iter().sum::<f64>() / r.series[k].len() as f64;
+        let (trans, plus, minus) = (mean(0), mean(1), mean(2));
+        // Every torsion is trans or gauche (φ = 0 exactly has probability zero).
+        assert!((trans + plus + minus - 1.0).abs() < 1e-12, "{r:?}");
+        // Butane's end-to-end distance lies between the eclipsed cis (~2.6 Å) and trans (3.9 Å),
+        // its angles near θ0 = 114°, its kinetic temperature near 272 K after 20 fs from 272 K.
+        assert!((2.6..4.0).contains(&mean(3)), "R_ee {}", mean(3));
+        assert!((mean(4) - 114.0).abs() < 3.0, "θ {}", mean(4));
+        assert!((150.0..450.0).contains(&mean(5)), "T {}", mean(5));
+        let area: f64 = r.torsions.iter().sum::<f64>() * 360.0 / cfg.bins as f64;
+        assert!((area - 1.0).abs() < 1e-12, "torsion density integrates to {area}");
+    }
+    // The bonds of the RATTLE run held at 1.54 Å leave 3N − 750 degrees of freedom: its kinetic
+    // temperature is measured per those, so it is near 272 K like the others (not 272·3N/(3N−750)).
+    assert_eq!(out.scan.len(), 3 * cfg.scan.len());
+    let verlet = out
+        .scan
+        .iter()
+        .find(|p| p.method == Method::Verlet && p.h == 1.0)
+        .and_then(|p| p.error)
+        .expect("Verlet at 1 fs completes");
+    assert!(verlet > 0.0 && verlet < 0.05, "{verlet}");
+    let dir = std::env::temp_dir().join(format!("zs-alkane-exp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = alkane::write(&cfg, &out, &dir).expect("written");
+    for f in &report.files {
+        assert!(std::fs::metadata(f).is_ok_and(|m| m.len() > 0), "{}", f.display());
+    }
+    let text = report.to_string();
+    assert!(text.contains("RATTLE, rigid bonds"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

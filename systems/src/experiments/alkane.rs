@@ -1,0 +1,954 @@
+//! `zs reproduce alkane`: what each treatment of the bonds allows on a molecular liquid, and the
+//! same liquid sampled by LAMMPS beside it.
+//!
+//! Liquid butane in the TraPPE united-atom force field ([`crate::alkane`], LAMMPS `real` units),
+//! built by [`crate::alkane::Trappe::liquid`] and equilibrated once under GLA Langevin dynamics
+//! (Tao & Owhadi eq. 27) around velocity Verlet at 1 fs. From that state, three treatments of
+//! the bonds, each under the same GLA at the same temperature and friction:
+//! - velocity Verlet on the flexible force field (harmonic bonds; the reference at 1 fs);
+//! - RATTLE with every bond held at 1.54 Å (TraPPE's own model; [`AlkaneRigidBonds`]);
+//! - Z&Ss-stiff (Integrator 5, eq. 19) with the bonds and the angles as the stiff part `V1`,
+//!   solved implicitly along the chains, torsions and pairs explicit ([`AlkaneStiff`]).
+//!
+//! Measured per run, on a fixed time grid: the torsion-angle distribution (trans `|φ| > 120°`,
+//! gauche±), the end-to-end distance, the mean bond angle and the kinetic temperature (per
+//! degree of freedom left by the constraints), with standard errors of block means; a run
+//! *reproduces* the reference when each is within two combined standard errors of Verlet's at
+//! 1 fs. Separately, the largest step each treatment allows: the energy error
+//! `max |E − E0| / KE0` of NVE runs of 400 fs from the equilibrated state, step by step.
+//!
+//! When a LAMMPS binary is at hand (`--lammps BIN`, default `lmp`), the same equilibrated state
+//! goes to LAMMPS as a data file with the same force field (`fix nve` + `fix langevin` at the same
+//! relaxation rate, 1 fs) and its trajectory is measured by the same code: the two engines side
+//! by side. LAMMPS's own SHAKE cannot hold a chain's bonds ("Shake clusters are connected"), so
+//! LAMMPS runs the flexible model only.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use zs_runtime::lammps::DataFile;
+use zs_runtime::{
+    ConstrainedModel, DynState, Langevin, Model, Rattle, ShakeSolver, Stepper, VelocityVerlet,
+    ZhangSkeelStiff,
+};
+
+use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
+use super::{block_estimate, largest_move, whole_steps, Csv, Field, Report, Table};
+use crate::alkane::{Alkane, AlkaneRigidBonds, AlkaneStiff, Trappe, KB, REAL_ACCELERATION, SKIN};
+
+/// A treatment of the bonds and its integrator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// Velocity Verlet, flexible bonds.
+    Verlet,
+    /// RATTLE, bonds held at `r0`.
+    Rattle,
+    /// Z&Ss-stiff, bonds and angles stiff.
+    ZssStiff,
+    /// LAMMPS (velocity Verlet, flexible bonds, `fix langevin`).
+    Lammps,
+}
+
+impl Method {
+    /// Label in tables and figures.
+    pub fn label(self) -> &'static str {
+        match self {
+            Method::Verlet => "Verlet, flexible",
+            Method::Rattle => "RATTLE, rigid bonds",
+            Method::ZssStiff => "Z&Ss-stiff, bonds + angles stiff",
+            Method::Lammps => "LAMMPS, flexible",
+        }
+    }
+}
+
+/// Parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Molecules of the liquid.
+    pub molecules: usize,
+    /// Sites per molecule (4: butane).
+    pub length: usize,
+    /// Density (g/cm³).
+    pub density: f64,
+    /// Temperature (K) of the start and of the thermostat.
+    pub temperature: f64,
+    /// Seed of the builder; the noise uses `seed + 1`.
+    pub seed: u64,
+    /// GLA friction γ (kcal/mol·fs/Å²): the relaxation rate γ/m.
+    pub gamma: f64,
+    /// Equilibration (fs), once, before every run.
+    pub equil: f64,
+    /// Sampled time of each run (fs).
+    pub prod: f64,
+    /// Time between samples (fs).
+    pub sample_dt: f64,
+    /// Blocks of the error bars.
+    pub blocks: usize,
+    /// The runs; the first is the reference.
+    pub runs: Vec<(Method, f64)>,
+    /// Steps of the NVE energy-error scan (fs).
+    pub scan: Vec<f64>,
+    /// Length of each NVE run (fs).
+    pub scan_time: f64,
+    /// Bins of the torsion histogram over (−180°, 180°].
+    pub bins: usize,
+    /// The LAMMPS binary (`None`: zs alone).
+    pub lammps: Option<PathBuf>,
+}
+
+impl Config {
+    /// 250 butanes (1 000 sites) at 0.58 g/cm³ and 272 K; friction 335 kcal/mol·fs/Å² (a
+    /// relaxation rate of 0.01/fs for CH2, LAMMPS's `fix langevin … 100`); 10 ps of
+    /// equilibration, then 20 ps per run, a sample every 100 fs, 5 blocks. Runs: Verlet at 1 fs
+    /// (reference) and 2 fs, RATTLE at 2, 4 and 5 fs, Z&Ss-stiff at 2 and 4 fs, LAMMPS at 1 fs;
+    /// the NVE scan at 1, 2, 4, 5 and 6 fs over 400 fs.
+    pub fn liquid_butane(lammps: Option<PathBuf>) -> Self {
+        let mut runs = vec![(Method::Verlet, 1.0), (Method::Verlet, 2.0)];
+        runs.extend([2.0, 4.0, 5.0].map(|h| (Method::Rattle, h)));
+        runs.extend([2.0, 4.0].map(|h| (Method::ZssStiff, h)));
+        if lammps.is_some() {
+            runs.push((Method::Lammps, 1.0));
+        }
+        Self {
+            molecules: 250,
+            length: 4,
+            density: 0.58,
+            temperature: 272.0,
+            seed: 11,
+            gamma: 335.0,
+            equil: 10_000.0,
+            prod: 20_000.0,
+            sample_dt: 100.0,
+            blocks: 5,
+            runs,
+            scan: vec![1.0, 2.0, 4.0, 5.0, 6.0],
+            scan_time: 400.0,
+            bins: 36,
+            lammps,
+        }
+    }
+
+    /// The same liquid, runs of a few dozen steps: for tests.
+    pub fn quick() -> Self {
+        Self {
+            equil: 20.0,
+            prod: 40.0,
+            sample_dt: 4.0,
+            blocks: 2,
+            runs: vec![
+                (Method::Verlet, 1.0),
+                (Method::Rattle, 4.0),
+                (Method::ZssStiff, 2.0),
+            ],
+            scan: vec![1.0, 4.0],
+            scan_time: 8.0,
+            ..Self::liquid_butane(None)
+        }
+    }
+
+    /// Names of the observables, in the order of [`Run::series`].
+    pub fn observables() -> [&'static str; 6] {
+        ["trans", "gauche+", "gauche−", "R_ee (Å)", "θ (°)", "T_kin (K)"]
+    }
+
+    /// The kT of the thermostat (kcal/mol).
+    pub fn kt(&self) -> f64 {
+        KB * self.temperature
+    }
+}
+
+/// One run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// Its method.
+    pub method: Method,
+    /// Its step (fs).
+    pub h: f64,
+    /// Steps done.
+    pub steps: u64,
+    /// Wall time of the steps (s; LAMMPS: its loop time).
+    pub seconds: f64,
+    /// Why it stopped early, if it did.
+    pub failure: Option<String>,
+    /// Per observable ([`Config::observables`]), its value at each sample.
+    pub series: Vec<Vec<f64>>,
+    /// Torsion-angle probability density per degree, per bin.
+    pub torsions: Vec<f64>,
+}
+
+impl Run {
+    /// Mean and standard error of observable `k` from `blocks` block means.
+    pub fn estimate(&self, k: usize, blocks: usize) -> Option<(f64, f64)> {
+        block_estimate(&self.series[k], blocks)
+    }
+
+    /// Wall seconds per simulated picosecond.
+    pub fn seconds_per_ps(&self) -> f64 {
+        1000.0 * self.seconds / (self.steps.max(1) as f64 * self.h)
+    }
+}
+
+/// One run of the NVE scan.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScanPoint {
+    /// Its method.
+    pub method: Method,
+    /// Its step (fs).
+    pub h: f64,
+    /// `max |E − E0| / KE0` after the first step; `None` if a step failed or left the skin.
+    pub error: Option<f64>,
+}
+
+/// Everything measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Sites of the liquid.
+    pub sites: usize,
+    /// Threads of rayon's pool.
+    pub threads: usize,
+    /// The runs, in [`Config::runs`] order (LAMMPS's missing when it could not run).
+    pub runs: Vec<Run>,
+    /// The NVE scan.
+    pub scan: Vec<ScanPoint>,
+    /// Why LAMMPS did not run, when it was asked for.
+    pub lammps_note: Option<String>,
+}
+
+/// What the observables need of the liquid: its torsions, angles, chain ends and masses.
+struct Shape {
+    dihedrals: Vec<[usize; 4]>,
+    angles: Vec<[usize; 3]>,
+    ends: Vec<[usize; 2]>,
+    /// Per site, g/mol.
+    masses: Vec<f64>,
+    cell: [f64; 3],
+}
+
+impl Shape {
+    fn of(data: &DataFile) -> Self {
+        let mut ends: Vec<[usize; 2]> = Vec::new();
+        for (i, &m) in data.molecules.iter().enumerate() {
+            match ends.last_mut() {
+                Some(e) if data.molecules[e[0]] == m => e[1] = i,
+                _ => ends.push([i, i]),
+            }
+        }
+        Self {
+            dihedrals: data.dihedrals.iter().map(|d| d.atoms).collect(),
+            angles: data.angles.iter().map(|a| a.atoms).collect(),
+            ends,
+            masses: data.types.iter().map(|&t| data.masses[t - 1]).collect(),
+            cell: data.box_lengths(),
+        }
+    }
+
+    /// `x_j − x_i`, nearest image.
+    fn d(&self, q: &[f64], i: usize, j: usize) -> [f64; 3] {
+        core::array::from_fn(|a| {
+            let d = q[3 * j + a] - q[3 * i + a];
+            d - self.cell[a] * (d / self.cell[a]).round()
+        })
+    }
+
+    /// Every torsion angle (degrees, in (−180°, 180°], trans at 180°).
+    fn torsions<'a>(&'a self, q: &'a [f64]) -> impl Iterator<Item = f64> + 'a {
+        self.dihedrals.iter().map(move |&[a, b, c, d]| {
+            let (b1, b2, b3) = (self.d(q, a, b), self.d(q, b, c), self.d(q, c, d));
+            let (m, n) = (cross(b1, b2), cross(b2, b3));
+            let y = dot(b2, b2).sqrt() * dot(b1, n);
+            y.atan2(dot(m, n)).to_degrees()
+        })
+    }
+
+    /// The observables of [`Config::observables`] at `(q, v)` with `dof` degrees of freedom;
+    /// the torsions into `counts`.
+    fn measure(&self, q: &[f64], v: &[f64], dof: usize, counts: &mut [u64]) -> Vec<f64> {
+        let (mut trans, mut plus, mut minus) = (0usize, 0usize, 0usize);
+        let width = 360.0 / counts.len() as f64;
+        for phi in self.torsions(q) {
+            trans += usize::from(phi.abs() > 120.0);
+            plus += usize::from(phi > 0.0 && phi <= 120.0);
+            minus += usize::from((-120.0..0.0).contains(&phi));
+            let bin = ((phi + 180.0) / width).floor() as usize;
+            counts[bin.min(counts.len() - 1)] += 1;
+        }
+        let nt = self.dihedrals.len().max(1) as f64;
+        let ree = self
+            .ends
+            .iter()
+            .map(|&[i, j]| dot(self.d(q, i, j), self.d(q, i, j)).sqrt())
+            .sum::<f64>()
+            / self.ends.len().max(1) as f64;
+        let theta = self
+            .angles
+            .iter()
+            .map(|&[a, b, c]| {
+                let (u, w) = (self.d(q, b, a), self.d(q, b, c));
+                (dot(u, w) / (dot(u, u) * dot(w, w)).sqrt())
+                    .clamp(-1.0, 1.0)
+                    .acos()
+                    .to_degrees()
+            })
+            .sum::<f64>()
+            / self.angles.len().max(1) as f64;
+        let mv2: f64 = self
+            .masses
+            .iter()
+            .zip(v.chunks_exact(3))
+            .map(|(m, u)| m * dot([u[0], u[1], u[2]], [u[0], u[1], u[2]]))
+            .sum::<f64>()
+            / REAL_ACCELERATION;
+        vec![
+            trans as f64 / nt,
+            plus as f64 / nt,
+            minus as f64 / nt,
+            ree,
+            theta,
+            mv2 / (dof.max(1) as f64 * KB),
+        ]
+    }
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+/// Why the experiment cannot run.
+#[derive(Debug, thiserror::Error)]
+#[error("alkane: {0}")]
+pub struct SetupError(pub String);
+
+/// The state `(q, v)` written into a copy of `data`.
+fn with_state(data: &DataFile, q: &[f64], v: &[f64]) -> DataFile {
+    let mut d = data.clone();
+    for (i, (p, u)) in d.positions.iter_mut().zip(&mut d.velocities).enumerate() {
+        p.copy_from_slice(&q[3 * i..3 * i + 3]);
+        u.copy_from_slice(&v[3 * i..3 * i + 3]);
+    }
+    d.has_velocities = true;
+    d
+}
+
+fn flat(x: &[[f64; 3]]) -> Vec<f64> {
+    x.iter().flatten().copied().collect()
+}
+
+/// A GLA run of `stepper` on `system` from `(q, v)`: `prod` fs, sampled every `sample_dt`
+/// (or, for the equilibration, not at all: `shape = None`). Stops at a failed step or a site
+/// that moved more than the skin in one step (the neighbour list would miss pairs).
+#[allow(clippy::too_many_arguments)]
+fn sample<M: Model<Vec<f64>>, S: Stepper<M, Vec<f64>>>(
+    cfg: &Config,
+    shape: Option<&Shape>,
+    system: &M,
+    state: &mut DynState,
+    (method, h, dof): (Method, f64, usize),
+    t: f64,
+    mut stepper: S,
+) -> Run {
+    let mut series = vec![Vec::new(); Config::observables().len()];
+    let mut counts = vec![0u64; cfg.bins];
+    let mut before = state.q.clone();
+    let (steps, every) = (whole_steps(t, h), whole_steps(cfg.sample_dt, h));
+    let (mut seconds, mut done, mut failure) = (0.0, 0, None);
+    for k in 1..=steps {
+        before.copy_from_slice(&state.q);
+        let clock = Instant::now();
+        let stepped = stepper.step(system, state);
+        seconds += clock.elapsed().as_secs_f64();
+        if let Err(e) = stepped {
+            failure = Some(e.to_string());
+            break;
+        }
+        let moved = largest_move(&before, &state.q);
+        if moved > SKIN {
+            failure = Some(format!(
+                "step {k}: a site moved {moved:.3} Å > the skin {SKIN} Å in one step"
+            ));
+            break;
+        }
+        done = k;
+        if let Some(shape) = shape.filter(|_| k % every == 0) {
+            for (x, o) in series
+                .iter_mut()
+                .zip(shape.measure(&state.q, &state.v, dof, &mut counts))
+            {
+                x.push(o);
+            }
+        }
+    }
+    Run {
+        method,
+        h,
+        steps: done,
+        seconds,
+        failure,
+        series,
+        torsions: density(&counts),
+    }
+}
+
+/// Counts as a probability density per degree.
+fn density(counts: &[u64]) -> Vec<f64> {
+    let total = counts.iter().sum::<u64>().max(1) as f64;
+    let width = 360.0 / counts.len() as f64;
+    counts.iter().map(|&c| c as f64 / (total * width)).collect()
+}
+
+/// `max |E − E0| / ke0` of an NVE run of `t` fs from `state`, E0 after the first step (RATTLE's
+/// first step removes the velocities along the bonds); `None` on a failed step.
+fn nve_error<M: Model<Vec<f64>>, S: Stepper<M, Vec<f64>>>(
+    system: &M,
+    mut state: DynState,
+    h: f64,
+    t: f64,
+    ke0: f64,
+    mut stepper: S,
+) -> Option<f64> {
+    let energy = |s: &DynState| system.kinetic_energy(&s.v) + system.potential_at(&s.q);
+    let mut before = state.q.clone();
+    let mut step = |s: &mut DynState| {
+        before.copy_from_slice(&s.q);
+        stepper.step(system, s).is_ok()
+            && largest_move(&before, &s.q) <= SKIN
+            && s.q.iter().chain(&s.v).all(|x| x.is_finite())
+    };
+    if !step(&mut state) {
+        return None;
+    }
+    let e0 = energy(&state);
+    let mut worst = 0.0f64;
+    for _ in 1..whole_steps(t, h) {
+        if !step(&mut state) {
+            return None;
+        }
+        worst = worst.max((energy(&state) - e0).abs());
+    }
+    Some(worst / ke0)
+}
+
+/// The three systems of one liquid.
+struct Liquid {
+    flexible: zs_runtime::assembly::Assembled<Alkane, 3>,
+    rigid: zs_runtime::assembly::Assembled<AlkaneRigidBonds, 3>,
+    stiff: zs_runtime::assembly::Assembled<AlkaneStiff, 3>,
+    data: DataFile,
+}
+
+impl Liquid {
+    fn build(cfg: &Config) -> Result<Self, SetupError> {
+        let fail = |e: crate::alkane::AlkaneError| SetupError(e.to_string());
+        let (flexible, _, _, data) = Alkane::trappe()
+            .liquid(
+                cfg.molecules,
+                cfg.length,
+                cfg.density,
+                cfg.temperature,
+                cfg.seed,
+            )
+            .map_err(fail)?;
+        let (rigid, ..) = AlkaneRigidBonds::trappe().from_data(&data).map_err(fail)?;
+        let (stiff, ..) = AlkaneStiff::trappe().from_data(&data).map_err(fail)?;
+        Ok(Self {
+            flexible,
+            rigid,
+            stiff,
+            data,
+        })
+    }
+
+    /// The start of `method`'s runs from the equilibrated state `eq`: on the bonds for RATTLE.
+    fn start(&self, method: Method, eq: &DataFile) -> DynState {
+        let mut d = eq.clone();
+        if method == Method::Rattle {
+            Trappe::<crate::alkane::variant::RigidBonds>::trappe().hold_bonds(&mut d);
+        }
+        DynState::new(flat(&d.positions), flat(&d.velocities))
+    }
+
+    /// Degrees of freedom of `method`'s dynamics.
+    fn dof(&self, method: Method) -> usize {
+        let n = 3 * self.data.len();
+        match method {
+            Method::Rattle => n - self.rigid.constraint_count(),
+            _ => n,
+        }
+    }
+}
+
+/// Every run and the scan of `cfg`.
+///
+/// # Errors
+/// The liquid cannot be built (see [`crate::alkane::Trappe::liquid`]), or the equilibration
+/// failed.
+pub fn run(cfg: &Config) -> Result<Outcome, SetupError> {
+    let liquid = Liquid::build(cfg)?;
+    let shape = Shape::of(&liquid.data);
+    let (kt, seed) = (cfg.kt(), cfg.seed + 1);
+    let mut s = DynState::new(
+        flat(&liquid.data.positions),
+        flat(&liquid.data.velocities),
+    );
+    let n = liquid.data.len();
+    let eq = sample(
+        cfg,
+        None,
+        &liquid.flexible,
+        &mut s,
+        (Method::Verlet, 1.0, 3 * n),
+        cfg.equil,
+        Langevin::new(VelocityVerlet::new(1.0), cfg.gamma, kt, seed),
+    );
+    if let Some(f) = eq.failure {
+        return Err(SetupError(format!("the equilibration failed: {f}")));
+    }
+    let eq = with_state(&liquid.data, &s.q, &s.v);
+    let mut runs = Vec::new();
+    let mut lammps_note = None;
+    for &(method, h) in &cfg.runs {
+        let mut s = liquid.start(method, &eq);
+        let at = (method, h, liquid.dof(method));
+        let run = match method {
+            Method::Verlet => sample(
+                cfg,
+                Some(&shape),
+                &liquid.flexible,
+                &mut s,
+                at,
+                cfg.prod,
+                Langevin::new(VelocityVerlet::new(h), cfg.gamma, kt, seed),
+            ),
+            Method::Rattle => sample(
+                cfg,
+                Some(&shape),
+                &liquid.rigid,
+                &mut s,
+                at,
+                cfg.prod,
+                Langevin::new(
+                    Rattle::new(h).with_solver(ShakeSolver::Newton),
+                    cfg.gamma,
+                    kt,
+                    seed,
+                ),
+            ),
+            Method::ZssStiff => sample(
+                cfg,
+                Some(&shape),
+                &liquid.stiff,
+                &mut s,
+                at,
+                cfg.prod,
+                Langevin::new(ZhangSkeelStiff::new(0.25, h), cfg.gamma, kt, seed),
+            ),
+            Method::Lammps => {
+                let bin = cfg.lammps.clone().unwrap_or_else(|| "lmp".into());
+                match lammps(cfg, &bin, &eq, &shape, liquid.dof(method)) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        lammps_note = Some(e);
+                        continue;
+                    }
+                }
+            }
+        };
+        runs.push(run);
+    }
+    let ke0 = liquid.flexible.kinetic_energy(&flat(&eq.velocities));
+    let mut scan = Vec::new();
+    for &h in &cfg.scan {
+        let t = cfg.scan_time;
+        for (method, error) in [
+            (
+                Method::Verlet,
+                nve_error(
+                    &liquid.flexible,
+                    liquid.start(Method::Verlet, &eq),
+                    h,
+                    t,
+                    ke0,
+                    VelocityVerlet::new(h),
+                ),
+            ),
+            (
+                Method::Rattle,
+                nve_error(
+                    &liquid.rigid,
+                    liquid.start(Method::Rattle, &eq),
+                    h,
+                    t,
+                    ke0,
+                    Rattle::new(h).with_solver(ShakeSolver::Newton),
+                ),
+            ),
+            (
+                Method::ZssStiff,
+                nve_error(
+                    &liquid.stiff,
+                    liquid.start(Method::ZssStiff, &eq),
+                    h,
+                    t,
+                    ke0,
+                    ZhangSkeelStiff::new(0.25, h),
+                ),
+            ),
+        ] {
+            scan.push(ScanPoint { method, h, error });
+        }
+    }
+    Ok(Outcome {
+        sites: n,
+        threads: rayon::current_num_threads(),
+        runs,
+        scan,
+        lammps_note,
+    })
+}
+
+/// The LAMMPS input of the run beside zs's: the same force field (see [`crate::alkane`]),
+/// `fix nve` + `fix langevin` with the damping time `m_CH2/γ` of zs's friction, 1 fs, a frame
+/// every `sample_dt`.
+fn lammps_input(cfg: &Config, ff: &Alkane, damp: f64) -> String {
+    let every = whole_steps(cfg.sample_dt, 1.0);
+    let steps = whole_steps(cfg.prod, 1.0);
+    let [c1, c2, c3] = ff.c;
+    format!(
+        "# zs reproduce alkane: the liquid beside zs's, same force field and start\n\
+         units real\natom_style molecular\nboundary p p p\nspecial_bonds lj 0.0 0.0 0.0\n\
+         read_data alkane-lammps.data\nneighbor {SKIN} bin\nneigh_modify every 1 delay 0 check yes\n\
+         pair_style lj/cut {rc:?}\npair_modify mix arithmetic shift yes\n\
+         pair_coeff 1 1 {e0:?} {s0:?}\npair_coeff 2 2 {e1:?} {s1:?}\n\
+         bond_style harmonic\nbond_coeff * {kb:?} {r0:?}\n\
+         angle_style harmonic\nangle_coeff * {ka:?} {t0:?}\n\
+         dihedral_style opls\ndihedral_coeff * {k1:?} {k2:?} {k3:?} 0.0\n\
+         fix 1 all nve\nfix 2 all langevin {t:?} {t:?} {damp:?} {seed}\ntimestep 1.0\n\
+         thermo {thermo}\n\
+         dump d all custom {every} alkane-lammps.dump id xu yu zu vx vy vz\n\
+         dump_modify d format float %.10g sort id\nrun {steps}\n",
+        rc = ff.rc,
+        e0 = ff.epsilon[0],
+        s0 = ff.sigma[0],
+        e1 = ff.epsilon[1],
+        s1 = ff.sigma[1],
+        kb = ff.k_bond,
+        r0 = ff.r0,
+        ka = 0.5 * ff.k_theta,
+        t0 = ff.theta0.to_degrees(),
+        k1 = 2.0 * c1,
+        k2 = 2.0 * c2,
+        k3 = 2.0 * c3,
+        t = cfg.temperature,
+        seed = cfg.seed + 1,
+        thermo = every * 10,
+    )
+}
+
+/// Runs LAMMPS from the equilibrated state `eq` and measures its frames; `Err` says why it
+/// could not (no binary, a failed run, an unreadable dump) — the experiment goes on without it.
+fn lammps(cfg: &Config, bin: &Path, eq: &DataFile, shape: &Shape, dof: usize) -> Result<Run, String> {
+    let dir = std::env::temp_dir().join(format!("zs-alkane-lammps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let ff = Alkane::trappe();
+    let damp = ff.mass[1] / REAL_ACCELERATION / cfg.gamma;
+    let write = |name: &str, text: String| {
+        std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))
+    };
+    write("alkane-lammps.data", eq.to_text())?;
+    write("alkane-lammps.in", lammps_input(cfg, &ff, damp))?;
+    let out = Command::new(bin)
+        .args(["-in", "alkane-lammps.in", "-log", "alkane-lammps.log", "-screen", "none"])
+        .current_dir(&dir)
+        .output()
+        .map_err(|e| format!("LAMMPS ({}) did not start: {e}", bin.display()))?;
+    let log = std::fs::read_to_string(dir.join("alkane-lammps.log")).unwrap_or_default();
+    if !out.status.success() {
+        let tail: Vec<&str> = log.lines().rev().take(3).collect();
+        return Err(format!(
+            "LAMMPS ({}) failed ({}): {}",
+            bin.display(),
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        ));
+    }
+    let seconds = log
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("Loop time of "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or(f64::NAN);
+    let dump = std::fs::read_to_string(dir.join("alkane-lammps.dump"))
+        .map_err(|e| format!("the LAMMPS dump: {e}"))?;
+    let n = eq.len();
+    let mut series = vec![Vec::new(); Config::observables().len()];
+    let mut counts = vec![0u64; cfg.bins];
+    let (mut q, mut v) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
+    let mut lines = dump.lines();
+    let mut frames = 0;
+    while let Some(line) = lines.next() {
+        if !line.starts_with("ITEM: ATOMS") {
+            continue;
+        }
+        for i in 0..n {
+            let row: Vec<f64> = lines
+                .next()
+                .ok_or("the LAMMPS dump ends inside a frame")?
+                .split_whitespace()
+                .skip(1)
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("the LAMMPS dump: {e}"))?;
+            if row.len() != 6 {
+                return Err("the LAMMPS dump: a row without x y z vx vy vz".into());
+            }
+            q[3 * i..3 * i + 3].copy_from_slice(&row[..3]);
+            v[3 * i..3 * i + 3].copy_from_slice(&row[3..]);
+        }
+        frames += 1;
+        // The first frame is the start (timestep 0), not a sample.
+        if frames > 1 {
+            for (x, o) in series.iter_mut().zip(shape.measure(&q, &v, dof, &mut counts)) {
+                x.push(o);
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Run {
+        method: Method::Lammps,
+        h: 1.0,
+        steps: whole_steps(cfg.prod, 1.0),
+        seconds,
+        failure: None,
+        series,
+        torsions: density(&counts),
+    })
+}
+
+/// `(mean, standard error, z)` of each observable of `run` against `reference`, and whether
+/// every `|z| ≤ 2`.
+fn compare(cfg: &Config, reference: &Run, run: &Run) -> (Vec<Option<(f64, f64, f64)>>, bool) {
+    let mut all = run.failure.is_none();
+    let rows = (0..Config::observables().len())
+        .map(|k| {
+            let (Some((m0, e0)), Some((m, e))) = (
+                reference.estimate(k, cfg.blocks),
+                run.estimate(k, cfg.blocks),
+            ) else {
+                all = false;
+                return None;
+            };
+            let z = (m - m0) / (e0 * e0 + e * e).sqrt().max(f64::MIN_POSITIVE);
+            all &= z.abs() <= 2.0;
+            Some((m, e, z))
+        })
+        .collect();
+    (rows, all)
+}
+
+/// The largest step of `method` in the scan whose energy error is at most `bound`.
+pub fn largest_step(out: &Outcome, method: Method, bound: f64) -> Option<f64> {
+    out.scan
+        .iter()
+        .filter(|p| p.method == method && p.error.is_some_and(|e| e <= bound))
+        .map(|p| p.h)
+        .fold(None, |m: Option<f64>, h| Some(m.map_or(h, |m| m.max(h))))
+}
+
+/// Write `alkane.csv` (each run's estimates), `alkane-torsions.csv`, `alkane-scan.csv` and
+/// `alkane.svg` (torsion distributions, energy error against the step), and build the report.
+///
+/// # Errors
+/// I/O failures.
+pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
+    let names = Config::observables();
+    let reference = &out.runs[0];
+    let mut header = vec!["method".to_string(), "h (fs)".into()];
+    for n in names {
+        header.extend([n.to_string(), format!("se {n}"), format!("z {n}")]);
+    }
+    header.extend(["seconds per ps".into(), "reproduces".into()]);
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut csv = Csv::new(&header);
+    let mut table_header = vec!["method", "h (fs)"];
+    table_header.extend(names);
+    table_header.extend(["s per ps", "status"]);
+    let mut table = Table::new(
+        format!(
+            "GLA at {} K, mean ± standard error ({} blocks) (z against the first row, the reference)",
+            cfg.temperature, cfg.blocks
+        ),
+        &table_header,
+    );
+    for r in &out.runs {
+        let (rows, ok) = compare(cfg, reference, r);
+        let mut fields = vec![Field::Text(r.method.label()), Field::Num(r.h)];
+        let mut cells = vec![r.method.label().to_string(), format!("{}", r.h)];
+        for row in &rows {
+            match row {
+                Some((m, e, z)) => {
+                    fields.extend([Field::Num(*m), Field::Num(*e), Field::Num(*z)]);
+                    cells.push(format!("{m:.4} ± {e:.4} ({z:+.1})"));
+                }
+                None => {
+                    fields.extend([Field::Text(""), Field::Text(""), Field::Text("")]);
+                    cells.push("—".into());
+                }
+            }
+        }
+        fields.extend([
+            Field::Num(r.seconds_per_ps()),
+            Field::Text(if ok { "true" } else { "false" }),
+        ]);
+        csv.push(&fields);
+        cells.push(format!("{:.2}", r.seconds_per_ps()));
+        cells.push(match &r.failure {
+            Some(f) => format!("failed: {f}"),
+            None if ok => "reproduces".into(),
+            None => "differs".into(),
+        });
+        table.push(cells);
+    }
+    let csv_path = dir.join("alkane.csv");
+    csv.write(&csv_path)?;
+
+    let width = 360.0 / cfg.bins as f64;
+    let centre = |i: usize| -180.0 + (i as f64 + 0.5) * width;
+    let labels: Vec<String> = out
+        .runs
+        .iter()
+        .map(|r| format!("{} h={}", r.method.label(), r.h))
+        .collect();
+    let mut torsion_header = vec!["phi (deg)"];
+    torsion_header.extend(labels.iter().map(String::as_str));
+    let mut torsions = Csv::new(&torsion_header);
+    for i in 0..cfg.bins {
+        let mut row = vec![Field::Num(centre(i))];
+        row.extend(out.runs.iter().map(|r| Field::Num(r.torsions[i])));
+        torsions.push(&row);
+    }
+    let torsions_path = dir.join("alkane-torsions.csv");
+    torsions.write(&torsions_path)?;
+
+    let methods = [Method::Verlet, Method::Rattle, Method::ZssStiff];
+    let mut scan_csv = Csv::new(&["h (fs)", "method", "max |E - E0| / KE0"]);
+    let mut scan_header = vec!["h (fs)"];
+    scan_header.extend(methods.map(Method::label));
+    let mut scan_table = Table::new(
+        format!(
+            "NVE from the equilibrated state, {} fs: max |E − E0| / KE0 (— : a step failed or a site left the skin)",
+            cfg.scan_time
+        ),
+        &scan_header,
+    );
+    for &h in &cfg.scan {
+        let mut cells = vec![format!("{h}")];
+        for m in methods {
+            let error = out
+                .scan
+                .iter()
+                .find(|p| p.method == m && p.h == h)
+                .and_then(|p| p.error);
+            scan_csv.push(&[
+                Field::Num(h),
+                Field::Text(m.label()),
+                error.map_or(Field::Text(""), Field::Num),
+            ]);
+            cells.push(error.map_or_else(|| "—".into(), |e| format!("{e:.2e}")));
+        }
+        scan_table.push(cells);
+    }
+    let scan_path = dir.join("alkane-scan.csv");
+    scan_csv.write(&scan_path)?;
+
+    let mut phi = Panel::new("torsion angle", "φ (degrees)", "probability density (1/degree)")
+        .legend(LegendPosition::UpperLeft);
+    for (c, r) in out.runs.iter().enumerate() {
+        if r.failure.is_none() {
+            let pts = (0..cfg.bins).map(|i| (centre(i), r.torsions[i])).collect();
+            let style = if c == 0 { Style::Dashed } else { Style::Line };
+            phi = phi.with(Series::new(&labels[c], pts, style, c));
+        }
+    }
+    let mut energy = Panel::new("NVE energy error", "h (fs)", "max |E − E0| / KE0")
+        .scales(Scale::Log, Scale::Log)
+        .legend(LegendPosition::UpperLeft);
+    for (c, m) in methods.into_iter().enumerate() {
+        let pts = out
+            .scan
+            .iter()
+            .filter(|p| p.method == m)
+            .filter_map(|p| p.error.map(|e| (p.h, e)))
+            .collect();
+        energy = energy.with(Series::new(m.label(), pts, Style::LineMarkers, c));
+    }
+    let svg_path = dir.join("alkane.svg");
+    Figure::new(
+        format!(
+            "Liquid butane, TraPPE-UA, {} sites at {} g/cm³: torsions under Langevin, energy error in NVE",
+            out.sites, cfg.density
+        ),
+        2,
+        (620, 420),
+    )
+    .with(phi)
+    .with(energy)
+    .write_svg(&svg_path)?;
+
+    let mut notes = vec![format!(
+        "{} sites, {} threads; equilibrated {} fs (Verlet 1 fs, GLA), then each run {} fs from that state, a sample every {} fs; seconds are the steps' wall time (LAMMPS: its loop time, 1 process).",
+        out.sites, out.threads, cfg.equil, cfg.prod, cfg.sample_dt
+    )];
+    let bound = out
+        .scan
+        .iter()
+        .find(|p| p.method == Method::Verlet && p.h == 1.0)
+        .and_then(|p| p.error);
+    if let Some(bound) = bound {
+        let mut line = format!(
+            "Largest step at the accuracy of Verlet at 1 fs (NVE error ≤ {bound:.2e}):"
+        );
+        for m in methods {
+            let _ = write!(
+                line,
+                " {} {};",
+                m.label(),
+                largest_step(out, m, bound).map_or_else(|| "none".into(), |h| format!("{h} fs"))
+            );
+        }
+        notes.push(line);
+    }
+    let mut finite = "Largest step that completes the NVE run:".to_string();
+    for m in methods {
+        let _ = write!(
+            finite,
+            " {} {};",
+            m.label(),
+            largest_step(out, m, f64::INFINITY).map_or_else(|| "none".into(), |h| format!("{h} fs"))
+        );
+    }
+    notes.push(finite);
+    if let Some(note) = &out.lammps_note {
+        notes.push(format!("LAMMPS not run beside zs: {note}."));
+    }
+    Ok(Report {
+        experiment: "alkane".into(),
+        setup: format!(
+            "TraPPE-UA liquid of {} C{} molecules at {} g/cm³ (seed {}), GLA Langevin at {} K (γ = {} kcal/mol·fs/Å²), noise seed {}.",
+            cfg.molecules, cfg.length, cfg.density, cfg.seed, cfg.temperature, cfg.gamma, cfg.seed + 1
+        ),
+        tables: vec![table, scan_table],
+        notes,
+        files: vec![csv_path, torsions_path, scan_path, svg_path],
+    })
+}
