@@ -28,6 +28,24 @@ use crate::sparse::BlockLayout;
 /// Terms (phase A) or targets (phase B) per parallel chunk.
 pub(crate) const CHUNK: usize = 512;
 
+/// Terms per chunk of the SIMD passes of a pair form ([`Over::Pairs`]). A chunk sums its
+/// terms' gradients into one partial per distinct body it touches ([`PartialPlan`]); a row of
+/// a neighbour list has hundreds of terms whose second bodies are mostly distinct, so with 512
+/// terms a chunk's partials were nearly as many as its terms — zeroed, written and summed again
+/// each pass. Chunks of 16 384 consecutive pairs share most second bodies (spatially close rows
+/// see the same neighbours): measured 15 % less time per step on 10 000 alkane sites, 6 % on
+/// the Kremer–Grest melt (BENCHMARKS.md). Other forms' terms share few bodies: [`CHUNK`].
+pub(crate) const PAIR_CHUNK: usize = 16_384;
+
+/// The chunk of form `F`'s SIMD passes, partial plan and energy sums.
+fn lane_chunk<F: Form>() -> usize {
+    if F::OVER == Over::Pairs {
+        PAIR_CHUNK
+    } else {
+        CHUNK
+    }
+}
+
 /// Constraint components per term evaluated on the stack; a term with more allocates a buffer
 /// at each evaluation.
 pub(crate) const STACK_ROWS: usize = 16;
@@ -69,6 +87,8 @@ pub(crate) struct Inputs<'a, const D: usize> {
     /// Every body's type ([`super::Topology::types`]); empty when the bodies have none (all
     /// of type 0).
     pub kinds: &'a [u32],
+    /// No body is pinned: every term's bodies are free (the lane passes need not look).
+    pub all_free: bool,
 }
 
 /// Shift bodies `1..K` of a term by whole box vectors to the nearest image of body 0, by their
@@ -249,7 +269,7 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     t: Vec<LocalThird<D, K>>,
     /// Scratch of the plans' rebuilds (neighbour lists), kept between them.
     scratch: PlanScratch,
-    /// Per chunk of `CHUNK` terms, its energy (`chunk_sum`), when `summed`: a SIMD pass sums
+    /// Per chunk of [`lane_chunk`] terms, its energy (`chunk_sum`), when `summed`: a SIMD pass sums
     /// them on the pool; [`FormOps::add_energy`] then adds them in chunk order, the same bits
     /// as summing the chunks there.
     sums: Vec<f64>,
@@ -270,7 +290,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         debug_assert_eq!(F::ARITY, K, "form {} has arity {}", F::NAME, F::ARITY);
         let list = TermList::<K>::new(F::OVER, info.present, topology, bodies)?;
         let n = list.len();
-        let partials = PartialPlan::new(&list, bodies.free, CHUNK);
+        let partials = PartialPlan::new(&list, bodies.free, lane_chunk::<F>());
         Ok(Self {
             info,
             grad: list.gradient_gather(bodies.free),
@@ -366,7 +386,7 @@ where
         let n = self.list.len();
         self.grad_for = Some(bodies.free);
         self.partials
-            .rebuild(&self.list, bodies.free, CHUNK, &mut self.scratch);
+            .rebuild(&self.list, bodies.free, lane_chunk::<F>(), &mut self.scratch);
         self.part.resize(self.partials.len() * D, 0.0);
         self.g.resize(n, [[0.0; D]; K]);
         self.e.resize(n, 0.0);
@@ -511,7 +531,7 @@ where
             }
             return;
         }
-        for chunk in self.e.chunks(CHUNK) {
+        for chunk in self.e.chunks(lane_chunk::<F>()) {
             *acc += chunk_sum(chunk);
         }
     }
@@ -695,7 +715,7 @@ fn lane_pass<T, F, const D: usize, const K: usize>(
     T: Kernel<D, K, F>,
     F: Form,
 {
-    let chunks = at.list.len().div_ceil(CHUNK);
+    let chunks = at.list.len().div_ceil(lane_chunk::<F>());
     sums.resize(chunks, 0.0);
     split_chunks::<T, F, D, K>(parallel, at, 0..chunks, (e, sums), part);
 }
@@ -715,7 +735,7 @@ fn split_chunks<T, F, const D: usize, const K: usize>(
 {
     if range.len() > 1 && parallel {
         let mid = range.start + range.len() / 2;
-        let (e0, e1) = e.split_at_mut((mid - range.start) * CHUNK);
+        let (e0, e1) = e.split_at_mut((mid - range.start) * lane_chunk::<F>());
         let (s0, s1) = sums.split_at_mut(mid - range.start);
         let (p0, p1) = match part {
             Some(p) => {
@@ -734,7 +754,8 @@ fn split_chunks<T, F, const D: usize, const K: usize>(
     let (mut e, mut part) = (e, part);
     let first = range.start;
     for c in range {
-        let terms = c * CHUNK..((c + 1) * CHUNK).min(at.list.len());
+        let chunk = lane_chunk::<F>();
+        let terms = c * chunk..((c + 1) * chunk).min(at.list.len());
         let (ec, rest) = e.split_at_mut(terms.len());
         e = rest;
         let pc = match part {
@@ -802,7 +823,7 @@ where
         let (w, omega, n) = (L::WIDTH, input.omega, free.len());
         // The terms to evaluate, in term order: under a cutoff, the pairs within it (about 40 %
         // of a Verlet list with LAMMPS's skin); the others add nothing.
-        let mut near = [0u16; CHUNK];
+        let mut near = [0u16; PAIR_CHUNK];
         let m = match input.cut2 {
             Some(cut2) if F::OVER == Over::Pairs => {
                 within_cutoff::<L, D, K>(input, free, bodies, cut2, &mut near)
@@ -901,9 +922,10 @@ fn load_lanes<L: Lanes, const D: usize, const K: usize>(
     // Loops, not `array::from_fn`: a closure may stay out of line, and the intrinsics inside
     // it would then be calls compiled without the instruction set.
     let mut x = [[L::splat(0.0); D]; K];
-    if block
-        .iter()
-        .all(|&t| free[t as usize].iter().all(|&f| f != PINNED))
+    if input.all_free
+        || block
+            .iter()
+            .all(|&t| free[t as usize].iter().all(|&f| f != PINNED))
     {
         let mut rows = [[0usize; 8]; K];
         for (l, &t) in block.iter().enumerate() {
@@ -949,7 +971,7 @@ fn within_cutoff<L: Lanes, const D: usize, const K: usize>(
     free: &[[u32; K]],
     bodies: &[[u32; K]],
     cut2: f64,
-    near: &mut [u16; CHUNK],
+    near: &mut [u16; PAIR_CHUNK],
 ) -> usize {
     let (w, n) = (L::WIDTH, free.len());
     let mut soa = [[[0.0; 8]; D]; K];

@@ -345,6 +345,8 @@ fn distinct<const K: usize>(terms: &[[u32; K]], slot: &mut [[u16; K]], firsts: &
         distinct_in::<K, 2048>(terms, slot, firsts)
     } else if refs <= 4096 {
         distinct_in::<K, 8192>(terms, slot, firsts)
+    } else if refs <= 8192 {
+        distinct_in::<K, 16384>(terms, slot, firsts)
     } else {
         distinct_in::<K, 65536>(terms, slot, firsts)
     }

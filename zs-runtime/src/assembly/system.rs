@@ -551,6 +551,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             cell: self.cell,
             cut2: self.topology.pair_cutoff().map(|(rc, _)| rc * rc),
             kinds: &self.kinds,
+            all_free: self.bodies.free == self.bodies.free_of.len(),
         }
     }
 
