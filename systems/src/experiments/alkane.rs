@@ -36,7 +36,7 @@ use zs_runtime::{
 };
 
 use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
-use super::{block_estimate, largest_move, whole_steps, Csv, Field, Report, Table};
+use super::{block_estimate, compare_series, largest_move, whole_steps, Csv, Field, Report, Table};
 use crate::alkane::{Alkane, AlkaneRigidBonds, AlkaneStiff, Trappe, KB, REAL_ACCELERATION, SKIN};
 
 /// A treatment of the bonds and its integrator.
@@ -152,7 +152,14 @@ impl Config {
 
     /// Names of the observables, in the order of [`Run::series`].
     pub fn observables() -> [&'static str; 6] {
-        ["trans", "gauche+", "gauche−", "R_ee (Å)", "θ (°)", "T_kin (K)"]
+        [
+            "trans",
+            "gauche+",
+            "gauche−",
+            "R_ee (Å)",
+            "θ (°)",
+            "T_kin (K)",
+        ]
     }
 
     /// Every time a whole number of its steps, before anything runs.
@@ -160,7 +167,10 @@ impl Config {
     /// # Errors
     /// The first time that is not.
     pub fn check(&self) -> Result<(), SetupError> {
-        let runs = self.runs.iter().flat_map(|&(_, h)| [(h, self.prod), (h, self.sample_dt)]);
+        let runs = self
+            .runs
+            .iter()
+            .flat_map(|&(_, h)| [(h, self.prod), (h, self.sample_dt)]);
         let scan = self.scan.iter().map(|&h| (h, self.scan_time));
         for (h, t) in runs.chain(scan).chain([(1.0, self.equil)]) {
             let n = t / h;
@@ -533,10 +543,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, SetupError> {
     let liquid = Liquid::build(cfg)?;
     let shape = Shape::of(&liquid.data);
     let (kt, seed) = (cfg.kt(), cfg.seed + 1);
-    let mut s = DynState::new(
-        flat(&liquid.data.positions),
-        flat(&liquid.data.velocities),
-    );
+    let mut s = DynState::new(flat(&liquid.data.positions), flat(&liquid.data.velocities));
     let n = liquid.data.len();
     let eq = sample(
         cfg,
@@ -693,7 +700,13 @@ fn lammps_input(cfg: &Config, ff: &Alkane, damp: f64) -> String {
 
 /// Runs LAMMPS from the equilibrated state `eq` and measures its frames; `Err` says why it
 /// could not (no binary, a failed run, an unreadable dump) — the experiment goes on without it.
-fn lammps(cfg: &Config, bin: &Path, eq: &DataFile, shape: &Shape, dof: usize) -> Result<Run, String> {
+fn lammps(
+    cfg: &Config,
+    bin: &Path,
+    eq: &DataFile,
+    shape: &Shape,
+    dof: usize,
+) -> Result<Run, String> {
     let dir = std::env::temp_dir().join(format!("zs-alkane-lammps-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let ff = Alkane::trappe();
@@ -704,7 +717,14 @@ fn lammps(cfg: &Config, bin: &Path, eq: &DataFile, shape: &Shape, dof: usize) ->
     write("alkane-lammps.data", eq.to_text())?;
     write("alkane-lammps.in", lammps_input(cfg, &ff, damp))?;
     let out = Command::new(bin)
-        .args(["-in", "alkane-lammps.in", "-log", "alkane-lammps.log", "-screen", "none"])
+        .args([
+            "-in",
+            "alkane-lammps.in",
+            "-log",
+            "alkane-lammps.log",
+            "-screen",
+            "none",
+        ])
         .current_dir(&dir)
         .output()
         .map_err(|e| format!("LAMMPS ({}) did not start: {e}", bin.display()))?;
@@ -755,7 +775,10 @@ fn lammps(cfg: &Config, bin: &Path, eq: &DataFile, shape: &Shape, dof: usize) ->
         frames += 1;
         // The first frame is the start (timestep 0), not a sample.
         if frames > 1 {
-            for (x, o) in series.iter_mut().zip(shape.measure(&q, &v, dof, &mut counts)) {
+            for (x, o) in series
+                .iter_mut()
+                .zip(shape.measure(&q, &v, dof, &mut counts))
+            {
                 x.push(o);
             }
         }
@@ -770,27 +793,6 @@ fn lammps(cfg: &Config, bin: &Path, eq: &DataFile, shape: &Shape, dof: usize) ->
         series,
         torsions: density(&counts),
     })
-}
-
-/// `(mean, standard error, z)` of each observable of `run` against `reference`, and whether
-/// every `|z| ≤ 2`.
-fn compare(cfg: &Config, reference: &Run, run: &Run) -> (Vec<Option<(f64, f64, f64)>>, bool) {
-    let mut all = run.failure.is_none();
-    let rows = (0..Config::observables().len())
-        .map(|k| {
-            let (Some((m0, e0)), Some((m, e))) = (
-                reference.estimate(k, cfg.blocks),
-                run.estimate(k, cfg.blocks),
-            ) else {
-                all = false;
-                return None;
-            };
-            let z = (m - m0) / (e0 * e0 + e * e).sqrt().max(f64::MIN_POSITIVE);
-            all &= z.abs() <= 2.0;
-            Some((m, e, z))
-        })
-        .collect();
-    (rows, all)
 }
 
 /// The largest step of `method` in the scan whose energy error is at most `bound`.
@@ -828,7 +830,12 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         &table_header,
     );
     for r in &out.runs {
-        let (rows, ok) = compare(cfg, reference, r);
+        let (rows, ok) = compare_series(
+            &reference.series,
+            &r.series,
+            cfg.blocks,
+            r.failure.is_some(),
+        );
         let mut fields = vec![Field::Text(r.method.label()), Field::Num(r.h)];
         let mut cells = vec![r.method.label().to_string(), format!("{}", r.h)];
         for row in &rows {
@@ -908,8 +915,12 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     let scan_path = dir.join("alkane-scan.csv");
     scan_csv.write(&scan_path)?;
 
-    let mut phi = Panel::new("torsion angle", "φ (degrees)", "probability density (1/degree)")
-        .legend(LegendPosition::UpperLeft);
+    let mut phi = Panel::new(
+        "torsion angle",
+        "φ (degrees)",
+        "probability density (1/degree)",
+    )
+    .legend(LegendPosition::UpperLeft);
     for (c, r) in out.runs.iter().enumerate() {
         if r.failure.is_none() {
             let pts = (0..cfg.bins).map(|i| (centre(i), r.torsions[i])).collect();
@@ -952,9 +963,8 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         .find(|p| p.method == Method::Verlet && p.h == 1.0)
         .and_then(|p| p.error);
     if let Some(bound) = bound {
-        let mut line = format!(
-            "Largest step at the accuracy of Verlet at 1 fs (NVE error ≤ {bound:.2e}):"
-        );
+        let mut line =
+            format!("Largest step at the accuracy of Verlet at 1 fs (NVE error ≤ {bound:.2e}):");
         for m in methods {
             let _ = write!(
                 line,
@@ -971,7 +981,8 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
             finite,
             " {} {};",
             m.label(),
-            largest_step(out, m, f64::INFINITY).map_or_else(|| "none".into(), |h| format!("{h} fs"))
+            largest_step(out, m, f64::INFINITY)
+                .map_or_else(|| "none".into(), |h| format!("{h} fs"))
         );
     }
     notes.push(finite);

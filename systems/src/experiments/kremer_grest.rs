@@ -424,29 +424,17 @@ pub fn run(cfg: &Config) -> Result<Outcome, InputError> {
     })
 }
 
-/// One observable of a run: `(mean, standard error, z)` with `z` the difference from the
-/// reference's mean in combined standard errors; `None` without enough samples.
-pub type Estimate = Option<(f64, f64, f64)>;
+pub use super::Estimate;
 
 /// A run against the reference: an [`Estimate`] per observable, and whether every `|z|` is at
 /// most 2.
 pub fn compare(cfg: &Config, reference: &Run, run: &Run) -> (Vec<Estimate>, bool) {
-    let mut all = run.failure.is_none();
-    let rows = (0..cfg.observables().len())
-        .map(|k| {
-            let (Some((m0, e0)), Some((m, e))) = (
-                reference.estimate(k, cfg.blocks),
-                run.estimate(k, cfg.blocks),
-            ) else {
-                all = false;
-                return None;
-            };
-            let z = (m - m0) / (e0 * e0 + e * e).sqrt().max(f64::MIN_POSITIVE);
-            all &= z.abs() <= 2.0;
-            Some((m, e, z))
-        })
-        .collect();
-    (rows, all)
+    super::compare_series(
+        &reference.series,
+        &run.series,
+        cfg.blocks,
+        run.failure.is_some(),
+    )
 }
 
 /// Each observable's small-step limit, by Richardson extrapolation of Verlet's O(h²) bias from

@@ -631,6 +631,39 @@ pub fn block_estimate(series: &[f64], blocks: usize) -> Option<(f64, f64)> {
     Some((mean, (var / blocks as f64).sqrt()))
 }
 
+/// One observable of a run against a reference: `(mean, standard error, z)` with `z` the
+/// difference from the reference's mean in combined standard errors; `None` without enough
+/// samples.
+pub type Estimate = Option<(f64, f64, f64)>;
+
+/// Each observable of `run` against `reference` (per observable, its samples) from `blocks`
+/// block means: an [`Estimate`] per observable, and whether every `|z| ≤ 2` (false for a run
+/// that `failed`).
+pub fn compare_series(
+    reference: &[Vec<f64>],
+    run: &[Vec<f64>],
+    blocks: usize,
+    failed: bool,
+) -> (Vec<Estimate>, bool) {
+    let mut all = !failed;
+    let rows = reference
+        .iter()
+        .zip(run)
+        .map(|(r, x)| {
+            let (Some((m0, e0)), Some((m, e))) =
+                (block_estimate(r, blocks), block_estimate(x, blocks))
+            else {
+                all = false;
+                return None;
+            };
+            let z = (m - m0) / (e0 * e0 + e * e).sqrt().max(f64::MIN_POSITIVE);
+            all &= z.abs() <= 2.0;
+            Some((m, e, z))
+        })
+        .collect();
+    (rows, all)
+}
+
 /// Largest displacement of a site (three coordinates) between `a` and `b`: the experiments on
 /// neighbour lists stop a run when it exceeds the skin (the list may then miss a pair).
 pub fn largest_move(a: &[f64], b: &[f64]) -> f64 {

@@ -184,7 +184,13 @@ fn the_alkane_experiment_measures_every_treatment_on_one_liquid() {
     assert_eq!(out.sites, 1000);
     assert_eq!(out.runs.len(), cfg.runs.len());
     for r in &out.runs {
-        assert!(r.failure.is_none(), "{:?} at {}: {:?}", r.method, r.h, r.failure);
+        assert!(
+            r.failure.is_none(),
+            "{:?} at {}: {:?}",
+            r.method,
+            r.h,
+            r.failure
+        );
         let mean = |k: usize| r.series[k].iter().sum::<f64>() / r.series[k].len() as f64;
         let (trans, plus, minus) = (mean(0), mean(1), mean(2));
         // Every torsion is trans or gauche (φ = 0 exactly has probability zero).
@@ -195,7 +201,10 @@ fn the_alkane_experiment_measures_every_treatment_on_one_liquid() {
         assert!((mean(4) - 114.0).abs() < 3.0, "θ {}", mean(4));
         assert!((150.0..450.0).contains(&mean(5)), "T {}", mean(5));
         let area: f64 = r.torsions.iter().sum::<f64>() * 360.0 / cfg.bins as f64;
-        assert!((area - 1.0).abs() < 1e-12, "torsion density integrates to {area}");
+        assert!(
+            (area - 1.0).abs() < 1e-12,
+            "torsion density integrates to {area}"
+        );
     }
     // The bonds of the RATTLE run held at 1.54 Å leave 3N − 750 degrees of freedom: its kinetic
     // temperature is measured per those, so it is near 272 K like the others (not 272·3N/(3N−750)).
@@ -211,7 +220,11 @@ fn the_alkane_experiment_measures_every_treatment_on_one_liquid() {
     std::fs::create_dir_all(&dir).unwrap();
     let report = alkane::write(&cfg, &out, &dir).expect("written");
     for f in &report.files {
-        assert!(std::fs::metadata(f).is_ok_and(|m| m.len() > 0), "{}", f.display());
+        assert!(
+            std::fs::metadata(f).is_ok_and(|m| m.len() > 0),
+            "{}",
+            f.display()
+        );
     }
     let text = report.to_string();
     assert!(text.contains("RATTLE, rigid bonds"), "{text}");

@@ -385,8 +385,12 @@ where
         self.list.set_pairs(pairs, bodies);
         let n = self.list.len();
         self.grad_for = Some(bodies.free);
-        self.partials
-            .rebuild(&self.list, bodies.free, lane_chunk::<F>(), &mut self.scratch);
+        self.partials.rebuild(
+            &self.list,
+            bodies.free,
+            lane_chunk::<F>(),
+            &mut self.scratch,
+        );
         self.part.resize(self.partials.len() * D, 0.0);
         self.g.resize(n, [[0.0; D]; K]);
         self.e.resize(n, 0.0);
