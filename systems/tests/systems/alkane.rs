@@ -180,6 +180,13 @@ fn largest_stable_steps_of_the_three_treatments_of_the_bonds() {
 fn the_alkane_experiment_measures_every_treatment_on_one_liquid() {
     use zs_systems::experiments::alkane::{self, Config, Method};
     let cfg = Config::quick();
+    assert!(Config::liquid_butane(None).check().is_ok());
+    let bad = Config {
+        scan: vec![7.0],
+        ..Config::quick()
+    };
+    let err = alkane::run(&bad).expect_err("8 fs is not a whole number of 7 fs steps");
+    assert!(err.to_string().contains("7 fs"), "{err}");
     let out = alkane::run(&cfg).expect("the quick experiment");
     assert_eq!(out.sites, 1000);
     assert_eq!(out.runs.len(), cfg.runs.len());
@@ -208,7 +215,7 @@ fn the_alkane_experiment_measures_every_treatment_on_one_liquid() {
     }
     // The bonds of the RATTLE run held at 1.54 Å leave 3N − 750 degrees of freedom: its kinetic
     // temperature is measured per those, so it is near 272 K like the others (not 272·3N/(3N−750)).
-    assert_eq!(out.scan.len(), 3 * cfg.scan.len());
+    assert_eq!(out.scan.len(), 4 * cfg.scan.len());
     let verlet = out
         .scan
         .iter()
