@@ -29,7 +29,6 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 use zs_runtime::lammps::DataFile;
 use zs_runtime::{
@@ -38,7 +37,9 @@ use zs_runtime::{
 };
 
 use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
-use super::{block_estimate, compare_series, largest_move, whole_steps, Csv, Field, Report, Table};
+use super::{
+    compare_series, guarded_step, largest_move, whole_steps, Csv, Field, Report, SampledRun, Table,
+};
 use crate::alkane::{Alkane, AlkaneRigidBonds, AlkaneStiff, Trappe, KB, REAL_ACCELERATION, SKIN};
 
 /// A treatment of the bonds and its integrator.
@@ -204,36 +205,9 @@ impl Config {
     }
 }
 
-/// One run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Run {
-    /// Its method.
-    pub method: Method,
-    /// Its step (fs).
-    pub h: f64,
-    /// Steps done.
-    pub steps: u64,
-    /// Wall time of the steps (s; LAMMPS: its loop time).
-    pub seconds: f64,
-    /// Why it stopped early, if it did.
-    pub failure: Option<String>,
-    /// Per observable ([`Config::observables`]), its value at each sample.
-    pub series: Vec<Vec<f64>>,
-    /// Torsion-angle probability density per degree, per bin.
-    pub torsions: Vec<f64>,
-}
-
-impl Run {
-    /// Mean and standard error of observable `k` from `blocks` block means.
-    pub fn estimate(&self, k: usize, blocks: usize) -> Option<(f64, f64)> {
-        block_estimate(&self.series[k], blocks)
-    }
-
-    /// Wall seconds per simulated picosecond.
-    pub fn seconds_per_ps(&self) -> f64 {
-        1000.0 * self.seconds / (self.steps.max(1) as f64 * self.h)
-    }
-}
+/// One run: its observables in [`Config::observables`] order, its histogram the torsion-angle
+/// probability density per degree, per bin; time in fs (LAMMPS's seconds: its loop time).
+pub type Run = SampledRun<Method>;
 
 /// One run of the NVE scan.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -422,19 +396,9 @@ fn sample<M: Model<Vec<f64>>, S: Stepper<M, Vec<f64>>>(
     let (steps, every) = (whole_steps(t, h), whole_steps(cfg.sample_dt, h));
     let (mut seconds, mut done, mut failure) = (0.0, 0, None);
     for k in 1..=steps {
-        before.copy_from_slice(&state.q);
-        let clock = Instant::now();
-        let stepped = stepper.step(system, state);
-        seconds += clock.elapsed().as_secs_f64();
-        if let Err(e) = stepped {
-            failure = Some(e.to_string());
-            break;
-        }
-        let moved = largest_move(&before, &state.q);
-        if moved > SKIN {
-            failure = Some(format!(
-                "step {k}: a site moved {moved:.3} Å > the skin {SKIN} Å in one step"
-            ));
+        let guard = (&mut before[..], SKIN);
+        if let Err(f) = guarded_step(&mut stepper, system, state, guard, k, &mut seconds) {
+            failure = Some(f);
             break;
         }
         done = k;
@@ -454,7 +418,7 @@ fn sample<M: Model<Vec<f64>>, S: Stepper<M, Vec<f64>>>(
         seconds,
         failure,
         series,
-        torsions: density(&counts),
+        density: density(&counts),
     }
 }
 
@@ -827,7 +791,7 @@ fn lammps(
         seconds,
         failure: None,
         series,
-        torsions: density(&counts),
+        density: density(&counts),
     })
 }
 
@@ -887,11 +851,11 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
             }
         }
         fields.extend([
-            Field::Num(r.seconds_per_ps()),
+            Field::Num(1000.0 * r.seconds_per_time()),
             Field::Text(if ok { "true" } else { "false" }),
         ]);
         csv.push(&fields);
-        cells.push(format!("{:.2}", r.seconds_per_ps()));
+        cells.push(format!("{:.2}", 1000.0 * r.seconds_per_time()));
         cells.push(match &r.failure {
             Some(f) => format!("failed: {f}"),
             None if ok => "reproduces".into(),
@@ -914,7 +878,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     let mut torsions = Csv::new(&torsion_header);
     for i in 0..cfg.bins {
         let mut row = vec![Field::Num(centre(i))];
-        row.extend(out.runs.iter().map(|r| Field::Num(r.torsions[i])));
+        row.extend(out.runs.iter().map(|r| Field::Num(r.density[i])));
         torsions.push(&row);
     }
     let torsions_path = dir.join("alkane-torsions.csv");
@@ -964,7 +928,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     .legend(LegendPosition::UpperLeft);
     for (c, r) in out.runs.iter().enumerate() {
         if r.failure.is_none() {
-            let pts = (0..cfg.bins).map(|i| (centre(i), r.torsions[i])).collect();
+            let pts = (0..cfg.bins).map(|i| (centre(i), r.density[i])).collect();
             let style = if c == 0 { Style::Dashed } else { Style::Line };
             phi = phi.with(Series::new(&labels[c], pts, style, c));
         }

@@ -28,14 +28,13 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use zs_runtime::assembly::Assembled;
 use zs_runtime::lammps::DataFile;
 use zs_runtime::{DynState, Langevin, Model, Stepper, VelocityVerlet, ZhangSkeelStiff};
 
 use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
-use super::{block_estimate, largest_move, whole_steps, Csv, Field, Report, Table};
+use super::{guarded_step, whole_steps, Csv, Field, Report, SampledRun, Table};
 use crate::kremer_grest::{KremerGrest, SKIN};
 
 /// LAMMPS's own equilibrated melt (Debian package `lammps-examples`).
@@ -154,37 +153,9 @@ impl Config {
     }
 }
 
-/// One run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Run {
-    /// Its method.
-    pub method: Method,
-    /// Its step.
-    pub h: f64,
-    /// Steps done.
-    pub steps: u64,
-    /// Wall time of the steps alone (s).
-    pub seconds: f64,
-    /// Why it stopped early, if it did.
-    pub failure: Option<String>,
-    /// Per observable ([`Config::observables`]), its value at each sample.
-    pub series: Vec<Vec<f64>>,
-    /// Bond-length probability density per bin.
-    pub density: Vec<f64>,
-}
-
-impl Run {
-    /// Mean and standard error (of `blocks` block means) of observable `k`; `None` when there
-    /// are fewer samples than blocks.
-    pub fn estimate(&self, k: usize, blocks: usize) -> Option<(f64, f64)> {
-        block_estimate(&self.series[k], blocks)
-    }
-
-    /// Wall seconds per unit of simulated time.
-    pub fn seconds_per_time(&self) -> f64 {
-        self.seconds / (self.steps.max(1) as f64 * self.h)
-    }
-}
+/// One run: its observables in [`Config::observables`] order, its histogram the bond-length
+/// probability density per bin.
+pub type Run = SampledRun<Method>;
 
 /// Everything measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -339,21 +310,10 @@ fn sample<S: Stepper<Assembled<KremerGrest, 3>, Vec<f64>>>(
     let (burn, every) = (whole_steps(cfg.burn_in, h), whole_steps(cfg.sample_dt, h));
     let (mut seconds, mut done, mut failure) = (0.0, 0, None);
     for k in 1..=steps {
-        before.copy_from_slice(&s.q);
-        let clock = Instant::now();
-        let stepped = stepper.step(&melt.system, &mut s);
-        seconds += clock.elapsed().as_secs_f64();
-        if let Err(e) = stepped {
-            failure = Some(e.to_string());
-            break;
-        }
-        // As the command line's guard: a bead that moves more than the skin in one step may
-        // have crossed a pair the neighbour list does not hold.
-        let moved = largest_move(&before, &s.q);
-        if moved > SKIN {
-            failure = Some(format!(
-                "step {k}: a bead moved {moved:.3} > the skin {SKIN} in one step"
-            ));
+        // As the command line's guard: a failed step, or a bead that moved more than the skin.
+        let guard = (&mut before[..], SKIN);
+        if let Err(f) = guarded_step(&mut stepper, &melt.system, &mut s, guard, k, &mut seconds) {
+            failure = Some(f);
             break;
         }
         done = k;

@@ -631,6 +631,40 @@ pub fn block_estimate(series: &[f64], blocks: usize) -> Option<(f64, f64)> {
     Some((mean, (var / blocks as f64).sqrt()))
 }
 
+/// One sampled run of an experiment that compares methods at several steps (`kremer-grest`,
+/// `alkane`): what it ran, how long its steps took, its observables at each sample and one
+/// histogram (a probability density per bin).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledRun<M> {
+    /// Its method.
+    pub method: M,
+    /// Its step.
+    pub h: f64,
+    /// Steps done.
+    pub steps: u64,
+    /// Wall time of the steps alone (s).
+    pub seconds: f64,
+    /// Why it stopped early, if it did.
+    pub failure: Option<String>,
+    /// Per observable, its value at each sample.
+    pub series: Vec<Vec<f64>>,
+    /// The experiment's histogram, as a probability density per bin.
+    pub density: Vec<f64>,
+}
+
+impl<M> SampledRun<M> {
+    /// Mean and standard error (of `blocks` block means) of observable `k`; `None` when there
+    /// are fewer samples than blocks.
+    pub fn estimate(&self, k: usize, blocks: usize) -> Option<(f64, f64)> {
+        block_estimate(&self.series[k], blocks)
+    }
+
+    /// Wall seconds per unit of simulated time.
+    pub fn seconds_per_time(&self) -> f64 {
+        self.seconds / (self.steps.max(1) as f64 * self.h)
+    }
+}
+
 /// One observable of a run against a reference: `(mean, standard error, z)` with `z` the
 /// difference from the reference's mean in combined standard errors; `None` without enough
 /// samples.
@@ -662,6 +696,32 @@ pub fn compare_series(
         })
         .collect();
     (rows, all)
+}
+
+/// One step of `stepper` (its wall time added to `seconds`), then the neighbour-list guard of
+/// the command line: `Err` says why a run stops at step `k` — a failed step, or a site that moved
+/// more than `skin` in one step (a pair the list does not hold may then have come within the
+/// cutoff). `before` is scratch of the state's length.
+pub fn guarded_step<M: ?Sized, S: Stepper<M, Vec<f64>>>(
+    stepper: &mut S,
+    system: &M,
+    state: &mut StateOf<Vec<f64>>,
+    (before, skin): (&mut [f64], f64),
+    k: u64,
+    seconds: &mut f64,
+) -> Result<(), String> {
+    before.copy_from_slice(&state.q);
+    let clock = Instant::now();
+    let stepped = stepper.step(system, state);
+    *seconds += clock.elapsed().as_secs_f64();
+    stepped.map_err(|e| e.to_string())?;
+    let moved = largest_move(before, &state.q);
+    if moved > skin {
+        return Err(format!(
+            "step {k}: a site moved {moved:.3} > the skin {skin} in one step"
+        ));
+    }
+    Ok(())
 }
 
 /// Largest displacement of a site (three coordinates) between `a` and `b`: the experiments on

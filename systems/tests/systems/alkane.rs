@@ -207,7 +207,7 @@ fn the_alkane_experiment_measures_every_treatment_on_one_liquid() {
         assert!((2.6..4.0).contains(&mean(3)), "R_ee {}", mean(3));
         assert!((mean(4) - 114.0).abs() < 3.0, "θ {}", mean(4));
         assert!((150.0..450.0).contains(&mean(5)), "T {}", mean(5));
-        let area: f64 = r.torsions.iter().sum::<f64>() * 360.0 / cfg.bins as f64;
+        let area: f64 = r.density.iter().sum::<f64>() * 360.0 / cfg.bins as f64;
         assert!(
             (area - 1.0).abs() < 1e-12,
             "torsion density integrates to {area}"

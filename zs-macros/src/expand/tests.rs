@@ -422,28 +422,3 @@ fn parameters_must_be_fields_the_definition_reads() {
         "{out}"
     );
 }
-
-#[test]
-fn scratch_print_pair() {
-    let out = expand(
-        TokenStream::new(),
-        quote! {
-            impl T {
-                fn body_masses(&self, kind: usize) -> [f64; 3] { [self.mass[kind]; 3] }
-                fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
-                    let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
-                    if r2 < self.rc * self.rc {
-                        let eps = (self.epsilon[ka] * self.epsilon[kb]).sqrt();
-                        let s2 = (0.5 * (self.sigma[ka] + self.sigma[kb])).powi(2);
-                        let sr6 = (s2 / r2).powi(3);
-                        let sc6 = (s2 / (self.rc * self.rc)).powi(3);
-                        4.0 * eps * ((sr6 * sr6 - sr6) - (sc6 * sc6 - sc6))
-                    } else {
-                        0.0
-                    }
-                }
-            }
-        },
-    );
-    println!("{out}");
-}
