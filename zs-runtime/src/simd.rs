@@ -90,6 +90,11 @@ pub trait Lanes:
     fn lt(self, other: Self) -> Self;
     /// The indicator of `self ≤ other`, lane by lane.
     fn le(self, other: Self) -> Self;
+    /// The lanes where `self < other` (ordered: not where either is NaN) as the bits of an
+    /// integer, lane `l` at bit `l`: a filter's survivors, visited in lane order by their set
+    /// bits (one compare and one move from the mask register, instead of a store and a scalar
+    /// test per lane).
+    fn lt_mask(self, other: Self) -> u32;
     /// `a` in the lanes where `c ≠ 0` (NaN included), else `b`: a piecewise term's branch,
     /// chosen lane by lane.
     fn select(c: Self, a: Self, b: Self) -> Self;
@@ -187,6 +192,10 @@ impl Lanes for f64 {
         } else {
             0.0
         }
+    }
+    #[inline(always)]
+    fn lt_mask(self, other: Self) -> u32 {
+        u32::from(self < other)
     }
     #[inline(always)]
     fn select(c: Self, a: Self, b: Self) -> Self {
@@ -385,7 +394,7 @@ mod x86 {
     macro_rules! lanes {
         ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
          $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
-         $set1:ident,
+         $lt_mask:ident, $set1:ident,
          $loadu:ident, $storeu:ident, $xor:ident) => {
             impl Add for $ty {
                 type Output = Self;
@@ -482,6 +491,11 @@ mod x86 {
                     unsafe { $ty($le(self.0, other.0)) }
                 }
                 #[inline(always)]
+                fn lt_mask(self, other: Self) -> u32 {
+                    // SAFETY: see the module docs.
+                    unsafe { $lt_mask(self.0, other.0) }
+                }
+                #[inline(always)]
                 fn select(c: Self, a: Self, b: Self) -> Self {
                     // SAFETY: see the module docs.
                     unsafe { $ty($select(c.0, a.0, b.0)) }
@@ -509,6 +523,7 @@ mod x86 {
         le256,
         select256,
         round256,
+        lt_mask256,
         _mm256_set1_pd,
         _mm256_loadu_pd,
         _mm256_storeu_pd,
@@ -528,6 +543,7 @@ mod x86 {
         le512,
         select512,
         round512,
+        lt_mask512,
         _mm512_set1_pd,
         _mm512_loadu_pd,
         _mm512_storeu_pd,
@@ -578,6 +594,20 @@ mod x86 {
     unsafe fn lt256(a: __m256d, b: __m256d) -> __m256d {
         // SAFETY: AVX (module docs).
         unsafe { _mm256_and_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(a, b), _mm256_set1_pd(1.0)) }
+    }
+
+    /// Bit `l` set where lane `l` of `a` < that of `b` (ordered).
+    #[inline(always)]
+    unsafe fn lt_mask256(a: __m256d, b: __m256d) -> u32 {
+        // SAFETY: AVX (module docs).
+        unsafe { _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(a, b)) as u32 }
+    }
+
+    /// Bit `l` set where lane `l` of `a` < that of `b` (ordered).
+    #[inline(always)]
+    unsafe fn lt_mask512(a: __m512d, b: __m512d) -> u32 {
+        // SAFETY: AVX-512F (module docs).
+        unsafe { u32::from(_mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, b)) }
     }
 
     /// `1.0` where `a ≤ b` (ordered), else `0.0`.

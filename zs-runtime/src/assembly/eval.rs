@@ -967,8 +967,7 @@ fn load_lanes<L: Lanes, const D: usize, const K: usize>(
 
 /// The pair terms of a chunk whose reference sites (coordinates `0..3`, nearest images) are
 /// closer than the cutoff (`|Δ|² < cut2`), as indices in term order into `near`; their number.
-/// Branch-free: every index is written and kept when within (a coin toss the branch
-/// predictor would lose).
+/// One compare per block gives the survivors' mask; the indices are kept branch-free.
 #[inline(always)]
 fn within_cutoff<L: Lanes, const D: usize, const K: usize>(
     input: &Inputs<'_, D>,
@@ -979,7 +978,6 @@ fn within_cutoff<L: Lanes, const D: usize, const K: usize>(
 ) -> usize {
     let (w, n) = (L::WIDTH, free.len());
     let mut soa = [[[0.0; 8]; D]; K];
-    let mut r2s = [0.0; 8];
     let (mut m, mut t) = (0, 0);
     while t + w <= n {
         let mut block = [0u16; 8];
@@ -992,10 +990,12 @@ fn within_cutoff<L: Lanes, const D: usize, const K: usize>(
             let d = b - a;
             r2 = r2 + d * d;
         }
-        r2.store(&mut r2s);
-        for (l, r2) in r2s[..w].iter().enumerate() {
+        // Branch-free, in lane order (term order): every index is written and kept when
+        // within (a coin toss the branch predictor would lose).
+        let within = r2.lt_mask(L::splat(cut2));
+        for l in 0..w {
             near[m] = (t + l) as u16;
-            m += usize::from(*r2 < cut2);
+            m += ((within >> l) & 1) as usize;
         }
         t += w;
     }
