@@ -773,6 +773,12 @@ mod tests {
                 let s = L::select(a.lt(L::splat(0.3)), s, -s) + a.le(L::splat(0.1));
                 let s = s + (a * L::splat(0.5)).round_even();
                 s.store(&mut buf);
+                // The compare's mask, lane by lane, added as 1000 (NaN lanes unset).
+                let nan = L::select(a.lt(L::splat(-3.0)), L::splat(f64::NAN), a);
+                let mask = nan.lt_mask(L::splat(0.2));
+                for (l, x) in buf.iter_mut().enumerate() {
+                    *x += 1000.0 * f64::from((mask >> l) & 1);
+                }
                 self.out.extend_from_slice(&buf);
             }
         }
@@ -790,6 +796,13 @@ mod tests {
             },
         );
         assert_eq!(scalar.len(), 64);
+        let (set, unset) = (x.iter().zip(&scalar)).fold((0, 0), |(s, u), (&a, &v)| {
+            let set = v > 500.0;
+            // Set exactly where -3 ≤ a < 0.2 (below -3 the compared lane is NaN).
+            assert_eq!(set, (-3.0..0.2).contains(&a), "a = {a}: {v}");
+            (s + usize::from(set), u + usize::from(!set))
+        });
+        assert!(set > 0 && unset > 0, "{set} set, {unset} unset");
         for isa in Isa::available() {
             let mut out = Vec::new();
             dispatch_with(
