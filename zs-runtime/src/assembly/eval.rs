@@ -33,7 +33,7 @@ pub(crate) const CHUNK: usize = 512;
 /// a neighbour list has hundreds of terms whose second bodies are mostly distinct, so with 512
 /// terms a chunk's partials were nearly as many as its terms — zeroed, written and summed again
 /// each pass. Chunks of 16 384 consecutive pairs share most second bodies (spatially close rows
-/// see the same neighbours): measured 15 % less time per step on 10 000 alkane sites, 6 % on
+/// see the same neighbours): measured about 18 % less time per step on 10 000 alkane sites, 6 % on
 /// the Kremer–Grest melt (BENCHMARKS.md). Other forms' terms share few bodies: [`CHUNK`].
 pub(crate) const PAIR_CHUNK: usize = 16_384;
 
