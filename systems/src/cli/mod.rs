@@ -349,7 +349,8 @@ pub struct EvalArgs {
 /// Arguments of `zs nma`.
 #[derive(clap::Args, Debug)]
 pub struct NmaArgs {
-    /// System to analyse (water, dna, chain, double-pendulum).
+    /// System to analyse (water, dna, chain, double-pendulum; alkane, alkane-rigid,
+    /// kremer-grest with --data).
     #[arg(value_enum)]
     pub system: SystemName,
     /// Start from the last row of this state file (as `zs run --init`) instead of the

@@ -1,15 +1,16 @@
-//! `zs nma <system> [--init FILE] [--n N] [--omega W] [--minimize] [--lowest K [--shift S]]
-//! [--out FILE] [--modes FILE.xyz]`:
+//! `zs nma <system> [--data FILE] [--init FILE] [--n N] [--omega W] [--minimize]
+//! [--lowest K [--shift S]] [--out FILE] [--modes FILE.xyz]`:
 //! normal-mode analysis at a state ([`zs_runtime::modes`]): the eigenvalues of
 //! `M^{-1/2} H M^{-1/2}` from the exact generated Hessian, ascending, one CSV row per mode —
-//! `mode`, `eigenvalue`, `frequency` (the system's unit: cm⁻¹ for water, else the angular
-//! frequency `√λ` in its time unit; negative for a negative eigenvalue), `kind`
+//! `mode`, `eigenvalue`, `frequency` (the system's unit: cm⁻¹ for water and the alkane, else
+//! the angular frequency `√λ` in its time unit; negative for a negative eigenvalue), `kind`
 //! (`translation`, `rotation`, `rigid` for a mix of the two, `vibration`), and the fractions
 //! `translation`, `rotation` of the mode in the span of the rigid motions (systems of 3-D point
-//! sites; empty otherwise). Constrained systems are analysed through their penalty
-//! `V + ½ω²|g|²` (`--omega`, default the paper's ω). `--modes` writes every non-rigid mode
-//! (at most the lowest 100) as an extended-XYZ animation, one cycle of
-//! 16 frames each, for VMD, OVITO or ASE.
+//! sites, of which a periodic box has the translations only; empty otherwise). Constrained
+//! systems are analysed through their penalty `V + ½ω²|g|²` (`--omega`, default the paper's
+//! ω). The condensed-phase systems read their topology and state from `--data`. `--modes`
+//! writes every non-rigid mode (at most the lowest 100) as an extended-XYZ animation, one cycle
+//! of 16 frames each, for VMD, OVITO or ASE.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -33,11 +34,11 @@ pub fn nma(args: &NmaArgs) -> Result<(), CliError> {
             path: args.modes.clone().unwrap_or_default(),
         });
     }
-    if args.data.is_some() {
+    if args.data.is_some() && !sys.accepts().data {
         return Err(CliError::does_not_apply(
             "--data",
             format!("zs nma {}", sys.name()),
-            Some("no system's normal modes read a LAMMPS data file yet"),
+            Some("LAMMPS data files describe the condensed-phase systems (alkane, alkane-rigid, kremer-grest)"),
         ));
     }
     let started = std::time::Instant::now();

@@ -501,3 +501,72 @@ fn zs_run_and_eval_read_data_files_and_write_them_back() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The rows of a `zs nma` CSV: eigenvalue, frequency, kind.
+fn nma_rows(path: &std::path::Path) -> Vec<(f64, f64, String)> {
+    let text = std::fs::read_to_string(path).expect("the modes");
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            (
+                c[1].parse().expect("eigenvalue"),
+                c[2].parse().expect("frequency"),
+                c[3].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `zs nma kremer-grest --data` at the file's state (not a minimum: the melt's purely repulsive
+/// pairs have none with the chains in contact): the three translations of the periodic box are
+/// its zero modes and nothing else is rigid; the shift-invert Lanczos's lowest modes, shifted
+/// below the most negative curvature, are the dense solver's; the animation carries the box.
+#[test]
+fn zs_nma_of_a_melt_finds_the_translations_and_agrees_with_lanczos() {
+    let d = temp("nma");
+    std::fs::write(d.join("melt.data"), melt_text(7)).expect("write");
+    let run = |args: &[&str]| {
+        let out = Command::new(ZS)
+            .args(args)
+            .current_dir(&d)
+            .output()
+            .expect("zs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let base = ["nma", "kremer-grest", "--data", "melt.data"];
+    let said = run(&[&base[..], &["--out", "dense.csv", "--modes", "m.xyz"]].concat());
+    assert!(
+        said.contains("3 translation, 0 rotation, 0 mixed"),
+        "{said}"
+    );
+    let dense = nma_rows(&d.join("dense.csv"));
+    assert_eq!(dense.len(), 3 * CHAINS * BEADS);
+    let scale = dense.iter().fold(0.0_f64, |m, x| m.max(x.0.abs()));
+    let zero: Vec<_> = dense.iter().filter(|m| m.0.abs() < 1e-9 * scale).collect();
+    assert_eq!(zero.len(), 3, "{zero:?}");
+    assert!(zero.iter().all(|m| m.2 == "translation"), "{zero:?}");
+    let shift = format!("{}", 1.1 * dense[0].0);
+    run(&[
+        &base[..],
+        &["--lowest", "8", "--shift", &shift, "--out", "lowest.csv"],
+    ]
+    .concat());
+    let lowest = nma_rows(&d.join("lowest.csv"));
+    assert_eq!(lowest.len(), 8);
+    for (a, b) in lowest.iter().zip(&dense) {
+        assert!((a.0 - b.0).abs() <= 1e-9 * scale, "{} vs {}", a.0, b.0);
+    }
+    let xyz = std::fs::read_to_string(d.join("m.xyz")).expect("the animation");
+    let header = xyz.lines().nth(1).expect("a comment line");
+    assert!(
+        header.starts_with(&format!("Lattice=\"{SIDE} 0 0 0 {SIDE} 0 0 0 {SIDE}\""))
+            && header.ends_with("pbc=\"T T T\""),
+        "{header}"
+    );
+}

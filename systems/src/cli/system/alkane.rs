@@ -123,12 +123,7 @@ where
             );
             write_final_data(out, &data, title, q, v)
         };
-        let symbols = data
-            .types
-            .iter()
-            .map(|&t| if t == 1 { "CH3" } else { "CH2" }.to_string())
-            .collect();
-        let mut job = job.with_xyz(symbols);
+        let mut job = job.with_xyz(symbols(&data));
         job.lattice = Some((data.lo, data.box_lengths()));
         job.at_end = Some(&write_data);
         job.move_guard = Some(MoveGuard::new(alkane::SKIN, 3));
@@ -166,4 +161,74 @@ where
         let names = KremerGrest::coordinate_names(data.len());
         eval_from_data(args, &system, q, v, &names)
     }
+    #[cfg(feature = "faer")]
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<super::modes::Spectrum, CliError> {
+        use super::modes::{analyse, start, Problem, Sites, Units};
+        let path = args.data.as_deref().ok_or(CliError::Missing {
+            system: self.name(),
+            option: "--data FILE",
+            why:
+                "a LAMMPS data file of the liquid (zs run alkane ... --write-data FILE writes one)",
+        })?;
+        if args.omega.is_some() && !V::RIGID_BONDS {
+            return Err(CliError::does_not_apply(
+                "--omega",
+                "zs nma alkane",
+                Some("its bonds are flexible; alkane-rigid holds them by the penalty ½ω²|g|²"),
+            ));
+        }
+        let (system, q, _, data) = read::<V>(path)?;
+        let names = KremerGrest::coordinate_names(data.len());
+        let q = start(args, &names, q)?;
+        let sites = Some(Sites {
+            symbols: symbols(&data),
+            lattice: Some((data.lo, data.box_lengths())),
+        });
+        let about = format!(
+            "TraPPE-UA alkane liquid of {} sites from {}, periodic box (LJ cut at 14 Å, shifted)",
+            data.len(),
+            path.display()
+        );
+        if V::RIGID_BONDS {
+            // The rigid model's bonds through the penalty (the alkane experiment's ω = 100:
+            // a bond period of 8 fs; its modes scale as ω and are the penalty's).
+            let omega = args.omega.unwrap_or(PENALTY_OMEGA);
+            let penalized = system.penalized(omega);
+            let about = format!("{about}; bonds held by the penalty ½ω²|g|², ω = {omega}");
+            let units = Units::REAL_WAVENUMBER;
+            return analyse(
+                args,
+                Problem {
+                    model: &penalized,
+                    q,
+                    sites,
+                    units,
+                    about,
+                },
+            );
+        }
+        let units = Units::REAL_WAVENUMBER;
+        analyse(
+            args,
+            Problem {
+                model: &system,
+                q,
+                sites,
+                units,
+                about: format!("{about}; harmonic bonds"),
+            },
+        )
+    }
+}
+
+/// `zs nma alkane-rigid`'s default penalty frequency (1/fs): the alkane experiment's.
+#[cfg(feature = "faer")]
+const PENALTY_OMEGA: f64 = 100.0;
+
+/// A site's symbol: `CH3` for type 1, `CH2` for type 2 (TraPPE-UA's two).
+fn symbols(data: &zs_runtime::lammps::DataFile) -> Vec<String> {
+    data.types
+        .iter()
+        .map(|&t| if t == 1 { "CH3" } else { "CH2" }.to_string())
+        .collect()
 }

@@ -118,4 +118,38 @@ impl CliSystem for KremerGrestCli {
         let names = KremerGrest::coordinate_names(data.len());
         eval_from_data(args, &system, q, v, &names)
     }
+    #[cfg(feature = "faer")]
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<super::modes::Spectrum, CliError> {
+        use super::modes::{analyse, start, Problem, Sites, Units};
+        if args.omega.is_some() {
+            return Err(CliError::does_not_apply(
+                "--omega",
+                "zs nma kremer-grest",
+                Some("it has no constraints"),
+            ));
+        }
+        let path = data_path(&args.data)?;
+        let (data, system, q, _) = load(path)?;
+        let n = data.len();
+        let q = start(args, &KremerGrest::coordinate_names(n), q)?;
+        let about = format!(
+            "Kremer–Grest melt of {n} beads from {} (FENE K = 30, R0 = 1.5; LJ cut at 1.12, shifted), periodic box, LJ units",
+            path.display()
+        );
+        let sites = Some(Sites {
+            symbols: vec!["C".to_string(); n],
+            lattice: Some((data.lo, data.box_lengths())),
+        });
+        let units = Units::ANGULAR;
+        analyse(
+            args,
+            Problem {
+                model: &system,
+                q,
+                sites,
+                units,
+                about,
+            },
+        )
+    }
 }

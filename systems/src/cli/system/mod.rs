@@ -98,7 +98,7 @@ pub(crate) trait CliSystem: Sync {
         Err(CliError::does_not_apply(
             "zs nma",
             self.name(),
-            Some("its normal modes are not offered (water, dna, chain, double-pendulum are)"),
+            Some("its normal modes are not offered (water, dna, chain, double-pendulum, alkane, alkane-rigid, kremer-grest are)"),
         ))
     }
 }

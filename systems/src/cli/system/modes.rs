@@ -20,8 +20,9 @@ pub const MAX_ANIMATED: usize = 100;
 pub(crate) struct Sites {
     /// Element or bead symbols, one per site (coordinates `3s .. 3s + 3`).
     pub symbols: Vec<String>,
-    /// Rotations are symmetries (an open cluster; not a periodic box).
-    pub rotations: bool,
+    /// The periodic box `(lo, sides)` of a condensed-phase system; `None` for an open cluster,
+    /// whose rotations are symmetries (a box's are not: only its translations are zero modes).
+    pub lattice: Option<([f64; 3], [f64; 3])>,
 }
 
 /// The frequency unit of a system: its name and the factor from `√λ` to it.
@@ -41,6 +42,12 @@ impl Units {
     pub const AKMA_WAVENUMBER: Units = Units {
         name: "cm^-1",
         per_angular: 1.0 / (2.0 * core::f64::consts::PI * 2.997_924_58e10 * 4.888_821e-14),
+    };
+    /// cm⁻¹ from LAMMPS `real` units, whose masses are g/mol times `mvv2e` so that time is
+    /// in fs: `√λ` is in rad/fs, `ν̃ = √λ / (2π c)` with `c` in cm/fs.
+    pub const REAL_WAVENUMBER: Units = Units {
+        name: "cm^-1",
+        per_angular: 1.0 / (2.0 * core::f64::consts::PI * 2.997_924_58e-5),
     };
 }
 
@@ -129,7 +136,7 @@ impl Spectrum {
         let sites = self.sites.as_ref()?;
         let x: Vec<[f64; 3]> = self.q.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
         let m: Vec<f64> = self.masses.chunks_exact(3).map(|c| c[0]).collect();
-        Some(rigid_motions(&x, &m, sites.rotations))
+        Some(rigid_motions(&x, &m, sites.lattice.is_none()))
     }
 
     /// Mode `k`'s kind and its fractions in the translations and rotations.
@@ -182,10 +189,20 @@ impl Spectrum {
             for f in 0..FRAMES {
                 let s = 0.3 * (2.0 * core::f64::consts::PI * f as f64 / FRAMES as f64).sin();
                 let _ = writeln!(out, "{n}");
-                let _ = writeln!(
+                if let Some((lo, l)) = sites.lattice {
+                    // Unwrapped positions: a molecule stays whole across the box's faces.
+                    let _ = write!(
+                        out,
+                        "Lattice=\"{} 0 0 0 {} 0 0 0 {}\" Origin=\"{} {} {}\" ",
+                        l[0], l[1], l[2], lo[0], lo[1], lo[2]
+                    );
+                }
+                let _ =
+                    writeln!(
                     out,
-                    "Properties=species:S:1:pos:R:3 mode={k} frequency={:.6e} frame={f} pbc=\"F F F\"",
-                    self.frequency(k)
+                    "Properties=species:S:1:pos:R:3 mode={k} frequency={:.6e} frame={f} pbc=\"{}\"",
+                    self.frequency(k),
+                    if sites.lattice.is_some() { "T T T" } else { "F F F" }
                 );
                 for (i, sym) in sites.symbols.iter().enumerate() {
                     let p: [f64; 3] =

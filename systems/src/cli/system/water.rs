@@ -123,7 +123,7 @@ impl CliSystem for WaterCli {
                 q,
                 sites: Some(Sites {
                     symbols: Water::atom_symbols(n),
-                    rotations: true,
+                    lattice: None,
                 }),
                 units: Units::AKMA_WAVENUMBER,
                 about: format!(
