@@ -55,6 +55,7 @@ pub mod sparse;
 pub mod state;
 pub mod stepper;
 pub mod system;
+pub mod tempering;
 pub mod vector;
 pub mod verify;
 pub mod xyz;

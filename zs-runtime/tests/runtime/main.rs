@@ -33,3 +33,4 @@ mod rattle;
 mod shake;
 mod sparse_backends;
 mod stiff;
+mod tempering;

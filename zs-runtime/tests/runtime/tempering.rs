@@ -1,0 +1,162 @@
+//! Replica exchange (`zs_runtime::tempering`) samples the canonical distribution at every
+//! temperature of its ladder: on a 1-D double well, whose distributions are known by
+//! quadrature, and whose lowest temperature cannot cross its barrier without the exchanges.
+//! The same test with a wrong acceptance rule fails (the test can fail), and replicas stepped in
+//! parallel give the same bits for every thread count.
+
+use zs_runtime::tempering::{metropolis, Exchanges, Tempering};
+use zs_runtime::{Langevin, Potential, State, VelocityVerlet};
+
+/// `V(x) = B (x² − 1)²`, unit mass: wells at ±1 separated by a barrier `B`.
+struct DoubleWell;
+
+const BARRIER: f64 = 1.0;
+
+impl Potential<1> for DoubleWell {
+    fn masses(&self) -> [f64; 1] {
+        [1.0]
+    }
+    fn potential(&self, q: &[f64; 1]) -> f64 {
+        BARRIER * (q[0] * q[0] - 1.0).powi(2)
+    }
+    fn gradient(&self, q: &[f64; 1]) -> [f64; 1] {
+        [4.0 * BARRIER * q[0] * (q[0] * q[0] - 1.0)]
+    }
+    fn hessian(&self, q: &[f64; 1]) -> [[f64; 1]; 1] {
+        [[BARRIER * (12.0 * q[0] * q[0] - 4.0)]]
+    }
+    fn third_contraction(&self, q: &[f64; 1], a: &[f64; 1]) -> [f64; 1] {
+        [BARRIER * 24.0 * q[0] * a[0] * a[0]]
+    }
+}
+
+/// `(⟨x²⟩, P(x > 0), ⟨V⟩)` at `kt` by quadrature of `exp(−V/kT)` on [−3, 3].
+fn exact(kt: f64) -> [f64; 3] {
+    let n = 200_000;
+    let dx = 6.0 / n as f64;
+    let (mut z, mut x2, mut pos, mut v) = (0.0, 0.0, 0.0, 0.0);
+    for i in 0..=n {
+        let x = -3.0 + i as f64 * dx;
+        let u = BARRIER * (x * x - 1.0).powi(2);
+        let w = (-u / kt).exp() * if i == 0 || i == n { 0.5 } else { 1.0 };
+        z += w;
+        x2 += w * x * x;
+        v += w * u;
+        if x > 0.0 {
+            pos += w;
+        }
+    }
+    [x2 / z, pos / z, v / z]
+}
+
+const KT: [f64; 4] = [0.1, 0.18, 0.32, 0.56];
+const H: f64 = 0.02;
+const EVERY: u64 = 50;
+
+/// Replica exchange on the double well, all replicas starting in the left well; per temperature
+/// the block means of `x²`, `x > 0`, `V` and their z-scores against quadrature (20 blocks).
+fn z_scores(exchanges: Exchanges, rounds: u64) -> Vec<[f64; 3]> {
+    let states = vec![State::new([-1.0], [0.0]); KT.len()];
+    let steppers = (0..KT.len())
+        .map(|k| Langevin::new(VelocityVerlet::new(H), 1.0, KT[k], 100 + k as u64))
+        .collect();
+    let mut t = Tempering::new(exchanges, states, steppers).expect("a ladder");
+    let blocks = 20;
+    let per_block = rounds / blocks;
+    let mut sums = vec![vec![[0.0_f64; 4]; blocks as usize]; KT.len()];
+    for round in 0..blocks * per_block {
+        let slots: Vec<usize> = (0..KT.len()).map(|r| t.exchanges.slot_of(r)).collect();
+        let b = (round / per_block) as usize;
+        t.advance(&DoubleWell, EVERY, |replica, s| {
+            let x = s.q[0];
+            let acc = &mut sums[slots[replica]][b];
+            acc[0] += x * x;
+            acc[1] += f64::from(u8::from(x > 0.0));
+            acc[2] += BARRIER * (x * x - 1.0).powi(2);
+            acc[3] += 1.0;
+        });
+        t.exchange(&DoubleWell);
+    }
+    assert_eq!(t.failures().count(), 0);
+    (0..KT.len())
+        .map(|slot| {
+            let want = exact(KT[slot]);
+            core::array::from_fn(|o| {
+                let means: Vec<f64> = sums[slot].iter().map(|a| a[o] / a[3]).collect();
+                let m = means.iter().sum::<f64>() / means.len() as f64;
+                let var = means.iter().map(|x| (x - m).powi(2)).sum::<f64>()
+                    / (means.len() * (means.len() - 1)) as f64;
+                (m - want[o]) / var.sqrt()
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn replica_exchange_samples_every_temperature_of_a_double_well() {
+    let rounds = 20_000;
+    let z = z_scores(Exchanges::new(KT.to_vec(), 5).unwrap(), rounds);
+    for (slot, zs) in z.iter().enumerate() {
+        for (o, zo) in zs.iter().enumerate() {
+            assert!(
+                zo.abs() < 4.5,
+                "kT = {}: observable {o}, z = {zo:.2} ({z:?})",
+                KT[slot]
+            );
+        }
+    }
+    // Without exchanges the coldest replica stays in the left well: P(x > 0) ≈ 0, 0.5 wanted.
+    let x = Exchanges::new(KT.to_vec(), 5)
+        .unwrap()
+        .with_rule(|_, _, _, _| 0.0);
+    let z = z_scores(x, rounds / 4);
+    assert!(z[0][1].abs() > 10.0, "no exchange: {z:?}");
+    // A wrong rule — every swap accepted — carries hot configurations into the cold slot.
+    let x = Exchanges::new(KT.to_vec(), 5)
+        .unwrap()
+        .with_rule(|_, _, _, _| 1.0);
+    let z = z_scores(x, rounds / 4);
+    assert!(z[0][2] > 10.0, "always accepted: {z:?}");
+    // The rule with its sign reversed (1/kT_hi − 1/kT_lo) as well.
+    let x = Exchanges::new(KT.to_vec(), 5)
+        .unwrap()
+        .with_rule(|lo, hi, ul, uh| metropolis(hi, lo, ul, uh));
+    let z = z_scores(x, rounds / 4);
+    assert!(
+        z.iter().any(|zs| zs.iter().any(|v| v.abs() > 10.0)),
+        "reversed: {z:?}"
+    );
+}
+
+/// Replicas stepped in parallel (pools of 1 and 3 threads) end in the same bits, and their
+/// acceptance counts agree.
+#[test]
+fn parallel_replicas_give_the_same_bits_for_every_thread_count() {
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let states = vec![State::new([-1.0], [0.0]); KT.len()];
+            let steppers = (0..KT.len())
+                .map(|k| Langevin::new(VelocityVerlet::new(H), 1.0, KT[k], 100 + k as u64))
+                .collect();
+            let x = Exchanges::new(KT.to_vec(), 5).unwrap();
+            let mut t = Tempering::new(x, states, steppers).unwrap();
+            for _ in 0..300 {
+                t.advance_parallel(&DoubleWell, EVERY);
+                t.exchange(&DoubleWell);
+            }
+            let states: Vec<(u64, u64)> = t
+                .replicas
+                .iter()
+                .map(|r| (r.state.q[0].to_bits(), r.state.v[0].to_bits()))
+                .collect();
+            (states, t.exchanges.counts().collect::<Vec<_>>())
+        })
+    };
+    let one = run(1);
+    assert!(one.1.iter().all(|&(a, ok)| a > 0 && ok > 0), "{:?}", one.1);
+    assert_eq!(one, run(3));
+}
