@@ -15,7 +15,7 @@
 //! independently.
 //!
 //! **Determinism.** The uniform number that decides pair `k` in round `r` is drawn from a
-//! ChaCha8 stream owned by the pair (seed `seed`, stream `k`, position `2r` words): it does not
+//! ChaCha8 stream owned by the pair (seed `seed`, stream `2⁶³ + k`, position `2r` words): it does not
 //! depend on how many threads or processes step the replicas, nor on the decisions of other
 //! pairs. Each replica owns its Langevin noise stream. A swap exchanges temperatures, not
 //! configurations (the replicas' trajectories stay continuous), and rescales the two replicas'
@@ -177,7 +177,8 @@ impl Exchanges {
     /// stream at a position fixed by the round.
     pub fn uniform(seed: u64, pair: usize, round: u64) -> f64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(pair as u64);
+        // Streams from 2⁶³ on: a Langevin integrator seeded with the same `seed` reads stream 0.
+        rng.set_stream((1 << 63) | pair as u64);
         rng.set_word_pos(2 * u128::from(round));
         (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }

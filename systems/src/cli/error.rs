@@ -14,6 +14,9 @@ use super::state_file::StateFileError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
+    /// An option that needs another one.
+    #[error("{0} needs {1} (Langevin dynamics takes a friction and a temperature)")]
+    Requires(&'static str, &'static str),
     /// An option given to a system or an integrator it does not apply to.
     #[error("{option} does not apply to {target}{}", reason.map(|r| format!(": {r}")).unwrap_or_default())]
     DoesNotApply {

@@ -32,6 +32,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub mod ensemble;
 pub mod error;
 pub mod eval;
 mod job;
@@ -41,6 +42,7 @@ pub mod reproduce;
 pub mod run;
 pub mod state_file;
 mod system;
+pub mod temper;
 
 pub use error::CliError;
 
@@ -79,6 +81,10 @@ pub enum Command {
     Reproduce(reproduce::ReproduceArgs),
     /// Normal modes at a state: eigenvalues of M^-1/2 H M^-1/2 from the exact Hessian, as CSV.
     Nma(NmaArgs),
+    /// Replica exchange: one Langevin replica per temperature, Metropolis swaps of neighbours.
+    Temper(Box<temper::TemperArgs>),
+    /// An ensemble: the same run for R seeds, one CSV each and a summary across them.
+    Ensemble(Box<ensemble::EnsembleArgs>),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +196,7 @@ pub enum MinimizerName {
     Fire,
 }
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
     /// System to integrate.
     #[arg(value_enum)]
@@ -250,10 +256,10 @@ pub struct RunArgs {
     pub seed: Option<u64>,
     /// Langevin friction γ: wrap the integrator in the Geometric Langevin Algorithm
     /// (eq. 27; needs --kt).
-    #[arg(long, value_parser = nonnegative_f64, allow_negative_numbers = true, requires = "kt")]
+    #[arg(long, value_parser = nonnegative_f64, allow_negative_numbers = true)]
     pub gamma: Option<f64>,
     /// Langevin temperature kT (needs --gamma).
-    #[arg(long, value_parser = nonnegative_f64, allow_negative_numbers = true, requires = "gamma")]
+    #[arg(long, value_parser = nonnegative_f64, allow_negative_numbers = true)]
     pub kt: Option<f64>,
     /// Sign of gravity in V (pendula).
     #[arg(long, value_enum)]
@@ -437,6 +443,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Eval(args) => eval::eval(&args),
         Command::Reproduce(args) => reproduce::reproduce(&args),
+        Command::Temper(args) => temper::temper(&args),
+        Command::Ensemble(args) => ensemble::ensemble(&args),
         #[cfg(feature = "faer")]
         Command::Nma(args) => nma::nma(&args),
         #[cfg(not(feature = "faer"))]

@@ -22,6 +22,11 @@ use super::{IntegratorName, RunArgs};
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let sys = describe(args.system);
     let method = args.integrator.unwrap_or_else(|| sys.default_integrator());
+    match (args.gamma, args.kt) {
+        (Some(_), None) => return Err(CliError::Requires("--gamma", "--kt")),
+        (None, Some(_)) => return Err(CliError::Requires("--kt", "--gamma")),
+        _ => {}
+    }
     check_options(sys, args, method)?;
     check_memory(sys, args, method)?;
     let out = args
@@ -46,19 +51,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         })?),
         None => None,
     };
-    let omega = args.omega.unwrap_or_else(|| sys.omega());
-    let (h, t_end, beta) = sys.defaults(method, omega);
-    let h = args.h.unwrap_or_else(|| sys.default_h(h, args.n));
-    let t_end = args.t_end.unwrap_or(t_end);
-    let steps = (t_end / h).ceil().max(1.0) as u64;
-    let p = Profile {
-        h,
-        t_end,
-        omega,
-        beta: args.beta.unwrap_or(beta),
-        every: args.every.unwrap_or_else(|| sys.default_every(steps)),
-        method,
-    };
+    let p = profile(sys, args, method);
     let meta = run_meta(args, sys.name(), &out, &p);
     sys.run(
         args,
@@ -74,12 +67,30 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             orthogonality: false,
             lattice: None,
             at_end: None,
+            temper: None,
         },
     )
 }
 
 /// Every option that does not apply to the system or the integrator is an error (one line).
-fn check_options(
+/// The paper's `(h, T, β, ω, every)` for `sys` and `method`, overridden by `args`.
+pub(super) fn profile(sys: &dyn CliSystem, args: &RunArgs, method: IntegratorName) -> Profile {
+    let omega = args.omega.unwrap_or_else(|| sys.omega());
+    let (h, t_end, beta) = sys.defaults(method, omega);
+    let h = args.h.unwrap_or_else(|| sys.default_h(h, args.n));
+    let t_end = args.t_end.unwrap_or(t_end);
+    let steps = (t_end / h).ceil().max(1.0) as u64;
+    Profile {
+        h,
+        t_end,
+        omega,
+        beta: args.beta.unwrap_or(beta),
+        every: args.every.unwrap_or_else(|| sys.default_every(steps)),
+        method,
+    }
+}
+
+pub(super) fn check_options(
     sys: &dyn CliSystem,
     args: &RunArgs,
     method: IntegratorName,
@@ -262,7 +273,7 @@ fn check_outputs(sys: &dyn CliSystem, args: &RunArgs, out: &Path) -> Result<(), 
 
 /// `--n` whose run would need more memory than the machine has available: refused before
 /// anything is allocated (one line naming the estimate), not an abort in the allocator.
-fn check_memory(
+pub(super) fn check_memory(
     sys: &dyn CliSystem,
     args: &RunArgs,
     method: IntegratorName,
@@ -293,7 +304,7 @@ fn available_memory() -> Option<f64> {
 }
 
 /// Create the directory `file` goes into when it is missing.
-fn ensure_dir(action: &'static str, file: &Path) -> Result<(), CliError> {
+pub(super) fn ensure_dir(action: &'static str, file: &Path) -> Result<(), CliError> {
     match file.parent() {
         Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => {
             // A file where a directory must be: say so (the OS says "File exists").

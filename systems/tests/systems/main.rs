@@ -12,6 +12,7 @@ mod cli;
 mod derivatives;
 mod derivatives_assembled;
 mod dynamics;
+mod ensembles;
 mod experiments;
 mod hessian_vector;
 mod kremer_grest;

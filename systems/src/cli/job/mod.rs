@@ -11,6 +11,7 @@
 mod drive;
 pub(crate) mod resume;
 mod stepper;
+mod temper;
 
 use std::path::PathBuf;
 
@@ -20,6 +21,7 @@ use zs_runtime::{
 };
 
 pub(crate) use stepper::CliStepper;
+pub(crate) use temper::TemperPlan;
 
 use super::error::CliError;
 use super::{state_file, IntegratorName, RunArgs};
@@ -69,6 +71,8 @@ pub(crate) struct Job<'a> {
     pub lattice: Option<([f64; 3], [f64; 3])>,
     /// Called with the final `q` and `v` of a run that completed (`--write-data`).
     pub at_end: Option<&'a AtEnd<'a>>,
+    /// `zs temper`: replica exchange over this ladder instead of one run.
+    pub temper: Option<&'a TemperPlan>,
 }
 
 impl Job<'_> {
@@ -149,8 +153,16 @@ impl Job<'_> {
         } else {
             "V (no constraints)".to_string()
         };
-        let langevin = match (args.gamma, args.kt) {
-            (Some(g), Some(kt)) => format!(
+        let langevin = match (self.temper, args.gamma, args.kt) {
+            (Some(plan), ..) => format!(
+                ", GLA Langevin γ = {}, replica exchange over kT = {:?} every {} steps, seeds {}…{}",
+                plan.gamma,
+                plan.kt,
+                plan.every,
+                plan.seed,
+                plan.seed + plan.kt.len() as u64 - 1
+            ),
+            (None, Some(g), Some(kt)) => format!(
                 ", GLA Langevin γ = {g}, kT = {kt}, seed {}",
                 args.seed.unwrap_or(0)
             ),
@@ -163,20 +175,27 @@ impl Job<'_> {
             p.t_end
         );
         if method.is_penalty_method() {
-            let stepper = self.maybe_langevin(self.penalty_stepper::<P, V>());
-            self.drive(system, penalized, stepper, state, names)
+            let make = || self.penalty_stepper::<P, V>();
+            if let Some(plan) = self.temper {
+                return self.temper(system, penalized, &make, state, names, plan);
+            }
+            self.drive(system, penalized, self.maybe_langevin(make()), state, names)
         } else {
             // Newton on the m × m system (quadratic convergence): the Gauss–Seidel SHAKE
             // iteration converges linearly, too slowly on a chain of 10 links to reach 1e-12
             // in 100 sweeps (the paper solves with `fsolve`).
-            let stepper: Box<dyn CliStepper<S, V>> = match method {
-                IntegratorName::Shake => {
-                    Box::new(Shake::<V, C>::new(p.h).with_solver(ShakeSolver::Newton))
+            let make = || -> Box<dyn CliStepper<S, V>> {
+                match method {
+                    IntegratorName::Shake => {
+                        Box::new(Shake::<V, C>::new(p.h).with_solver(ShakeSolver::Newton))
+                    }
+                    _ => Box::new(Rattle::<V, C>::new(p.h).with_solver(ShakeSolver::Newton)),
                 }
-                _ => Box::new(Rattle::<V, C>::new(p.h).with_solver(ShakeSolver::Newton)),
             };
-            let stepper = self.maybe_langevin(stepper);
-            self.drive(system, system, stepper, state, names)
+            if let Some(plan) = self.temper {
+                return self.temper(system, system, &make, state, names, plan);
+            }
+            self.drive(system, system, self.maybe_langevin(make()), state, names)
         }
     }
 }

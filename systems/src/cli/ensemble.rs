@@ -1,0 +1,199 @@
+//! `zs ensemble <system> --replicas R [--seed S] --out-dir DIR [run options]`: the same `zs run`
+//! for seeds `S, S + 1, …, S + R − 1` (the Langevin noise, and the DNA's initial angles), replica
+//! k writing `DIR/replica-k.csv` exactly as `zs run … --seed S+k --out DIR/replica-k.csv`
+//! would, then `DIR/summary.csv`: a row per replica of figures read back from its CSV and two
+//! rows, `mean` and `stderr`, across the replicas that completed.
+//!
+//! Figures: `t_end` (the last row's time), `energy_initial`, `energy_final`, `energy_mean`
+//! (over the recorded rows), `energy_max_drift` (`max |E − E0|` over the recorded rows), and
+//! with constraints `constraint_norm_max`. A replica whose run stops (a typed step error, a
+//! guard) is reported with status `stopped` and its error, the others run to the end, and the
+//! command then exits with the first failure. The replicas run one after another, each on the
+//! `--threads` pool.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::error::CliError;
+use super::run::run;
+use super::RunArgs;
+
+/// Arguments of `zs ensemble`.
+#[derive(clap::Args, Debug)]
+pub struct EnsembleArgs {
+    /// Number of replicas R: seeds S … S + R − 1.
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..))]
+    pub replicas: u64,
+    /// Directory of the output files (created if missing).
+    #[arg(long = "out-dir", value_name = "DIR")]
+    pub out_dir: PathBuf,
+    /// The options of `zs run` (--seed S is the first replica's seed; not --out).
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The figures of one replica's CSV, in the order of [`FIGURES`].
+const FIGURES: [&str; 6] = [
+    "t_end",
+    "energy_initial",
+    "energy_final",
+    "energy_mean",
+    "energy_max_drift",
+    "constraint_norm_max",
+];
+
+/// Run `zs ensemble`.
+///
+/// # Errors
+/// An option that does not apply (reported before any replica runs), an output that cannot be
+/// written, the first replica that failed (after all ran).
+pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
+    for (given, option, why) in [
+        (
+            args.run.out.is_some(),
+            "--out",
+            "replica k writes DIR/replica-k.csv under --out-dir",
+        ),
+        (
+            args.run.write_data.is_some(),
+            "--write-data",
+            "a replica's final state is the last row of its CSV",
+        ),
+        (
+            args.run.checkpoint.is_some() || args.run.resume.is_some(),
+            "--checkpoint/--resume",
+            "an ensemble is not checkpointed yet",
+        ),
+    ] {
+        if given {
+            return Err(CliError::does_not_apply(option, "zs ensemble", Some(why)));
+        }
+    }
+    std::fs::create_dir_all(&args.out_dir)
+        .map_err(|e| CliError::io("create the output directory", &args.out_dir, e))?;
+    let first = args.run.seed.unwrap_or(0);
+    let mut rows: Vec<(u64, Result<[f64; 6], String>)> = Vec::new();
+    let mut failure = None;
+    for k in 0..args.replicas {
+        let mut r = args.run.clone();
+        r.seed = Some(first + k);
+        let out = args.out_dir.join(format!("replica-{k}.csv"));
+        r.out = Some(out.clone());
+        println!("== replica {k} of {} (seed {})", args.replicas, first + k);
+        match run(&r) {
+            Ok(()) => rows.push((first + k, figures(&out))),
+            Err(e) => {
+                // Options are the same for every replica: one refused is all refused.
+                if k == 0 && !matches!(e, CliError::Stopped { .. }) {
+                    return Err(e);
+                }
+                println!("  replica {k} stopped: {e}");
+                rows.push((first + k, Err(e.to_string())));
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    let text = summary(&rows);
+    let path = args.out_dir.join("summary.csv");
+    zs_runtime::files::write_atomic(&path, text.as_bytes())
+        .map_err(|e| CliError::io("write", &path, e))?;
+    let ok = rows.iter().filter(|r| r.1.is_ok()).count();
+    println!(
+        "== ensemble: {ok} of {} replicas completed; summary {}",
+        rows.len(),
+        path.display()
+    );
+    match failure {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+/// The figures of a completed replica's CSV (NaN where a column is absent).
+fn figures(path: &Path) -> Result<[f64; 6], String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name);
+    let (energy, norm) = (col("energy"), col("constraint_norm"));
+    let mut f = [f64::NAN; 6];
+    let (mut sum, mut n, mut drift, mut worst) = (0.0, 0.0, 0.0_f64, 0.0_f64);
+    for line in lines {
+        let cells: Vec<f64> = line
+            .split(',')
+            .map(|c| c.parse().unwrap_or(f64::NAN))
+            .collect();
+        f[0] = cells[0];
+        if let Some(e) = energy.map(|c| cells[c]) {
+            if n == 0.0 {
+                f[1] = e;
+            }
+            f[2] = e;
+            sum += e;
+            n += 1.0;
+            drift = drift.max((e - f[1]).abs());
+        }
+        if let Some(g) = norm.map(|c| cells[c]) {
+            worst = worst.max(g);
+        }
+    }
+    if n > 0.0 {
+        f[3] = sum / n;
+        f[4] = drift;
+    }
+    if norm.is_some() {
+        f[5] = worst;
+    }
+    Ok(f)
+}
+
+/// `summary.csv`: a row per replica, then `mean` and `stderr` of each figure over the
+/// completed replicas (the standard error `s / √n`; empty for fewer than two).
+fn summary(rows: &[(u64, Result<[f64; 6], String>)]) -> String {
+    let mut text = format!("replica,seed,status,{},error\n", FIGURES.join(","));
+    for (k, (seed, row)) in rows.iter().enumerate() {
+        match row {
+            Ok(f) => {
+                let cells: Vec<String> = f.iter().map(|x| cell(*x)).collect();
+                let _ = writeln!(text, "{k},{seed},completed,{},", cells.join(","));
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    text,
+                    "{k},{seed},stopped,{},\"{}\"",
+                    [""; 6].join(","),
+                    e.replace('"', "'")
+                );
+            }
+        }
+    }
+    let done: Vec<&[f64; 6]> = rows.iter().filter_map(|r| r.1.as_ref().ok()).collect();
+    let n = done.len() as f64;
+    let mean: Vec<f64> = (0..6)
+        .map(|i| done.iter().map(|f| f[i]).sum::<f64>() / n)
+        .collect();
+    let stderr: Vec<f64> = (0..6)
+        .map(|i| {
+            if done.len() < 2 {
+                return f64::NAN;
+            }
+            let var = done.iter().map(|f| (f[i] - mean[i]).powi(2)).sum::<f64>() / (n - 1.0);
+            (var / n).sqrt()
+        })
+        .collect();
+    for (name, values) in [("mean", &mean), ("stderr", &stderr)] {
+        let cells: Vec<String> = values.iter().map(|x| cell(*x)).collect();
+        let _ = writeln!(text, "{name},,,{},", cells.join(","));
+    }
+    text
+}
+
+/// A figure as written: shortest round-trip decimal, empty for NaN (absent).
+fn cell(x: f64) -> String {
+    if x.is_nan() {
+        String::new()
+    } else {
+        format!("{x}")
+    }
+}

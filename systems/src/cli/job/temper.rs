@@ -1,0 +1,191 @@
+//! How `zs temper` drives its replicas ([`zs_runtime::tempering`]): one replica per temperature
+//! of the ladder, each the `--integrator` of `zs run` under GLA Langevin at its temperature
+//! (friction `--gamma`, noise seed `--seed` + k), all from the same start; every
+//! `--exchange-every` steps a round of Metropolis swaps between neighbour temperatures. Writes
+//! `replica-k.csv` (the `run` format) per replica, `exchanges.csv` (one row per attempt),
+//! `walks.csv` (each replica's temperature index after each round) and `acceptance.csv`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use zs_runtime::driver;
+use zs_runtime::files::{tmp_path_of, write_atomic};
+use zs_runtime::observers::Observer;
+use zs_runtime::output::CsvRecorder;
+use zs_runtime::tempering::{Exchanges, Tempering};
+use zs_runtime::{Clocked, ConstrainedModel, ConstraintSpace, Langevin, Model, StateOf, Vector};
+
+use super::{CliStepper, Job};
+use crate::cli::error::CliError;
+
+/// What `zs temper` adds to a run: the ladder, how often to exchange, where to write.
+#[derive(Debug, Clone)]
+pub(crate) struct TemperPlan {
+    /// `kT` of each temperature, increasing.
+    pub kt: Vec<f64>,
+    /// Steps between two exchange rounds.
+    pub every: u64,
+    /// The output directory.
+    pub dir: PathBuf,
+    /// Langevin friction γ.
+    pub gamma: f64,
+    /// Replica k's noise seed is `seed + k`; the pairs' decisions are seeded by `seed`.
+    pub seed: u64,
+}
+
+impl TemperPlan {
+    /// `DIR/replica-k.csv`.
+    pub(crate) fn replica_path(&self, k: usize) -> PathBuf {
+        self.dir.join(format!("replica-{k}.csv"))
+    }
+}
+
+impl Job<'_> {
+    /// Replica exchange of `make()`'s stepper on `target` (see the [module docs](self)).
+    pub(super) fn temper<S, T, V, C>(
+        &self,
+        system: &S,
+        target: &T,
+        make: &dyn Fn() -> Box<dyn CliStepper<T, V>>,
+        state: StateOf<V>,
+        names: Vec<String>,
+        plan: &TemperPlan,
+    ) -> Result<(), CliError>
+    where
+        S: ConstrainedModel<V, C> + ?Sized,
+        T: Model<V> + ?Sized,
+        V: ConstraintSpace<C>,
+        C: Vector,
+    {
+        let n = plan.kt.len();
+        let p = self.p;
+        let exchanges =
+            Exchanges::new(plan.kt.clone(), plan.seed).map_err(|e| CliError::BadValue {
+                option: "--temperatures",
+                value: format!("{:?}", plan.kt),
+                why: if matches!(e, zs_runtime::tempering::TemperingError::Ladder(_)) {
+                    "at least two, finite, positive and increasing"
+                } else {
+                    "one replica per temperature"
+                },
+            })?;
+        let steppers: Vec<_> = (0..n)
+            .map(|k| Langevin::new(make(), plan.gamma, plan.kt[k], plan.seed + k as u64))
+            .collect();
+        let h = steppers[0].h();
+        let steps = driver::planned_steps(state.t, p.t_end, h)
+            .ok_or(CliError::Unreachable { h, t_end: p.t_end })?;
+        let mut t = Tempering::new(exchanges, vec![state.clone(); n], steppers)
+            .expect("one state and one stepper per temperature");
+        let constrained = system.constraint_count() > 0;
+        let mut csv = Vec::with_capacity(n);
+        for k in 0..n {
+            let path = plan.replica_path(k);
+            let rec = CsvRecorder::create(&path, p.every)
+                .map_err(|e| CliError::io("create", tmp_path_of(&path), e))?
+                .with_names(names.clone())
+                .with_energy();
+            let mut rec = if constrained {
+                rec.with_constraints(system)
+            } else {
+                rec
+            };
+            Observer::<T, V>::start(&mut rec, target, &state);
+            csv.push(rec);
+        }
+        let mut attempts_csv = String::from(
+            "t,pair,accepted,kt_lower,kt_upper,lower_replica,upper_replica,probability\n",
+        );
+        let mut walks = String::from("t");
+        for k in 0..n {
+            let _ = write!(walks, ",replica_{k}");
+        }
+        walks.push('\n');
+        let started = std::time::Instant::now();
+        let mut done = 0;
+        while done < steps {
+            let block = plan.every.min(steps - done);
+            t.advance(target, block, |k, s| csv[k].observe(target, s));
+            done += block;
+            if block < plan.every {
+                break;
+            }
+            let attempts = t.exchange(target);
+            // The time of the round: every live replica is at the same step.
+            let now = state.t + done as f64 * h;
+            for a in attempts {
+                let _ = writeln!(
+                    attempts_csv,
+                    "{now},{},{},{},{},{},{},{}",
+                    a.pair,
+                    u8::from(a.accepted),
+                    plan.kt[a.pair],
+                    plan.kt[a.pair + 1],
+                    a.lower,
+                    a.upper,
+                    a.probability
+                );
+            }
+            let _ = write!(walks, "{now}");
+            for k in 0..n {
+                let _ = write!(walks, ",{}", t.exchanges.slot_of(k));
+            }
+            walks.push('\n');
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let mut acceptance = String::from("pair,kt_lower,kt_upper,attempted,accepted,rate\n");
+        println!();
+        println!("  steps            {steps:>14}   per replica, {n} replicas, {seconds:.3} s");
+        println!("  exchange rounds  {:>14}", t.exchanges.rounds());
+        for (pair, (tried, ok)) in t.exchanges.counts().enumerate() {
+            let rate = ok as f64 / tried.max(1) as f64;
+            let _ = writeln!(
+                acceptance,
+                "{pair},{},{},{tried},{ok},{rate:.6}",
+                plan.kt[pair],
+                plan.kt[pair + 1]
+            );
+            println!(
+                "  kT {:>10.4} ↔ {:<10.4} accepted {ok:>8} of {tried:<8} ({:.1} %)",
+                plan.kt[pair],
+                plan.kt[pair + 1],
+                100.0 * rate
+            );
+        }
+        let mut failed = None;
+        for (k, rec) in csv.iter_mut().enumerate() {
+            if let Some(e) = &t.replicas[k].failure {
+                Observer::<T, V>::stopped_early(rec, e);
+                println!("  replica {k} stopped: {e}");
+                failed.get_or_insert((k, e.clone()));
+            }
+            Observer::<T, V>::finish(rec).map_err(CliError::Output)?;
+        }
+        for (name, text) in [
+            ("exchanges.csv", &attempts_csv),
+            ("walks.csv", &walks),
+            ("acceptance.csv", &acceptance),
+        ] {
+            write(&plan.dir.join(name), text)?;
+        }
+        println!(
+            "  output           {} (replica-0.csv … replica-{}.csv, exchanges.csv, walks.csv, acceptance.csv)",
+            plan.dir.display(),
+            n - 1
+        );
+        match failed {
+            None => Ok(()),
+            Some((k, error)) => Err(CliError::Stopped {
+                error,
+                out: plan.replica_path(k),
+                steps: t.replicas[k].stepper.steps_taken(),
+                t: t.replicas[k].state.t,
+                marker: zs_runtime::output::incomplete_marker_of(&plan.replica_path(k)),
+            }),
+        }
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), CliError> {
+    write_atomic(path, text.as_bytes()).map_err(|e| CliError::io("write", path, e))
+}

@@ -1,0 +1,296 @@
+//! `zs ensemble` and `zs temper` (issue: ensembles and replica exchange): the files they write,
+//! that a replica of an ensemble is the `zs run` of its seed, that the summary's figures are
+//! those of the replicas' CSVs, that a failing replica is reported while the others finish, and
+//! that replica exchange's files agree with one another and do not depend on the thread count.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const ZS: &str = env!("CARGO_BIN_EXE_zs");
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("zs-ens-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn zs(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(ZS)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run the zs binary")
+}
+
+fn ok(o: &Output) {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The rows of a CSV as strings, header first.
+fn rows(path: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+const DNA: [&str; 10] = [
+    "--n", "12", "--gamma", "0.1", "--kt", "0.5", "--t-end", "30", "--quiet", "--h",
+];
+
+#[test]
+fn an_ensemble_is_the_runs_of_its_seeds_and_summarises_them() {
+    let d = dir("ensemble");
+    let mut args = vec!["ensemble", "dna", "--replicas", "3", "--seed", "4"];
+    args.extend(DNA);
+    args.extend(["1", "--out-dir", "e"]);
+    ok(&zs(&d, &args));
+    // Replica 1 is `zs run` with seed 5, byte for byte.
+    let mut single = vec!["run", "dna", "--seed", "5"];
+    single.extend(DNA);
+    single.extend(["1", "--out", "single.csv"]);
+    ok(&zs(&d, &single));
+    assert_eq!(
+        std::fs::read(d.join("single.csv")).unwrap(),
+        std::fs::read(d.join("e/replica-1.csv")).unwrap()
+    );
+    let summary = rows(&d.join("e/summary.csv"));
+    assert_eq!(
+        summary[0].join(","),
+        "replica,seed,status,t_end,energy_initial,energy_final,energy_mean,energy_max_drift,constraint_norm_max,error"
+    );
+    assert_eq!(summary.len(), 1 + 3 + 2);
+    let figure = |r: usize, c: usize| summary[r][c].parse::<f64>().unwrap();
+    for k in 0..3 {
+        assert_eq!(
+            summary[1 + k][..3],
+            [k.to_string(), (4 + k).to_string(), "completed".into()]
+        );
+        // The replica's figures are those of its CSV.
+        let csv = rows(&d.join(format!("e/replica-{k}.csv")));
+        let e = csv[0].iter().position(|h| h == "energy").unwrap();
+        let energy: Vec<f64> = csv[1..].iter().map(|r| r[e].parse().unwrap()).collect();
+        let mean = energy.iter().sum::<f64>() / energy.len() as f64;
+        let drift = energy
+            .iter()
+            .fold(0.0_f64, |m, x| m.max((x - energy[0]).abs()));
+        assert_eq!(figure(1 + k, 4), energy[0]);
+        assert_eq!(figure(1 + k, 5), *energy.last().unwrap());
+        assert!((figure(1 + k, 6) - mean).abs() <= 1e-12 * mean.abs());
+        assert_eq!(figure(1 + k, 7), drift);
+    }
+    for c in 3..8 {
+        let x: Vec<f64> = (1..4).map(|r| figure(r, c)).collect();
+        let mean = x.iter().sum::<f64>() / 3.0;
+        let se = (x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 2.0 / 3.0).sqrt();
+        assert!(
+            (figure(4, c) - mean).abs() <= 1e-12 * mean.abs().max(1.0),
+            "column {c}"
+        );
+        assert!(
+            (figure(5, c) - se).abs() <= 1e-9 * se.max(1e-300),
+            "column {c}"
+        );
+    }
+    // A guard between the replicas' drifts stops the larger ones; the others complete, the
+    // summary covers all, and the command fails naming the first that stopped.
+    let mut drifts: Vec<f64> = (1..4).map(|r| figure(r, 7)).collect();
+    drifts.sort_by(f64::total_cmp);
+    let limit = format!("{}", 0.5 * (drifts[0] + drifts[1]));
+    let mut guarded = vec!["ensemble", "dna", "--replicas", "3", "--seed", "4"];
+    guarded.extend(DNA);
+    guarded.extend(["1", "--out-dir", "g", "--max-energy-drift", &limit]);
+    let o = zs(&d, &guarded);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("stopped early"));
+    let summary = rows(&d.join("g/summary.csv"));
+    let status: Vec<&str> = summary[1..4].iter().map(|r| r[2].as_str()).collect();
+    assert_eq!(
+        status.iter().filter(|s| **s == "completed").count(),
+        1,
+        "{status:?}"
+    );
+    assert_eq!(
+        status.iter().filter(|s| **s == "stopped").count(),
+        2,
+        "{status:?}"
+    );
+}
+
+/// `zs temper` on a small DNA ring: the exchange log, the walks and the acceptance table
+/// tell one story; the same command gives the same bytes on 1 and 2 threads.
+#[test]
+fn replica_exchange_files_agree_and_do_not_depend_on_threads() {
+    let d = dir("temper");
+    let run = |out: &str, threads: &str| {
+        let o = zs(
+            &d,
+            &[
+                "temper",
+                "dna",
+                "--n",
+                "10",
+                "--integrator",
+                "verlet",
+                "--h",
+                "0.2",
+                "--temperatures",
+                "0.5,0.8,1.3,2",
+                "--exchange-every",
+                "10",
+                "--gamma",
+                "1",
+                "--t-end",
+                "200",
+                "--seed",
+                "3",
+                "--threads",
+                threads,
+                "--out-dir",
+                out,
+            ],
+        );
+        ok(&o);
+    };
+    run("a", "1");
+    run("b", "2");
+    for f in [
+        "replica-0.csv",
+        "replica-1.csv",
+        "replica-2.csv",
+        "replica-3.csv",
+        "exchanges.csv",
+        "walks.csv",
+        "acceptance.csv",
+    ] {
+        assert_eq!(
+            std::fs::read(d.join("a").join(f)).unwrap(),
+            std::fs::read(d.join("b").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let ex = rows(&d.join("a/exchanges.csv"));
+    assert_eq!(ex[0][..3], ["t", "pair", "accepted"]);
+    let walks = rows(&d.join("a/walks.csv"));
+    // 1000 steps, a round every 10: 100 rounds of alternately 2 and 1 attempts.
+    assert_eq!(walks.len(), 1 + 100);
+    assert_eq!(ex.len(), 1 + 50 * 2 + 50);
+    // Replaying the accepted swaps from the identity gives every row of the walks.
+    let mut slot: Vec<usize> = (0..4).collect();
+    let mut at = 1;
+    let mut counts = [(0_u64, 0_u64); 3];
+    for w in &walks[1..] {
+        while at < ex.len() && ex[at][0] == w[0] {
+            let (pair, accepted): (usize, bool) = (ex[at][1].parse().unwrap(), ex[at][2] == "1");
+            let (lo, hi): (usize, usize) = (ex[at][5].parse().unwrap(), ex[at][6].parse().unwrap());
+            assert_eq!((slot[lo], slot[hi]), (pair, pair + 1));
+            counts[pair].0 += 1;
+            if accepted {
+                counts[pair].1 += 1;
+                slot.swap(lo, hi);
+            }
+            at += 1;
+        }
+        let expected: Vec<String> = slot.iter().map(usize::to_string).collect();
+        assert_eq!(w[1..], expected[..], "t = {}", w[0]);
+    }
+    assert_eq!(at, ex.len());
+    let acceptance = rows(&d.join("a/acceptance.csv"));
+    for (pair, (tried, accepted)) in counts.iter().enumerate() {
+        assert_eq!(
+            acceptance[1 + pair][3..5],
+            [tried.to_string(), accepted.to_string()]
+        );
+        assert!(
+            *accepted > 0 && accepted < tried,
+            "pair {pair}: {accepted} of {tried}"
+        );
+    }
+    // Each replica's CSV starts from the common start and has every step.
+    let r0 = rows(&d.join("a/replica-0.csv"));
+    let r3 = rows(&d.join("a/replica-3.csv"));
+    assert_eq!(r0.len(), 1 + 1001);
+    assert_eq!(r0[1], r3[1]);
+    assert_ne!(r0[2], r3[2]);
+}
+
+#[test]
+fn temper_and_ensemble_refuse_what_they_cannot_do_in_one_line() {
+    let d = dir("refuse");
+    let base = ["dna", "--n", "10", "--out-dir", "x"];
+    for (command, extra, needle) in [
+        (
+            "temper",
+            &["--temperatures", "1,2", "--exchange-every", "5"][..],
+            "--gamma",
+        ),
+        (
+            "temper",
+            &[
+                "--temperatures",
+                "1,2",
+                "--exchange-every",
+                "5",
+                "--gamma",
+                "1",
+                "--kt",
+                "1",
+            ],
+            "--kt",
+        ),
+        (
+            "temper",
+            &[
+                "--temperatures",
+                "2,1",
+                "--exchange-every",
+                "5",
+                "--gamma",
+                "1",
+            ],
+            "--temperatures",
+        ),
+        (
+            "temper",
+            &[
+                "--temperatures",
+                "1",
+                "--exchange-every",
+                "5",
+                "--gamma",
+                "1",
+            ],
+            "--temperatures",
+        ),
+        (
+            "temper",
+            &[
+                "--temperatures",
+                "1,2",
+                "--exchange-every",
+                "5",
+                "--gamma",
+                "1",
+                "--out",
+                "a.csv",
+            ],
+            "--out",
+        ),
+        ("ensemble", &["--replicas", "2", "--out", "a.csv"], "--out"),
+        ("ensemble", &["--replicas", "2", "--omega", "3"], "--omega"),
+    ] {
+        let mut args = vec![command];
+        args.extend(base);
+        args.extend(extra);
+        let o = zs(&d, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("zs: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+    }
+}
