@@ -26,6 +26,11 @@
 //!
 //! A replica whose step fails (a typed [`StepError`]) stops where it failed; the pairs it
 //! belongs to are no longer attempted, and the others run to the end ([`Tempering::failures`]).
+//!
+//! Several processes (MPI ranks) share a ladder by each holding a block of replicas
+//! ([`Tempering::block`]); before a round they combine their replicas' energies
+//! ([`Tempering::energies_into`]) into the whole vector and each calls
+//! [`Tempering::exchange_with`] on it.
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -238,21 +243,24 @@ pub struct Replica<S, V: Vector> {
     pub failure: Option<StepError>,
 }
 
-/// Replicas of one model under replica exchange (see the [module docs](self)).
+/// Replicas of one model under replica exchange (see the [module docs](self)): all of them, or
+/// the block `first .. first + len` one process owns when several share the work (each process
+/// holds the whole [`Exchanges`] and reaches the same decisions from the same energies).
 #[derive(Debug)]
 pub struct Tempering<S, V: Vector> {
-    /// The replicas, in order of their starting temperature.
+    /// The replicas held here, `first` on, in order of their starting temperature.
     pub replicas: Vec<Replica<S, V>>,
     /// The ladder and the decisions.
     pub exchanges: Exchanges,
+    first: usize,
     energy: Vec<f64>,
     alive: Vec<bool>,
     attempts: Vec<Attempt>,
 }
 
 impl<S, V: Vector> Tempering<S, V> {
-    /// Replica `k` starts in `states[k]` with stepper `steppers[k]`, whose temperature is set to
-    /// `kT_k` of `exchanges` (friction unchanged).
+    /// All replicas: replica `k` starts in `states[k]` with stepper `steppers[k]`, whose
+    /// temperature is set to `kT_k` of `exchanges` (friction unchanged).
     ///
     /// # Errors
     /// [`TemperingError::Count`] unless there is one state and one stepper per temperature.
@@ -261,10 +269,30 @@ impl<S, V: Vector> Tempering<S, V> {
         states: Vec<StateOf<V>>,
         steppers: Vec<Langevin<S>>,
     ) -> Result<Self, TemperingError> {
-        let n = exchanges.len();
-        if states.len() != n || steppers.len() != n {
+        if states.len() != exchanges.len() {
             return Err(TemperingError::Count {
-                replicas: states.len().min(steppers.len()),
+                replicas: states.len(),
+                temperatures: exchanges.len(),
+            });
+        }
+        Self::block(exchanges, 0, states, steppers)
+    }
+
+    /// The replicas `first .. first + states.len()` of the ladder (one process's share).
+    ///
+    /// # Errors
+    /// [`TemperingError::Count`] if the block does not fit the ladder or the states and
+    /// steppers differ in number.
+    pub fn block(
+        exchanges: Exchanges,
+        first: usize,
+        states: Vec<StateOf<V>>,
+        steppers: Vec<Langevin<S>>,
+    ) -> Result<Self, TemperingError> {
+        let n = exchanges.len();
+        if states.len() != steppers.len() || first + states.len() > n {
+            return Err(TemperingError::Count {
+                replicas: first + states.len().max(steppers.len()),
                 temperatures: n,
             });
         }
@@ -273,7 +301,7 @@ impl<S, V: Vector> Tempering<S, V> {
             .zip(steppers)
             .enumerate()
             .map(|(k, (state, mut stepper))| {
-                stepper.set_parameters(stepper.gamma(), exchanges.temperatures()[k]);
+                stepper.set_parameters(stepper.gamma(), exchanges.kt_of(first + k));
                 Replica {
                     state,
                     stepper,
@@ -284,22 +312,29 @@ impl<S, V: Vector> Tempering<S, V> {
         Ok(Self {
             replicas,
             exchanges,
+            first,
             energy: vec![0.0; n],
             alive: vec![true; n],
             attempts: Vec::with_capacity(n),
         })
     }
 
-    /// The replicas whose step failed, with the error.
+    /// The index on the ladder of the first replica held here.
+    pub fn first(&self) -> usize {
+        self.first
+    }
+
+    /// The replicas held here whose step failed, with their index and the error.
     pub fn failures(&self) -> impl Iterator<Item = (usize, &StepError)> {
         self.replicas
             .iter()
             .enumerate()
-            .filter_map(|(k, r)| r.failure.as_ref().map(|e| (k, e)))
+            .filter_map(|(k, r)| r.failure.as_ref().map(|e| (self.first + k, e)))
     }
 
-    /// Advance every live replica by `steps` steps, calling `observe(replica, state)` after each
-    /// step; the replicas run one after another (each may use a parallel model).
+    /// Advance every live replica held here by `steps` steps, calling
+    /// `observe(replica, state)` after each step (`replica` its index on the ladder); the
+    /// replicas run one after another (each may use a parallel model).
     pub fn advance<P>(
         &mut self,
         target: &P,
@@ -315,16 +350,16 @@ impl<S, V: Vector> Tempering<S, V> {
                     break;
                 }
                 match r.stepper.step(target, &mut r.state) {
-                    Ok(()) => observe(k, &r.state),
+                    Ok(()) => observe(self.first + k, &r.state),
                     Err(e) => r.failure = Some(e),
                 }
             }
         }
     }
 
-    /// Advance every live replica by `steps` steps, the replicas in parallel on rayon's
-    /// current pool (each replica's trajectory is its own, so the bits do not depend on the
-    /// thread count).
+    /// Advance every live replica held here by `steps` steps, the replicas in parallel on
+    /// rayon's current pool (each replica's trajectory is its own, so the bits do not depend
+    /// on the thread count).
     pub fn advance_parallel<P>(&mut self, target: &P, steps: u64)
     where
         P: Model<V> + Sync + ?Sized,
@@ -343,30 +378,70 @@ impl<S, V: Vector> Tempering<S, V> {
         });
     }
 
-    /// One exchange round on the replicas' potential energies (see [`Exchanges::round`]):
-    /// the accepted pairs swap temperatures, with velocities rescaled by `√(kT_new / kT_old)`.
-    /// Returns the round's attempts.
-    pub fn exchange<P>(&mut self, target: &P) -> &[Attempt]
+    /// The potential energies of the replicas held here, into their places of `energy` (one
+    /// entry per replica of the ladder; NaN for a failed replica). The other entries are left
+    /// as they are: processes combine their shares into the whole vector.
+    pub fn energies_into<P>(&self, target: &P, energy: &mut [f64])
     where
         P: Model<V> + ?Sized,
     {
         for (k, r) in self.replicas.iter().enumerate() {
-            self.alive[k] = r.failure.is_none();
-            self.energy[k] = if self.alive[k] {
+            energy[self.first + k] = if r.failure.is_none() {
                 target.potential_at(&r.state.q)
             } else {
                 f64::NAN
             };
         }
+    }
+
+    /// One exchange round with every replica held here (see [`Exchanges::round`]).
+    ///
+    /// # Panics
+    /// If this holds only a block of the ladder: use [`Tempering::exchange_with`].
+    pub fn exchange<P>(&mut self, target: &P) -> &[Attempt]
+    where
+        P: Model<V> + ?Sized,
+    {
+        assert_eq!(
+            self.replicas.len(),
+            self.exchanges.len(),
+            "a block of replicas exchanges with the energies of all (exchange_with)"
+        );
+        let mut energy = core::mem::take(&mut self.energy);
+        self.energies_into(target, &mut energy);
+        self.energy = energy;
+        self.decide()
+    }
+
+    /// One exchange round on the potential energies of every replica of the ladder (NaN for a
+    /// failed one), as gathered from the processes that hold them: the accepted pairs swap
+    /// temperatures, and the replicas held here among them get their new `kT` and velocities
+    /// rescaled by `√(kT_new / kT_old)`. Returns the round's attempts.
+    ///
+    /// # Panics
+    /// If `energy` does not have one entry per replica of the ladder.
+    pub fn exchange_with(&mut self, energy: &[f64]) -> &[Attempt] {
+        self.energy.copy_from_slice(energy);
+        self.decide()
+    }
+
+    fn decide(&mut self) -> &[Attempt] {
+        for (a, e) in self.alive.iter_mut().zip(&self.energy) {
+            *a = !e.is_nan();
+        }
         self.attempts.clear();
         self.exchanges
             .round(&self.energy, &self.alive, &mut self.attempts);
+        let held = self.first..self.first + self.replicas.len();
         for a in &self.attempts {
             if !a.accepted {
                 continue;
             }
             for replica in [a.lower, a.upper] {
-                let r = &mut self.replicas[replica];
+                if !held.contains(&replica) {
+                    continue;
+                }
+                let r = &mut self.replicas[replica - self.first];
                 let (old, new) = (r.stepper.kt(), self.exchanges.kt_of(replica));
                 let s = (new / old).sqrt();
                 r.state.v.as_mut_slice().iter_mut().for_each(|v| *v *= s);

@@ -224,11 +224,7 @@ fn every_bad_argument_gives_one_line_and_a_nonzero_exit() {
             &["--gamma needs --kt"],
             1,
         ),
-        (
-            &["run", "chain", "--kt", "0.1"],
-            &["--kt needs --gamma"],
-            1,
-        ),
+        (&["run", "chain", "--kt", "0.1"], &["--kt needs --gamma"], 1),
         (&["run", "chain", "--n", "0"], &["--n", "'0'"], 2),
         (&["run", "dna", "--n", "2"], &["at least 3 base pairs"], 1),
         (

@@ -160,3 +160,39 @@ fn parallel_replicas_give_the_same_bits_for_every_thread_count() {
     assert!(one.1.iter().all(|&(a, ok)| a > 0 && ok > 0), "{:?}", one.1);
     assert_eq!(one, run(3));
 }
+
+/// Two blocks of the ladder (as two processes would hold them), combining their energies
+/// before each round, end in the same bits as one holder of every replica.
+#[test]
+fn blocks_that_share_energies_reach_the_same_states_as_one_holder() {
+    let steppers = |range: core::ops::Range<usize>| -> Vec<_> {
+        range
+            .map(|k| Langevin::new(VelocityVerlet::new(H), 1.0, KT[k], 100 + k as u64))
+            .collect()
+    };
+    let start = |n: usize| vec![State::new([-1.0], [0.0]); n];
+    let x = || Exchanges::new(KT.to_vec(), 5).unwrap();
+    let mut whole = Tempering::new(x(), start(4), steppers(0..4)).unwrap();
+    let mut a = Tempering::block(x(), 0, start(1), steppers(0..1)).unwrap();
+    let mut b = Tempering::block(x(), 1, start(3), steppers(1..4)).unwrap();
+    let mut energy = vec![0.0; 4];
+    for _ in 0..400 {
+        whole.advance(&DoubleWell, EVERY, |_, _| {});
+        let expected = whole.exchange(&DoubleWell).to_vec();
+        a.advance(&DoubleWell, EVERY, |_, _| {});
+        b.advance(&DoubleWell, EVERY, |_, _| {});
+        a.energies_into(&DoubleWell, &mut energy);
+        b.energies_into(&DoubleWell, &mut energy);
+        assert_eq!(a.exchange_with(&energy), &expected[..]);
+        assert_eq!(b.exchange_with(&energy), &expected[..]);
+    }
+    let bits = |t: &Tempering<_, [f64; 1]>| -> Vec<(u64, u64)> {
+        t.replicas
+            .iter()
+            .map(|r| (r.state.q[0].to_bits(), r.state.v[0].to_bits()))
+            .collect()
+    };
+    assert_eq!(bits(&whole), [bits(&a), bits(&b)].concat());
+    assert!(whole.exchanges.counts().all(|(_, ok)| ok > 0));
+    assert!(Tempering::block(x(), 3, start(2), steppers(0..2)).is_err());
+}
