@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::error::CliError;
+use super::ranks::{bits, text_words, words_text, Ranks};
 use super::run::run;
 use super::RunArgs;
 
@@ -69,45 +70,80 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
             return Err(CliError::does_not_apply(option, "zs ensemble", Some(why)));
         }
     }
+    let ranks = Ranks::world("ensemble")?;
     std::fs::create_dir_all(&args.out_dir)
         .map_err(|e| CliError::io("create the output directory", &args.out_dir, e))?;
     let first = args.run.seed.unwrap_or(0);
-    let mut rows: Vec<(u64, Result<[f64; 6], String>)> = Vec::new();
-    let mut failure = None;
-    for k in 0..args.replicas {
+    let total = args.replicas as usize;
+    let held = ranks.block(total);
+    // Per replica: its status (1 completed, 2 stopped), its figures' bits, its error's text.
+    let mut words = vec![0_u64; total * RECORD];
+    for k in held.clone() {
         let mut r = args.run.clone();
-        r.seed = Some(first + k);
+        r.seed = Some(first + k as u64);
         let out = args.out_dir.join(format!("replica-{k}.csv"));
         r.out = Some(out.clone());
-        println!("== replica {k} of {} (seed {})", args.replicas, first + k);
-        match run(&r) {
-            Ok(()) => rows.push((first + k, figures(&out))),
+        println!("== replica {k} of {total} (seed {})", first + k as u64);
+        let record = &mut words[k * RECORD..(k + 1) * RECORD];
+        let outcome = match run(&r) {
+            // The options are the same for every replica: one refused before it ran (not
+            // stopped on a step) is all refused.
+            Err(e) if k == held.start && !matches!(e, CliError::Stopped { .. }) => return Err(e),
+            outcome => outcome.map_err(|e| e.to_string()),
+        };
+        match outcome.and_then(|()| figures(&out)) {
+            Ok(f) => {
+                record[0] = 1;
+                record[1..7].copy_from_slice(&bits(&f));
+            }
             Err(e) => {
-                // Options are the same for every replica: one refused is all refused.
-                if k == 0 && !matches!(e, CliError::Stopped { .. }) {
-                    return Err(e);
-                }
                 println!("  replica {k} stopped: {e}");
-                rows.push((first + k, Err(e.to_string())));
-                failure.get_or_insert(e);
+                record[0] = 2;
+                record[7..].copy_from_slice(&text_words(&e, RECORD - 7));
             }
         }
     }
-    let text = summary(&rows);
+    ranks.combine(&mut words);
+    let rows: Vec<(u64, Result<[f64; 6], String>)> = words
+        .chunks_exact(RECORD)
+        .enumerate()
+        .map(|(k, w)| {
+            let row = if w[0] == 1 {
+                Ok(core::array::from_fn(|i| f64::from_bits(w[1 + i])))
+            } else {
+                Err(words_text(&w[7..]))
+            };
+            (first + k as u64, row)
+        })
+        .collect();
     let path = args.out_dir.join("summary.csv");
-    zs_runtime::files::write_atomic(&path, text.as_bytes())
-        .map_err(|e| CliError::io("write", &path, e))?;
-    let ok = rows.iter().filter(|r| r.1.is_ok()).count();
-    println!(
-        "== ensemble: {ok} of {} replicas completed; summary {}",
-        rows.len(),
-        path.display()
-    );
-    match failure {
+    if ranks.is_root() {
+        let text = summary(&rows);
+        zs_runtime::files::write_atomic(&path, text.as_bytes())
+            .map_err(|e| CliError::io("write", &path, e))?;
+    }
+    let stopped: Vec<usize> = (0..total).filter(|&k| rows[k].1.is_err()).collect();
+    if ranks.is_root() {
+        println!(
+            "== ensemble: {} of {total} replicas completed on {} rank(s); summary {}",
+            total - stopped.len(),
+            ranks.size(),
+            path.display()
+        );
+    }
+    match stopped.first() {
         None => Ok(()),
-        Some(e) => Err(e),
+        Some(&k) => Err(CliError::ReplicasStopped {
+            stopped: stopped.len(),
+            total,
+            first: k,
+            error: rows[k].1.clone().err().unwrap_or_default(),
+        }),
     }
 }
+
+/// Words per replica in the ranks' combined record: status, 6 figures, 240 bytes of error.
+const RECORD: usize = 7 + 30;
 
 /// The figures of a completed replica's CSV (NaN where a column is absent).
 fn figures(path: &Path) -> Result<[f64; 6], String> {

@@ -14,6 +14,20 @@ use super::state_file::StateFileError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
+    /// Replicas of an ensemble stopped on a failed step (the others ran to the end).
+    #[error(
+        "{stopped} of {total} replicas stopped (summary.csv says which); replica {first}: {error}"
+    )]
+    ReplicasStopped {
+        /// How many stopped.
+        stopped: usize,
+        /// Replicas in all.
+        total: usize,
+        /// The first that stopped.
+        first: usize,
+        /// Its error.
+        error: String,
+    },
     /// An option that needs another one.
     #[error("{0} needs {1} (Langevin dynamics takes a friction and a temperature)")]
     Requires(&'static str, &'static str),

@@ -38,6 +38,7 @@ pub mod eval;
 mod job;
 #[cfg(feature = "faer")]
 pub mod nma;
+mod ranks;
 pub mod reproduce;
 pub mod run;
 pub mod state_file;

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 use super::error::CliError;
 use super::job::{resume::run_meta, Job, TemperPlan};
+use super::ranks::Ranks;
 use super::run::{check_memory, check_options, ensure_dir, profile};
 use super::system::describe;
 use super::{positive_f64, IntegratorName, RunArgs};
@@ -90,7 +91,9 @@ pub fn temper(args: &TemperArgs) -> Result<(), CliError> {
     check_memory(sys, r, method)?;
     std::fs::create_dir_all(&args.out_dir)
         .map_err(|e| CliError::io("create the output directory", &args.out_dir, e))?;
+    let ranks = Ranks::world("temper")?;
     let plan = TemperPlan {
+        ranks: &ranks,
         kt: args.temperatures.clone(),
         every: args.exchange_every,
         dir: args.out_dir.clone(),

@@ -72,7 +72,7 @@ pub(crate) struct Job<'a> {
     /// Called with the final `q` and `v` of a run that completed (`--write-data`).
     pub at_end: Option<&'a AtEnd<'a>>,
     /// `zs temper`: replica exchange over this ladder instead of one run.
-    pub temper: Option<&'a TemperPlan>,
+    pub temper: Option<&'a TemperPlan<'a>>,
 }
 
 impl Job<'_> {

@@ -17,10 +17,11 @@ use zs_runtime::{Clocked, ConstrainedModel, ConstraintSpace, Langevin, Model, St
 
 use super::{CliStepper, Job};
 use crate::cli::error::CliError;
+use crate::cli::ranks::{bits, Ranks};
 
-/// What `zs temper` adds to a run: the ladder, how often to exchange, where to write.
-#[derive(Debug, Clone)]
-pub(crate) struct TemperPlan {
+/// What `zs temper` adds to a run: the ladder, how often to exchange, where to write, and the
+/// processes that share the replicas.
+pub(crate) struct TemperPlan<'a> {
     /// `kT` of each temperature, increasing.
     pub kt: Vec<f64>,
     /// Steps between two exchange rounds.
@@ -31,9 +32,12 @@ pub(crate) struct TemperPlan {
     pub gamma: f64,
     /// Replica k's noise seed is `seed + k`; the pairs' decisions are seeded by `seed`.
     pub seed: u64,
+    /// The ranks: this one steps the replicas of its block and writes their CSVs; rank 0
+    /// writes the exchange files.
+    pub ranks: &'a Ranks,
 }
 
-impl TemperPlan {
+impl TemperPlan<'_> {
     /// `DIR/replica-k.csv`.
     pub(crate) fn replica_path(&self, k: usize) -> PathBuf {
         self.dir.join(format!("replica-{k}.csv"))
@@ -69,17 +73,20 @@ impl Job<'_> {
                     "one replica per temperature"
                 },
             })?;
-        let steppers: Vec<_> = (0..n)
+        let held = plan.ranks.block(n);
+        let steppers: Vec<_> = held
+            .clone()
             .map(|k| Langevin::new(make(), plan.gamma, plan.kt[k], plan.seed + k as u64))
             .collect();
-        let h = steppers[0].h();
+        let h = make().h();
         let steps = driver::planned_steps(state.t, p.t_end, h)
             .ok_or(CliError::Unreachable { h, t_end: p.t_end })?;
-        let mut t = Tempering::new(exchanges, vec![state.clone(); n], steppers)
-            .expect("one state and one stepper per temperature");
+        let states = vec![state.clone(); held.len()];
+        let mut t = Tempering::block(exchanges, held.start, states, steppers)
+            .expect("a block of the ladder, one state and one stepper per replica");
         let constrained = system.constraint_count() > 0;
-        let mut csv = Vec::with_capacity(n);
-        for k in 0..n {
+        let mut csv = Vec::with_capacity(held.len());
+        for k in held.clone() {
             let path = plan.replica_path(k);
             let rec = CsvRecorder::create(&path, p.every)
                 .map_err(|e| CliError::io("create", tmp_path_of(&path), e))?
@@ -102,15 +109,25 @@ impl Job<'_> {
         }
         walks.push('\n');
         let started = std::time::Instant::now();
+        let mut energy = vec![0.0; n];
         let mut done = 0;
         while done < steps {
             let block = plan.every.min(steps - done);
-            t.advance(target, block, |k, s| csv[k].observe(target, s));
+            t.advance(target, block, |k, s| csv[k - held.start].observe(target, s));
             done += block;
             if block < plan.every {
                 break;
             }
-            let attempts = t.exchange(target);
+            // Every rank's share of the energies (8 bytes per replica), then the same
+            // decisions everywhere.
+            energy.fill(0.0);
+            t.energies_into(target, &mut energy);
+            let mut words = bits(&energy);
+            plan.ranks.combine(&mut words);
+            for (e, w) in energy.iter_mut().zip(&words) {
+                *e = f64::from_bits(*w);
+            }
+            let attempts = t.exchange_with(&energy);
             // The time of the round: every live replica is at the same step.
             let now = state.t + done as f64 * h;
             for a in attempts {
@@ -133,53 +150,64 @@ impl Job<'_> {
             walks.push('\n');
         }
         let seconds = started.elapsed().as_secs_f64();
-        let mut acceptance = String::from("pair,kt_lower,kt_upper,attempted,accepted,rate\n");
-        println!();
-        println!("  steps            {steps:>14}   per replica, {n} replicas, {seconds:.3} s");
-        println!("  exchange rounds  {:>14}", t.exchanges.rounds());
-        for (pair, (tried, ok)) in t.exchanges.counts().enumerate() {
-            let rate = ok as f64 / tried.max(1) as f64;
-            let _ = writeln!(
-                acceptance,
-                "{pair},{},{},{tried},{ok},{rate:.6}",
-                plan.kt[pair],
-                plan.kt[pair + 1]
-            );
-            println!(
-                "  kT {:>10.4} ↔ {:<10.4} accepted {ok:>8} of {tried:<8} ({:.1} %)",
-                plan.kt[pair],
-                plan.kt[pair + 1],
-                100.0 * rate
-            );
-        }
         let mut failed = None;
-        for (k, rec) in csv.iter_mut().enumerate() {
-            if let Some(e) = &t.replicas[k].failure {
+        for (rec, (k, r)) in csv.iter_mut().zip(held.clone().zip(&t.replicas)) {
+            if let Some(e) = &r.failure {
                 Observer::<T, V>::stopped_early(rec, e);
                 println!("  replica {k} stopped: {e}");
-                failed.get_or_insert((k, e.clone()));
+                failed.get_or_insert((k, e.clone(), r.stepper.steps_taken(), r.state.t));
             }
             Observer::<T, V>::finish(rec).map_err(CliError::Output)?;
         }
-        for (name, text) in [
-            ("exchanges.csv", &attempts_csv),
-            ("walks.csv", &walks),
-            ("acceptance.csv", &acceptance),
-        ] {
-            write(&plan.dir.join(name), text)?;
+        // A replica that failed on another rank is known here by its energy (NaN) at the last
+        // round.
+        let dead: Vec<usize> = (0..n).filter(|&k| energy[k].is_nan()).collect();
+        if plan.ranks.is_root() {
+            let mut acceptance = String::from("pair,kt_lower,kt_upper,attempted,accepted,rate\n");
+            println!();
+            println!(
+                "  steps            {steps:>14}   per replica, {n} replicas on {} rank(s), {seconds:.3} s",
+                plan.ranks.size()
+            );
+            println!("  exchange rounds  {:>14}", t.exchanges.rounds());
+            for (pair, (tried, ok)) in t.exchanges.counts().enumerate() {
+                let rate = ok as f64 / tried.max(1) as f64;
+                let _ = writeln!(
+                    acceptance,
+                    "{pair},{},{},{tried},{ok},{rate:.6}",
+                    plan.kt[pair],
+                    plan.kt[pair + 1]
+                );
+                println!(
+                    "  kT {:>10.4} ↔ {:<10.4} accepted {ok:>8} of {tried:<8} ({:.1} %)",
+                    plan.kt[pair],
+                    plan.kt[pair + 1],
+                    100.0 * rate
+                );
+            }
+            if !dead.is_empty() {
+                println!("  stopped replicas {dead:?} (each replica-k.csv.incomplete says why)");
+            }
+            for (name, text) in [
+                ("exchanges.csv", &attempts_csv),
+                ("walks.csv", &walks),
+                ("acceptance.csv", &acceptance),
+            ] {
+                write(&plan.dir.join(name), text)?;
+            }
+            println!(
+                "  output           {} (replica-0.csv … replica-{}.csv, exchanges.csv, walks.csv, acceptance.csv)",
+                plan.dir.display(),
+                n - 1
+            );
         }
-        println!(
-            "  output           {} (replica-0.csv … replica-{}.csv, exchanges.csv, walks.csv, acceptance.csv)",
-            plan.dir.display(),
-            n - 1
-        );
         match failed {
             None => Ok(()),
-            Some((k, error)) => Err(CliError::Stopped {
+            Some((k, error, steps, t)) => Err(CliError::Stopped {
                 error,
                 out: plan.replica_path(k),
-                steps: t.replicas[k].stepper.steps_taken(),
-                t: t.replicas[k].state.t,
+                steps,
+                t,
                 marker: zs_runtime::output::incomplete_marker_of(&plan.replica_path(k)),
             }),
         }
