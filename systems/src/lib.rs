@@ -38,6 +38,7 @@ pub mod chain;
 pub mod cli;
 pub mod dna;
 pub mod double_pendulum;
+pub mod ensemble;
 #[cfg(feature = "experiments")]
 pub mod experiments;
 pub mod kremer_grest;

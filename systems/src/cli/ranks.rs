@@ -86,6 +86,16 @@ impl Ranks {
         self.rank * n / self.size..(self.rank + 1) * n / self.size
     }
 
+    /// Wait for every rank (nothing to do alone): the exchange round's timing separates the
+    /// wait for the slowest rank from the all-reduce itself.
+    pub(crate) fn barrier(&self) {
+        #[cfg(feature = "mpi")]
+        if self.universe.is_some() {
+            use mpi::traits::CommunicatorCollectives;
+            mpi::topology::SimpleCommunicator::world().barrier();
+        }
+    }
+
     /// Bitwise OR of `words` over the ranks, in place (nothing to do alone).
     pub(crate) fn combine(&self, words: &mut [u64]) {
         #[cfg(feature = "mpi")]

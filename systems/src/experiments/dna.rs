@@ -382,16 +382,16 @@ pub fn run(cfg: &Config) -> Outcome {
         .iter()
         .map(|&m| run_method(cfg, &sys, m, cfg.seed))
         .collect();
-    let seeds = cfg
-        .seeds
-        .iter()
-        .map(|&seed| SeedRun {
+    // The seeds through the ensemble runner: in parallel, each with a system of its own.
+    let seeds = crate::ensemble::replicas(&cfg.seeds, |seed| {
+        let sys = system(cfg);
+        SeedRun {
             seed,
             zs: run_method(cfg, &sys, methods[0], seed),
             verlet: run_method(cfg, &sys, methods[1], seed),
             reference: run_method(cfg, &sys, Method::Verlet(cfg.reference_h), seed),
-        })
-        .collect();
+        }
+    });
     Outcome {
         runs,
         verlet_edge,

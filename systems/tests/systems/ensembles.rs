@@ -294,3 +294,170 @@ fn temper_and_ensemble_refuse_what_they_cannot_do_in_one_line() {
         );
     }
 }
+
+/// Under `mpirun` (feature `mpi`; `.ci/run` runs these): every file of `zs temper` and
+/// `zs ensemble` is byte-identical for 1, 2 and 3 ranks (3 oversubscribing the 2 cores, and
+/// more ranks than the ensemble's replicas), and a rank killed mid-run leaves no
+/// complete-looking output.
+#[cfg(feature = "mpi")]
+mod under_mpirun {
+    use super::*;
+
+    fn mpirun(cwd: &Path, ranks: usize, args: &[&str]) -> Output {
+        let mut c = Command::new("mpirun");
+        c.args(["-np", &ranks.to_string(), "--oversubscribe", ZS])
+            .args(args)
+            .current_dir(cwd)
+            // CI runs as root, which Open MPI refuses unless told.
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        c.output().expect("mpirun (Debian's openmpi-bin)")
+    }
+
+    fn same_files(a: &Path, b: &Path) {
+        let mut names: Vec<_> = std::fs::read_dir(a)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        let mut other: Vec<_> = std::fs::read_dir(b)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        other.sort();
+        assert_eq!(names, other);
+        for n in names {
+            assert_eq!(
+                std::fs::read(a.join(&n)).unwrap(),
+                std::fs::read(b.join(&n)).unwrap(),
+                "{n:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn temper_and_ensemble_write_the_same_bytes_on_1_2_and_3_ranks() {
+        let d = dir("mpi");
+        let temper = [
+            "temper",
+            "dna",
+            "--n",
+            "10",
+            "--integrator",
+            "verlet",
+            "--h",
+            "0.2",
+            "--temperatures",
+            "0.5,0.8,1.3,2,3",
+            "--exchange-every",
+            "10",
+            "--gamma",
+            "1",
+            "--t-end",
+            "100",
+            "--seed",
+            "3",
+            "--quiet",
+            "--out-dir",
+        ];
+        let ensemble = [
+            "ensemble",
+            "dna",
+            "--n",
+            "12",
+            "--replicas",
+            "2",
+            "--seed",
+            "4",
+            "--gamma",
+            "0.1",
+            "--kt",
+            "0.5",
+            "--t-end",
+            "20",
+            "--quiet",
+            "--out-dir",
+        ];
+        ok(&zs(&d, &[&temper[..], &["t1"]].concat()));
+        ok(&zs(&d, &[&ensemble[..], &["e1"]].concat()));
+        for p in [2, 3] {
+            let (t, e) = (format!("t{p}"), format!("e{p}"));
+            ok(&mpirun(&d, p, &[&temper[..], &[t.as_str()]].concat()));
+            ok(&mpirun(&d, p, &[&ensemble[..], &[e.as_str()]].concat()));
+            same_files(&d.join("t1"), &d.join(&t));
+            same_files(&d.join("e1"), &d.join(&e));
+        }
+    }
+
+    #[test]
+    fn a_rank_killed_mid_run_leaves_no_complete_looking_output() {
+        let d = dir("mpi-kill");
+        let mut child = Command::new("mpirun")
+            .args(["-np", "2", "--oversubscribe", ZS])
+            .args([
+                "temper",
+                "dna",
+                "--n",
+                "200",
+                "--temperatures",
+                "0.5,1,2,4",
+                "--exchange-every",
+                "10",
+                "--gamma",
+                "1",
+                "--t-end",
+                "1e7",
+                "--quiet",
+                "--out-dir",
+                "k",
+            ])
+            .current_dir(&d)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("mpirun");
+        // Wait until the replicas are writing, then kill one rank (a child of mpirun).
+        let k = d.join("k");
+        for _ in 0..200 {
+            if k.join("replica-3.csv.tmp").exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let rank = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .find(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        s.rsplit(')')
+                            .next()?
+                            .split_whitespace()
+                            .nth(1)?
+                            .parse::<u32>()
+                            .ok()
+                    })
+                    == Some(child.id())
+            })
+            .expect("a rank of mpirun");
+        let killed = Command::new("kill")
+            .args(["-9", &rank.to_string()])
+            .status();
+        assert!(killed.expect("kill").success());
+        let status = child.wait().expect("mpirun ends");
+        assert!(!status.success());
+        for name in ["exchanges.csv", "walks.csv", "acceptance.csv"] {
+            assert!(!k.join(name).exists(), "{name}");
+        }
+        for r in 0..4 {
+            assert!(
+                !k.join(format!("replica-{r}.csv")).exists(),
+                "replica-{r}.csv"
+            );
+        }
+    }
+}

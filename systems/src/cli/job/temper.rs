@@ -110,6 +110,7 @@ impl Job<'_> {
         walks.push('\n');
         let started = std::time::Instant::now();
         let mut energy = vec![0.0; n];
+        let (mut wait, mut comm) = (0.0, 0.0);
         let mut done = 0;
         while done < steps {
             let block = plan.every.min(steps - done);
@@ -123,7 +124,12 @@ impl Job<'_> {
             energy.fill(0.0);
             t.energies_into(target, &mut energy);
             let mut words = bits(&energy);
+            let waited = std::time::Instant::now();
+            plan.ranks.barrier();
+            let sent = std::time::Instant::now();
             plan.ranks.combine(&mut words);
+            wait += (sent - waited).as_secs_f64();
+            comm += sent.elapsed().as_secs_f64();
             for (e, w) in energy.iter_mut().zip(&words) {
                 *e = f64::from_bits(*w);
             }
@@ -170,6 +176,15 @@ impl Job<'_> {
                 plan.ranks.size()
             );
             println!("  exchange rounds  {:>14}", t.exchanges.rounds());
+            if plan.ranks.size() > 1 {
+                let rounds = t.exchanges.rounds().max(1) as f64;
+                println!(
+                    "  communication    {:>14.1} µs per round on rank 0: one all-reduce of {} bytes (after {:.1} µs waiting for the slowest rank)",
+                    1e6 * comm / rounds,
+                    8 * n,
+                    1e6 * wait / rounds
+                );
+            }
             for (pair, (tried, ok)) in t.exchanges.counts().enumerate() {
                 let rate = ok as f64 / tried.max(1) as f64;
                 let _ = writeln!(
