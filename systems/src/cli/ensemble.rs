@@ -1,8 +1,10 @@
-//! `zs ensemble <system> --replicas R [--seed S] --out-dir DIR [run options]`: the same `zs run`
-//! for seeds `S, S + 1, …, S + R − 1` (the Langevin noise, and the DNA's initial angles), replica
-//! k writing `DIR/replica-k.csv` exactly as `zs run … --seed S+k --out DIR/replica-k.csv`
-//! would, then `DIR/summary.csv`: a row per replica of figures read back from its CSV and two
-//! rows, `mean` and `stderr`, across the replicas that completed.
+//! `zs ensemble <system> --replicas R [--seed S] [--sweep PARAM=A:B:N] --out-dir DIR [run
+//! options]`: the same `zs run` for seeds `S, S + 1, …, S + R − 1` (the Langevin noise, and the
+//! DNA's initial angles), at each value of a swept parameter if one is given; replica k writes
+//! `DIR/replica-k.csv` exactly as `zs run` with its seed (and value) and `--out
+//! DIR/replica-k.csv` would, then `DIR/summary.csv`: a row per replica of figures read back
+//! from its CSV, and two rows, `mean` and `stderr`, across the replicas that completed (per
+//! value of the sweep).
 //!
 //! Figures: `t_end` (the last row's time), `energy_initial`, `energy_final`, `energy_mean`
 //! (over the recorded rows), `energy_max_drift` (`max |E − E0|` over the recorded rows), and
@@ -28,9 +30,97 @@ pub struct EnsembleArgs {
     /// Directory of the output files (created if missing).
     #[arg(long = "out-dir", value_name = "DIR")]
     pub out_dir: PathBuf,
+    /// A parameter sweep, `PARAM=A:B:N` (`kt`, `gamma`, `h`, `omega`, `beta`): N values from
+    /// A to B evenly, R replicas (seeds S … S+R−1) at each; replica `i R + j` has value i, seed
+    /// S + j.
+    #[arg(long, value_name = "PARAM=A:B:N", value_parser = parse_sweep)]
+    pub sweep: Option<Sweep>,
     /// The options of `zs run` (--seed S is the first replica's seed; not --out).
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// A parameter of `zs run` an ensemble can sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepParam {
+    /// `--kt`.
+    Kt,
+    /// `--gamma`.
+    Gamma,
+    /// `--h`.
+    H,
+    /// `--omega`.
+    Omega,
+    /// `--beta`.
+    Beta,
+}
+
+/// `--sweep PARAM=A:B:N`: the parameter and its values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sweep {
+    /// The parameter.
+    pub param: SweepParam,
+    /// Its name as written (the summary's column).
+    pub name: &'static str,
+    /// The values, `A + i (B − A) / (N − 1)`.
+    pub values: Vec<f64>,
+}
+
+impl Sweep {
+    /// `run` with the parameter set to `value`.
+    fn apply(&self, run: &mut RunArgs, value: f64) {
+        let slot = match self.param {
+            SweepParam::Kt => &mut run.kt,
+            SweepParam::Gamma => &mut run.gamma,
+            SweepParam::H => &mut run.h,
+            SweepParam::Omega => &mut run.omega,
+            SweepParam::Beta => &mut run.beta,
+        };
+        *slot = Some(value);
+    }
+}
+
+fn parse_sweep(text: &str) -> Result<Sweep, String> {
+    let (name, range) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text}: expected PARAM=A:B:N"))?;
+    let (param, name) = match name {
+        "kt" => (SweepParam::Kt, "kt"),
+        "gamma" => (SweepParam::Gamma, "gamma"),
+        "h" => (SweepParam::H, "h"),
+        "omega" => (SweepParam::Omega, "omega"),
+        "beta" => (SweepParam::Beta, "beta"),
+        other => {
+            return Err(format!(
+                "{other}: the parameters swept are kt, gamma, h, omega, beta"
+            ))
+        }
+    };
+    let parts: Vec<&str> = range.split(':').collect();
+    let [a, b, n] = parts[..] else {
+        return Err(format!("{range}: expected A:B:N"));
+    };
+    let number = |x: &str| x.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
+    let (Some(a), Some(b), Ok(n)) = (number(a), number(b), n.parse::<usize>()) else {
+        return Err(format!("{range}: A and B finite numbers ≥ 0, N a count"));
+    };
+    if n == 0 || (n == 1 && a != b) {
+        return Err(format!("{range}: N ≥ 1 values (A = B for one)"));
+    }
+    let values = (0..n)
+        .map(|i| {
+            if n == 1 {
+                a
+            } else {
+                a + (b - a) * i as f64 / (n - 1) as f64
+            }
+        })
+        .collect();
+    Ok(Sweep {
+        param,
+        name,
+        values,
+    })
 }
 
 /// The figures of one replica's CSV, in the order of [`FIGURES`].
@@ -74,16 +164,30 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
     std::fs::create_dir_all(&args.out_dir)
         .map_err(|e| CliError::io("create the output directory", &args.out_dir, e))?;
     let first = args.run.seed.unwrap_or(0);
-    let total = args.replicas as usize;
+    let per_value = args.replicas as usize;
+    let values = args.sweep.as_ref().map_or(1, |s| s.values.len());
+    let total = per_value * values;
+    let value_of = |k: usize| args.sweep.as_ref().map(|s| s.values[k / per_value]);
+    let seed_of = |k: usize| first + (k % per_value) as u64;
     let held = ranks.block(total);
     // Per replica: its status (1 completed, 2 stopped), its figures' bits, its error's text.
     let mut words = vec![0_u64; total * RECORD];
     for k in held.clone() {
         let mut r = args.run.clone();
-        r.seed = Some(first + k as u64);
+        r.seed = Some(seed_of(k));
+        if let (Some(sweep), Some(v)) = (&args.sweep, value_of(k)) {
+            sweep.apply(&mut r, v);
+        }
         let out = args.out_dir.join(format!("replica-{k}.csv"));
         r.out = Some(out.clone());
-        println!("== replica {k} of {total} (seed {})", first + k as u64);
+        match (&args.sweep, value_of(k)) {
+            (Some(sweep), Some(v)) => println!(
+                "== replica {k} of {total} (seed {}, {} = {v})",
+                seed_of(k),
+                sweep.name
+            ),
+            _ => println!("== replica {k} of {total} (seed {})", seed_of(k)),
+        }
         let record = &mut words[k * RECORD..(k + 1) * RECORD];
         let outcome = match run(&r) {
             // The options are the same for every replica: one refused before it ran (not
@@ -104,25 +208,26 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
         }
     }
     ranks.combine(&mut words);
-    let rows: Vec<(u64, Result<[f64; 6], String>)> = words
+    let rows: Vec<Row> = words
         .chunks_exact(RECORD)
         .enumerate()
-        .map(|(k, w)| {
-            let row = if w[0] == 1 {
+        .map(|(k, w)| Row {
+            seed: seed_of(k),
+            value: value_of(k),
+            figures: if w[0] == 1 {
                 Ok(core::array::from_fn(|i| f64::from_bits(w[1 + i])))
             } else {
                 Err(words_text(&w[7..]))
-            };
-            (first + k as u64, row)
+            },
         })
         .collect();
     let path = args.out_dir.join("summary.csv");
     if ranks.is_root() {
-        let text = summary(&rows);
+        let text = summary(&rows, args.sweep.as_ref());
         zs_runtime::files::write_atomic(&path, text.as_bytes())
             .map_err(|e| CliError::io("write", &path, e))?;
     }
-    let stopped: Vec<usize> = (0..total).filter(|&k| rows[k].1.is_err()).collect();
+    let stopped: Vec<usize> = (0..total).filter(|&k| rows[k].figures.is_err()).collect();
     if ranks.is_root() {
         println!(
             "== ensemble: {} of {total} replicas completed on {} rank(s); summary {}",
@@ -137,7 +242,7 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
             stopped: stopped.len(),
             total,
             first: k,
-            error: rows[k].1.clone().err().unwrap_or_default(),
+            error: rows[k].figures.clone().err().unwrap_or_default(),
         }),
     }
 }
@@ -184,43 +289,66 @@ fn figures(path: &Path) -> Result<[f64; 6], String> {
     Ok(f)
 }
 
+/// One replica's line of the summary.
+struct Row {
+    seed: u64,
+    /// The swept parameter's value.
+    value: Option<f64>,
+    /// Its figures, or why it stopped.
+    figures: Result<[f64; 6], String>,
+}
+
 /// `summary.csv`: a row per replica, then `mean` and `stderr` of each figure over the
-/// completed replicas (the standard error `s / √n`; empty for fewer than two).
-fn summary(rows: &[(u64, Result<[f64; 6], String>)]) -> String {
-    let mut text = format!("replica,seed,status,{},error\n", FIGURES.join(","));
-    for (k, (seed, row)) in rows.iter().enumerate() {
-        match row {
+/// completed replicas (the standard error `s / √n`; empty for fewer than two) — one pair of
+/// rows per value of a sweep, the value in the parameter's column.
+fn summary(rows: &[Row], sweep: Option<&Sweep>) -> String {
+    let param = sweep.map(|s| format!("{},", s.name)).unwrap_or_default();
+    let mut text = format!("replica,seed,{param}status,{},error\n", FIGURES.join(","));
+    let value = |v: Option<f64>| v.map(|x| format!("{x},")).unwrap_or_default();
+    for (k, row) in rows.iter().enumerate() {
+        let (seed, v) = (row.seed, value(row.value));
+        match &row.figures {
             Ok(f) => {
                 let cells: Vec<String> = f.iter().map(|x| cell(*x)).collect();
-                let _ = writeln!(text, "{k},{seed},completed,{},", cells.join(","));
+                let _ = writeln!(text, "{k},{seed},{v}completed,{},", cells.join(","));
             }
             Err(e) => {
                 let _ = writeln!(
                     text,
-                    "{k},{seed},stopped,{},\"{}\"",
+                    "{k},{seed},{v}stopped,{},\"{}\"",
                     [""; 6].join(","),
                     e.replace('"', "'")
                 );
             }
         }
     }
-    let done: Vec<&[f64; 6]> = rows.iter().filter_map(|r| r.1.as_ref().ok()).collect();
-    let n = done.len() as f64;
-    let mean: Vec<f64> = (0..6)
-        .map(|i| done.iter().map(|f| f[i]).sum::<f64>() / n)
-        .collect();
-    let stderr: Vec<f64> = (0..6)
-        .map(|i| {
-            if done.len() < 2 {
-                return f64::NAN;
-            }
-            let var = done.iter().map(|f| (f[i] - mean[i]).powi(2)).sum::<f64>() / (n - 1.0);
-            (var / n).sqrt()
-        })
-        .collect();
-    for (name, values) in [("mean", &mean), ("stderr", &stderr)] {
-        let cells: Vec<String> = values.iter().map(|x| cell(*x)).collect();
-        let _ = writeln!(text, "{name},,,{},", cells.join(","));
+    let groups: Vec<Option<f64>> = match sweep {
+        Some(s) => s.values.iter().map(|&v| Some(v)).collect(),
+        None => vec![None],
+    };
+    for g in groups {
+        let done: Vec<&[f64; 6]> = rows
+            .iter()
+            .filter(|r| r.value == g)
+            .filter_map(|r| r.figures.as_ref().ok())
+            .collect();
+        let n = done.len() as f64;
+        let mean: Vec<f64> = (0..6)
+            .map(|i| done.iter().map(|f| f[i]).sum::<f64>() / n)
+            .collect();
+        let stderr: Vec<f64> = (0..6)
+            .map(|i| {
+                if done.len() < 2 {
+                    return f64::NAN;
+                }
+                let var = done.iter().map(|f| (f[i] - mean[i]).powi(2)).sum::<f64>() / (n - 1.0);
+                (var / n).sqrt()
+            })
+            .collect();
+        for (name, values) in [("mean", &mean), ("stderr", &stderr)] {
+            let cells: Vec<String> = values.iter().map(|x| cell(*x)).collect();
+            let _ = writeln!(text, "{name},,{},{},", value(g), cells.join(","));
+        }
     }
     text
 }

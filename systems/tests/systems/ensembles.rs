@@ -119,6 +119,53 @@ fn an_ensemble_is_the_runs_of_its_seeds_and_summarises_them() {
     );
 }
 
+/// `--sweep kt=A:B:N`: R seeds at each of N values; replica `i R + j` is `zs run` with the
+/// i-th value and seed S + j, and the summary has the value's column and a mean and stderr per
+/// value.
+#[test]
+fn a_sweep_runs_every_seed_at_every_value() {
+    let d = dir("sweep");
+    let common = [
+        "--n", "12", "--gamma", "0.1", "--t-end", "10", "--quiet", "--h", "1",
+    ];
+    let mut args = vec!["ensemble", "dna", "--replicas", "2", "--seed", "7"];
+    args.extend(common);
+    args.extend(["--sweep", "kt=0.5:1.5:3", "--out-dir", "s"]);
+    ok(&zs(&d, &args));
+    let mut single = vec!["run", "dna", "--seed", "8", "--kt", "1"];
+    single.extend(common);
+    single.extend(["--out", "single.csv"]);
+    ok(&zs(&d, &single));
+    assert_eq!(
+        std::fs::read(d.join("single.csv")).unwrap(),
+        std::fs::read(d.join("s/replica-3.csv")).unwrap()
+    );
+    let summary = rows(&d.join("s/summary.csv"));
+    assert_eq!(summary[0][..4], ["replica", "seed", "kt", "status"]);
+    let kt: Vec<&str> = summary[1..7].iter().map(|r| r[2].as_str()).collect();
+    assert_eq!(kt, ["0.5", "0.5", "1", "1", "1.5", "1.5"]);
+    let seeds: Vec<&str> = summary[1..7].iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(seeds, ["7", "8", "7", "8", "7", "8"]);
+    let tail: Vec<(&str, &str)> = summary[7..]
+        .iter()
+        .map(|r| (r[0].as_str(), r[2].as_str()))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            ("mean", "0.5"),
+            ("stderr", "0.5"),
+            ("mean", "1"),
+            ("stderr", "1"),
+            ("mean", "1.5"),
+            ("stderr", "1.5")
+        ]
+    );
+    // The mean of a value's energy_mean is that of its two replicas.
+    let f = |r: usize| summary[r][7].parse::<f64>().unwrap();
+    assert!((f(9) - 0.5 * (f(3) + f(4))).abs() <= 1e-12 * f(9).abs());
+}
+
 /// `zs temper` on a small DNA ring: the exchange log, the walks and the acceptance table
 /// tell one story; the same command gives the same bytes on 1 and 2 threads.
 #[test]
@@ -280,6 +327,16 @@ fn temper_and_ensemble_refuse_what_they_cannot_do_in_one_line() {
         ),
         ("ensemble", &["--replicas", "2", "--out", "a.csv"], "--out"),
         ("ensemble", &["--replicas", "2", "--omega", "3"], "--omega"),
+        (
+            "ensemble",
+            &["--replicas", "2", "--sweep", "mass=1:2:3"],
+            "kt, gamma, h, omega, beta",
+        ),
+        (
+            "ensemble",
+            &["--replicas", "2", "--sweep", "kt=1:2"],
+            "A:B:N",
+        ),
     ] {
         let mut args = vec![command];
         args.extend(base);
