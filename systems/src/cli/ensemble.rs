@@ -6,6 +6,11 @@
 //! from its CSV, and two rows, `mean` and `stderr`, across the replicas that completed (per
 //! value of the sweep).
 //!
+//! `--checkpoint NAME [--checkpoint-every K]`: replica k checkpoints to `DIR/NAME.k`; after an
+//! interruption the same command with `--resume NAME` skips the replicas that completed,
+//! resumes those with a checkpoint (each byte for byte as uninterrupted, `zs run --resume`)
+//! and starts the others, so the whole ensemble ends with the files of an uninterrupted one.
+//!
 //! Figures: `t_end` (the last row's time), `energy_initial`, `energy_final`, `energy_mean`
 //! (over the recorded rows), `energy_max_drift` (`max |E − E0|` over the recorded rows), and
 //! with constraints `constraint_norm_max`. A replica whose run stops (a typed step error, a
@@ -151,9 +156,22 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
             "a replica's final state is the last row of its CSV",
         ),
         (
-            args.run.checkpoint.is_some() || args.run.resume.is_some(),
-            "--checkpoint/--resume",
-            "an ensemble is not checkpointed yet",
+            args.run.resume.is_some() && args.run.checkpoint.is_none(),
+            "--resume without --checkpoint",
+            "an ensemble resumes from the checkpoints its --checkpoint NAME names",
+        ),
+        (
+            args.run.resume.is_some() && args.run.resume != args.run.checkpoint,
+            "--resume NAME other than --checkpoint's",
+            "give the same NAME to both",
+        ),
+        (
+            args.run
+                .checkpoint
+                .as_ref()
+                .is_some_and(|c| c.components().count() != 1),
+            "--checkpoint with a directory",
+            "an ensemble's --checkpoint is a file name: replica k checkpoints to DIR/NAME.k",
         ),
     ] {
         if given {
@@ -180,6 +198,29 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
         }
         let out = args.out_dir.join(format!("replica-{k}.csv"));
         r.out = Some(out.clone());
+        let resumed = match checkpointing(args, k, &out) {
+            Resume::Done => {
+                println!(
+                    "== replica {k}: completed before the interruption ({})",
+                    out.display()
+                );
+                write_record(&mut words[k * RECORD..(k + 1) * RECORD], figures(&out));
+                continue;
+            }
+            Resume::From(ck) => {
+                r.checkpoint = Some(ck.clone());
+                r.resume = Some(ck);
+                true
+            }
+            Resume::Fresh(ck) => {
+                r.checkpoint = ck;
+                r.resume = None;
+                false
+            }
+        };
+        if resumed {
+            println!("== replica {k}: resumed from its checkpoint");
+        }
         match (&args.sweep, value_of(k)) {
             (Some(sweep), Some(v)) => println!(
                 "== replica {k} of {total} (seed {}, {} = {v})",
@@ -195,17 +236,11 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
             Err(e) if k == held.start && !matches!(e, CliError::Stopped { .. }) => return Err(e),
             outcome => outcome.map_err(|e| e.to_string()),
         };
-        match outcome.and_then(|()| figures(&out)) {
-            Ok(f) => {
-                record[0] = 1;
-                record[1..7].copy_from_slice(&bits(&f));
-            }
-            Err(e) => {
-                println!("  replica {k} stopped: {e}");
-                record[0] = 2;
-                record[7..].copy_from_slice(&text_words(&e, RECORD - 7));
-            }
+        let figures = outcome.and_then(|()| figures(&out));
+        if let Err(e) = &figures {
+            println!("  replica {k} stopped: {e}");
         }
+        write_record(record, figures);
     }
     ranks.combine(&mut words);
     let rows: Vec<Row> = words
@@ -244,6 +279,53 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
             first: k,
             error: rows[k].figures.clone().err().unwrap_or_default(),
         }),
+    }
+}
+
+/// Where replica k of a checkpointed ensemble starts.
+enum Resume {
+    /// Its run completed before the interruption: its CSV is final.
+    Done,
+    /// From its checkpoint, `DIR/NAME.k`.
+    From(PathBuf),
+    /// From the beginning (checkpointing to `DIR/NAME.k` if asked).
+    Fresh(Option<PathBuf>),
+}
+
+/// With `--checkpoint NAME`, replica k checkpoints to `DIR/NAME.k`; with `--resume NAME` too, a
+/// replica whose CSV is final and not marked incomplete is done, one with a checkpoint resumes
+/// from it (`zs run --resume`: the same bytes as an uninterrupted run), any other starts over.
+fn checkpointing(args: &EnsembleArgs, k: usize, out: &Path) -> Resume {
+    let Some(name) = &args.run.checkpoint else {
+        return Resume::Fresh(None);
+    };
+    let mut file = name.as_os_str().to_owned();
+    file.push(format!(".{k}"));
+    let ck = args.out_dir.join(file);
+    if args.run.resume.is_none() {
+        return Resume::Fresh(Some(ck));
+    }
+    let marker = zs_runtime::output::incomplete_marker_of(out);
+    if out.exists() && !marker.exists() {
+        Resume::Done
+    } else if ck.exists() {
+        Resume::From(ck)
+    } else {
+        Resume::Fresh(Some(ck))
+    }
+}
+
+/// A replica's record: status 1 and its figures' bits, or status 2 and its error's text.
+fn write_record(record: &mut [u64], figures: Result<[f64; 6], String>) {
+    match figures {
+        Ok(f) => {
+            record[0] = 1;
+            record[1..7].copy_from_slice(&bits(&f));
+        }
+        Err(e) => {
+            record[0] = 2;
+            record[7..].copy_from_slice(&text_words(&e, RECORD - 7));
+        }
     }
 }
 

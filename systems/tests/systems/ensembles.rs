@@ -166,6 +166,100 @@ fn a_sweep_runs_every_seed_at_every_value() {
     assert!((f(9) - 0.5 * (f(3) + f(4))).abs() <= 1e-12 * f(9).abs());
 }
 
+/// An ensemble killed mid-run (SIGKILL, in its second replica) and run again with `--resume`
+/// ends with the files of an uninterrupted one: the first replica is kept, the second resumes
+/// from its checkpoint, the third starts.
+#[test]
+fn a_killed_ensemble_resumes_to_the_files_of_an_uninterrupted_one() {
+    let d = dir("resume");
+    let args = |out: &str| -> Vec<String> {
+        [
+            "ensemble",
+            "dna",
+            "--n",
+            "400",
+            "--replicas",
+            "3",
+            "--seed",
+            "2",
+            "--integrator",
+            "verlet",
+            "--h",
+            "0.2",
+            "--t-end",
+            "1000",
+            "--every",
+            "500",
+            "--gamma",
+            "0.1",
+            "--kt",
+            "0.5",
+            "--quiet",
+            "--checkpoint",
+            "ck",
+            "--checkpoint-every",
+            "250",
+            "--out-dir",
+            out,
+        ]
+        .map(str::to_string)
+        .to_vec()
+    };
+    let full = args("full");
+    ok(&Command::new(ZS)
+        .args(&full)
+        .current_dir(&d)
+        .output()
+        .unwrap());
+    let part = args("part");
+    let mut child = Command::new(ZS)
+        .args(&part)
+        .current_dir(&d)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let second = d.join("part/ck.1");
+    for _ in 0..600 {
+        if second.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        second.exists(),
+        "the second replica checkpointed before the kill"
+    );
+    assert!(!d.join("part/summary.csv").exists());
+    assert!(!d.join("part/replica-2.csv").exists());
+    let mut again = part.clone();
+    again.extend(["--resume".to_string(), "ck".to_string()]);
+    let o = Command::new(ZS)
+        .args(&again)
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    ok(&o);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("replica 0: completed before the interruption"),
+        "{said}"
+    );
+    for f in [
+        "replica-0.csv",
+        "replica-1.csv",
+        "replica-2.csv",
+        "summary.csv",
+    ] {
+        assert_eq!(
+            std::fs::read(d.join("full").join(f)).unwrap(),
+            std::fs::read(d.join("part").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
 /// `zs temper` on a small DNA ring: the exchange log, the walks and the acceptance table
 /// tell one story; the same command gives the same bytes on 1 and 2 threads.
 #[test]
@@ -326,6 +420,16 @@ fn temper_and_ensemble_refuse_what_they_cannot_do_in_one_line() {
             "--out",
         ),
         ("ensemble", &["--replicas", "2", "--out", "a.csv"], "--out"),
+        (
+            "ensemble",
+            &["--replicas", "2", "--resume", "ck"],
+            "--resume without --checkpoint",
+        ),
+        (
+            "ensemble",
+            &["--replicas", "2", "--checkpoint", "a/ck"],
+            "a file name",
+        ),
         ("ensemble", &["--replicas", "2", "--omega", "3"], "--omega"),
         (
             "ensemble",
