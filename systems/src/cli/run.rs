@@ -53,26 +53,9 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     };
     let p = profile(sys, args, method);
     let meta = run_meta(args, sys.name(), &out, &p);
-    sys.run(
-        args,
-        Job {
-            args,
-            out,
-            resume: resume.as_ref(),
-            p,
-            meta,
-            xyz: None,
-            cluster_guard: None,
-            move_guard: None,
-            orthogonality: false,
-            lattice: None,
-            at_end: None,
-            temper: None,
-        },
-    )
+    sys.run(args, Job::new(args, out, resume.as_ref(), p, meta))
 }
 
-/// Every option that does not apply to the system or the integrator is an error (one line).
 /// The paper's `(h, T, β, ω, every)` for `sys` and `method`, overridden by `args`.
 pub(super) fn profile(sys: &dyn CliSystem, args: &RunArgs, method: IntegratorName) -> Profile {
     let omega = args.omega.unwrap_or_else(|| sys.omega());
@@ -90,6 +73,7 @@ pub(super) fn profile(sys: &dyn CliSystem, args: &RunArgs, method: IntegratorNam
     }
 }
 
+/// Every option that does not apply to the system or the integrator is an error (one line).
 pub(super) fn check_options(
     sys: &dyn CliSystem,
     args: &RunArgs,

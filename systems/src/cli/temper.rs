@@ -104,21 +104,7 @@ pub fn temper(args: &TemperArgs) -> Result<(), CliError> {
     ensure_dir("create the output directory", &out)?;
     let p = profile(sys, r, method);
     let meta = run_meta(r, sys.name(), &out, &p);
-    sys.run(
-        r,
-        Job {
-            args: r,
-            out,
-            resume: None,
-            p,
-            meta,
-            xyz: None,
-            cluster_guard: None,
-            move_guard: None,
-            orthogonality: false,
-            lattice: None,
-            at_end: None,
-            temper: Some(&plan),
-        },
-    )
+    let mut job = Job::new(r, out, None, p, meta);
+    job.temper = Some(&plan);
+    sys.run(r, job)
 }

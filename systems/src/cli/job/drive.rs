@@ -57,12 +57,7 @@ impl Job<'_> {
                 })?
             }
         };
-        let csv = csv.with_names(names).with_energy();
-        let mut csv = if constrained {
-            csv.with_constraints(system)
-        } else {
-            csv
-        };
+        let mut csv = run_columns(csv, names, system);
         let defect = |q: &V| {
             <&[f64; 9]>::try_from(q.as_slice()).map_or(f64::NAN, rigid_body::orthogonality_defect)
         };
@@ -270,5 +265,25 @@ fn finish<V: Vector>(summary: RunSummary<V>, out: &Path) -> Result<(), CliError>
             t: f.last_good.t,
             marker: incomplete_marker_of(out),
         }),
+    }
+}
+
+/// The columns of a run's CSV: the coordinates' `names` (and velocities), the energy, and
+/// `constraint_norm` when `system` has constraints.
+pub(super) fn run_columns<'s, S, V, C>(
+    csv: CsvRecorder<'s, V>,
+    names: Vec<String>,
+    system: &'s S,
+) -> CsvRecorder<'s, V>
+where
+    S: ConstrainedModel<V, C> + ?Sized,
+    V: ConstraintSpace<C>,
+    C: Vector,
+{
+    let csv = csv.with_names(names).with_energy();
+    if system.constraint_count() > 0 {
+        csv.with_constraints(system)
+    } else {
+        csv
     }
 }

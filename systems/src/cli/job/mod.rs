@@ -75,6 +75,33 @@ pub(crate) struct Job<'a> {
     pub temper: Option<&'a TemperPlan<'a>>,
 }
 
+impl<'a> Job<'a> {
+    /// The job of `args` writing `out` (resuming `resume`), with parameters `p` and checkpoint
+    /// metadata `meta`; nothing a system adds (XYZ, guards, a box) and no replica exchange.
+    pub(crate) fn new(
+        args: &'a RunArgs,
+        out: PathBuf,
+        resume: Option<&'a Checkpoint>,
+        p: Profile,
+        meta: Checkpoint,
+    ) -> Self {
+        Job {
+            args,
+            out,
+            resume,
+            p,
+            meta,
+            xyz: None,
+            cluster_guard: None,
+            move_guard: None,
+            orthogonality: false,
+            lattice: None,
+            at_end: None,
+            temper: None,
+        }
+    }
+}
+
 impl Job<'_> {
     /// Also write the positions as extended XYZ, atoms named by `symbols`.
     pub fn with_xyz(mut self, symbols: Vec<String>) -> Self {

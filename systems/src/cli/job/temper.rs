@@ -84,19 +84,12 @@ impl Job<'_> {
         let states = vec![state.clone(); held.len()];
         let mut t = Tempering::block(exchanges, held.start, states, steppers)
             .expect("a block of the ladder, one state and one stepper per replica");
-        let constrained = system.constraint_count() > 0;
         let mut csv = Vec::with_capacity(held.len());
         for k in held.clone() {
             let path = plan.replica_path(k);
             let rec = CsvRecorder::create(&path, p.every)
-                .map_err(|e| CliError::io("create", tmp_path_of(&path), e))?
-                .with_names(names.clone())
-                .with_energy();
-            let mut rec = if constrained {
-                rec.with_constraints(system)
-            } else {
-                rec
-            };
+                .map_err(|e| CliError::io("create", tmp_path_of(&path), e))?;
+            let mut rec = super::drive::run_columns(rec, names.clone(), system);
             Observer::<T, V>::start(&mut rec, target, &state);
             csv.push(rec);
         }
