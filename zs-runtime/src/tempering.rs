@@ -37,7 +37,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use crate::integrators::Langevin;
-use crate::{Model, StateOf, StepError, Stepper, Vector};
+use crate::{Clocked, Model, Quantity, StateOf, StepError, Stepper, Vector};
 
 /// Why a ladder or a set of replicas is refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -380,17 +380,27 @@ impl<S, V: Vector> Tempering<S, V> {
 
     /// The potential energies of the replicas held here, into their places of `energy` (one
     /// entry per replica of the ladder; NaN for a failed replica). The other entries are left
-    /// as they are: processes combine their shares into the whole vector.
-    pub fn energies_into<P>(&self, target: &P, energy: &mut [f64])
+    /// as they are: processes combine their shares into the whole vector. A replica whose
+    /// energy is not finite (a state that overflowed without a step noticing) fails here, with
+    /// a [`StepError`] of its last step: its swaps could not be decided.
+    pub fn energies_into<P>(&mut self, target: &P, energy: &mut [f64])
     where
         P: Model<V> + ?Sized,
     {
-        for (k, r) in self.replicas.iter().enumerate() {
-            energy[self.first + k] = if r.failure.is_none() {
+        for (k, r) in self.replicas.iter_mut().enumerate() {
+            let e = if r.failure.is_none() {
                 target.potential_at(&r.state.q)
             } else {
                 f64::NAN
             };
+            if !e.is_finite() && r.failure.is_none() {
+                r.failure = Some(StepError::non_finite(
+                    r.stepper.steps_taken(),
+                    r.state.t,
+                    Quantity::Other("potential energy at a replica exchange"),
+                ));
+            }
+            energy[self.first + k] = if r.failure.is_none() { e } else { f64::NAN };
         }
     }
 

@@ -357,6 +357,57 @@ fn replica_exchange_files_agree_and_do_not_depend_on_threads() {
     assert_ne!(r0[2], r3[2]);
 }
 
+/// A replica that fails (here the hottest of a ladder up to 1e308, whose energy overflows) is
+/// reported — its CSV marked incomplete, the command failing after the end — while the other
+/// runs to the end and its pairs are no longer attempted.
+#[test]
+fn a_failed_replica_is_reported_and_the_others_finish() {
+    let d = dir("temper-fail");
+    let o = zs(
+        &d,
+        &[
+            "temper",
+            "dna",
+            "--n",
+            "10",
+            "--integrator",
+            "verlet",
+            "--h",
+            "0.2",
+            "--temperatures",
+            "0.5,1e308",
+            "--exchange-every",
+            "5",
+            "--gamma",
+            "1",
+            "--t-end",
+            "40",
+            "--quiet",
+            "--out-dir",
+            "f",
+        ],
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("replica-1.csv") && err.contains("non-finite"),
+        "{err}"
+    );
+    let f = d.join("f");
+    assert!(f.join("replica-1.csv.incomplete").exists());
+    assert!(!f.join("replica-0.csv.incomplete").exists());
+    assert_eq!(rows(&f.join("replica-0.csv")).len(), 1 + 201);
+    let failed_at: f64 = rows(&f.join("replica-1.csv")).last().unwrap()[0]
+        .parse()
+        .unwrap();
+    let ex = rows(&f.join("exchanges.csv"));
+    assert!(ex.len() > 1, "the pair was attempted before the failure");
+    assert!(ex[1..]
+        .iter()
+        .all(|r| r[0].parse::<f64>().unwrap() < failed_at + 1e-9));
+    assert_eq!(ex[1][4], "1e308");
+}
+
 #[test]
 fn temper_and_ensemble_refuse_what_they_cannot_do_in_one_line() {
     let d = dir("refuse");

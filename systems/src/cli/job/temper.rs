@@ -135,8 +135,8 @@ impl Job<'_> {
                     "{now},{},{},{},{},{},{},{}",
                     a.pair,
                     u8::from(a.accepted),
-                    plan.kt[a.pair],
-                    plan.kt[a.pair + 1],
+                    num(plan.kt[a.pair]),
+                    num(plan.kt[a.pair + 1]),
                     a.lower,
                     a.upper,
                     a.probability
@@ -183,13 +183,13 @@ impl Job<'_> {
                 let _ = writeln!(
                     acceptance,
                     "{pair},{},{},{tried},{ok},{rate:.6}",
-                    plan.kt[pair],
-                    plan.kt[pair + 1]
+                    num(plan.kt[pair]),
+                    num(plan.kt[pair + 1])
                 );
                 println!(
-                    "  kT {:>10.4} ↔ {:<10.4} accepted {ok:>8} of {tried:<8} ({:.1} %)",
-                    plan.kt[pair],
-                    plan.kt[pair + 1],
+                    "  kT {:>10} ↔ {:<10} accepted {ok:>8} of {tried:<8} ({:.1} %)",
+                    num(plan.kt[pair]),
+                    num(plan.kt[pair + 1]),
                     100.0 * rate
                 );
             }
@@ -219,6 +219,16 @@ impl Job<'_> {
                 marker: zs_runtime::output::incomplete_marker_of(&plan.replica_path(k)),
             }),
         }
+    }
+}
+
+/// `x` in the shortest decimal that reads back exactly, with an exponent outside
+/// `[1e-5, 1e16)` (a ladder may span many decades).
+fn num(x: f64) -> String {
+    if x == 0.0 || (1e-5..1e16).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
     }
 }
 
