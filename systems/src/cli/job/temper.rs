@@ -78,7 +78,8 @@ impl Job<'_> {
             .clone()
             .map(|k| Langevin::new(make(), plan.gamma, plan.kt[k], plan.seed + k as u64))
             .collect();
-        let h = make().h();
+        // Every replica's Langevin clock starts at the inner stepper's step, `--h`.
+        let h = p.h;
         let steps = driver::planned_steps(state.t, p.t_end, h)
             .ok_or(CliError::Unreachable { h, t_end: p.t_end })?;
         let states = vec![state.clone(); held.len()];
