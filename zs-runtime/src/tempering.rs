@@ -31,11 +31,18 @@
 //! ([`Tempering::block`]); before a round they combine their replicas' energies
 //! ([`Tempering::energies_into`]) into the whole vector and each calls
 //! [`Tempering::exchange_with`] on it.
+//!
+//! **Checkpoints.** Between two rounds, [`Exchanges`] (the assignment, the round, the counts)
+//! is [`Resumable`], and each replica saves its state and stepper apart
+//! ([`Tempering::save_replica`], [`Tempering::restore_replica`]): a process saves only the
+//! replicas it holds, and a run resumed from them — by any number of processes — continues bit
+//! for bit.
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+use crate::checkpoint::{Checkpoint, CheckpointError, Resumable, Scope, ScopeMut};
 use crate::integrators::Langevin;
 use crate::{Clocked, Model, Quantity, StateOf, StepError, Stepper, Vector};
 
@@ -232,6 +239,75 @@ impl Exchanges {
     }
 }
 
+/// The assignment, the round and the counts, under the ladder and seed they belong to (a
+/// checkpoint of another ladder or seed is refused; the swap rule is not saved).
+impl Resumable for Exchanges {
+    fn save(&self, out: &mut ScopeMut<'_>) {
+        out.set_f64s("kt", &self.kt);
+        out.set_u64("seed", self.seed);
+        out.set_u64("rounds", self.rounds);
+        for (r, slot) in self.slot_of.iter().enumerate() {
+            out.set_u64(&format!("slot.{r}"), *slot as u64);
+        }
+        for (pair, (tried, ok)) in self.counts().enumerate() {
+            out.set_u64(&format!("attempted.{pair}"), tried);
+            out.set_u64(&format!("accepted.{pair}"), ok);
+        }
+    }
+
+    fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        let mismatch =
+            |what: String| CheckpointError::Mismatch(format!("replica exchange: {what}"));
+        let kt = from.f64s("kt")?;
+        if kt != self.kt {
+            return Err(mismatch(format!(
+                "temperatures {kt:?} at the checkpoint, {:?} now",
+                self.kt
+            )));
+        }
+        let seed = from.u64("seed")?;
+        if seed != self.seed {
+            return Err(mismatch(format!(
+                "seed {seed} at the checkpoint, {} now",
+                self.seed
+            )));
+        }
+        let n = self.len();
+        let mut slot_of = Vec::with_capacity(n);
+        for r in 0..n {
+            slot_of.push(from.u64(&format!("slot.{r}"))? as usize);
+        }
+        let mut replica_at = vec![usize::MAX; n];
+        for (r, &slot) in slot_of.iter().enumerate() {
+            match replica_at.get_mut(slot) {
+                Some(at) if *at == usize::MAX => *at = r,
+                _ => {
+                    return Err(mismatch(format!(
+                        "the assignment {slot_of:?} is not a permutation of 0..{n}"
+                    )))
+                }
+            }
+        }
+        for pair in 0..n - 1 {
+            let (tried, ok) = (
+                from.u64(&format!("attempted.{pair}"))?,
+                from.u64(&format!("accepted.{pair}"))?,
+            );
+            if ok > tried {
+                return Err(mismatch(format!(
+                    "pair {pair}: {ok} accepted of {tried} attempted"
+                )));
+            }
+            self.attempted[pair] = tried;
+            self.accepted[pair] = ok;
+        }
+        self.rounds = from.u64("rounds")?;
+        self.slot_of = slot_of;
+        self.replica_at = replica_at;
+        Ok(())
+    }
+}
+
 /// One replica: its state and its Langevin stepper (at the temperature it holds).
 #[derive(Debug, Clone)]
 pub struct Replica<S, V: Vector> {
@@ -330,6 +406,85 @@ impl<S, V: Vector> Tempering<S, V> {
             .iter()
             .enumerate()
             .filter_map(|(k, r)| r.failure.as_ref().map(|e| (self.first + k, e)))
+    }
+
+    /// Save replica `replica` (an index on the ladder, held here) into `cp`: its state and,
+    /// under `stepper`, its Langevin stepper (temperature, noise stream, inner stepper). With
+    /// [`Exchanges`] saved at the same round, what [`Tempering::restore_replica`] needs.
+    ///
+    /// # Errors
+    /// The replica's step failure, if it failed: a failed replica is not checkpointed (resuming
+    /// from the checkpoint before reproduces the failure).
+    ///
+    /// # Panics
+    /// If `replica` is not held here.
+    pub fn save_replica(&self, replica: usize, cp: &mut Checkpoint) -> Result<(), StepError>
+    where
+        S: Resumable + Clocked,
+    {
+        let r = &self.replicas[self.held(replica)];
+        if let Some(e) = &r.failure {
+            return Err(e.clone());
+        }
+        cp.set_state(&r.state);
+        cp.set_u64("replica", replica as u64);
+        r.stepper.save(&mut cp.scope_mut("stepper"));
+        Ok(())
+    }
+
+    /// Restore replica `replica` (held here) from what [`Tempering::save_replica`] wrote, after
+    /// [`Exchanges`] was restored to the same round (the stepper's temperature must be the one
+    /// the assignment gives it).
+    ///
+    /// # Errors
+    /// The checkpoint is of another replica, dimension or stepper, lacks an entry, or holds
+    /// the replica at another temperature than the assignment.
+    ///
+    /// # Panics
+    /// If `replica` is not held here.
+    pub fn restore_replica(
+        &mut self,
+        replica: usize,
+        cp: &Checkpoint,
+    ) -> Result<(), CheckpointError>
+    where
+        S: Resumable + Clocked,
+    {
+        let saved = cp.u64("replica")?;
+        if saved != replica as u64 {
+            return Err(CheckpointError::Mismatch(format!(
+                "a checkpoint of replica {saved} given for replica {replica}"
+            )));
+        }
+        let kt = self.exchanges.kt_of(replica);
+        let k = self.held(replica);
+        let state: StateOf<V> = cp.state()?;
+        let r = &mut self.replicas[k];
+        if state.q.len() != r.state.q.len() {
+            return Err(CheckpointError::Mismatch(format!(
+                "the checkpoint has {} coordinates, the system {}",
+                state.q.len(),
+                r.state.q.len()
+            )));
+        }
+        r.stepper.restore(&cp.scope("stepper"))?;
+        if r.stepper.kt().to_bits() != kt.to_bits() {
+            return Err(CheckpointError::Mismatch(format!(
+                "replica {replica} at kT = {} in its checkpoint, {kt} in the exchanges' assignment",
+                r.stepper.kt()
+            )));
+        }
+        r.state = state;
+        r.failure = None;
+        Ok(())
+    }
+
+    fn held(&self, replica: usize) -> usize {
+        assert!(
+            (self.first..self.first + self.replicas.len()).contains(&replica),
+            "replica {replica} is not held here"
+        );
+        replica - self.first
     }
 
     /// Advance every live replica held here by `steps` steps, calling

@@ -196,3 +196,96 @@ fn blocks_that_share_energies_reach_the_same_states_as_one_holder() {
     assert!(whole.exchanges.counts().all(|(_, ok)| ok > 0));
     assert!(Tempering::block(x(), 3, start(2), steppers(0..2)).is_err());
 }
+
+/// A ladder checkpointed between two rounds — the exchanges once, each replica apart, through
+/// the checkpoint's text — and resumed by two blocks (as two processes would) reaches the
+/// states, assignment and counts of the uninterrupted run bit for bit. A checkpoint of another
+/// ladder, or of a replica at another temperature than the assignment, is refused.
+#[test]
+fn a_checkpointed_ladder_resumes_bit_for_bit_in_blocks() {
+    use zs_runtime::{Checkpoint, Resumable};
+    let steppers = |range: core::ops::Range<usize>| -> Vec<_> {
+        range
+            .map(|k| Langevin::new(VelocityVerlet::new(H), 1.0, KT[k], 100 + k as u64))
+            .collect()
+    };
+    let start = |n: usize| vec![State::new([-1.0], [0.0]); n];
+    let x = || Exchanges::new(KT.to_vec(), 5).unwrap();
+    let mut whole = Tempering::new(x(), start(4), steppers(0..4)).unwrap();
+    let round = |t: &mut Tempering<_, [f64; 1]>| {
+        t.advance(&DoubleWell, EVERY, |_, _| {});
+        t.exchange(&DoubleWell).to_vec()
+    };
+    for _ in 0..150 {
+        round(&mut whole);
+    }
+    // Through text, as the files hold them.
+    let through_text = |cp: Checkpoint| Checkpoint::from_text(&cp.to_text()).unwrap();
+    let mut saved_x = Checkpoint::new();
+    whole.exchanges.save(&mut saved_x.scope_mut("exchanges"));
+    let saved_x = through_text(saved_x);
+    let saved: Vec<Checkpoint> = (0..4)
+        .map(|k| {
+            let mut cp = Checkpoint::new();
+            whole.save_replica(k, &mut cp).unwrap();
+            through_text(cp)
+        })
+        .collect();
+    assert!(
+        (0..4).any(|r| whole.exchanges.slot_of(r) != r),
+        "some replica has moved"
+    );
+    let mut expected = Vec::new();
+    for _ in 0..150 {
+        expected.push(round(&mut whole));
+    }
+
+    let mut exchanges = x();
+    exchanges.restore(&saved_x.scope("exchanges")).unwrap();
+    let mut a = Tempering::block(exchanges.clone(), 0, start(2), steppers(0..2)).unwrap();
+    let mut b = Tempering::block(exchanges, 2, start(2), steppers(2..4)).unwrap();
+    for k in 0..2 {
+        a.restore_replica(k, &saved[k]).unwrap();
+        b.restore_replica(k + 2, &saved[k + 2]).unwrap();
+    }
+    let mut energy = vec![0.0; 4];
+    for attempts in &expected {
+        a.advance(&DoubleWell, EVERY, |_, _| {});
+        b.advance(&DoubleWell, EVERY, |_, _| {});
+        a.energies_into(&DoubleWell, &mut energy);
+        b.energies_into(&DoubleWell, &mut energy);
+        assert_eq!(a.exchange_with(&energy), &attempts[..]);
+        assert_eq!(b.exchange_with(&energy), &attempts[..]);
+    }
+    let bits = |t: &Tempering<_, [f64; 1]>| -> Vec<(u64, u64, u64)> {
+        t.replicas
+            .iter()
+            .map(|r| {
+                (
+                    r.state.q[0].to_bits(),
+                    r.state.v[0].to_bits(),
+                    r.stepper.kt().to_bits(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(bits(&whole), [bits(&a), bits(&b)].concat());
+    assert_eq!(
+        whole.exchanges.counts().collect::<Vec<_>>(),
+        b.exchanges.counts().collect::<Vec<_>>()
+    );
+
+    // Refused: another ladder; a replica's checkpoint given for another; a replica whose
+    // temperature is not the one the assignment gives it.
+    let mut other = Exchanges::new(vec![0.1, 0.2, 0.3, 0.4], 5).unwrap();
+    assert!(other.restore(&saved_x.scope("exchanges")).is_err());
+    let mut fresh = Tempering::new(x(), start(4), steppers(0..4)).unwrap();
+    assert!(fresh.restore_replica(1, &saved[0]).is_err());
+    let moved = (0..4).find(|&r| whole_slot(&saved_x, r) != r).unwrap();
+    assert!(fresh.restore_replica(moved, &saved[moved]).is_err());
+}
+
+/// The slot of `replica` in a saved assignment.
+fn whole_slot(cp: &zs_runtime::Checkpoint, replica: usize) -> usize {
+    cp.u64(&format!("exchanges.slot.{replica}")).unwrap() as usize
+}
