@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::CliError;
 use super::ranks::{bits, text_words, words_text, Ranks};
-use super::run::run;
+use super::run::{check_named_checkpoint, run};
 use super::RunArgs;
 
 /// Arguments of `zs ensemble`.
@@ -155,29 +155,16 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
             "--write-data",
             "a replica's final state is the last row of its CSV",
         ),
-        (
-            args.run.resume.is_some() && args.run.checkpoint.is_none(),
-            "--resume without --checkpoint",
-            "an ensemble resumes from the checkpoints its --checkpoint NAME names",
-        ),
-        (
-            args.run.resume.is_some() && args.run.resume != args.run.checkpoint,
-            "--resume NAME other than --checkpoint's",
-            "give the same NAME to both",
-        ),
-        (
-            args.run
-                .checkpoint
-                .as_ref()
-                .is_some_and(|c| c.components().count() != 1),
-            "--checkpoint with a directory",
-            "an ensemble's --checkpoint is a file name: replica k checkpoints to DIR/NAME.k",
-        ),
     ] {
         if given {
             return Err(CliError::does_not_apply(option, "zs ensemble", Some(why)));
         }
     }
+    check_named_checkpoint(
+        &args.run,
+        "zs ensemble",
+        "an ensemble's --checkpoint is a file name: replica k checkpoints to DIR/NAME.k",
+    )?;
     let ranks = Ranks::world("ensemble")?;
     std::fs::create_dir_all(&args.out_dir)
         .map_err(|e| CliError::io("create the output directory", &args.out_dir, e))?;

@@ -304,3 +304,37 @@ pub(super) fn ensure_dir(action: &'static str, file: &Path) -> Result<(), CliErr
         _ => Ok(()),
     }
 }
+
+/// The checkpoint options of a command that runs several replicas under `--out-dir DIR`
+/// (`command`, e.g. "zs ensemble"): `--checkpoint NAME` is a file name (`layout` says which
+/// files it names), and `--resume` repeats it.
+pub(super) fn check_named_checkpoint(
+    args: &RunArgs,
+    command: &'static str,
+    layout: &'static str,
+) -> Result<(), CliError> {
+    for (given, option, why) in [
+        (
+            args.resume.is_some() && args.checkpoint.is_none(),
+            "--resume without --checkpoint",
+            "give --checkpoint NAME and --resume NAME: the run resumes from the checkpoints NAME names",
+        ),
+        (
+            args.resume.is_some() && args.resume != args.checkpoint,
+            "--resume NAME other than --checkpoint's",
+            "give the same NAME to both",
+        ),
+        (
+            args.checkpoint
+                .as_ref()
+                .is_some_and(|c| c.components().count() != 1),
+            "--checkpoint with a directory",
+            layout,
+        ),
+    ] {
+        if given {
+            return Err(CliError::does_not_apply(option, command, Some(why)));
+        }
+    }
+    Ok(())
+}

@@ -11,13 +11,18 @@
 //! probability`), `walks.csv` (after each round, every replica's temperature index) and
 //! `acceptance.csv` (per pair, attempts, acceptances, rate). The replicas run one after
 //! another within the process, each on the `--threads` pool.
+//!
+//! `--checkpoint NAME [--checkpoint-every K]` writes, after the first exchange round at or past
+//! every K steps, `DIR/NAME` (the exchanges) and `DIR/NAME.k` (replica k); the same command
+//! with `--resume NAME` continues from them — on any number of MPI ranks — to the bytes of an
+//! uninterrupted run (without a checkpoint yet, it starts from the beginning).
 
 use std::path::PathBuf;
 
 use super::error::CliError;
-use super::job::{resume::run_meta, Job, TemperPlan};
+use super::job::{resume::run_meta, Job, TemperCheckpoint, TemperPlan};
 use super::ranks::Ranks;
-use super::run::{check_memory, check_options, ensure_dir, profile};
+use super::run::{check_memory, check_named_checkpoint, check_options, ensure_dir, profile};
 use super::system::describe;
 use super::{positive_f64, IntegratorName, RunArgs};
 
@@ -64,11 +69,6 @@ pub fn temper(args: &TemperArgs) -> Result<(), CliError> {
             "a replica's final state is the last row of its CSV",
         ),
         (
-            r.checkpoint.is_some() || r.resume.is_some(),
-            "--checkpoint/--resume",
-            "replica exchange is not checkpointed yet",
-        ),
-        (
             r.max_energy_drift.is_some(),
             "--max-energy-drift",
             "a thermostatted replica's energy is not conserved",
@@ -87,6 +87,11 @@ pub fn temper(args: &TemperArgs) -> Result<(), CliError> {
         option: "--gamma G",
         why: "replica exchange runs every replica under Langevin dynamics, with friction G",
     })?;
+    check_named_checkpoint(
+        r,
+        "zs temper",
+        "replica exchange's --checkpoint is a file name: DIR/NAME (the exchanges) and DIR/NAME.k (replica k)",
+    )?;
     check_options(sys, r, method)?;
     check_memory(sys, r, method)?;
     std::fs::create_dir_all(&args.out_dir)
@@ -99,11 +104,19 @@ pub fn temper(args: &TemperArgs) -> Result<(), CliError> {
         dir: args.out_dir.clone(),
         gamma,
         seed: r.seed.unwrap_or(0),
+        checkpoint: r.checkpoint.as_ref().map(|name| TemperCheckpoint {
+            path: args.out_dir.join(name),
+            every: r.checkpoint_every,
+            resume: r.resume.is_some(),
+        }),
     };
     let out = plan.replica_path(0);
     ensure_dir("create the output directory", &out)?;
     let p = profile(sys, r, method);
-    let meta = run_meta(r, sys.name(), &out, &p);
+    let mut meta = run_meta(r, sys.name(), &out, &p);
+    let mut m = meta.scope_mut("cli");
+    m.set_f64s("temperatures", &args.temperatures);
+    m.set_u64("exchange-every", args.exchange_every);
     let mut job = Job::new(r, out, None, p, meta);
     job.temper = Some(&plan);
     sys.run(r, job)

@@ -260,6 +260,130 @@ fn a_killed_ensemble_resumes_to_the_files_of_an_uninterrupted_one() {
     }
 }
 
+/// `zs temper --checkpoint ck` on a DNA ring whose replicas swap often.
+fn checkpointed_temper(out: &str) -> Vec<String> {
+    [
+        "temper",
+        "dna",
+        "--n",
+        "400",
+        "--integrator",
+        "verlet",
+        "--h",
+        "0.2",
+        "--temperatures",
+        "0.5,0.52,0.54,0.56",
+        "--exchange-every",
+        "10",
+        "--gamma",
+        "1",
+        "--t-end",
+        "4000",
+        "--every",
+        "50",
+        "--seed",
+        "9",
+        "--quiet",
+        "--checkpoint",
+        "ck",
+        "--checkpoint-every",
+        "1000",
+        "--out-dir",
+        out,
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+/// The files `zs temper` writes for a ladder of 4.
+const TEMPER_FILES: [&str; 7] = [
+    "replica-0.csv",
+    "replica-1.csv",
+    "replica-2.csv",
+    "replica-3.csv",
+    "exchanges.csv",
+    "walks.csv",
+    "acceptance.csv",
+];
+
+fn same_outputs(a: &Path, b: &Path, files: &[&str]) {
+    for f in files {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap_or_else(|e| panic!("{}: {e}", a.join(f).display())),
+            std::fs::read(b.join(f)).unwrap_or_else(|e| panic!("{}: {e}", b.join(f).display())),
+            "{f}"
+        );
+    }
+}
+
+/// Replica exchange killed mid-run (SIGKILL) and run again with `--resume` ends with the files
+/// of an uninterrupted run — also when a replica's newest checkpoint file is missing (the
+/// process was killed between keeping its previous one and writing the next: the previous one
+/// is of the round the exchanges' checkpoint names). A resume with another exchange interval
+/// is refused before anything is touched.
+#[test]
+fn a_killed_replica_exchange_resumes_to_the_files_of_an_uninterrupted_one() {
+    let d = dir("temper-resume");
+    ok(&Command::new(ZS)
+        .args(checkpointed_temper("full"))
+        .current_dir(&d)
+        .output()
+        .unwrap());
+    let part = checkpointed_temper("part");
+    let mut child = Command::new(ZS)
+        .args(&part)
+        .current_dir(&d)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ck = d.join("part/ck");
+    for _ in 0..1000 {
+        if ck.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(ck.exists(), "a checkpoint before the kill");
+    for f in TEMPER_FILES {
+        assert!(!d.join("part").join(f).exists(), "{f} before the end");
+    }
+    let mut other = part.clone();
+    let at = other.iter().position(|a| a == "--exchange-every").unwrap();
+    other[at + 1] = "20".to_string();
+    other.extend(["--resume".to_string(), "ck".to_string()]);
+    let o = Command::new(ZS)
+        .args(&other)
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--exchange-every is 20 here but 10"),
+        "{err}"
+    );
+    // As if killed between keeping replica 1's previous checkpoint and writing its next.
+    let (newest, previous) = (d.join("part/ck.1"), d.join("part/ck.1.previous"));
+    std::fs::rename(&newest, &previous).unwrap();
+    let mut again = part.clone();
+    again.extend(["--resume".to_string(), "ck".to_string()]);
+    let o = Command::new(ZS)
+        .args(&again)
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    ok(&o);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("resumed at step"), "{said}");
+    same_outputs(&d.join("full"), &d.join("part"), &TEMPER_FILES);
+    let accepted: u64 = rows(&d.join("full/acceptance.csv"))[1..]
+        .iter()
+        .map(|r| r[4].parse::<u64>().unwrap())
+        .sum();
+    assert!(accepted > 100, "the replicas swap: {accepted}");
+}
+
 /// `zs temper` on a small DNA ring: the exchange log, the walks and the acceptance table
 /// tell one story; the same command gives the same bytes on 1 and 2 threads.
 #[test]
@@ -601,6 +725,69 @@ mod under_mpirun {
         }
     }
 
+    /// A process whose parent is `parent` (a rank of `mpirun`).
+    fn a_rank_of(parent: u32) -> u32 {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .find(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        s.rsplit(')')
+                            .next()?
+                            .split_whitespace()
+                            .nth(1)?
+                            .parse::<u32>()
+                            .ok()
+                    })
+                    == Some(parent)
+            })
+            .expect("a rank of mpirun")
+    }
+
+    /// Replica exchange checkpointed on 2 ranks, one rank SIGKILLed, resumed on 3: the files
+    /// of the uninterrupted run on 1.
+    #[test]
+    fn replica_exchange_checkpointed_on_2_ranks_resumes_on_3() {
+        let d = dir("mpi-resume");
+        ok(&Command::new(ZS)
+            .args(checkpointed_temper("full"))
+            .current_dir(&d)
+            .output()
+            .unwrap());
+        let part = checkpointed_temper("part");
+        let mut child = Command::new("mpirun")
+            .args(["-np", "2", "--oversubscribe", ZS])
+            .args(&part)
+            .current_dir(&d)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("mpirun");
+        let ck = d.join("part/ck");
+        for _ in 0..2000 {
+            if ck.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let killed = Command::new("kill")
+            .args(["-9", &a_rank_of(child.id()).to_string()])
+            .status();
+        assert!(killed.expect("kill").success());
+        assert!(!child.wait().expect("mpirun ends").success());
+        assert!(ck.exists(), "a checkpoint before the kill");
+        let mut again: Vec<&str> = part.iter().map(String::as_str).collect();
+        again.extend(["--resume", "ck"]);
+        let o = mpirun(&d, 3, &again);
+        ok(&o);
+        assert!(String::from_utf8_lossy(&o.stdout).contains("resumed at step"));
+        same_outputs(&d.join("full"), &d.join("part"), &TEMPER_FILES);
+    }
+
     #[test]
     fn a_rank_killed_mid_run_leaves_no_complete_looking_output() {
         let d = dir("mpi-kill");
@@ -639,23 +826,7 @@ mod under_mpirun {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
-        let rank = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .find(|pid| {
-                std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .ok()
-                    .and_then(|s| {
-                        s.rsplit(')')
-                            .next()?
-                            .split_whitespace()
-                            .nth(1)?
-                            .parse::<u32>()
-                            .ok()
-                    })
-                    == Some(child.id())
-            })
-            .expect("a rank of mpirun");
+        let rank = a_rank_of(child.id());
         let killed = Command::new("kill")
             .args(["-9", &rank.to_string()])
             .status();

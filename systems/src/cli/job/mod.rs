@@ -21,7 +21,7 @@ use zs_runtime::{
 };
 
 pub(crate) use stepper::CliStepper;
-pub(crate) use temper::TemperPlan;
+pub(crate) use temper::{TemperCheckpoint, TemperPlan};
 
 use super::error::CliError;
 use super::{state_file, IntegratorName, RunArgs};
