@@ -2,8 +2,9 @@
 """Does GLA around Z&Ss-stiff sample the water cluster at its temperature? (EXPERIMENTS.md,
 "Water: the temperature GLA + Z&Ss-stiff samples").
 
-Runs `zs run water` (N = 7, kT = 0.02, T = 6000, burn-in 1000, seeds 1..8, each start minimized
-and given rigid thermal velocities) for the configurations below, and prints, per configuration,
+Runs one `zs ensemble water` per configuration below (N = 7, kT = 0.02, T = 6000, burn-in 1000,
+replicas of seeds 1..8, each start minimized and given rigid thermal velocities; replica k is
+byte for byte `zs run water --seed 1+k`), and prints, per configuration,
 the mean over seeds (± standard error) of the kinetic energy per degree of freedom in units of
 kT/2, split into the 6 rigid-body degrees of freedom of each molecule (translation + rotation,
 projected in the mass metric) and the 3 internal ones (bond and angle vibrations against the
@@ -11,8 +12,10 @@ penalty). Velocity Verlet at h = 0.01 is the symplectic reference on the same pe
 potential.
 
 Usage: cargo build --release -p zs-systems --bin zs
-       python3 benches/water_temperature.py [path/to/zs] [seeds]
-Needs numpy. About 4 minutes on 2 cores (two runs at a time)."""
+       python3 benches/water_temperature.py [path/to/zs] [seeds] [ranks]
+With ranks > 1 (a zs built with `--features mpi`), each ensemble runs under
+`mpirun -np ranks` and the configurations one after another; otherwise two ensembles at a time.
+Needs numpy. About 4 minutes on 2 cores."""
 import os
 import subprocess
 import sys
@@ -23,6 +26,7 @@ import numpy as np
 
 ZS = sys.argv[1] if len(sys.argv) > 1 else "target/release/zs"
 SEEDS = range(1, 1 + (int(sys.argv[2]) if len(sys.argv) > 2 else 8))
+RANKS = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 KT, T_END, BURN = 0.02, 6000.0, 1000.0
 MASSES = np.array([15.9994, 1.008, 1.008])  # O, H, H (TIP3P, AKMA)
 
@@ -36,11 +40,14 @@ CONFIGS = [
 ]
 
 
-def run(integrator, h, gamma, every, seed, out):
+def ensemble(integrator, h, gamma, every, out_dir):
+    """Replica k of the configuration in out_dir/replica-k.csv, seed SEEDS[k]."""
+    mpi = ["mpirun", "-np", str(RANKS), "--oversubscribe"] if RANKS > 1 else []
     subprocess.run(
-        [ZS, "run", "water", "--n", "7", "--seed", str(seed), "--integrator", integrator,
-         "--h", str(h), "--gamma", str(gamma), "--kt", str(KT), "--minimize",
-         "--t-end", str(T_END), "--every", str(every), "--out", out, "--quiet"],
+        mpi + [ZS, "ensemble", "water", "--n", "7", "--replicas", str(len(SEEDS)),
+               "--seed", str(SEEDS.start), "--integrator", integrator,
+               "--h", str(h), "--gamma", str(gamma), "--kt", str(KT), "--minimize",
+               "--t-end", str(T_END), "--every", str(every), "--out-dir", out_dir, "--quiet"],
         check=True, stdout=subprocess.DEVNULL)
 
 
@@ -72,22 +79,19 @@ def kinetic_split(path):
 
 
 def main():
-    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        jobs = {}
+    workers = 1 if RANKS > 1 else (os.cpu_count() or 2)
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(workers) as pool:
+        jobs = []
         for k, (_, integrator, h, gamma, every) in enumerate(CONFIGS):
-            for s in SEEDS:
-                out = os.path.join(tmp, f"c{k}-s{s}.csv")
-                jobs[(k, s)] = (pool.submit(run, integrator, h, gamma, every, s, out), out)
+            out = os.path.join(tmp, f"c{k}")
+            jobs.append((pool.submit(ensemble, integrator, h, gamma, every, out), out))
         print(f"N = 7, kT = {KT}, T = {T_END:g}, burn-in {BURN:g}, seeds {SEEDS.start}..{SEEDS.stop - 1};"
               " kinetic energy per degree of freedom / (kT/2), mean ± standard error over seeds")
         print(f"{'configuration':28s} {'all 9N':>14s} {'rigid 6N':>14s} {'internal 3N':>14s}")
-        for k, (label, *_rest) in enumerate(CONFIGS):
-            rows = []
-            for s in SEEDS:
-                future, out = jobs[(k, s)]
-                future.result()
-                rows.append(kinetic_split(out))
-            r = np.array(rows)
+        for (label, *_rest), (future, out) in zip(CONFIGS, jobs):
+            future.result()
+            r = np.array([kinetic_split(os.path.join(out, f"replica-{k}.csv"))
+                          for k in range(len(SEEDS))])
             mean, se = r.mean(axis=0), r.std(axis=0, ddof=1) / np.sqrt(len(r))
             print(f"{label:28s} " + " ".join(f"{a:8.3f}±{b:.3f}" for a, b in zip(mean, se)))
 
