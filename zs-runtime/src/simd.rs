@@ -95,6 +95,23 @@ pub trait Lanes:
     /// bits (one compare and one move from the mask register, instead of a store and a scalar
     /// test per lane).
     fn lt_mask(self, other: Self) -> u32;
+    /// The lanes whose bit is set in `mask` (lane `l` at bit `l`), in lane order, to
+    /// `out[0..]`: a filter's survivors, packed. `out[count..WIDTH]` may be overwritten.
+    ///
+    /// # Panics
+    /// If `out` is shorter than [`Lanes::WIDTH`].
+    #[inline(always)]
+    fn compress_store(self, mask: u32, out: &mut [f64]) {
+        let out = &mut out[..Self::WIDTH];
+        let mut lanes = [0.0; 8];
+        self.store(&mut lanes);
+        // Branch-free: every lane is written, and the next one lands on it unless kept.
+        let mut m = 0;
+        for (l, &x) in lanes[..Self::WIDTH].iter().enumerate() {
+            out[m.min(Self::WIDTH - 1)] = x;
+            m += ((mask >> l) & 1) as usize;
+        }
+    }
     /// `a` in the lanes where `c ≠ 0` (NaN included), else `b`: a piecewise term's branch,
     /// chosen lane by lane.
     fn select(c: Self, a: Self, b: Self) -> Self;
@@ -151,6 +168,10 @@ pub trait Lanes:
 }
 
 impl Lanes for f64 {
+    #[inline(always)]
+    fn compress_store(self, _mask: u32, out: &mut [f64]) {
+        out[0] = self;
+    }
     const WIDTH: usize = 1;
     #[inline(always)]
     fn splat(x: f64) -> Self {
@@ -395,7 +416,7 @@ mod x86 {
         ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
          $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
          $lt_mask:ident, $set1:ident,
-         $loadu:ident, $storeu:ident, $xor:ident) => {
+         $loadu:ident, $storeu:ident, $xor:ident $(, $compress:ident)?) => {
             impl Add for $ty {
                 type Output = Self;
                 #[inline(always)]
@@ -505,6 +526,15 @@ mod x86 {
                     // SAFETY: see the module docs.
                     unsafe { $ty($round(self.0)) }
                 }
+                $(
+                #[inline(always)]
+                fn compress_store(self, mask: u32, out: &mut [f64]) {
+                    let out = &mut out[..$w];
+                    // SAFETY: `out` has `$w` writable f64s (checked above); unaligned store.
+                    // Instructions: module docs.
+                    unsafe { $storeu(out.as_mut_ptr(), $compress(mask, self.0)) }
+                }
+                )?
             }
         };
     }
@@ -547,8 +577,18 @@ mod x86 {
         _mm512_set1_pd,
         _mm512_loadu_pd,
         _mm512_storeu_pd,
-        xor512
+        xor512,
+        compress512
     );
+
+    /// The lanes of `a` whose bit is set in `mask`, packed to the low lanes in order (the
+    /// others zero): AVX-512F's register-to-register compress, which is fast where the store
+    /// form is not.
+    #[inline(always)]
+    unsafe fn compress512(mask: u32, a: __m512d) -> __m512d {
+        // SAFETY: the caller is in `F64x8` code, which only runs with AVX-512F (module docs).
+        unsafe { _mm512_maskz_compress_pd(mask as __mmask8, a) }
+    }
 
     /// `a XOR b` bitwise (AVX-512F has no `f64` XOR; the integer one does the same bits).
     #[inline(always)]
@@ -817,6 +857,50 @@ mod tests {
                 .zip(&scalar)
                 .all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(same, "{isa:?} differs from scalar: {out:?} vs {scalar:?}");
+        }
+    }
+
+    /// Packs the values below 0.2 with [`Lanes::compress_store`], block by block.
+    struct Pack<'a> {
+        x: &'a [f64],
+        out: &'a mut Vec<f64>,
+    }
+
+    impl WithLanes for Pack<'_> {
+        type Output = ();
+        #[inline(always)]
+        fn run<L: Lanes>(self) {
+            let w = L::WIDTH;
+            let mut packed = vec![f64::NAN; self.x.len() + 8];
+            let mut m = 0;
+            for block in self.x.chunks_exact(w) {
+                let a = L::load(block);
+                let mask = a.lt_mask(L::splat(0.2));
+                a.compress_store(mask, &mut packed[m..]);
+                m += mask.count_ones() as usize;
+            }
+            self.out.extend_from_slice(&packed[..m]);
+        }
+    }
+
+    /// Every instruction set packs a filter's survivors in order, and nothing else.
+    #[test]
+    fn compress_store_packs_the_survivors_in_order_on_every_instruction_set() {
+        let x: Vec<f64> = (0..64)
+            .map(|k| ((k * 37) % 64) as f64 / 64.0 - 0.3)
+            .collect();
+        let expected: Vec<f64> = x.iter().copied().filter(|&a| a < 0.2).collect();
+        assert!(expected.len() > 8 && expected.len() < 56);
+        for isa in Isa::available() {
+            let mut out = Vec::new();
+            dispatch_with(
+                isa,
+                Pack {
+                    x: &x,
+                    out: &mut out,
+                },
+            );
+            assert_eq!(out, expected, "{isa:?}");
         }
     }
 

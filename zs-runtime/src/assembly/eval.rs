@@ -824,93 +824,254 @@ where
         if let Some(p) = part.as_deref_mut() {
             p.fill(0.0);
         }
-        let (w, omega, n) = (L::WIDTH, input.omega, free.len());
-        // The terms to evaluate, in term order: under a cutoff, the pairs within it (about 40 %
-        // of a Verlet list with LAMMPS's skin); the others add nothing.
-        let mut near = [0u16; PAIR_CHUNK];
-        let m = match input.cut2 {
+        let block = LaneBlock {
+            terms,
+            omega: input.omega,
+            input,
+            bodies,
+            slots,
+        };
+        match input.cut2 {
             Some(cut2) if F::OVER == Over::Pairs => {
-                within_cutoff::<L, D, K>(input, free, bodies, cut2, &mut near)
+                windowed_pairs::<L, T, F, D, K>(&block, free, cut2, e, part)
             }
             _ => {
-                for (t, x) in near[..n].iter_mut().enumerate() {
-                    *x = t as u16;
+                let n = free.len();
+                let w = L::WIDTH;
+                let mut soa = [[[0.0; 8]; D]; K];
+                let mut order = [0u16; 8];
+                let mut j = 0;
+                while j + w <= n {
+                    for (l, o) in order[..w].iter_mut().enumerate() {
+                        *o = (j + l) as u16;
+                    }
+                    let x = load_lanes::<L, D, K>(input, free, bodies, &order[..w], &mut soa);
+                    block.evaluate(x, &order[..w], &mut e[j..], part.as_deref_mut(), &mut soa);
+                    j += w;
+                }
+                for (t, e) in e[..n].iter_mut().enumerate().skip(j) {
+                    block.evaluate_one(free, t as u16, e, part.as_deref_mut(), &mut soa);
                 }
                 n
             }
-        };
-        let near = &near[..m];
-        // The types of each lane's bodies, when the form reads them.
-        let typed = !input.kinds.is_empty();
-        let mut kinds = [[0u32; K]; 8];
-        // Structure of arrays: `soa[k][d][l]` is coordinate `d` of body `k` of lane `l`'s term.
-        let mut soa = [[[0.0; 8]; D]; K];
-        let mut j = 0;
-        while j + w <= m {
-            let block = &near[j..j + w];
-            let x = load_lanes::<L, D, K>(input, free, bodies, block, &mut soa);
-            let kinds: &[Kinds<K>] = if typed {
-                for (row, &t) in kinds.iter_mut().zip(block) {
-                    *row = input.kinds(&bodies[t as usize]);
-                }
-                &kinds[..w]
-            } else {
-                &[]
-            };
-            match part.as_deref_mut() {
-                Some(p) => {
-                    let (v, grad) = terms.value_gradient_lanes(omega, &x, kinds);
-                    v.store(&mut e[j..]);
-                    for k in 0..K {
-                        for d in 0..D {
-                            grad[k][d].store(&mut soa[k][d]);
-                        }
-                    }
-                    let mut slot = [[NO_SLOT; K]; 8];
-                    for (s, &t) in slot.iter_mut().zip(block) {
-                        *s = slots[t as usize];
-                    }
-                    let slot = &slot[..w];
-                    if let Some(s0) = shared_first_body(slot) {
-                        // The block's first bodies are one body (a row of a pair tile): its w
-                        // partials are summed in registers, in lane order as below.
-                        let dst = part_row::<D>(p, s0);
-                        for (x, lanes) in dst.iter_mut().zip(&soa[0]) {
-                            *x = lanes[..w].iter().fold(*x, |acc, g| acc + g);
-                        }
-                        for (l, slot) in slot.iter().enumerate() {
-                            accumulate(p, slot, &soa, l, 1);
-                        }
-                    } else {
-                        for (l, slot) in slot.iter().enumerate() {
-                            accumulate(p, slot, &soa, l, 0);
-                        }
-                    }
-                }
-                None => terms.value_lanes(omega, &x, kinds).store(&mut e[j..]),
-            }
-            j += w;
         }
-        for (j, &t) in near.iter().enumerate().skip(j) {
-            let t = t as usize;
-            let x = input.x(&free[t], &bodies[t]);
-            let kinds = [input.kinds(&bodies[t])];
-            match part.as_deref_mut() {
-                Some(p) => {
-                    let (v, grad) = terms.value_gradient_lanes::<f64>(omega, &x, &kinds);
-                    e[j] = v;
-                    for k in 0..K {
-                        for d in 0..D {
-                            soa[k][d][0] = grad[k][d];
-                        }
-                    }
-                    accumulate(p, &slots[t], &soa, 0, 0);
-                }
-                None => e[j] = terms.value_lanes::<f64>(omega, &x, &kinds),
-            }
-        }
-        m
     }
+}
+
+/// What evaluating a block of a chunk's terms needs beside their positions.
+struct LaneBlock<'a, T, const D: usize, const K: usize> {
+    terms: &'a T,
+    omega: f64,
+    input: &'a Inputs<'a, D>,
+    bodies: &'a [[u32; K]],
+    slots: &'a [[u16; K]],
+}
+
+impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
+    /// The terms `block` (`L::WIDTH` of them, indices into the chunk) at positions `x`: their
+    /// energies into `e[0..WIDTH]` and, with `part`, their gradients added into the chunk's
+    /// partials in lane order (`soa` is scratch).
+    #[inline(always)]
+    fn evaluate<L: Lanes, F: Form>(
+        &self,
+        x: [[L; D]; K],
+        block: &[u16],
+        e: &mut [f64],
+        part: Option<&mut [f64]>,
+        soa: &mut [[[f64; 8]; D]; K],
+    ) where
+        T: Kernel<D, K, F>,
+    {
+        let w = L::WIDTH;
+        // The types of each lane's bodies, when the form reads them.
+        let mut kinds = [[0u32; K]; 8];
+        let kinds: &[Kinds<K>] = if self.input.kinds.is_empty() {
+            &[]
+        } else {
+            for (row, &t) in kinds.iter_mut().zip(block) {
+                *row = self.input.kinds(&self.bodies[t as usize]);
+            }
+            &kinds[..w]
+        };
+        let Some(p) = part else {
+            self.terms.value_lanes(self.omega, &x, kinds).store(e);
+            return;
+        };
+        let (v, grad) = self.terms.value_gradient_lanes(self.omega, &x, kinds);
+        v.store(e);
+        for k in 0..K {
+            for d in 0..D {
+                grad[k][d].store(&mut soa[k][d]);
+            }
+        }
+        let mut slot = [[NO_SLOT; K]; 8];
+        for (s, &t) in slot.iter_mut().zip(block) {
+            *s = self.slots[t as usize];
+        }
+        let slot = &slot[..w];
+        if let Some(s0) = shared_first_body(slot) {
+            // The block's first bodies are one body (a row of a pair tile): its w partials
+            // are summed in registers, in lane order as below.
+            let dst = part_row::<D>(p, s0);
+            for (x, lanes) in dst.iter_mut().zip(&soa[0]) {
+                *x = lanes[..w].iter().fold(*x, |acc, g| acc + g);
+            }
+            for (l, slot) in slot.iter().enumerate() {
+                accumulate(p, slot, soa, l, 1);
+            }
+        } else {
+            for (l, slot) in slot.iter().enumerate() {
+                accumulate(p, slot, soa, l, 0);
+            }
+        }
+    }
+
+    /// Term `t` of the chunk alone (a chunk's last terms, fewer than a block): its energy into
+    /// `e` and its gradient into the partials, as [`LaneBlock::evaluate`] would in one lane.
+    #[inline(always)]
+    fn evaluate_one<F: Form>(
+        &self,
+        free: &[[u32; K]],
+        t: u16,
+        e: &mut f64,
+        part: Option<&mut [f64]>,
+        soa: &mut [[[f64; 8]; D]; K],
+    ) where
+        T: Kernel<D, K, F>,
+    {
+        let t = t as usize;
+        let x = self.input.x(&free[t], &self.bodies[t]);
+        let kinds = [self.input.kinds(&self.bodies[t])];
+        match part {
+            Some(p) => {
+                let (v, grad) = self
+                    .terms
+                    .value_gradient_lanes::<f64>(self.omega, &x, &kinds);
+                *e = v;
+                for k in 0..K {
+                    for d in 0..D {
+                        soa[k][d][0] = grad[k][d];
+                    }
+                }
+                accumulate(p, &self.slots[t], soa, 0, 0);
+            }
+            None => *e = self.terms.value_lanes::<f64>(self.omega, &x, &kinds),
+        }
+    }
+}
+
+/// Terms a window of [`windowed_pairs`] holds before it evaluates them.
+const WINDOW: usize = 256;
+
+/// The pair terms of a chunk under a cutoff: each block of `WIDTH` terms is loaded once (its
+/// partners gathered, nearest images taken), its terms within the cutoff (`|Δ|² < cut2` on the
+/// reference sites; about 40 % of a Verlet list with LAMMPS's skin) are compacted, positions
+/// and all, into a window, and every `WIDTH` survivors are evaluated from the window — not
+/// gathered again. Survivors keep term order and form the same blocks as filtering the whole
+/// chunk first would: the same bits. Writes the survivors' energies to `e` in order; returns
+/// their number.
+#[inline(always)]
+fn windowed_pairs<L: Lanes, T, F: Form, const D: usize, const K: usize>(
+    block: &LaneBlock<'_, T, D, K>,
+    free: &[[u32; K]],
+    cut2: f64,
+    e: &mut [f64],
+    mut part: Option<&mut [f64]>,
+) -> usize
+where
+    T: Kernel<D, K, F>,
+{
+    let (w, n, input) = (L::WIDTH, free.len(), block.input);
+    let mut soa = [[[0.0; 8]; D]; K];
+    // The window: survivors' term indices and coordinates, `WINDOW` + a block of slack for
+    // the whole-vector stores of the compaction.
+    let mut near = [0u16; WINDOW + 8];
+    let mut xs = [[[0.0; WINDOW + 8]; D]; K];
+    let (mut filled, mut done) = (0, 0);
+    let r2_of = |x: &[[L; D]; K]| {
+        let mut r2 = L::splat(0.0);
+        for (&b, &a) in x[K - 1].iter().zip(&x[0]).take(3) {
+            let d = b - a;
+            r2 = r2 + d * d;
+        }
+        r2
+    };
+    let mut t = 0;
+    while t < n {
+        if t + w <= n {
+            let mut order = [0u16; 8];
+            for (l, b) in order[..w].iter_mut().enumerate() {
+                *b = (t + l) as u16;
+            }
+            let x = load_lanes::<L, D, K>(input, free, block.bodies, &order[..w], &mut soa);
+            let within = r2_of(&x).lt_mask(L::splat(cut2));
+            for k in 0..K {
+                for d in 0..D {
+                    x[k][d].compress_store(within, &mut xs[k][d][filled..]);
+                }
+            }
+            // Branch-free, in lane order (term order): every index is written and kept when
+            // within (a coin toss the branch predictor would lose).
+            for l in 0..w {
+                near[filled] = (t + l) as u16;
+                filled += ((within >> l) & 1) as usize;
+            }
+            t += w;
+        } else {
+            // The chunk's last terms, one lane at a time.
+            let x = input.x(&free[t], &block.bodies[t]);
+            let r2: f64 = (0..3).map(|a| (x[K - 1][a] - x[0][a]).powi(2)).sum();
+            for k in 0..K {
+                for d in 0..D {
+                    xs[k][d][filled] = x[k][d];
+                }
+            }
+            near[filled] = t as u16;
+            filled += usize::from(r2 < cut2);
+            t += 1;
+        }
+        if filled >= WINDOW || t == n {
+            let mut j = 0;
+            while j + w <= filled {
+                let mut x = [[L::splat(0.0); D]; K];
+                for k in 0..K {
+                    for d in 0..D {
+                        x[k][d] = L::load(&xs[k][d][j..]);
+                    }
+                }
+                block.evaluate(
+                    x,
+                    &near[j..j + w],
+                    &mut e[done + j..],
+                    part.as_deref_mut(),
+                    &mut soa,
+                );
+                j += w;
+            }
+            if t == n {
+                for (i, &tt) in near[j..filled].iter().enumerate() {
+                    block.evaluate_one(
+                        free,
+                        tt,
+                        &mut e[done + j + i],
+                        part.as_deref_mut(),
+                        &mut soa,
+                    );
+                }
+                j = filled;
+            }
+            // Carry the survivors short of a block to the window's start.
+            near.copy_within(j..filled, 0);
+            for xk in &mut xs {
+                for xd in xk.iter_mut() {
+                    xd.copy_within(j..filled, 0);
+                }
+            }
+            done += j;
+            filled -= j;
+        }
+    }
+    done
 }
 
 /// The positions of the terms `block` (`L::WIDTH` of them) of a chunk as lanes, nearest
@@ -963,53 +1124,6 @@ fn load_lanes<L: Lanes, const D: usize, const K: usize>(
         minimum_image::<L, D, K>(&mut x, cell);
     }
     x
-}
-
-/// The pair terms of a chunk whose reference sites (coordinates `0..3`, nearest images) are
-/// closer than the cutoff (`|Δ|² < cut2`), as indices in term order into `near`; their number.
-/// One compare per block gives the survivors' mask; the indices are kept branch-free.
-#[inline(always)]
-fn within_cutoff<L: Lanes, const D: usize, const K: usize>(
-    input: &Inputs<'_, D>,
-    free: &[[u32; K]],
-    bodies: &[[u32; K]],
-    cut2: f64,
-    near: &mut [u16; PAIR_CHUNK],
-) -> usize {
-    let (w, n) = (L::WIDTH, free.len());
-    let mut soa = [[[0.0; 8]; D]; K];
-    let (mut m, mut t) = (0, 0);
-    while t + w <= n {
-        let mut block = [0u16; 8];
-        for (l, b) in block.iter_mut().enumerate() {
-            *b = (t + l) as u16;
-        }
-        let x = load_lanes::<L, D, K>(input, free, bodies, &block[..w], &mut soa);
-        let mut r2 = L::splat(0.0);
-        for (&b, &a) in x[K - 1].iter().zip(&x[0]).take(3) {
-            let d = b - a;
-            r2 = r2 + d * d;
-        }
-        // Branch-free, in lane order (term order): every index is written and kept when
-        // within (a coin toss the branch predictor would lose).
-        let within = r2.lt_mask(L::splat(cut2));
-        for l in 0..w {
-            near[m] = (t + l) as u16;
-            m += ((within >> l) & 1) as usize;
-        }
-        t += w;
-    }
-    for t in t..n {
-        let x = input.x(&free[t], &bodies[t]);
-        let mut r2 = 0.0;
-        for (&b, &a) in x[K - 1].iter().zip(&x[0]).take(3) {
-            let d = b - a;
-            r2 += d * d;
-        }
-        near[m] = t as u16;
-        m += usize::from(r2 < cut2);
-    }
-    m
 }
 
 /// The slot of a block's first bodies when it is one body for every term and no other body
