@@ -86,6 +86,20 @@ pub trait Lanes:
     /// # Panics
     /// If `at` is shorter than [`Lanes::WIDTH`] or a row `at[l]..at[l] + D` is not in `src`.
     fn gather<const D: usize>(src: &[f64], at: &[usize]) -> [Self; D];
+    /// `D` lane vectors of body `k` of `WIDTH` terms: value `d`, lane `l` is
+    /// `src[terms[l][k] · D + d]` (the coordinates of one body of each of a block's terms,
+    /// their indices read straight from the term list).
+    ///
+    /// # Panics
+    /// If `terms` is shorter than [`Lanes::WIDTH`] or a row is not in `src`.
+    #[inline(always)]
+    fn gather_bodies<const D: usize, const K: usize>(
+        src: &[f64],
+        terms: &[[u32; K]],
+        k: usize,
+    ) -> [Self; D] {
+        gather_bodies_by_rows::<Self, D, K>(src, terms, k)
+    }
     /// The indicator of `self < other`, lane by lane: `1.0` or `0.0` (`0.0` when either is NaN).
     fn lt(self, other: Self) -> Self;
     /// The indicator of `self ≤ other`, lane by lane.
@@ -165,6 +179,20 @@ pub trait Lanes:
             p
         }
     }
+}
+
+/// [`Lanes::gather_bodies`] through [`Lanes::gather`]: the rows' offsets computed lane by lane.
+#[inline(always)]
+fn gather_bodies_by_rows<L: Lanes, const D: usize, const K: usize>(
+    src: &[f64],
+    terms: &[[u32; K]],
+    k: usize,
+) -> [L; D] {
+    let mut rows = [0usize; 8];
+    for (r, t) in rows.iter_mut().zip(&terms[..L::WIDTH]) {
+        *r = t[k] as usize * D;
+    }
+    L::gather::<D>(src, &rows[..L::WIDTH])
 }
 
 impl Lanes for f64 {
@@ -416,7 +444,7 @@ mod x86 {
         ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
          $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
          $lt_mask:ident, $set1:ident,
-         $loadu:ident, $storeu:ident, $xor:ident $(, $compress:ident)?) => {
+         $loadu:ident, $storeu:ident, $xor:ident $(, $compress:ident, $gather_bodies:ident)?) => {
             impl Add for $ty {
                 type Output = Self;
                 #[inline(always)]
@@ -534,6 +562,14 @@ mod x86 {
                     // Instructions: module docs.
                     unsafe { $storeu(out.as_mut_ptr(), $compress(mask, self.0)) }
                 }
+                #[inline(always)]
+                fn gather_bodies<const D: usize, const K: usize>(
+                    src: &[f64],
+                    terms: &[[u32; K]],
+                    k: usize,
+                ) -> [Self; D] {
+                    $gather_bodies::<D, K>(src, terms, k)
+                }
                 )?
             }
         };
@@ -578,8 +614,63 @@ mod x86 {
         _mm512_loadu_pd,
         _mm512_storeu_pd,
         xor512,
-        compress512
+        compress512,
+        gather_bodies512
     );
+
+    /// [`Lanes::gather_bodies`] on 8 lanes. A pair's list (`K = 2`: 16 indices, 64 bytes) is
+    /// one load; the `k`-th index of each term is picked by a permutation, scaled by `D` and used
+    /// as a 32-bit gather index — no index built lane by lane. Other `K` go through
+    /// [`Lanes::gather`].
+    #[inline(always)]
+    fn gather_bodies512<const D: usize, const K: usize>(
+        src: &[f64],
+        terms: &[[u32; K]],
+        k: usize,
+    ) -> [F64x8; D] {
+        let terms: &[[u32; K]; 8] = terms[..8].try_into().expect("8 terms");
+        let Some(max) = terms.iter().map(|t| t[k]).max() else {
+            unreachable!("8 terms")
+        };
+        // 32-bit signed gather indices: every offset `t[k]·D + d` must fit, and be in `src`.
+        let fits = (max as usize) < src.len() / D.max(1) && src.len() <= i32::MAX as usize;
+        if K != 2 || !fits || D == 0 {
+            return super::gather_bodies_by_rows::<F64x8, D, K>(src, terms, k);
+        }
+        let mut out = [F64x8::splat(0.0); D];
+        // SAFETY: `terms` is 8 × 2 u32 = 64 readable bytes (K = 2, checked above); every index
+        // `t[k]` is at most `max`, with `max·D + d < src.len()` for `d < D` (checked above), so
+        // every address gathered is inside `src`, and each offset fits an i32. Instructions:
+        // module docs (AVX-512F only).
+        unsafe {
+            let pairs = _mm512_loadu_si512(terms.as_ptr().cast());
+            let k = k as i32;
+            let pick = _mm512_setr_epi32(
+                k,
+                2 + k,
+                4 + k,
+                6 + k,
+                8 + k,
+                10 + k,
+                12 + k,
+                14 + k,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            );
+            let idx = _mm512_castsi512_si256(_mm512_permutexvar_epi32(pick, pairs));
+            let idx = _mm256_mullo_epi32(idx, _mm256_set1_epi32(D as i32));
+            for (d, o) in out.iter_mut().enumerate() {
+                *o = F64x8(_mm512_i32gather_pd::<8>(idx, src.as_ptr().add(d)));
+            }
+        }
+        out
+    }
 
     /// The lanes of `a` whose bit is set in `mask`, packed to the low lanes in order (the
     /// others zero): AVX-512F's register-to-register compress, which is fast where the store
@@ -900,6 +991,61 @@ mod tests {
                     out: &mut out,
                 },
             );
+            assert_eq!(out, expected, "{isa:?}");
+        }
+    }
+
+    /// Gathers body `k` of each of a block's pair terms (`D = 3`) from a list.
+    struct Bodies<'a> {
+        q: &'a [f64],
+        terms: &'a [[u32; 2]],
+        out: &'a mut Vec<f64>,
+    }
+
+    impl WithLanes for Bodies<'_> {
+        type Output = ();
+        #[inline(always)]
+        fn run<L: Lanes>(self) {
+            let mut buf = [0.0; 8];
+            for block in self.terms.chunks_exact(L::WIDTH) {
+                for k in 0..2 {
+                    for lanes in L::gather_bodies::<3, 2>(self.q, block, k) {
+                        lanes.store(&mut buf);
+                        self.out.extend_from_slice(&buf[..L::WIDTH]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every instruction set reads `q[terms[l][k]·3 + d]` into lane `l` of value `d`, up to the
+    /// last body of `q`.
+    #[test]
+    fn gather_bodies_reads_each_terms_body_on_every_instruction_set() {
+        let q: Vec<f64> = (0..300).map(|i| i as f64 * 0.5 - 7.0).collect();
+        let terms: Vec<[u32; 2]> = (0..64u32)
+            .map(|t| [(t * 7) % 100, (t * 13 + 99) % 100])
+            .collect();
+        assert!(terms.iter().any(|t| t[1] == 99));
+        for isa in Isa::available() {
+            let mut out = Vec::new();
+            dispatch_with(
+                isa,
+                Bodies {
+                    q: &q,
+                    terms: &terms,
+                    out: &mut out,
+                },
+            );
+            let w = isa.width();
+            let mut expected = Vec::new();
+            for block in terms.chunks_exact(w) {
+                for k in 0..2 {
+                    for d in 0..3 {
+                        expected.extend(block.iter().map(|t| q[t[k] as usize * 3 + d]));
+                    }
+                }
+            }
             assert_eq!(out, expected, "{isa:?}");
         }
     }

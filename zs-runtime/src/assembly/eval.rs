@@ -999,11 +999,12 @@ where
     let mut t = 0;
     while t < n {
         if t + w <= n {
-            let mut order = [0u16; 8];
-            for (l, b) in order[..w].iter_mut().enumerate() {
-                *b = (t + l) as u16;
-            }
-            let x = load_lanes::<L, D, K>(input, free, block.bodies, &order[..w], &mut soa);
+            let x = load_consecutive::<L, D, K>(
+                input,
+                &free[t..t + w],
+                &block.bodies[t..t + w],
+                &mut soa,
+            );
             let within = r2_of(&x).lt_mask(L::splat(cut2));
             for k in 0..K {
                 for d in 0..D {
@@ -1072,6 +1073,45 @@ where
         }
     }
     done
+}
+
+/// [`load_lanes`] of `L::WIDTH` consecutive terms (`free` and `bodies` their rows): when
+/// every body is free, each body's coordinates come from one [`Lanes::gather_bodies`] (the
+/// indices read straight from the list) or one broadcast when the block shares it.
+#[inline(always)]
+fn load_consecutive<L: Lanes, const D: usize, const K: usize>(
+    input: &Inputs<'_, D>,
+    free: &[[u32; K]],
+    bodies: &[[u32; K]],
+    soa: &mut [[[f64; 8]; D]; K],
+) -> [[L; D]; K] {
+    let mut x = [[L::splat(0.0); D]; K];
+    if input.all_free || free.iter().all(|f| f.iter().all(|&b| b != PINNED)) {
+        for (k, xk) in x.iter_mut().enumerate() {
+            let first = free[0][k];
+            if free.iter().all(|f| f[k] == first) {
+                let o = first as usize * D;
+                for (xd, &v) in xk.iter_mut().zip(&input.q[o..o + D]) {
+                    *xd = L::splat(v);
+                }
+            } else {
+                *xk = L::gather_bodies::<D, K>(input.q, free, k);
+            }
+        }
+    } else {
+        for (l, (f, b)) in free.iter().zip(bodies).enumerate() {
+            input.x_into(f, b, l, soa);
+        }
+        for k in 0..K {
+            for d in 0..D {
+                x[k][d] = L::load(&soa[k][d]);
+            }
+        }
+    }
+    if let Some(cell) = &input.cell {
+        minimum_image::<L, D, K>(&mut x, cell);
+    }
+    x
 }
 
 /// The positions of the terms `block` (`L::WIDTH` of them) of a chunk as lanes, nearest
