@@ -3,7 +3,8 @@
 //! gradient after a rebuild (the list, its plans, then the gradient), and a whole GLA step
 //! (γ = 1, kT = 1, h = 0.012). Each part `REPS` times, alternating, on a rayon pool of
 //! `THREADS` threads; the median of `ROUNDS` rounds is printed (these machines are shared).
-//! `PART` = `gradient` times the fixed-point gradient alone (for a profiler).
+//! `PART` = `gradient` times the fixed-point gradient alone, `rebuild` the gradient with a
+//! rebuild alone (for a profiler).
 //!
 //! ```text
 //! cargo run --release -p zs-bench --bin kg_parts -- [DATA] [REPS] [THREADS] [PART]
@@ -30,7 +31,9 @@ fn main() {
     );
     let reps: usize = args.next().map_or(50, |s| s.parse().expect("REPS"));
     let threads: usize = args.next().map_or(1, |s| s.parse().expect("THREADS"));
-    let only_gradient = args.next().is_some_and(|p| p == "gradient");
+    let part = args.next();
+    let only_gradient = part.as_deref() == Some("gradient");
+    let only_rebuild = part.as_deref() == Some("rebuild");
     let melt = DataFile::read(&data).unwrap_or_else(|e| panic!("{e}"));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -52,6 +55,12 @@ fn main() {
     pool.install(|| {
         sys.gradient_into(&q, &mut g);
         for _ in 0..ROUNDS {
+            if only_rebuild {
+                for r in 0..reps {
+                    sys.gradient_into(if r % 2 == 0 { &far } else { &q }, &mut g);
+                }
+                continue;
+            }
             let t = Instant::now();
             for _ in 0..reps {
                 sys.gradient_into(&q, &mut g);
@@ -74,6 +83,14 @@ fn main() {
             step.push(t.elapsed().as_secs_f64() / reps as f64);
         }
     });
+    if only_rebuild {
+        println!(
+            "{} beads, {threads} thread(s): {} rebuilds",
+            melt.len(),
+            sys.neighbor_builds()
+        );
+        return;
+    }
     if only_gradient {
         println!(
             "{} beads, {threads} thread(s): gradient {:.3} ms",
