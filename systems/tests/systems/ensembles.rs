@@ -36,6 +36,28 @@ fn rows(path: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Run `zs args` in `d` to the end (`full`), then again (`part`) killed (SIGKILL) as soon as
+/// `d/marker` exists; asserts that it did before the kill.
+fn run_then_kill_at(d: &Path, full: &[String], part: &[String], marker: &str) {
+    ok(&Command::new(ZS).args(full).current_dir(d).output().unwrap());
+    let mut child = Command::new(ZS)
+        .args(part)
+        .current_dir(d)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let marker = d.join(marker);
+    for _ in 0..1200 {
+        if marker.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(marker.exists(), "{} before the kill", marker.display());
+}
+
 const DNA: [&str; 10] = [
     "--n", "12", "--gamma", "0.1", "--kt", "0.5", "--t-end", "30", "--quiet", "--h",
 ];
@@ -205,32 +227,8 @@ fn a_killed_ensemble_resumes_to_the_files_of_an_uninterrupted_one() {
         .map(str::to_string)
         .to_vec()
     };
-    let full = args("full");
-    ok(&Command::new(ZS)
-        .args(&full)
-        .current_dir(&d)
-        .output()
-        .unwrap());
     let part = args("part");
-    let mut child = Command::new(ZS)
-        .args(&part)
-        .current_dir(&d)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let second = d.join("part/ck.1");
-    for _ in 0..600 {
-        if second.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(
-        second.exists(),
-        "the second replica checkpointed before the kill"
-    );
+    run_then_kill_at(&d, &args("full"), &part, "part/ck.1");
     assert!(!d.join("part/summary.csv").exists());
     assert!(!d.join("part/replica-2.csv").exists());
     let mut again = part.clone();
@@ -324,28 +322,8 @@ fn same_outputs(a: &Path, b: &Path, files: &[&str]) {
 #[test]
 fn a_killed_replica_exchange_resumes_to_the_files_of_an_uninterrupted_one() {
     let d = dir("temper-resume");
-    ok(&Command::new(ZS)
-        .args(checkpointed_temper("full"))
-        .current_dir(&d)
-        .output()
-        .unwrap());
     let part = checkpointed_temper("part");
-    let mut child = Command::new(ZS)
-        .args(&part)
-        .current_dir(&d)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let ck = d.join("part/ck");
-    for _ in 0..1000 {
-        if ck.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(ck.exists(), "a checkpoint before the kill");
+    run_then_kill_at(&d, &checkpointed_temper("full"), &part, "part/ck");
     for f in TEMPER_FILES {
         assert!(!d.join("part").join(f).exists(), "{f} before the end");
     }

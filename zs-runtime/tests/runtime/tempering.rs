@@ -53,14 +53,23 @@ const KT: [f64; 4] = [0.1, 0.18, 0.32, 0.56];
 const H: f64 = 0.02;
 const EVERY: u64 = 50;
 
+/// Langevin around Verlet for replicas `range` of the ladder, noise seeds `100 + k`.
+fn steppers(range: core::ops::Range<usize>) -> Vec<Langevin<VelocityVerlet<[f64; 1]>>> {
+    range
+        .map(|k| Langevin::new(VelocityVerlet::new(H), 1.0, KT[k], 100 + k as u64))
+        .collect()
+}
+
+/// `n` replicas at rest in the left well.
+fn left_well(n: usize) -> Vec<State<1>> {
+    vec![State::new([-1.0], [0.0]); n]
+}
+
 /// Replica exchange on the double well, all replicas starting in the left well; per temperature
 /// the block means of `x²`, `x > 0`, `V` and their z-scores against quadrature (20 blocks).
 fn z_scores(exchanges: Exchanges, rounds: u64) -> Vec<[f64; 3]> {
-    let states = vec![State::new([-1.0], [0.0]); KT.len()];
-    let steppers = (0..KT.len())
-        .map(|k| Langevin::new(VelocityVerlet::new(H), 1.0, KT[k], 100 + k as u64))
-        .collect();
-    let mut t = Tempering::new(exchanges, states, steppers).expect("a ladder");
+    let mut t =
+        Tempering::new(exchanges, left_well(KT.len()), steppers(0..KT.len())).expect("a ladder");
     let blocks = 20;
     let per_block = rounds / blocks;
     let mut sums = vec![vec![[0.0_f64; 4]; blocks as usize]; KT.len()];
@@ -138,12 +147,8 @@ fn parallel_replicas_give_the_same_bits_for_every_thread_count() {
             .build()
             .unwrap();
         pool.install(|| {
-            let states = vec![State::new([-1.0], [0.0]); KT.len()];
-            let steppers = (0..KT.len())
-                .map(|k| Langevin::new(VelocityVerlet::new(H), 1.0, KT[k], 100 + k as u64))
-                .collect();
             let x = Exchanges::new(KT.to_vec(), 5).unwrap();
-            let mut t = Tempering::new(x, states, steppers).unwrap();
+            let mut t = Tempering::new(x, left_well(KT.len()), steppers(0..KT.len())).unwrap();
             for _ in 0..300 {
                 t.advance_parallel(&DoubleWell, EVERY);
                 t.exchange(&DoubleWell);
@@ -165,12 +170,7 @@ fn parallel_replicas_give_the_same_bits_for_every_thread_count() {
 /// before each round, end in the same bits as one holder of every replica.
 #[test]
 fn blocks_that_share_energies_reach_the_same_states_as_one_holder() {
-    let steppers = |range: core::ops::Range<usize>| -> Vec<_> {
-        range
-            .map(|k| Langevin::new(VelocityVerlet::new(H), 1.0, KT[k], 100 + k as u64))
-            .collect()
-    };
-    let start = |n: usize| vec![State::new([-1.0], [0.0]); n];
+    let start = left_well;
     let x = || Exchanges::new(KT.to_vec(), 5).unwrap();
     let mut whole = Tempering::new(x(), start(4), steppers(0..4)).unwrap();
     let mut a = Tempering::block(x(), 0, start(1), steppers(0..1)).unwrap();
@@ -204,12 +204,7 @@ fn blocks_that_share_energies_reach_the_same_states_as_one_holder() {
 #[test]
 fn a_checkpointed_ladder_resumes_bit_for_bit_in_blocks() {
     use zs_runtime::{Checkpoint, Resumable};
-    let steppers = |range: core::ops::Range<usize>| -> Vec<_> {
-        range
-            .map(|k| Langevin::new(VelocityVerlet::new(H), 1.0, KT[k], 100 + k as u64))
-            .collect()
-    };
-    let start = |n: usize| vec![State::new([-1.0], [0.0]); n];
+    let start = left_well;
     let x = || Exchanges::new(KT.to_vec(), 5).unwrap();
     let mut whole = Tempering::new(x(), start(4), steppers(0..4)).unwrap();
     let round = |t: &mut Tempering<_, [f64; 1]>| {
