@@ -58,6 +58,18 @@ fn run_then_kill_at(d: &Path, full: &[String], part: &[String], marker: &str) {
     assert!(marker.exists(), "{} before the kill", marker.display());
 }
 
+/// `zs part --resume ck` in `d`, which must succeed; its standard output.
+fn resume_ck(d: &Path, part: &[String]) -> String {
+    let o = Command::new(ZS)
+        .args(part)
+        .args(["--resume", "ck"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    ok(&o);
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 const DNA: [&str; 10] = [
     "--n", "12", "--gamma", "0.1", "--kt", "0.5", "--t-end", "30", "--quiet", "--h",
 ];
@@ -231,15 +243,7 @@ fn a_killed_ensemble_resumes_to_the_files_of_an_uninterrupted_one() {
     run_then_kill_at(&d, &args("full"), &part, "part/ck.1");
     assert!(!d.join("part/summary.csv").exists());
     assert!(!d.join("part/replica-2.csv").exists());
-    let mut again = part.clone();
-    again.extend(["--resume".to_string(), "ck".to_string()]);
-    let o = Command::new(ZS)
-        .args(&again)
-        .current_dir(&d)
-        .output()
-        .unwrap();
-    ok(&o);
-    let said = String::from_utf8_lossy(&o.stdout);
+    let said = resume_ck(&d, &part);
     assert!(
         said.contains("replica 0: completed before the interruption"),
         "{said}"
@@ -344,15 +348,7 @@ fn a_killed_replica_exchange_resumes_to_the_files_of_an_uninterrupted_one() {
     // As if killed between keeping replica 1's previous checkpoint and writing its next.
     let (newest, previous) = (d.join("part/ck.1"), d.join("part/ck.1.previous"));
     std::fs::rename(&newest, &previous).unwrap();
-    let mut again = part.clone();
-    again.extend(["--resume".to_string(), "ck".to_string()]);
-    let o = Command::new(ZS)
-        .args(&again)
-        .current_dir(&d)
-        .output()
-        .unwrap();
-    ok(&o);
-    let said = String::from_utf8_lossy(&o.stdout);
+    let said = resume_ck(&d, &part);
     assert!(said.contains("resumed at step"), "{said}");
     same_outputs(&d.join("full"), &d.join("part"), &TEMPER_FILES);
     let accepted: u64 = rows(&d.join("full/acceptance.csv"))[1..]
