@@ -248,6 +248,26 @@ def penalized_system(n, omega):
     return s
 
 
+def gradient(ctx, x):
+    """The gradient of the context's potential at `x` (flat, Angstrom), kcal/mol/Angstrom."""
+    import numpy as np
+    ctx.setPositions(positions_nm(list(x)))
+    f = ctx.getState(getForces=True).getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
+    return -np.asarray(f).reshape(-1) / KCAL / 10
+
+
+def fd_hessian(ctx, x, step):
+    """Central differences of `gradient`, column by column: 2 x len(x) force evaluations."""
+    import numpy as np
+    h = np.zeros((len(x), len(x)))
+    for j in range(len(x)):
+        up, down = x.copy(), x.copy()
+        up[j] += step
+        down[j] -= step
+        h[:, j] = (gradient(ctx, up) - gradient(ctx, down)) / (2 * step)
+    return h
+
+
 def nma(zs, n, omega, step):
     """zs nma against a central-difference Hessian of OpenMM's forces."""
     import numpy as np
@@ -275,19 +295,8 @@ def nma(zs, n, omega, step):
     hess = None
     for platform in ("CPU", "Reference"):
         ctx = openmm.Context(sys_, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName(platform))
-        x = np.array(q)
-        h = np.zeros((9 * n, 9 * n))
         t0 = time.perf_counter()
-        for j in range(9 * n):
-            col = []
-            for sign in (1, -1):
-                y = x.copy()
-                y[j] += sign * step
-                ctx.setPositions(positions_nm(list(y)))
-                f = ctx.getState(getForces=True).getForces(asNumpy=True).value_in_unit(
-                    unit.kilojoule_per_mole / unit.nanometer)
-                col.append(-np.asarray(f).reshape(-1) / KCAL / 10)  # gradient, kcal/mol/A
-            h[:, j] = (col[0] - col[1]) / (2 * step)
+        h = fd_hessian(ctx, np.array(q), step)
         times[platform] = time.perf_counter() - t0
         if platform == "Reference":
             hess = h
@@ -304,46 +313,57 @@ def nma(zs, n, omega, step):
     return lam_zs, lam_mm
 
 
+W, H, PAD = 520, 360, 60
+# cm^-1 per unit of sqrt(eigenvalue) in AKMA units (time unit 48.888 fs): 1 / (2 pi c t).
+CM_PER_AKMA = 1.0 / (2 * math.pi * 2.99792458e10 * 4.888821e-14)
+
+
+def freq(lam):
+    """The frequency (cm^-1) of an eigenvalue of the mass-weighted Hessian, negative if it is."""
+    return math.copysign(math.sqrt(abs(lam)), lam) * CM_PER_AKMA
+
+
+def svg_panel(x0, title, ys, log, style):
+    """One SVG panel of series against their index: `style` gives each ("line"|"dots", colour)."""
+    w, h, pad = W, H, PAD
+    lo, hi = min(min(v) for v in ys), max(max(v) for v in ys)
+    if log:
+        lo, hi = math.log10(lo), math.log10(hi)
+    hi = hi if hi > lo else lo + 1
+    sx = lambda k: x0 + pad + (w - 2 * pad) * k / max(1, len(ys[0]) - 1)
+    sy = lambda y: h - pad - (h - 2 * pad) * (((math.log10(y) if log else y) - lo) / (hi - lo))
+    out = [f'<rect x="{x0 + pad}" y="{pad}" width="{w - 2 * pad}" height="{h - 2 * pad}" fill="none" stroke="black"/>',
+           f'<text x="{x0 + w / 2}" y="{pad - 20}" text-anchor="middle" font-size="14">{title}</text>',
+           f'<text x="{x0 + w / 2}" y="{h - 20}" text-anchor="middle" font-size="12">mode</text>',
+           f'<text x="{x0 + 10}" y="{pad + 10}" font-size="11">{"1e%.1f" % hi if log else "%.0f" % hi}</text>',
+           f'<text x="{x0 + 10}" y="{h - pad}" font-size="11">{"1e%.1f" % lo if log else "%.0f" % lo}</text>']
+    for v, (kind, color) in zip(ys, style):
+        pts = [(sx(k), sy(y)) for k, y in enumerate(v)]
+        if kind == "line":
+            out.append('<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>'
+                       % (color, " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)))
+        else:
+            out += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="1.6" fill="{color}"/>' for x, y in pts[::max(1, len(pts) // 300)]]
+    return out
+
+
 def write_nma(out_dir, n, lam_zs, lam_mm):
     """Both spectra as CSV and an SVG: frequencies against mode (zs line, OpenMM dots) and the
     eigenvalue differences relative to the largest eigenvalue (log scale)."""
     os.makedirs(out_dir, exist_ok=True)
-    cm = 1.0 / (2 * math.pi * 2.99792458e10 * 4.888821e-14)
-    freq = lambda l: math.copysign(math.sqrt(abs(l)), l) * cm
     big = max(abs(x) for x in lam_mm)
     with open(os.path.join(out_dir, "nma-openmm.csv"), "w") as fh:
         fh.write("mode,eigenvalue_zs,eigenvalue_openmm_fd,frequency_zs_cm1,frequency_openmm_fd_cm1,difference_rel\n")
         for k, (a, b) in enumerate(zip(map(float, lam_zs), map(float, lam_mm))):
             fh.write(f"{k},{a!r},{b!r},{freq(a)!r},{freq(b)!r},{float(abs(a - b) / big)!r}\n")
-    w, h, pad = 520, 360, 60
-    def panel(x0, title, ys, log, style):
-        lo, hi = min(min(v) for v in ys), max(max(v) for v in ys)
-        if log:
-            lo, hi = math.log10(lo), math.log10(hi)
-        hi = hi if hi > lo else lo + 1
-        sx = lambda k: x0 + pad + (w - 2 * pad) * k / max(1, len(ys[0]) - 1)
-        sy = lambda y: h - pad - (h - 2 * pad) * (((math.log10(y) if log else y) - lo) / (hi - lo))
-        out = [f'<rect x="{x0 + pad}" y="{pad}" width="{w - 2 * pad}" height="{h - 2 * pad}" fill="none" stroke="black"/>',
-               f'<text x="{x0 + w / 2}" y="{pad - 20}" text-anchor="middle" font-size="14">{title}</text>',
-               f'<text x="{x0 + w / 2}" y="{h - 20}" text-anchor="middle" font-size="12">mode</text>',
-               f'<text x="{x0 + 10}" y="{pad + 10}" font-size="11">{"1e%.1f" % hi if log else "%.0f" % hi}</text>',
-               f'<text x="{x0 + 10}" y="{h - pad}" font-size="11">{"1e%.1f" % lo if log else "%.0f" % lo}</text>']
-        for v, (kind, color) in zip(ys, style):
-            pts = [(sx(k), sy(y)) for k, y in enumerate(v)]
-            if kind == "line":
-                out.append('<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>'
-                           % (color, " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)))
-            else:
-                out += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="1.6" fill="{color}"/>' for x, y in pts[::max(1, len(pts) // 300)]]
-        return out
     fz = [max(freq(l), 1e-3) for l in lam_zs]
     fm = [max(freq(l), 1e-3) for l in lam_mm]
     diff = [max(abs(a - b) / big, 1e-18) for a, b in zip(lam_zs, lam_mm)]
-    body = panel(0, f"{n} TIP3P waters: frequency (cm^-1), zs exact (line) vs OpenMM FD (dots)", [fz, fm], False,
+    body = svg_panel(0, f"{n} TIP3P waters: frequency (cm^-1), zs exact (line) vs OpenMM FD (dots)", [fz, fm], False,
                  [("line", "#1f77b4"), ("dots", "#d62728")])
-    body += panel(w, "|lambda_zs - lambda_OpenMM-FD| / max lambda", [diff], True, [("dots", "#2ca02c")])
+    body += svg_panel(W, "|lambda_zs - lambda_OpenMM-FD| / max lambda", [diff], True, [("dots", "#2ca02c")])
     with open(os.path.join(out_dir, "nma-openmm.svg"), "w") as fh:
-        fh.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{h}" font-family="sans-serif">'
+        fh.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * W}" height="{H}" font-family="sans-serif">'
                  + "".join(body) + "</svg>\n")
     print(f"  wrote {out_dir}/nma-openmm.csv and nma-openmm.svg")
 
