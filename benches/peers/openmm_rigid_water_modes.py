@@ -38,8 +38,8 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from openmm_water import (ANGLE, H, M_H, M_O, R_OH, W, fd_hessian, freq, gradient, openmm, svg_panel,  # noqa: E402
-                          system, zs_binary)
+from openmm_water import (ANGLE, M_H, M_O, R_OH, W, fd_hessian, freq, gradient, openmm, svg_panel,  # noqa: E402
+                          system, write_svg, zs_binary)
 
 MASSES = np.array([M_O, M_H, M_H])
 
@@ -184,9 +184,7 @@ def write(out_dir, n, rigid_f, libration, zs_f):
     rel = [[max(abs(a - b) / b, 1e-12) for a, b in zip(zs_f[w], rigid_f)] for w in omegas]
     body += svg_panel(W, "|nu_zs - nu_rigid| / nu_rigid, omega = " + ", ".join(f"{w:g}" for w in omegas), rel, True,
                       [("dots", colors[i % 5]) for i in range(len(omegas))])
-    with open(os.path.join(out_dir, "rigid-modes.svg"), "w") as fh:
-        fh.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * W}" height="{H}" font-family="sans-serif">'
-                 + "".join(body) + "</svg>\n")
+    write_svg(os.path.join(out_dir, "rigid-modes.svg"), body, 2)
     print(f"  wrote {out_dir}/rigid-modes.csv and rigid-modes.svg")
 
 
@@ -230,7 +228,8 @@ def main():
         rel = np.abs(np.array(zs_f[omega]) - rigid_f) / np.array(rigid_f)
         print(f"  zs, w = {omega:6g}: intermolecular {zs_f[omega][0]:.1f} - {zs_f[omega][-1]:.1f} cm^-1 "
               f"(mean {np.mean(zs_f[omega]):.1f}); against rigid, mode by mode: largest relative difference "
-              f"{rel.max():.2e}, mean {rel.mean():.2e}, largest x w^2 {rel.max() * omega ** 2:.1f}")
+              f"{rel.max():.2e}, mean {rel.mean():.2e}; x w^2: largest {rel.max() * omega ** 2:.1f}, "
+              f"mean {rel.mean() * omega ** 2:.1f}")
     if args.out:
         write(args.out, n, rigid_f, libration, zs_f)
 

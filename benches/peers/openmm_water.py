@@ -347,6 +347,13 @@ def svg_panel(x0, title, ys, log, style):
     return out
 
 
+def write_svg(path, body, panels):
+    """`panels` panels of `svg_panel` side by side as one SVG file."""
+    with open(path, "w") as fh:
+        fh.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{panels * W}" height="{H}" font-family="sans-serif">'
+                 + "".join(body) + "</svg>\n")
+
+
 def write_nma(out_dir, n, lam_zs, lam_mm):
     """Both spectra as CSV and an SVG: frequencies against mode (zs line, OpenMM dots) and the
     eigenvalue differences relative to the largest eigenvalue (log scale)."""
@@ -362,9 +369,7 @@ def write_nma(out_dir, n, lam_zs, lam_mm):
     body = svg_panel(0, f"{n} TIP3P waters: frequency (cm^-1), zs exact (line) vs OpenMM FD (dots)", [fz, fm], False,
                  [("line", "#1f77b4"), ("dots", "#d62728")])
     body += svg_panel(W, "|lambda_zs - lambda_OpenMM-FD| / max lambda", [diff], True, [("dots", "#2ca02c")])
-    with open(os.path.join(out_dir, "nma-openmm.svg"), "w") as fh:
-        fh.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * W}" height="{H}" font-family="sans-serif">'
-                 + "".join(body) + "</svg>\n")
+    write_svg(os.path.join(out_dir, "nma-openmm.svg"), body, 2)
     print(f"  wrote {out_dir}/nma-openmm.csv and nma-openmm.svg")
 
 
