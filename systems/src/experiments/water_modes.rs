@@ -6,9 +6,9 @@
 //! intermolecular band (the molecules' hindered translations and librations) and `3N` the
 //! penalty's band. As ω grows the penalty band moves up as ω (its frequencies divided by ω stay
 //! put) while the intermolecular band converges to the rigid-molecule modes — the spectrum the
-//! penalty method integrates with, and what a rigid-body normal-mode analysis gives (computed
-//! independently from OpenMM's forces by `benches/peers/openmm_rigid_water_modes.py`; the
-//! intermolecular band's mean difference from it falls as ω⁻², EXPERIMENTS.md). The
+//! penalty method integrates with, and what a rigid-body normal-mode analysis gives
+//! ([`crate::water::rigid_modes`], computed here at the last ω's minimum and compared mode by
+//! mode; `benches/peers/openmm_rigid_water_modes.py` computes it again from OpenMM's forces). The
 //! experiment measures both: the bands at each ω, the penalty band's frequency ÷ ω, and how far
 //! the intermolecular band still moves when ω doubles (the penalty's modelling error,
 //! Tao & Owhadi Remark 6.1: `O(ω⁻²)`).
@@ -22,6 +22,7 @@ use zs_runtime::Model;
 
 use super::plot::{Figure, LegendPosition, Panel, Scale, Series, Style};
 use super::{sci, Csv, Field, Report, Table};
+use crate::water::rigid_modes::rigid_modes;
 use crate::water::{self, Water};
 
 /// cm⁻¹ per unit of `√λ` in AKMA units (time unit 48.888 fs): `1 / (2π c t)`.
@@ -84,11 +85,57 @@ impl Spectrum {
     }
 }
 
-/// Minimise and analyse at every ω of `cfg`.
+/// The rigid-molecule spectrum the intermolecular band converges to
+/// ([`crate::water::rigid_modes`]: rigid-body coordinates, no penalty), at the rigid minimum
+/// nearest the last ω's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RigidSpectrum {
+    /// Frequencies (cm⁻¹, negative for a negative eigenvalue), ascending, all `6N`.
+    pub frequencies: Vec<f64>,
+    /// Per mode, the share of its kinetic energy in the molecules' rotations.
+    pub libration: Vec<f64>,
+    /// The largest rigid-body gradient component at each Newton iterate.
+    pub newton: Vec<f64>,
+}
+
+impl RigidSpectrum {
+    /// The `6N − 6` modes above the cluster's rigid motions.
+    pub fn intermolecular(&self) -> &[f64] {
+        &self.frequencies[6..]
+    }
+}
+
+/// Largest Newton iterations to the rigid minimum, and the rigid-body gradient it stops below
+/// (kcal/mol per Å or per radian).
+const RIGID_NEWTON: (usize, f64) = (30, 1e-8);
+
+/// The spectra at every ω and the rigid-molecule one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// One per ω, in `cfg.omegas`' order.
+    pub spectra: Vec<Spectrum>,
+    /// The limit ω → ∞.
+    pub rigid: RigidSpectrum,
+}
+
+/// The largest and the mean relative difference of the intermolecular band of `s` from the
+/// rigid-molecule modes, mode by mode in ascending order.
+pub fn rigid_difference(s: &Spectrum, rigid: &RigidSpectrum) -> (f64, f64) {
+    let d: Vec<f64> = s
+        .intermolecular()
+        .iter()
+        .zip(rigid.intermolecular())
+        .map(|(x, y)| (x - y).abs() / y.abs())
+        .collect();
+    (d.iter().copied().fold(0.0, f64::max), mean(&d))
+}
+
+/// Minimise and analyse at every ω of `cfg`, then the rigid molecules.
 ///
 /// # Panics
-/// If a minimisation or an eigensolve fails (the cluster and tolerances are fixed).
-pub fn run(cfg: &Config) -> Vec<Spectrum> {
+/// If a minimisation or an eigensolve fails, or Newton's method does not reach the rigid
+/// minimum (the cluster and tolerances are fixed).
+pub fn run(cfg: &Config) -> Outcome {
     let w = Water::tip3p();
     let system = w.assemble(cfg.n);
     let mut q = w.cluster(cfg.n, water::SPACING, cfg.seed);
@@ -97,7 +144,8 @@ pub fn run(cfg: &Config) -> Vec<Spectrum> {
         system.masses_into_slice(&mut m);
         m.chunks_exact(3).map(|c| c[0]).collect()
     };
-    cfg.omegas
+    let spectra = cfg
+        .omegas
         .iter()
         .map(|&omega| {
             let penalized = system.penalized(omega);
@@ -124,7 +172,22 @@ pub fn run(cfg: &Config) -> Vec<Spectrum> {
                 rigid,
             }
         })
-        .collect()
+        .collect();
+    let (most, tolerance) = RIGID_NEWTON;
+    let modes = rigid_modes(&w, &system, &q, tolerance, most)
+        .unwrap_or_else(|e| panic!("water-modes: {e}"));
+    Outcome {
+        spectra,
+        rigid: RigidSpectrum {
+            frequencies: modes
+                .eigenvalues
+                .iter()
+                .map(|l| l.signum() * l.abs().sqrt() * WAVENUMBER_PER_AKMA)
+                .collect(),
+            libration: modes.libration,
+            newton: modes.newton,
+        },
+    }
 }
 
 fn mean(x: &[f64]) -> f64 {
@@ -145,7 +208,8 @@ pub fn band_change(a: &Spectrum, b: &Spectrum) -> f64 {
 ///
 /// # Errors
 /// The files cannot be written.
-pub fn write(cfg: &Config, out: &[Spectrum], dir: &Path) -> io::Result<Report> {
+pub fn write(cfg: &Config, outcome: &Outcome, dir: &Path) -> io::Result<Report> {
+    let (out, rigid) = (&outcome.spectra[..], &outcome.rigid);
     let mut csv = Csv::new(&["omega", "mode", "frequency_cm1", "band"]);
     for s in out {
         for (k, &f) in s.frequencies.iter().enumerate() {
@@ -166,6 +230,12 @@ pub fn write(cfg: &Config, out: &[Spectrum], dir: &Path) -> io::Result<Report> {
     }
     let csv_path = dir.join("water-modes.csv");
     csv.write(&csv_path)?;
+    let mut rigid_csv = Csv::new(&["mode", "frequency_cm1", "libration_fraction"]);
+    for (k, (&f, &l)) in rigid.frequencies.iter().zip(&rigid.libration).enumerate() {
+        rigid_csv.push(&[Field::Int(k as i64), Field::Num(f), Field::Num(l)]);
+    }
+    let rigid_path = dir.join("water-modes-rigid.csv");
+    rigid_csv.write(&rigid_path)?;
 
     let mut table = Table::new(
         format!(
@@ -182,6 +252,9 @@ pub fn write(cfg: &Config, out: &[Spectrum], dir: &Path) -> io::Result<Report> {
             "penalty band",
             "penalty mean ÷ ω",
             "inter. change to next ω",
+            "vs rigid: largest",
+            "vs rigid: mean",
+            "mean × ω²",
         ],
     );
     for (i, s) in out.iter().enumerate() {
@@ -197,8 +270,27 @@ pub fn write(cfg: &Config, out: &[Spectrum], dir: &Path) -> io::Result<Report> {
             format!("{:.2}", mean(pen) / s.omega),
             out.get(i + 1)
                 .map_or("—".into(), |next| sci(band_change(s, next))),
+            sci(rigid_difference(s, rigid).0),
+            sci(rigid_difference(s, rigid).1),
+            format!("{:.1}", rigid_difference(s, rigid).1 * s.omega * s.omega),
         ]);
     }
+    let inter = rigid.intermolecular();
+    let blank = || "".to_string();
+    table.push(vec![
+        "∞ (rigid)".into(),
+        format!("{} Newton", rigid.newton.len() - 1),
+        sci(rigid.newton[rigid.newton.len() - 1]),
+        "6".into(),
+        format!("{:.1} – {:.1}", inter[0], inter[inter.len() - 1]),
+        format!("{:.1}", mean(inter)),
+        blank(),
+        blank(),
+        blank(),
+        blank(),
+        blank(),
+        blank(),
+    ]);
 
     let mut dos = Panel::new(
         "intermolecular band: modes per bin",
@@ -228,6 +320,21 @@ pub fn write(cfg: &Config, out: &[Spectrum], dir: &Path) -> io::Result<Report> {
             i,
         ));
     }
+    let top = inter[inter.len() - 1].max(0.0);
+    let mut counts = vec![0.0; (top / cfg.bin).ceil() as usize + 1];
+    for &f in inter.iter().filter(|&&f| f >= 0.0) {
+        counts[(f / cfg.bin) as usize] += 1.0;
+    }
+    dos = dos.with(Series::new(
+        "rigid molecules",
+        counts
+            .iter()
+            .enumerate()
+            .map(|(b, &c)| ((b as f64 + 0.5) * cfg.bin, c))
+            .collect(),
+        Style::Markers,
+        out.len(),
+    ));
     let mut scaled = Panel::new(
         "penalty band: frequency ÷ ω against mode",
         "mode of the penalty band",
@@ -249,20 +356,37 @@ pub fn write(cfg: &Config, out: &[Spectrum], dir: &Path) -> io::Result<Report> {
         ));
     }
     let mut change = Panel::new(
-        "intermolecular band: largest change when ω doubles",
+        "intermolecular band: change when ω doubles, difference from rigid",
         "ω",
-        "max relative change",
+        "relative change or difference",
     )
     .scales(Scale::Log, Scale::Log)
-    .legend(LegendPosition::Hidden);
-    change = change.with(Series::new(
-        "change",
-        out.windows(2)
-            .map(|p| (p[0].omega, band_change(&p[0], &p[1])))
-            .collect(),
-        Style::LineMarkers,
-        3,
-    ));
+    .legend(LegendPosition::LowerLeft);
+    change = change
+        .with(Series::new(
+            "largest change to 2ω",
+            out.windows(2)
+                .map(|p| (p[0].omega, band_change(&p[0], &p[1])))
+                .collect(),
+            Style::LineMarkers,
+            3,
+        ))
+        .with(Series::new(
+            "largest difference from rigid",
+            out.iter()
+                .map(|s| (s.omega, rigid_difference(s, rigid).0))
+                .collect(),
+            Style::LineMarkers,
+            1,
+        ))
+        .with(Series::new(
+            "mean difference from rigid",
+            out.iter()
+                .map(|s| (s.omega, rigid_difference(s, rigid).1))
+                .collect(),
+            Style::LineMarkers,
+            2,
+        ));
     let svg = dir.join("water-modes.svg");
     Figure::new(
         format!(
@@ -295,6 +419,26 @@ pub fn write(cfg: &Config, out: &[Spectrum], dir: &Path) -> io::Result<Report> {
             "The intermolecular band converges as ω grows: its largest change when ω doubles falls with log-log slope {s:.2} (the penalty's O(ω⁻²) modelling error: −2)."
         ));
     }
+    let to_rigid = super::log_log_slope(
+        &out.iter()
+            .map(|s| (s.omega, rigid_difference(s, rigid).1))
+            .collect::<Vec<_>>(),
+    );
+    let librations: Vec<f64> = inter
+        .iter()
+        .zip(&rigid.libration[6..])
+        .filter(|(_, &l)| l > 0.5)
+        .map(|(&f, _)| f)
+        .collect();
+    if let (Some(slope), Some(lo), Some(hi)) = (to_rigid, librations.first(), librations.last()) {
+        notes.push(format!(
+            "Against the rigid molecules themselves (rigid-body normal modes without the penalty, at the rigid minimum next to the last ω's, {} Newton iterations to a rigid-body gradient of {}): {} of the {} intermolecular modes are librations (more than half their kinetic energy in rotation, {lo:.1}–{hi:.1} cm⁻¹), the rest hindered translations; the mean relative difference of the penalized band from them falls with log-log slope {slope:.2} in ω (−2: Tao & Owhadi Remark 6.1).",
+            rigid.newton.len() - 1,
+            sci(rigid.newton[rigid.newton.len() - 1]),
+            librations.len(),
+            inter.len(),
+        ));
+    }
     if let Some(first) = out.first() {
         let pen = first.penalty();
         notes.push(format!(
@@ -307,11 +451,11 @@ pub fn write(cfg: &Config, out: &[Spectrum], dir: &Path) -> io::Result<Report> {
     Ok(Report {
         experiment: "water-modes".into(),
         setup: format!(
-            "{} TIP3P waters from the 3.1 Å grid (orientations seed {}), minimised by L-BFGS to an RMS force of {} kcal/mol/Å at each ω (from the previous minimum), exact Hessian of V + ½ω²|g|², faer's dense symmetric eigensolver; frequencies ν̃ = √λ / (2πc) in cm⁻¹ (AKMA units).",
+            "{} TIP3P waters from the 3.1 Å grid (orientations seed {}), minimised by L-BFGS to an RMS force of {} kcal/mol/Å at each ω (from the previous minimum), exact Hessian of V + ½ω²|g|², faer's dense symmetric eigensolver; then rigid-body normal modes of exactly rigid molecules (no penalty) at the rigid minimum next to the last; frequencies ν̃ = √λ / (2πc) in cm⁻¹ (AKMA units).",
             cfg.n, cfg.seed, cfg.tolerance
         ),
         tables: vec![table],
         notes,
-        files: vec![csv_path, svg],
+        files: vec![csv_path, rigid_path, svg],
     })
 }

@@ -694,8 +694,9 @@ fn water_modes_separate_the_rigid_motions_the_intermolecular_and_the_penalty_ban
         seed: 1,
         bin: 50.0,
     };
-    let out = water_modes::run(&cfg);
-    for s in &out {
+    let outcome = water_modes::run(&cfg);
+    let out = &outcome.spectra;
+    for s in out {
         assert_eq!(s.frequencies.len(), 36);
         assert_eq!(s.rigid, 6, "ω = {}: {:?}", s.omega, s.frequencies);
         // A gap between the bands, and the rigid motions near zero against both.
@@ -711,13 +712,31 @@ fn water_modes_separate_the_rigid_motions_the_intermolecular_and_the_penalty_ban
     };
     assert!((ratio(&out[0]) / ratio(&out[2]) - 1.0).abs() < 0.05);
     assert!(band_change(&out[1], &out[2]) < band_change(&out[0], &out[1]));
+    // The band converges to the rigid molecules' modes as ω⁻²: the mean difference falls by
+    // about 4 each time ω doubles.
+    let rigid = &outcome.rigid;
+    assert_eq!(rigid.frequencies.len(), 24);
+    assert!(*rigid.newton.last().unwrap() < 1e-8);
+    let mean = |s| water_modes::rigid_difference(s, rigid).1;
+    for p in out.windows(2) {
+        let ratio = mean(&p[0]) / mean(&p[1]);
+        assert!(
+            (3.0..5.0).contains(&ratio),
+            "ω = {}: ratio {ratio}",
+            p[0].omega
+        );
+    }
     let dir = scratch("water-modes");
-    let report = water_modes::write(&cfg, &out, &dir).unwrap();
+    let report = water_modes::write(&cfg, &outcome, &dir).unwrap();
     assert!(report.files.iter().all(|f| f.exists()));
-    assert_eq!(report.tables[0].rows.len(), 3);
+    assert_eq!(report.tables[0].rows.len(), 4);
     assert_eq!(
         read(&dir.join("water-modes.csv")).lines().count(),
         1 + 3 * 36
+    );
+    assert_eq!(
+        read(&dir.join("water-modes-rigid.csv")).lines().count(),
+        1 + 24
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
