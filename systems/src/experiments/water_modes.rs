@@ -210,6 +210,7 @@ pub fn band_change(a: &Spectrum, b: &Spectrum) -> f64 {
 /// The files cannot be written.
 pub fn write(cfg: &Config, outcome: &Outcome, dir: &Path) -> io::Result<Report> {
     let (out, rigid) = (&outcome.spectra[..], &outcome.rigid);
+    let differences: Vec<(f64, f64)> = out.iter().map(|s| rigid_difference(s, rigid)).collect();
     let mut csv = Csv::new(&["omega", "mode", "frequency_cm1", "band"]);
     for s in out {
         for (k, &f) in s.frequencies.iter().enumerate() {
@@ -270,9 +271,9 @@ pub fn write(cfg: &Config, outcome: &Outcome, dir: &Path) -> io::Result<Report> 
             format!("{:.2}", mean(pen) / s.omega),
             out.get(i + 1)
                 .map_or("—".into(), |next| sci(band_change(s, next))),
-            sci(rigid_difference(s, rigid).0),
-            sci(rigid_difference(s, rigid).1),
-            format!("{:.1}", rigid_difference(s, rigid).1 * s.omega * s.omega),
+            sci(differences[i].0),
+            sci(differences[i].1),
+            format!("{:.1}", differences[i].1 * s.omega * s.omega),
         ]);
     }
     let inter = rigid.intermolecular();
@@ -362,31 +363,25 @@ pub fn write(cfg: &Config, outcome: &Outcome, dir: &Path) -> io::Result<Report> 
     )
     .scales(Scale::Log, Scale::Log)
     .legend(LegendPosition::LowerLeft);
-    change = change
-        .with(Series::new(
-            "largest change to 2ω",
-            out.windows(2)
-                .map(|p| (p[0].omega, band_change(&p[0], &p[1])))
-                .collect(),
-            Style::LineMarkers,
-            3,
-        ))
-        .with(Series::new(
-            "largest difference from rigid",
+    change = change.with(Series::new(
+        "largest change to 2ω",
+        out.windows(2)
+            .map(|p| (p[0].omega, band_change(&p[0], &p[1])))
+            .collect(),
+        Style::LineMarkers,
+        3,
+    ));
+    for (which, name) in ["largest", "mean"].into_iter().enumerate() {
+        change = change.with(Series::new(
+            format!("{name} difference from rigid"),
             out.iter()
-                .map(|s| (s.omega, rigid_difference(s, rigid).0))
+                .zip(&differences)
+                .map(|(s, d)| (s.omega, if which == 0 { d.0 } else { d.1 }))
                 .collect(),
             Style::LineMarkers,
-            1,
-        ))
-        .with(Series::new(
-            "mean difference from rigid",
-            out.iter()
-                .map(|s| (s.omega, rigid_difference(s, rigid).1))
-                .collect(),
-            Style::LineMarkers,
-            2,
+            1 + which,
         ));
+    }
     let svg = dir.join("water-modes.svg");
     Figure::new(
         format!(
@@ -421,7 +416,8 @@ pub fn write(cfg: &Config, outcome: &Outcome, dir: &Path) -> io::Result<Report> 
     }
     let to_rigid = super::log_log_slope(
         &out.iter()
-            .map(|s| (s.omega, rigid_difference(s, rigid).1))
+            .zip(&differences)
+            .map(|(s, d)| (s.omega, d.1))
             .collect::<Vec<_>>(),
     );
     let librations: Vec<f64> = inter
