@@ -13,7 +13,8 @@
 //! `G = Bᵀ M B`, per molecule the total mass and the inertia tensor, and the frequencies are the
 //! eigenvalues of `L⁻¹ (BᵀHB + C) L⁻ᵀ` with `G = L Lᵀ`.
 //!
-//! [`rigid_modes`] first goes to the rigid minimum near the given configuration: each molecule
+//! [`rigid_modes`] first goes to the rigid stationary point near the given configuration (a
+//! minimum when started near one): each molecule
 //! replaced by the TIP3P geometry fitted to it (mass-weighted Kabsch), then Newton's method in
 //! these coordinates (without the six modes nearest zero, the cluster's own rigid motions).
 
@@ -250,9 +251,12 @@ fn ascending(values: &DVector<f64>) -> Vec<usize> {
     order
 }
 
-/// The rigid-body normal modes of `model` (the TIP3P cluster of `w`, without the penalty) at the
-/// rigid minimum nearest `q`: Newton's method from the fitted rigid molecules until the largest
-/// rigid-body gradient component is below `tolerance`, at most `max_newton` iterations.
+/// The rigid-body normal modes of `model` (the TIP3P cluster of `w`, `w.assemble(n)`: without
+/// the penalty) at the rigid stationary point next to `q`: Newton's method from the fitted rigid
+/// molecules until the largest rigid-body gradient component is below `tolerance`, at most
+/// `max_newton` iterations. Newton goes to the nearest stationary point, which is a minimum when
+/// `q` is near one (a penalized minimum, as in `zs reproduce water-modes`); a negative
+/// eigenvalue above the six rigid motions says it is not.
 ///
 /// # Errors
 /// [`RigidModesError`]: `q` of the wrong length or not finite, a singular inertia tensor, or no
