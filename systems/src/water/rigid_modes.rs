@@ -14,9 +14,9 @@
 //! eigenvalues of `L⁻¹ (BᵀHB + C) L⁻ᵀ` with `G = L Lᵀ`.
 //!
 //! [`rigid_modes`] first goes to the rigid stationary point near the given configuration (a
-//! minimum when started near one): each molecule
-//! replaced by the TIP3P geometry fitted to it (mass-weighted Kabsch), then Newton's method in
-//! these coordinates (without the six modes nearest zero, the cluster's own rigid motions).
+//! minimum when started near one): each molecule replaced by the TIP3P geometry fitted to it
+//! (mass-weighted Kabsch), then Newton's method in these coordinates (without the six modes
+//! nearest zero, the cluster's own rigid motions).
 
 use nalgebra::{DMatrix, DVector, Matrix3, Matrix6, Rotation3, SMatrix, Vector3, Vector6};
 use zs_runtime::assembly::Assembled;
