@@ -14,10 +14,11 @@ special_bonds fene; neighbor 0.4 bin, neigh_modify every 1 delay 1 (check yes).
    zs `run kremer-grest --integrator verlet --gamma 1 --kt 1` (velocity Verlet with GLA's exact
    Ornstein–Uhlenbeck velocity flow; friction gamma/m = 1 as LAMMPS's damp = 1) on 1 and 2
    threads. Both report the loop's wall time (LAMMPS's "Loop time", zs's "wall time"; set-up
-   and reading the file excluded by both), as steps per second.
+   and reading the file excluded by both), as steps per second. With `--repeat R`, R pairs of
+   runs per core count, LAMMPS and zs alternated, and the median of their ratios.
 
 Usage (from the repository root; needs `apt-get install lammps lammps-examples openmpi-bin`):
-    python3 benches/peers/lammps_kremer_grest.py [--data FILE] [--steps 500] [--skip-speed] [--scaling]
+    python3 benches/peers/lammps_kremer_grest.py [--data FILE] [--steps 500] [--repeat R] [--skip-speed] [--scaling]
 """
 import argparse
 import math
@@ -68,8 +69,11 @@ run 0
         print(f"forces: {n} atoms, max |F_zs - F_lammps| / max |F| = {rel:.2e} (max |F| {scale:.3g})")
 
 
-def speed(zs, data, steps):
-    for np in (1, 2):
+def speed(zs, data, steps, repeat):
+    """Steps per second of both on 1 and 2 cores, `repeat` times each, LAMMPS and zs alternated
+    (the machine is shared and noisy: each pair of runs gives one ratio, and the median of the
+    ratios is the figure)."""
+    def run_lammps(np):
         with tempfile.TemporaryDirectory() as d:
             log = lammps(FORCE_FIELD.format(data=data) + f"""
 fix 1 all nve
@@ -78,16 +82,30 @@ thermo 100
 timestep 0.012
 run {steps}
 """, d, np)
-            t_l = float(re.search(r"Loop time of ([0-9.eE+-]+) on", log).group(1))
+            return float(re.search(r"Loop time of ([0-9.eE+-]+) on", log).group(1))
+
+    def run_zs(np):
         with tempfile.TemporaryDirectory() as d:
             out = subprocess.run([zs, "run", "kremer-grest", "--data", data, "--integrator", "verlet",
                                   "--gamma", "1", "--kt", "1", "--t-end", repr(steps * 0.012), "--threads", str(np),
                                   "--quiet", "--out", os.path.join(d, "kg.csv")],
                                  check=True, capture_output=True, text=True).stdout
-            t_z = float(re.search(r"wall time\s+([0-9.]+) s", out).group(1))
-            builds = re.search(r"neighbour lists\s+(\d+)", out).group(1)
-        print(f"{steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} steps/s, "
-              f"zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), zs / LAMMPS (speed) = {t_l / t_z:.2f}")
+            return (float(re.search(r"wall time\s+([0-9.]+) s", out).group(1)),
+                    re.search(r"neighbour lists\s+(\d+)", out).group(1))
+
+    for np in (1, 2):
+        ratios = []
+        for _ in range(repeat):
+            t_l = run_lammps(np)
+            t_z, builds = run_zs(np)
+            ratios.append(t_l / t_z)
+            print(f"{steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} steps/s, "
+                  f"zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), zs / LAMMPS (speed) = {t_l / t_z:.2f}")
+        if repeat > 1:
+            ratios.sort()
+            median = ratios[len(ratios) // 2] if len(ratios) % 2 else 0.5 * (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2])
+            print(f"{np} {'rank' if np == 1 else 'ranks'}/threads, {repeat} alternated pairs: zs / LAMMPS median "
+                  f"{median:.2f} (from {ratios[0]:.2f} to {ratios[-1]:.2f})")
 
 
 SMALL = """
@@ -150,6 +168,7 @@ def main():
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="pairs of speed runs per core count (median ratio)")
     ap.add_argument("--scaling", action="store_true",
                     help="also the O(N) comparison: 4 000 to 256 000 beads (a 4 000-bead melt made "
                          "from the file, replicated), 1 core")
@@ -160,7 +179,7 @@ def main():
     print(subprocess.run(["lmp", "-h"], capture_output=True, text=True).stdout.splitlines()[1].strip())
     check(zs, os.path.abspath(args.data))
     if not args.skip_speed:
-        speed(zs, os.path.abspath(args.data), args.steps)
+        speed(zs, os.path.abspath(args.data), args.steps, args.repeat)
     if args.scaling:
         subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-bench", "--bin", "kg_scaling"])
         scaling(os.path.join("target", "release", "kg_scaling"), os.path.abspath(args.data), 60)
