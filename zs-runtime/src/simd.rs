@@ -637,6 +637,17 @@ mod x86 {
         if K != 2 || !fits || D == 0 {
             return super::gather_bodies_by_rows::<F64x8, D, K>(src, terms, k);
         }
+        if D == 3 && (max as usize) * 3 + 4 <= src.len() {
+            // SAFETY: every row read is `src[t[k]·3 .. t[k]·3 + 4]`, in `src` since
+            // `t[k] ≤ max` and `max·3 + 4 ≤ src.len()` (checked above). Instructions: module
+            // docs (AVX-512F; the 256-bit load is AVX).
+            let [x, y, z] = unsafe { rows3_512(src, terms, k) };
+            let mut out = [F64x8::splat(0.0); D];
+            out[0] = x;
+            out[1] = y;
+            out[2] = z;
+            return out;
+        }
         let mut out = [F64x8::splat(0.0); D];
         // SAFETY: `terms` is 8 × 2 u32 = 64 readable bytes (K = 2, checked above); every index
         // `t[k]` is at most `max`, with `max·D + d < src.len()` for `d < D` (checked above), so
@@ -670,6 +681,42 @@ mod x86 {
             }
         }
         out
+    }
+
+    /// The coordinates `x, y, z` of body `k` of 8 terms whose bodies are three coordinates
+    /// each: each body's row loaded whole (four coordinates, the fourth unused) and the 8 × 4
+    /// block transposed in registers — 8 loads and 7 shuffles where three 8-lane gathers wait
+    /// on 24 loads.
+    ///
+    /// # Safety
+    /// `src[t[k]·3 .. t[k]·3 + 4]` must be in `src` for every term `t`; AVX-512F.
+    #[inline(always)]
+    unsafe fn rows3_512<const K: usize>(
+        src: &[f64],
+        terms: &[[u32; K]; 8],
+        k: usize,
+    ) -> [F64x8; 3] {
+        let p = src.as_ptr();
+        // SAFETY: the caller's contract.
+        unsafe {
+            let row = |l: usize| _mm256_loadu_pd(p.add(terms[l][k] as usize * 3));
+            let pair = |a: usize, b: usize| {
+                _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(row(a)), row(b))
+            };
+            // t_l = [x_l y_l | z_l · | x_{l+4} y_{l+4} | z_{l+4} ·] (128-bit lanes).
+            let (t0, t1, t2, t3) = (pair(0, 4), pair(1, 5), pair(2, 6), pair(3, 7));
+            let xz01 = _mm512_unpacklo_pd(t0, t1); // x0 x1 | z0 z1 | x4 x5 | z4 z5
+            let y01 = _mm512_unpackhi_pd(t0, t1); // y0 y1 | · · | y4 y5 | · ·
+            let xz23 = _mm512_unpacklo_pd(t2, t3);
+            let y23 = _mm512_unpackhi_pd(t2, t3);
+            let lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+            let hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+            [
+                F64x8(_mm512_permutex2var_pd(xz01, lo, xz23)),
+                F64x8(_mm512_permutex2var_pd(y01, lo, y23)),
+                F64x8(_mm512_permutex2var_pd(xz01, hi, xz23)),
+            ]
+        }
     }
 
     /// The lanes of `a` whose bit is set in `mask`, packed to the low lanes in order (the
@@ -1019,7 +1066,8 @@ mod tests {
     }
 
     /// Every instruction set reads `q[terms[l][k]·3 + d]` into lane `l` of value `d`, up to the
-    /// last body of `q`.
+    /// last body of `q` (AVX-512: whole-row loads where a fourth coordinate is readable, the
+    /// gathers in a block that holds the last body).
     #[test]
     fn gather_bodies_reads_each_terms_body_on_every_instruction_set() {
         let q: Vec<f64> = (0..300).map(|i| i as f64 * 0.5 - 7.0).collect();
