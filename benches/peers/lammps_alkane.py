@@ -20,10 +20,11 @@ with `zs eval alkane --data FILE`.
    torsion histogram.
 4. Speed (unless --skip-speed): `--steps` steps (default 200) of NVE at dt = 1 fs, LAMMPS
    `fix nve` on 1 MPI rank and with `mpirun -np 2`, zs `run alkane --integrator verlet` on 1
-   and 2 threads, as steps per second of the loop (LAMMPS's "Loop time", zs's "wall time").
+   and 2 threads, as steps per second of the loop (LAMMPS's "Loop time", zs's "wall time");
+   `--repeat R` runs LAMMPS then zs R times per core count and prints the median ratio.
 
 Usage (from the repository root; needs `apt-get install lammps openmpi-bin`):
-    python3 benches/peers/lammps_alkane.py [--molecules 2500] [--lengths 4,12] [--steps 200] [--skip-speed] [--skip-rattle] [--structure]
+    python3 benches/peers/lammps_alkane.py [--molecules 2500] [--lengths 4,12] [--steps 200] [--repeat 1] [--skip-speed] [--skip-rattle] [--structure]
 """
 import argparse
 import os
@@ -31,7 +32,7 @@ import re
 import subprocess
 import tempfile
 
-from lammps_run import forces_against_zs, lammps
+from lammps_run import alternated, forces_against_zs, lammps
 
 KB = 0.0019872067  # kcal/mol/K, LAMMPS's real-units Boltzmann constant
 
@@ -215,8 +216,10 @@ run {prod}
         print("          torsion histogram, 30-degree bins from -180: " + " ".join(f"{h:.3f}" for h in hist))
 
 
-def speed(zs, data, steps):
-    for np in (1, 2):
+def speed(zs, data, steps, repeat):
+    """NVE steps per second of both on 1 and 2 cores, `repeat` alternated pairs each
+    (`lammps_run.alternated`)."""
+    def run_lammps(np):
         with tempfile.TemporaryDirectory() as d:
             log = lammps(FORCE_FIELD.format(data=data) + f"""
 fix 1 all nve
@@ -224,17 +227,18 @@ thermo 100
 timestep 1.0
 run {steps}
 """, d, np)
-            t_l = float(re.search(r"Loop time of ([0-9.eE+-]+) on", log).group(1))
+            return float(re.search(r"Loop time of ([0-9.eE+-]+) on", log).group(1))
+
+    def run_zs(np):
         with tempfile.TemporaryDirectory() as d:
             out = subprocess.run([zs, "run", "alkane", "--data", data, "--integrator", "verlet", "--h", "1",
                                   "--t-end", str(steps), "--threads", str(np), "--quiet",
                                   "--out", os.path.join(d, "a.csv")],
                                  check=True, capture_output=True, text=True).stdout
-            t_z = float(re.search(r"wall time\s+([0-9.]+) s", out).group(1))
-            builds = re.search(r"neighbour lists\s+(\d+)", out).group(1)
-        print(f"  {steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} steps/s, "
-              f"zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), zs / LAMMPS (speed) = {t_l / t_z:.2f}")
+            return (float(re.search(r"wall time\s+([0-9.]+) s", out).group(1)),
+                    re.search(r"neighbour lists\s+(\d+)", out).group(1))
 
+    alternated(run_lammps, run_zs, steps, repeat)
 
 def main():
     ap = argparse.ArgumentParser()
@@ -244,6 +248,7 @@ def main():
                     help="g/cm3 (default: 0.58 for butane, 0.70 for longer alkanes)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=1, help="pairs of speed runs per core count (median ratio)")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-rattle", action="store_true")
     ap.add_argument("--structure", action="store_true",
@@ -262,7 +267,7 @@ def main():
             print(f"C{length}: {molecules} molecules, {molecules * length} sites, {density} g/cm3")
             check(zs, data, d)
             if not args.skip_speed:
-                speed(zs, data, args.steps)
+                speed(zs, data, args.steps, args.repeat)
     if args.structure:
         with tempfile.TemporaryDirectory() as d:
             structure(zs, d, 250, args.seed, args.equil, args.prod)

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-from lammps_run import forces_against_zs, lammps
+from lammps_run import alternated, forces_against_zs, lammps
 
 DATA = "/usr/share/lammps/examples/COUPLE/multiple/data.chain"
 
@@ -70,9 +70,8 @@ run 0
 
 
 def speed(zs, data, steps, repeat):
-    """Steps per second of both on 1 and 2 cores, `repeat` times each, LAMMPS and zs alternated
-    (the machine is shared and noisy: each pair of runs gives one ratio, and the median of the
-    ratios is the figure)."""
+    """Steps per second of both on 1 and 2 cores, `repeat` alternated pairs each
+    (`lammps_run.alternated`)."""
     def run_lammps(np):
         with tempfile.TemporaryDirectory() as d:
             log = lammps(FORCE_FIELD.format(data=data) + f"""
@@ -93,20 +92,7 @@ run {steps}
             return (float(re.search(r"wall time\s+([0-9.]+) s", out).group(1)),
                     re.search(r"neighbour lists\s+(\d+)", out).group(1))
 
-    for np in (1, 2):
-        ratios = []
-        for _ in range(repeat):
-            t_l = run_lammps(np)
-            t_z, builds = run_zs(np)
-            ratios.append(t_l / t_z)
-            print(f"{steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} steps/s, "
-                  f"zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), zs / LAMMPS (speed) = {t_l / t_z:.2f}")
-        if repeat > 1:
-            ratios.sort()
-            median = ratios[len(ratios) // 2] if len(ratios) % 2 else 0.5 * (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2])
-            print(f"{np} {'rank' if np == 1 else 'ranks'}/threads, {repeat} alternated pairs: zs / LAMMPS median "
-                  f"{median:.2f} (from {ratios[0]:.2f} to {ratios[-1]:.2f})")
-
+    alternated(run_lammps, run_zs, steps, repeat)
 
 SMALL = """
 group drop molecule 41:320

@@ -1,5 +1,6 @@
 """Running LAMMPS from the peer scripts: one input script in a directory, on 1 rank or under
-`mpirun -np N`, returning its log (shared by lammps_kremer_grest.py and lammps_alkane.py)."""
+`mpirun -np N`, returning its log, and the alternated speed runs of LAMMPS against zs (shared by
+lammps_kremer_grest.py and lammps_alkane.py)."""
 import os
 import subprocess
 
@@ -33,3 +34,25 @@ def forces_against_zs(d, zs, system, data):
     scale = max(abs(x) for f in forces for x in f)
     worst = max(abs(-grad[3 * i + a] - forces[i][a]) for i in range(len(forces)) for a in range(3))
     return v, len(forces), worst / scale, scale
+
+
+def alternated(run_lammps, run_zs, steps, repeat):
+    """Steps per second of LAMMPS and zs on 1 and 2 cores, `repeat` times each, alternated: the
+    machine is shared and noisy, so each pair of runs gives one ratio and the median of the
+    ratios is the figure. `run_lammps(np)` returns its loop time in seconds, `run_zs(np)` its
+    wall time and its number of neighbour-list builds."""
+    for np in (1, 2):
+        ratios = []
+        for _ in range(repeat):
+            t_l = run_lammps(np)
+            t_z, builds = run_zs(np)
+            ratios.append(t_l / t_z)
+            print(f"  {steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} "
+                  f"steps/s, zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), "
+                  f"zs / LAMMPS (speed) = {t_l / t_z:.2f}")
+        if repeat > 1:
+            ratios.sort()
+            m = len(ratios) // 2
+            median = ratios[m] if len(ratios) % 2 else 0.5 * (ratios[m - 1] + ratios[m])
+            print(f"  {np} {'rank' if np == 1 else 'ranks'}/threads, {repeat} alternated pairs: zs / LAMMPS "
+                  f"median {median:.2f} (from {ratios[0]:.2f} to {ratios[-1]:.2f})")
