@@ -100,6 +100,16 @@ pub trait Lanes:
     ) -> [Self; D] {
         gather_bodies_by_rows::<Self, D, K>(src, terms, k)
     }
+    /// Bodies 0 and 1 of `WIDTH` pair terms (`K = 2`) whose bodies are three coordinates each:
+    /// value `d`, lane `l` of body `k` is `src[terms[l][k]·3 + d]` (body 0 broadcast when it
+    /// is one body in every lane: a neighbour-list row).
+    ///
+    /// # Panics
+    /// If `K ≠ 2`, `terms` is shorter than [`Lanes::WIDTH`] or a row is not in `src`.
+    #[inline(always)]
+    fn load_pairs3<const K: usize>(src: &[f64], terms: &[[u32; K]]) -> [[Self; 3]; 2] {
+        load_pairs3_by_bodies(src, terms)
+    }
     /// The indicator of `self < other`, lane by lane: `1.0` or `0.0` (`0.0` when either is NaN).
     fn lt(self, other: Self) -> Self;
     /// The indicator of `self ≤ other`, lane by lane.
@@ -193,6 +203,26 @@ fn gather_bodies_by_rows<L: Lanes, const D: usize, const K: usize>(
         *r = t[k] as usize * D;
     }
     L::gather::<D>(src, &rows[..L::WIDTH])
+}
+
+/// [`Lanes::load_pairs3`] body by body: a broadcast where every lane has the same body, else
+/// [`Lanes::gather_bodies`].
+#[inline(always)]
+fn load_pairs3_by_bodies<L: Lanes, const K: usize>(src: &[f64], terms: &[[u32; K]]) -> [[L; 3]; 2] {
+    assert_eq!(K, 2, "pair terms");
+    let mut x = [[L::splat(0.0); 3]; 2];
+    for (k, xk) in x.iter_mut().enumerate() {
+        let first = terms[0][k];
+        if terms[..L::WIDTH].iter().all(|t| t[k] == first) {
+            let o = first as usize * 3;
+            for (xd, &v) in xk.iter_mut().zip(&src[o..o + 3]) {
+                *xd = L::splat(v);
+            }
+        } else {
+            *xk = L::gather_bodies::<3, K>(src, terms, k);
+        }
+    }
+    x
 }
 
 impl Lanes for f64 {
@@ -444,7 +474,7 @@ mod x86 {
         ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
          $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
          $lt_mask:ident, $set1:ident,
-         $loadu:ident, $storeu:ident, $xor:ident $(, $compress:ident, $gather_bodies:ident)?) => {
+         $loadu:ident, $storeu:ident, $xor:ident $(, $compress:ident, $gather_bodies:ident, $load_pairs3:ident)?) => {
             impl Add for $ty {
                 type Output = Self;
                 #[inline(always)]
@@ -570,6 +600,13 @@ mod x86 {
                 ) -> [Self; D] {
                     $gather_bodies::<D, K>(src, terms, k)
                 }
+                #[inline(always)]
+                fn load_pairs3<const K: usize>(
+                    src: &[f64],
+                    terms: &[[u32; K]],
+                ) -> [[Self; 3]; 2] {
+                    $load_pairs3::<K>(src, terms)
+                }
                 )?
             }
         };
@@ -615,7 +652,8 @@ mod x86 {
         _mm512_storeu_pd,
         xor512,
         compress512,
-        gather_bodies512
+        gather_bodies512,
+        load_pairs3_512
     );
 
     /// [`Lanes::gather_bodies`] on 8 lanes. A pair's list (`K = 2`: 16 indices, 64 bytes) is
@@ -681,6 +719,45 @@ mod x86 {
             }
         }
         out
+    }
+
+    /// [`Lanes::load_pairs3`] on 8 lanes: the 16 indices checked against `src` by one compare
+    /// and body 0's sharing by another (not index by index), then body 0 broadcast or loaded
+    /// by rows and body 1 loaded by rows ([`rows3_512`]).
+    #[inline(always)]
+    fn load_pairs3_512<const K: usize>(src: &[f64], terms: &[[u32; K]]) -> [[F64x8; 3]; 2] {
+        assert_eq!(K, 2, "pair terms");
+        let terms: &[[u32; K]; 8] = terms[..8].try_into().expect("8 terms");
+        // The last body whose row of four, `src[t·3 .. t·3 + 4]`, is in `src`.
+        let Some(last) = src.len().checked_sub(4).map(|n| n / 3) else {
+            return super::load_pairs3_by_bodies(src, terms);
+        };
+        let last = u32::try_from(last).unwrap_or(u32::MAX);
+        // SAFETY: `terms` is 8 × 2 u32 = 64 readable bytes (K = 2, checked above).
+        // Instructions: module docs (AVX-512F).
+        let (outside, shared) = unsafe {
+            let at = _mm512_loadu_si512(terms.as_ptr().cast());
+            let first = _mm512_permutexvar_epi32(_mm512_setzero_si512(), at);
+            (
+                _mm512_cmpgt_epu32_mask(at, _mm512_set1_epi32(last as i32)),
+                _mm512_cmpeq_epi32_mask(at, first) & 0x5555 == 0x5555,
+            )
+        };
+        if outside != 0 {
+            return super::load_pairs3_by_bodies(src, terms);
+        }
+        // SAFETY: every index is at most `last` (checked above), so each row of four is in
+        // `src` (`rows3_512`'s contract); AVX-512F.
+        let body1 = unsafe { rows3_512(src, terms, 1) };
+        let body0 = if shared {
+            let o = terms[0][0] as usize * 3;
+            let r = &src[o..o + 3];
+            [F64x8::splat(r[0]), F64x8::splat(r[1]), F64x8::splat(r[2])]
+        } else {
+            // SAFETY: as for body 1.
+            unsafe { rows3_512(src, terms, 0) }
+        };
+        [body0, body1]
     }
 
     /// The coordinates `x, y, z` of body `k` of 8 terms whose bodies are three coordinates
@@ -1047,6 +1124,8 @@ mod tests {
         q: &'a [f64],
         terms: &'a [[u32; 2]],
         out: &'a mut Vec<f64>,
+        /// Through [`Lanes::load_pairs3`] rather than [`Lanes::gather_bodies`].
+        pairs: bool,
     }
 
     impl WithLanes for Bodies<'_> {
@@ -1055,27 +1134,37 @@ mod tests {
         fn run<L: Lanes>(self) {
             let mut buf = [0.0; 8];
             for block in self.terms.chunks_exact(L::WIDTH) {
-                for k in 0..2 {
-                    for lanes in L::gather_bodies::<3, 2>(self.q, block, k) {
-                        lanes.store(&mut buf);
-                        self.out.extend_from_slice(&buf[..L::WIDTH]);
-                    }
+                let both = if self.pairs {
+                    L::load_pairs3::<2>(self.q, block)
+                } else {
+                    [0, 1].map(|k| L::gather_bodies::<3, 2>(self.q, block, k))
+                };
+                for lanes in both.into_iter().flatten() {
+                    lanes.store(&mut buf);
+                    self.out.extend_from_slice(&buf[..L::WIDTH]);
                 }
             }
         }
     }
 
     /// Every instruction set reads `q[terms[l][k]·3 + d]` into lane `l` of value `d`, up to the
-    /// last body of `q` (AVX-512: whole-row loads where a fourth coordinate is readable, the
-    /// gathers in a block that holds the last body).
+    /// last body of `q`, by [`Lanes::gather_bodies`] and by [`Lanes::load_pairs3`] (AVX-512:
+    /// whole-row loads where a fourth coordinate is readable, the gathers in a block that holds
+    /// the last body; a first body shared by a whole block broadcast).
     #[test]
     fn gather_bodies_reads_each_terms_body_on_every_instruction_set() {
         let q: Vec<f64> = (0..300).map(|i| i as f64 * 0.5 - 7.0).collect();
-        let terms: Vec<[u32; 2]> = (0..64u32)
+        let mut terms: Vec<[u32; 2]> = (0..64u32)
             .map(|t| [(t * 7) % 100, (t * 13 + 99) % 100])
             .collect();
+        // Two neighbour-list rows: every first body the same, the last body among the second.
+        terms.extend((0..16u32).map(|t| [5, (t * 11 + 2) % 100]));
+        terms.extend((0..16u32).map(|t| [99, t * 3]));
         assert!(terms.iter().any(|t| t[1] == 99));
-        for isa in Isa::available() {
+        for (isa, pairs) in Isa::available()
+            .into_iter()
+            .flat_map(|i| [(i, false), (i, true)])
+        {
             let mut out = Vec::new();
             dispatch_with(
                 isa,
@@ -1083,6 +1172,7 @@ mod tests {
                     q: &q,
                     terms: &terms,
                     out: &mut out,
+                    pairs,
                 },
             );
             let w = isa.width();
@@ -1094,7 +1184,7 @@ mod tests {
                     }
                 }
             }
-            assert_eq!(out, expected, "{isa:?}");
+            assert_eq!(out, expected, "{isa:?}, load_pairs3 {pairs}");
         }
     }
 

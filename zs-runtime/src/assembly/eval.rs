@@ -1077,7 +1077,8 @@ where
 
 /// [`load_lanes`] of `L::WIDTH` consecutive terms (`free` and `bodies` their rows): when
 /// every body is free, each body's coordinates come from one [`Lanes::gather_bodies`] (the
-/// indices read straight from the list) or one broadcast when the block shares it.
+/// indices read straight from the list) or one broadcast when the block shares it — for pairs
+/// of point bodies both at once, by [`Lanes::load_pairs3`].
 #[inline(always)]
 fn load_consecutive<L: Lanes, const D: usize, const K: usize>(
     input: &Inputs<'_, D>,
@@ -1086,7 +1087,16 @@ fn load_consecutive<L: Lanes, const D: usize, const K: usize>(
     soa: &mut [[[f64; 8]; D]; K],
 ) -> [[L; D]; K] {
     let mut x = [[L::splat(0.0); D]; K];
-    if input.all_free || free.iter().all(|f| f.iter().all(|&b| b != PINNED)) {
+    let all_free = input.all_free || free.iter().all(|f| f.iter().all(|&b| b != PINNED));
+    if all_free && K == 2 && D == 3 {
+        // Pairs of point bodies (every pair form of the condensed phase): both loaded at once.
+        let xy = L::load_pairs3::<K>(input.q, free);
+        for (xk, yk) in x.iter_mut().zip(&xy) {
+            for (xd, &yd) in xk.iter_mut().zip(yk) {
+                *xd = yd;
+            }
+        }
+    } else if all_free {
         for (k, xk) in x.iter_mut().enumerate() {
             let first = free[0][k];
             if free.iter().all(|f| f[k] == first) {
