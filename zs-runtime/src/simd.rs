@@ -762,7 +762,7 @@ mod x86 {
 
     /// The coordinates `x, y, z` of body `k` of 8 terms whose bodies are three coordinates
     /// each: each body's row loaded whole (four coordinates, the fourth unused) and the 8 × 4
-    /// block transposed in registers — 8 loads and 7 shuffles where three 8-lane gathers wait
+    /// block transposed in registers — 8 loads and 11 shuffles where three 8-lane gathers wait
     /// on 24 loads.
     ///
     /// # Safety
@@ -1157,7 +1157,8 @@ mod tests {
         let mut terms: Vec<[u32; 2]> = (0..64u32)
             .map(|t| [(t * 7) % 100, (t * 13 + 99) % 100])
             .collect();
-        // Two neighbour-list rows: every first body the same, the last body among the second.
+        // Two neighbour-list rows, every first body the same: an inner body's, and the last
+        // body's (its row of four is not in `q`).
         terms.extend((0..16u32).map(|t| [5, (t * 11 + 2) % 100]));
         terms.extend((0..16u32).map(|t| [99, t * 3]));
         assert!(terms.iter().any(|t| t[1] == 99));
