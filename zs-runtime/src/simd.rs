@@ -656,10 +656,11 @@ mod x86 {
         load_pairs3_512
     );
 
-    /// [`Lanes::gather_bodies`] on 8 lanes. A pair's list (`K = 2`: 16 indices, 64 bytes) is
-    /// one load; the `k`-th index of each term is picked by a permutation, scaled by `D` and used
-    /// as a 32-bit gather index — no index built lane by lane. Other `K` go through
-    /// [`Lanes::gather`].
+    /// [`Lanes::gather_bodies`] on 8 lanes. Bodies of three coordinates (any `K`: a pair's
+    /// list, a row of partners) are loaded by rows ([`rows3_512`]). Otherwise a pair's list
+    /// (`K = 2`: 16 indices, 64 bytes) is one load; the `k`-th index of each term is picked by a
+    /// permutation, scaled by `D` and used as a 32-bit gather index — no index built lane by
+    /// lane. Other `K` go through [`Lanes::gather`].
     #[inline(always)]
     fn gather_bodies512<const D: usize, const K: usize>(
         src: &[f64],
@@ -672,9 +673,6 @@ mod x86 {
         };
         // 32-bit signed gather indices: every offset `t[k]·D + d` must fit, and be in `src`.
         let fits = (max as usize) < src.len() / D.max(1) && src.len() <= i32::MAX as usize;
-        if K != 2 || !fits || D == 0 {
-            return super::gather_bodies_by_rows::<F64x8, D, K>(src, terms, k);
-        }
         if D == 3 && (max as usize) * 3 + 4 <= src.len() {
             // SAFETY: every row read is `src[t[k]·3 .. t[k]·3 + 4]`, in `src` since
             // `t[k] ≤ max` and `max·3 + 4 ≤ src.len()` (checked above). Instructions: module
@@ -685,6 +683,9 @@ mod x86 {
             out[1] = y;
             out[2] = z;
             return out;
+        }
+        if K != 2 || !fits || D == 0 {
+            return super::gather_bodies_by_rows::<F64x8, D, K>(src, terms, k);
         }
         let mut out = [F64x8::splat(0.0); D];
         // SAFETY: `terms` is 8 × 2 u32 = 64 readable bytes (K = 2, checked above); every index

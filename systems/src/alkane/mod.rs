@@ -64,8 +64,22 @@ pub struct Trappe<V = variant::Flexible> {
     pub mass: [f64; 2],
     /// The pair cutoff (Å); the pair energy is shifted to zero there.
     pub rc: f64,
+    /// Per pair of site types, the Lorentz–Berthelot mixed coefficients the pair kernel reads
+    /// (LAMMPS's `init_one`: mixed once, not per pair), made from `epsilon`, `sigma` and `rc`
+    /// by [`Trappe::mixed`] — which [`Trappe::trappe`] and [`Trappe::from_data`] call, so they
+    /// follow those fields.
+    lj: Mixed,
     /// How bonds and angles enter.
     pub variant: core::marker::PhantomData<V>,
+}
+
+/// Lennard-Jones coefficients per pair of site types `[a][b]`: `4ε_ab`, `σ_ab⁶`, and the
+/// energy at the cutoff `4ε_ab((σ_ab/rc)¹² − (σ_ab/rc)⁶)`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Mixed {
+    eps4: [[f64; 2]; 2],
+    sigma6: [[f64; 2]; 2],
+    shift: [[f64; 2]; 2],
 }
 
 /// How a [`Trappe`] force field's bonds and angles enter the dynamics.
@@ -126,8 +140,27 @@ impl<V> Trappe<V> {
             sigma: [3.75, 3.95],
             mass: [15.035, 14.027],
             rc: 14.0,
+            lj: Mixed::default(),
             variant: core::marker::PhantomData,
         }
+        .mixed()
+    }
+
+    /// The pair coefficients mixed again from `epsilon`, `sigma` and `rc` (Lorentz–Berthelot:
+    /// `ε_ab = √(ε_a ε_b)`, `σ_ab = (σ_a + σ_b)/2`, LAMMPS's `pair_modify mix arithmetic`).
+    #[must_use]
+    pub fn mixed(mut self) -> Self {
+        for a in 0..2 {
+            for b in 0..2 {
+                let eps = (self.epsilon[a] * self.epsilon[b]).sqrt();
+                let s2 = (0.5 * (self.sigma[a] + self.sigma[b])).powi(2);
+                let sc6 = (s2 / (self.rc * self.rc)).powi(3);
+                self.lj.eps4[a][b] = 4.0 * eps;
+                self.lj.sigma6[a][b] = s2 * s2 * s2;
+                self.lj.shift[a][b] = 4.0 * eps * (sc6 * sc6 - sc6);
+            }
+        }
+        self
     }
 
     /// The same force field with bonds and angles entering as `W` says.
@@ -142,6 +175,7 @@ impl<V> Trappe<V> {
             sigma: self.sigma,
             mass: self.mass,
             rc: self.rc,
+            lj: self.lj,
             variant: core::marker::PhantomData,
         }
     }
@@ -171,15 +205,15 @@ macro_rules! trappe_terms {
                 let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();
                 self.k_bond * (r - self.r0).powi(2)
             }
-            /// Lorentz–Berthelot mixing of the two sites' types, cut and shifted at `rc`.
+            /// `4ε((σ/r)¹² − (σ/r)⁶)` cut and shifted at `rc`, with the coefficients of the two
+            /// sites' types mixed beforehand ([`Trappe::mixed`]); one division, `1/r²`, whose
+            /// derivatives are its powers.
             fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
                 let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
                 if r2 < self.rc * self.rc {
-                    let eps = (self.epsilon[ka] * self.epsilon[kb]).sqrt();
-                    let s2 = (0.5 * (self.sigma[ka] + self.sigma[kb])).powi(2);
-                    let sr6 = (s2 / r2).powi(3);
-                    let sc6 = (s2 / (self.rc * self.rc)).powi(3);
-                    4.0 * eps * ((sr6 * sr6 - sr6) - (sc6 * sc6 - sc6))
+                    let ir2 = 1.0 / r2;
+                    let sr6 = self.lj.sigma6[ka][kb] * (ir2 * ir2 * ir2);
+                    self.lj.eps4[ka][kb] * (sr6 * sr6 - sr6) - self.lj.shift[ka][kb]
                 } else {
                     0.0
                 }
@@ -320,7 +354,7 @@ where
             .types(data.types.iter().map(|&t| t.saturating_sub(1) as u32))
             .periodic(data.box_lengths())
             .cutoff(self.rc, SKIN);
-        let system = Assembled::new(self, topology)?;
+        let system = Assembled::new(self.mixed(), topology)?;
         let q = data.positions.iter().flatten().copied().collect();
         let v = data.velocities.iter().flatten().copied().collect();
         Ok((system, q, v, data.clone()))

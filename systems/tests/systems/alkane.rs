@@ -281,3 +281,71 @@ fn the_liquid_hessian_equals_differences_of_its_gradient() {
         "Hessian vs differences: {worst:e} of {largest:e}"
     );
 }
+
+/// A liquid's energy and gradient go by full neighbour rows (most of a 14 + 2 Å list is within
+/// the cutoff): one set of bits on every instruction set, serial or parallel, on 1, 2 or 3
+/// threads; the same as the half list's per-term kernels (a Hessian pass) to 1e-12; and
+/// Newton's third law holds, the pair forces summing to zero (the rows count each pair from
+/// both ends, so nothing forces it but correct rows).
+#[test]
+fn the_pair_rows_give_one_set_of_bits_and_the_half_lists_values() {
+    use zs_runtime::simd::Isa;
+    use zs_runtime::HessianPart;
+    let (q, _, data) = butane();
+    let eval = |isa: Isa, parallel: bool, threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a pool");
+        pool.install(|| {
+            let (sys, ..) = Alkane::trappe().from_data(&data).expect("the liquid");
+            let sys = sys.with_simd(isa).with_parallel(parallel);
+            let mut g = vec![0.0; q.len()];
+            let v = sys.value_gradient_into(&q, &mut g);
+            let (fresh, ..) = Alkane::trappe().from_data(&data).expect("the liquid");
+            let e = fresh
+                .with_simd(isa)
+                .with_parallel(parallel)
+                .potential_at(&q);
+            (v, e, g)
+        })
+    };
+    let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (v0, e0, g0) = eval(Isa::Scalar, false, 1);
+    assert_eq!(
+        v0.to_bits(),
+        e0.to_bits(),
+        "energy pass against gradient pass"
+    );
+    for isa in Isa::available() {
+        for (parallel, threads) in [(false, 1), (true, 1), (true, 2), (true, 3)] {
+            let (v, e, g) = eval(isa, parallel, threads);
+            let at = format!("{isa:?}, parallel {parallel}, {threads} threads");
+            assert_eq!(v.to_bits(), v0.to_bits(), "{at}");
+            assert_eq!(e.to_bits(), e0.to_bits(), "{at}");
+            assert_eq!(bits(&g), bits(&g0), "{at}");
+        }
+    }
+    let (sys, ..) = Alkane::trappe().from_data(&data).expect("the liquid");
+    let mut h = sys.new_matrix(HessianPart::Full);
+    let mut gh = vec![0.0; q.len()];
+    sys.gradient_hessian_into(&q, &mut gh, &mut h);
+    let vh = sys.potential_at(&q);
+    assert!((vh - v0).abs() <= 1e-12 * v0.abs(), "{vh} vs {v0}");
+    let scale = g0.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    let worst = g0
+        .iter()
+        .zip(&gh)
+        .fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+    assert!(
+        worst <= 1e-12 * scale,
+        "rows vs terms: {worst:e} of {scale:e}"
+    );
+    for a in 0..3 {
+        let total: f64 = g0.iter().skip(a).step_by(3).sum();
+        assert!(
+            total.abs() <= 1e-9 * scale,
+            "net force along {a}: {total:e}"
+        );
+    }
+}

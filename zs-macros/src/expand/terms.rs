@@ -501,7 +501,7 @@ pub fn generate(
     };
     // Every table read at a body's type has an entry for `kind`.
     let tables = lowered.kind_tables.iter();
-    let has_type = quote!(true #(&& (#tables).get(kind as usize).is_some())*);
+    let has_type = quote!(true #(&& #tables)*);
     quote! {
         #user
 

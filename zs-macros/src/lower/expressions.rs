@@ -306,6 +306,7 @@ impl<'c, 'a> Lowerer<'c, 'a> {
         env: &mut Env,
     ) -> Result<Option<Value>, Unwind> {
         self.place_per_body = false;
+        self.place_rows = None;
         match self.self_place_tokens(e, env)? {
             None => Ok(None),
             Some(None) => Ok(Some(Value::Poison)),
@@ -330,13 +331,19 @@ impl<'c, 'a> Lowerer<'c, 'a> {
             Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => {
                 self.self_place_tokens(&u.expr, env)
             }
-            Expr::Field(f) => Ok(self.self_place_tokens(&f.base, env)?.map(|base| {
-                base.map(|b| {
-                    let dot = &f.dot_token;
-                    let member = &f.member;
-                    quote!(#b #dot #member)
-                })
-            })),
+            Expr::Field(f) => {
+                let place = self.self_place_tokens(&f.base, env)?;
+                let member = &f.member;
+                if let Some(rows) = self.place_rows.take() {
+                    self.place_rows = Some(quote!(#rows.map(|r| &r.#member)));
+                }
+                Ok(place.map(|base| {
+                    base.map(|b| {
+                        let dot = &f.dot_token;
+                        quote!(#b #dot #member)
+                    })
+                }))
+            }
             Expr::Index(ix) => {
                 let Some(base) = self.self_place_tokens(&ix.expr, env)? else {
                     return Ok(None);
@@ -347,11 +354,23 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                 };
                 if let Value::Kind(body) = idx {
                     // A table at a body's type: read per term, checked against every type of
-                    // the topology before the first step.
-                    let key = base.to_string();
+                    // the topology before the first step — in every row a type may pick when
+                    // an index by a type came before (`self.mix[ka][kb]`).
+                    let (check, rows) = match self.place_rows.take() {
+                        None => (
+                            quote!((#base).get(kind as usize).is_some()),
+                            quote!((#base).iter()),
+                        ),
+                        Some(rows) => (
+                            quote!(#rows.all(|r| r.get(kind as usize).is_some())),
+                            quote!(#rows.flat_map(|r| r.iter())),
+                        ),
+                    };
+                    let key = check.to_string();
                     if !self.kind_tables.iter().any(|t| t.to_string() == key) {
-                        self.kind_tables.push(base.clone());
+                        self.kind_tables.push(check);
                     }
+                    self.place_rows = Some(rows);
                     self.place_per_body = true;
                     let lit = Literal::usize_unsuffixed(body);
                     let span = ix.index.span();
@@ -359,7 +378,12 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                         quote_spanned!(span=> #base[kinds[#lit] as usize]),
                     )));
                 }
-                Ok(Some(self.as_index(&idx, &ix.index, "index").map(|k| {
+                let k = self.as_index(&idx, &ix.index, "index");
+                if let (Some(rows), Some(k)) = (self.place_rows.take(), k) {
+                    let lit = Literal::usize_unsuffixed(k);
+                    self.place_rows = Some(quote!(#rows.filter_map(|r| r.get(#lit))));
+                }
+                Ok(Some(k.map(|k| {
                     let lit = Literal::usize_unsuffixed(k);
                     let span = ix.index.span();
                     quote_spanned!(span=> #base[#lit])

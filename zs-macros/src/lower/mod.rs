@@ -143,11 +143,16 @@ pub struct Lowerer<'c, 'a> {
     pub graph: Graph,
     params: Vec<ParamExpr>,
     param_keys: HashMap<String, u32>,
-    /// The tables of `self` indexed by a body's type (`self.epsilon` of `self.epsilon[ka]`),
-    /// each once: the types a topology may use are those every table has.
+    /// Per read of a table of `self` at a body's type, the condition (on `kind`) that the
+    /// table has an entry there — `(self.epsilon).get(kind as usize).is_some()` for
+    /// `self.epsilon[ka]`, every row's for `self.mix[ka][kb]` — each once: the types a
+    /// topology may use are those every table has.
     pub kind_tables: Vec<TokenStream>,
     /// The place being read indexes a table by a body's type.
     place_per_body: bool,
+    /// After such an index: an iterator over every value the place read so far can take, as
+    /// the body types range over the table (the rows a further index by a type must check).
+    place_rows: Option<TokenStream>,
     call_stack: Vec<String>,
     unrolled: usize,
     budget_reported: bool,
@@ -238,6 +243,7 @@ impl<'c, 'a> Lowerer<'c, 'a> {
             param_keys: HashMap::new(),
             kind_tables: Vec::new(),
             place_per_body: false,
+            place_rows: None,
             call_stack: Vec::new(),
             unrolled: 0,
             budget_reported: false,

@@ -130,7 +130,8 @@ pub struct LoweredTerms {
     pub roles: Vec<Option<Vec<NodeId>>>,
     /// `Var::Param(k)` ↦ `params[k]`.
     pub params: Vec<ParamExpr>,
-    /// The tables of `self` indexed by a body's type.
+    /// The conditions on `kind` that the tables of `self` indexed by a body's type have an
+    /// entry there.
     pub kind_tables: Vec<proc_macro2::TokenStream>,
     /// `use` items found in the bodies.
     pub uses: Vec<syn::ItemUse>,

@@ -19,6 +19,7 @@ use super::neighbors::Cell;
 use super::plan::{
     Bodies, Csr, HessianGather, PartialPlan, PlanScratch, TermList, NOWHERE, NO_SLOT, PIECE, PINNED,
 };
+use super::rows::PairRows;
 use super::terms::{Kernel, Kinds, Local, LocalHessian, LocalThird};
 use super::topology::{Topology, TopologyError};
 use crate::model::HessianPart;
@@ -206,8 +207,10 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     fn has_hessians(&self, part: HessianPart) -> bool;
     /// A neighbour-list rebuild: a pair form's terms become `pairs` (its gather lists and
     /// buffers follow; its Hessian gathers are dropped until the engine attaches them to the
-    /// pattern it makes from the new list); other forms ignore it.
-    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies);
+    /// pattern it makes from the new list); other forms ignore it. With `full_rows`, its
+    /// energy and gradient passes go by the full rows of the list when they can
+    /// ([`PairRows`]).
+    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies, full_rows: bool);
     /// Phase A: every term's local outputs for `want`.
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want);
     /// `acc += Σ_t e_t`, in term order (after [`Want::Energy`]).
@@ -263,6 +266,16 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     part: Vec<f64>,
     /// Where the last vector pass left its outputs: per-term local vectors `g` or `part`.
     in_partials: bool,
+    /// `partials` is out of date (a neighbour-list rebuild that made `rows`): rebuild it for
+    /// this many free bodies before a pass that needs it.
+    partials_for: Option<usize>,
+    /// A pair form's neighbour list as full rows, when every body is free and a body is a
+    /// point ([`PairRows`]): its energy and gradient passes.
+    rows: Option<PairRows>,
+    /// The last gradient pass left its gradient in `rows`.
+    in_rows: bool,
+    /// The last energy-writing pass left its energies in `rows`.
+    rows_valued: bool,
     h: Vec<LocalHessian<D, K>>,
     e: Vec<f64>,
     /// Third-derivative tensors kept by [`Want::GradientHessianThird`] ([`ThirdForm::Tensor`]).
@@ -298,6 +311,10 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             part: vec![0.0; partials.len() * D],
             partials,
             in_partials: false,
+            partials_for: None,
+            rows: None,
+            in_rows: false,
+            rows_valued: false,
             list,
             full: None,
             stiff: None,
@@ -378,20 +395,30 @@ where
                     || self.t.len() == n))
     }
 
-    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies) {
+    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies, full_rows: bool) {
         if F::OVER != Over::Pairs || !self.info.present {
             return;
         }
         self.list.set_pairs(pairs, bodies);
         let n = self.list.len();
         self.grad_for = Some(bodies.free);
-        self.partials.rebuild(
-            &self.list,
-            bodies.free,
-            lane_chunk::<F>(),
-            &mut self.scratch,
-        );
-        self.part.resize(self.partials.len() * D, 0.0);
+        let all_free = bodies.free == bodies.free_of.len();
+        let rows = self.rows.get_or_insert_with(PairRows::default);
+        if full_rows && D == 3 && K == 2 && all_free && rows.rebuild(pairs, bodies.free) {
+            // The energy and gradient passes go by rows; the partial plan waits for a pass
+            // that needs it.
+            self.partials_for = Some(bodies.free);
+        } else {
+            self.rows = None;
+            self.partials_for = None;
+            self.partials.rebuild(
+                &self.list,
+                bodies.free,
+                lane_chunk::<F>(),
+                &mut self.scratch,
+            );
+            self.part.resize(self.partials.len() * D, 0.0);
+        }
         self.g.resize(n, [[0.0; D]; K]);
         self.e.resize(n, 0.0);
         if !self.h.is_empty() {
@@ -403,10 +430,33 @@ where
         self.full = None;
         self.stiff = None;
         self.in_partials = false;
+        self.in_rows = false;
+        self.rows_valued = false;
         self.summed = false;
     }
 
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {
+        let by_rows = match want {
+            Want::Energy | Want::Gradient => true,
+            Want::GradientStiffHessian => !self.info.stiff,
+            _ => false,
+        };
+        if let (Some(rows), Some(cut2), true) = (self.rows.as_mut(), input.cut2, by_rows) {
+            rows.evaluate::<T, F, D, K>(terms, input, cut2, want != Want::Energy);
+            self.in_rows = want != Want::Energy;
+            self.in_partials = false;
+            self.rows_valued = true;
+            return;
+        }
+        self.in_rows = false;
+        if !matches!(want, Want::Third { .. } | Want::HessianVector) {
+            self.rows_valued = false;
+        }
+        if let Some(free) = self.partials_for.take() {
+            self.partials
+                .rebuild(&self.list, free, lane_chunk::<F>(), &mut self.scratch);
+            self.part.resize(self.partials.len() * D, 0.0);
+        }
         let (w, par, list) = (input.omega, input.parallel, &self.list);
         let x = |fr: &[u32; K], bo: &[u32; K]| input.x(fr, bo);
         let lanes = Lanes_ {
@@ -529,6 +579,12 @@ where
     }
 
     fn add_energy(&self, acc: &mut f64) {
+        if let Some(rows) = self.rows.as_ref().filter(|_| self.rows_valued) {
+            for &s in &rows.sums {
+                *acc += s;
+            }
+            return;
+        }
         if self.summed {
             for &s in &self.sums {
                 *acc += s;
@@ -541,6 +597,17 @@ where
     }
 
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool) {
+        if let Some(rows) = self.rows.as_ref().filter(|_| self.in_rows) {
+            let from = &rows.grad[first_body * D..first_body * D + out.len()];
+            if first {
+                out.copy_from_slice(from);
+            } else {
+                for (o, g) in out.iter_mut().zip(from) {
+                    *o += g;
+                }
+            }
+            return;
+        }
         if self.in_partials {
             // The partials landing in the range's pieces, in storage (chunk) order, each into
             // its body: a stream through `part`, not a cache miss per partial.
@@ -587,7 +654,7 @@ where
     }
 
     fn scatter_vector(&self, out: &mut [f64], first: bool) {
-        if self.in_partials {
+        if self.in_partials || self.in_rows {
             // The gather visits each body's partials in chunk order: the scatter's order.
             FormOps::<T, D>::gather_vector(self, 0, out, first);
             return;

@@ -64,6 +64,7 @@ pub mod forms;
 pub mod jacobian;
 mod neighbors;
 mod plan;
+mod rows;
 pub mod system;
 pub mod terms;
 pub mod topology;

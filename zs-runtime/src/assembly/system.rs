@@ -160,8 +160,9 @@ impl<T, const D: usize> Engine<T, D> {
         self.sites.clear();
         self.sites.extend((0..bodies.free_of.len()).map(site));
         nb.build(&self.sites, &mut self.pairs);
+        let full_rows = nb.full_rows();
         for f in &mut self.forms {
-            f.set_pairs(&self.pairs, bodies);
+            f.set_pairs(&self.pairs, bodies, full_rows);
         }
         self.valued = false;
         self.kept = false;

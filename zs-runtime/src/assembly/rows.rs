@@ -1,0 +1,317 @@
+//! The energy and gradient of a pair form under a cutoff, by rows of a full neighbour list:
+//! each free body's partners — both directions of every pair of the Verlet list — in one row,
+//! the body's own gradient summed in registers and nothing added into the partners'. It
+//! evaluates every pair twice, where the half list of the term passes evaluates it once, but it
+//! needs no partials, no phase-B sum and no scatter, and its rows are independent: the pass
+//! scales with the threads. (LAMMPS's `newton off` and the full lists of its GPU and KOKKOS
+//! packages make the same trade.) The half list of the term passes stays for the Hessians,
+//! third contractions and pinned bodies.
+//!
+//! The bits do not depend on the instruction set or the thread count. A row's partners are
+//! visited in blocks of [`BLOCK`]; entry `8b + v` goes to virtual lane `v`, which on 8 lanes
+//! is lane `v`, on 4 lanes lane `v mod 4` of the block's second half when `v ≥ 4`, on one lane
+//! its own accumulator: every virtual lane adds the same values in the same order, and the
+//! eight are added in one fixed tree. Rows are split into fixed chunks of [`ROWS`] whose
+//! energies are added in chunk order. Each pair's energy is counted once, by the row of its
+//! lower body.
+
+use rayon::prelude::*;
+
+use super::eval::{minimum_image, Inputs};
+use super::forms::Form;
+use super::terms::{Kernel, Kinds};
+use crate::simd::{self, Lanes, WithLanes};
+
+/// Partners per block: the widest lanes (narrower ones take a block in several parts).
+pub(crate) const BLOCK: usize = 8;
+/// Rows per parallel chunk; fixed, so the chunk energies are the same whatever the threads.
+const ROWS: usize = 64;
+
+/// A full neighbour list by rows (all bodies free, so body and free index agree), and the
+/// outputs of its last pass.
+#[derive(Debug, Default)]
+pub(crate) struct PairRows {
+    /// Row `i`'s partners are `partner[start[i] .. start[i] + len[i]]`, padded to whole
+    /// blocks with copies of the row's last partner (masked out).
+    start: Vec<u32>,
+    len: Vec<u32>,
+    /// Row `i`'s partners from this position on are above `i`: the row counts the energy of
+    /// those pairs, so every pair's once.
+    upper: Vec<u32>,
+    partner: Vec<[u32; 1]>,
+    /// Scratch of [`PairRows::rebuild`]: each row's next positions.
+    fill: Vec<u32>,
+    /// Per free body, its gradient (three coordinates per body); the last gradient pass's.
+    pub grad: Vec<f64>,
+    /// Per chunk of [`ROWS`] rows, the energy of its pairs; the last pass's.
+    pub sums: Vec<f64>,
+}
+
+impl PairRows {
+    /// The rows of the pairs `pairs` (`i < j`, bodies below `n`) of `n` free bodies; `false`
+    /// (and no rows) when the pairs are not such a half list. Row `i` holds first its partners
+    /// below `i`, then those above, each part in the order of `pairs` (the cell list's: one
+    /// order for given positions, whatever the threads).
+    pub fn rebuild(&mut self, pairs: &[[u32; 2]], n: usize) -> bool {
+        let half = pairs.iter().all(|p| p[0] < p[1] && (p[1] as usize) < n);
+        let fits = pairs.len().checked_mul(2).is_some_and(|m| {
+            m.checked_add(n * (BLOCK - 1))
+                .is_some_and(|m| u32::try_from(m).is_ok())
+        });
+        if !half || !fits {
+            return false;
+        }
+        self.len.clear();
+        self.len.resize(n, 0);
+        self.upper.clear();
+        self.upper.resize(n, 0);
+        for p in pairs {
+            self.len[p[0] as usize] += 1;
+            self.len[p[1] as usize] += 1;
+            self.upper[p[1] as usize] += 1;
+        }
+        self.start.clear();
+        let mut at = 0u32;
+        for &l in &self.len {
+            self.start.push(at);
+            at += l.div_ceil(BLOCK as u32) * BLOCK as u32;
+        }
+        self.start.push(at);
+        self.partner.clear();
+        self.partner.resize(at as usize, [0]);
+        // Two cursors per row: `fill[i]` for the partners below `i`, `fill[n + i]` above.
+        self.fill.clear();
+        self.fill.extend_from_slice(&self.start[..n]);
+        self.fill
+            .extend(self.start[..n].iter().zip(&self.upper).map(|(s, u)| s + u));
+        for p in pairs {
+            let (i, j) = (p[0] as usize, p[1] as usize);
+            self.partner[self.fill[n + i] as usize] = [p[1]];
+            self.fill[n + i] += 1;
+            self.partner[self.fill[j] as usize] = [p[0]];
+            self.fill[j] += 1;
+        }
+        for i in 0..n {
+            let (from, to) = (self.fill[n + i] as usize, self.start[i + 1] as usize);
+            if from > self.start[i] as usize {
+                let last = self.partner[from - 1];
+                self.partner[from..to].fill(last);
+            }
+        }
+        self.grad.resize(n * 3, 0.0);
+        self.sums.resize(n.div_ceil(ROWS), 0.0);
+        true
+    }
+
+    /// The energy of every pair within the cutoff (into [`PairRows::sums`]) and, with
+    /// `gradient`, each body's gradient (into [`PairRows::grad`]), at `input`.
+    pub fn evaluate<T, F, const D: usize, const K: usize>(
+        &mut self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        cut2: f64,
+        gradient: bool,
+    ) where
+        T: Kernel<D, K, F>,
+        F: Form,
+    {
+        assert!(D == 3 && K == 2, "rows of pairs of point bodies");
+        let rows = Rows {
+            start: &self.start,
+            len: &self.len,
+            upper: &self.upper,
+            partner: &self.partner,
+        };
+        let chunk = |c: usize, grad: &mut [f64], sum: &mut f64| {
+            *sum = simd::dispatch_with(
+                input.isa,
+                RowPass::<T, F, D, K> {
+                    terms,
+                    input,
+                    rows: &rows,
+                    first: c * ROWS,
+                    grad,
+                    cut2,
+                    gradient,
+                    form: core::marker::PhantomData,
+                },
+            );
+        };
+        if input.parallel {
+            self.grad
+                .par_chunks_mut(ROWS * D)
+                .zip(self.sums.par_iter_mut())
+                .enumerate()
+                .for_each(|(c, (g, s))| chunk(c, g, s));
+        } else {
+            let grad = self.grad.chunks_mut(ROWS * D);
+            for (c, (g, s)) in grad.zip(self.sums.iter_mut()).enumerate() {
+                chunk(c, g, s);
+            }
+        }
+    }
+}
+
+/// The rows a pass reads.
+struct Rows<'a> {
+    start: &'a [u32],
+    len: &'a [u32],
+    upper: &'a [u32],
+    partner: &'a [[u32; 1]],
+}
+
+/// One chunk of rows: its bodies' gradients into `grad`, its energy returned.
+struct RowPass<'a, T, F, const D: usize, const K: usize> {
+    terms: &'a T,
+    input: &'a Inputs<'a, D>,
+    rows: &'a Rows<'a>,
+    first: usize,
+    grad: &'a mut [f64],
+    cut2: f64,
+    gradient: bool,
+    form: core::marker::PhantomData<fn() -> F>,
+}
+
+/// `a[0] + … + a[7]` in one fixed tree.
+#[inline(always)]
+fn tree(a: &[f64; BLOCK]) -> f64 {
+    ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+}
+
+impl<T, F, const D: usize, const K: usize> WithLanes for RowPass<'_, T, F, D, K>
+where
+    T: Kernel<D, K, F>,
+    F: Form,
+{
+    type Output = f64;
+
+    #[inline(always)]
+    fn run<L: Lanes>(self) -> f64 {
+        let RowPass {
+            terms,
+            input,
+            rows,
+            first,
+            grad,
+            cut2,
+            gradient,
+            ..
+        } = self;
+        let (w, q) = (L::WIDTH, input.q);
+        let parts = BLOCK / w;
+        let zero = L::splat(0.0);
+        // The position of each lane in its block, per part.
+        let mut iota = [zero; BLOCK];
+        for (v, i) in iota.iter_mut().enumerate().take(parts) {
+            *i = L::from_fn(|l| (v * w + l) as f64);
+        }
+        let mut kinds = [[0u32; K]; BLOCK];
+        let mut energy = 0.0;
+        for (i, g) in (first..).zip(grad.chunks_exact_mut(D)) {
+            let (start, len) = (rows.start[i] as usize, rows.len[i] as usize);
+            let (len_l, upper_l) = (L::splat(len as f64), L::splat(rows.upper[i] as f64));
+            let xi = &q[i * D..i * D + D];
+            let ki = input.kinds.get(i).copied().unwrap_or(0);
+            let mut acc_g = [[zero; D]; BLOCK];
+            let mut acc_e = [zero; BLOCK];
+            for b in 0..len.div_ceil(BLOCK) {
+                let offset = L::splat((b * BLOCK) as f64);
+                for v in 0..parts {
+                    let at = start + b * BLOCK + v * w;
+                    let js = &rows.partner[at..at + w];
+                    let mut x = [[zero; D]; K];
+                    for (xd, &c) in x[0].iter_mut().zip(xi) {
+                        *xd = L::splat(c);
+                    }
+                    x[K - 1] = L::gather_bodies::<D, 1>(q, js, 0);
+                    if let Some(cell) = &input.cell {
+                        minimum_image::<L, D, K>(&mut x, cell);
+                    }
+                    let mut r2 = zero;
+                    for (&b, &a) in x[K - 1].iter().zip(&x[0]).take(3) {
+                        let d = b - a;
+                        r2 = r2 + d * d;
+                    }
+                    let at_row = iota[v] + offset;
+                    let keep = r2.lt(L::splat(cut2)) * at_row.lt(len_l);
+                    let kinds: &[Kinds<K>] = if input.kinds.is_empty() {
+                        &[]
+                    } else {
+                        for (k, j) in kinds.iter_mut().zip(js) {
+                            k[0] = ki;
+                            k[K - 1] = input.kinds[j[0] as usize];
+                        }
+                        &kinds[..w]
+                    };
+                    let e = if gradient {
+                        let (e, gr) = terms.value_gradient_lanes(input.omega, &x, kinds);
+                        for (a, &gd) in acc_g[v].iter_mut().zip(&gr[0]) {
+                            *a = *a + L::select(keep, gd, zero);
+                        }
+                        e
+                    } else {
+                        terms.value_lanes(input.omega, &x, kinds)
+                    };
+                    let counted = keep * upper_l.le(at_row);
+                    acc_e[v] = acc_e[v] + L::select(counted, e, zero);
+                }
+            }
+            let mut lanes = [0.0; BLOCK];
+            if gradient {
+                for (d, gd) in g.iter_mut().enumerate() {
+                    for (v, a) in acc_g.iter().enumerate().take(parts) {
+                        a[d].store(&mut lanes[v * w..]);
+                    }
+                    *gd = tree(&lanes);
+                }
+            }
+            for (v, a) in acc_e.iter().enumerate().take(parts) {
+                a.store(&mut lanes[v * w..]);
+            }
+            energy += tree(&lanes);
+        }
+        energy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each pair lands in both its bodies' rows — the partners below a body first, then those
+    /// above, each in the list's order — padded to whole blocks with the last partner; a list
+    /// that is not a half list (`i < j`, bodies in range) makes no rows.
+    #[test]
+    fn rows_hold_every_pair_from_both_ends_lower_partners_first() {
+        let pairs = [[3, 5], [0, 3], [1, 3], [0, 5], [3, 4]];
+        let mut rows = PairRows::default();
+        assert!(rows.rebuild(&pairs, 6));
+        let row = |i: usize| {
+            let s = rows.start[i] as usize;
+            let p: Vec<u32> = rows.partner[s..s + rows.len[i] as usize]
+                .iter()
+                .map(|p| p[0])
+                .collect();
+            (p, rows.upper[i] as usize)
+        };
+        assert_eq!(row(0), (vec![3, 5], 0));
+        assert_eq!(row(2), (vec![], 0));
+        assert_eq!(row(3), (vec![0, 1, 5, 4], 2));
+        assert_eq!(row(5), (vec![3, 0], 2));
+        for i in 0..6 {
+            let (s, e) = (rows.start[i] as usize, rows.start[i + 1] as usize);
+            assert_eq!((e - s) % BLOCK, 0, "row {i} is whole blocks");
+            assert_eq!(e - s, (rows.len[i] as usize).div_ceil(BLOCK) * BLOCK);
+            if rows.len[i] > 0 {
+                let last = rows.partner[s + rows.len[i] as usize - 1];
+                assert!(rows.partner[s + rows.len[i] as usize..e]
+                    .iter()
+                    .all(|&p| p == last));
+            }
+        }
+        assert_eq!(rows.grad.len(), 18);
+        assert!(!rows.rebuild(&[[2, 1]], 6), "i > j");
+        assert!(!rows.rebuild(&[[1, 1]], 6), "i = j");
+        assert!(!rows.rebuild(&[[1, 6]], 6), "a body out of range");
+    }
+}
