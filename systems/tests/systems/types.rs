@@ -185,3 +185,96 @@ fn a_type_missing_from_a_table_is_an_error_before_any_step() {
         }
     );
 }
+
+/// The mixture with its pair coefficients mixed beforehand (LAMMPS's per-pair coefficients,
+/// `init_one`), read from tables indexed by both bodies' types: `self.eps4[ka][kb]`.
+struct Premixed {
+    eps4: Vec<Vec<f64>>,
+    sigma6: Vec<Vec<f64>>,
+    shift: Vec<Vec<f64>>,
+    mass: Vec<f64>,
+    rc: f64,
+}
+
+#[mechanical_system]
+impl Premixed {
+    fn body_masses(&self, kind: usize) -> [f64; 3] {
+        [self.mass[kind]; 3]
+    }
+    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+        if r2 < self.rc * self.rc {
+            let ir2 = 1.0 / r2;
+            let sr6 = self.sigma6[ka][kb] * (ir2 * ir2 * ir2);
+            self.eps4[ka][kb] * (sr6 * sr6 - sr6) - self.shift[ka][kb]
+        } else {
+            0.0
+        }
+    }
+}
+
+impl Premixed {
+    fn of(m: &Mixture) -> Self {
+        let table = |f: &dyn Fn(f64, f64) -> f64| -> Vec<Vec<f64>> {
+            (0..m.epsilon.len())
+                .map(|a| {
+                    (0..m.epsilon.len())
+                        .map(|b| {
+                            let eps = (m.epsilon[a] * m.epsilon[b]).sqrt();
+                            f(eps, 0.5 * (m.sigma[a] + m.sigma[b]))
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let rc = m.rc;
+        Self {
+            eps4: table(&|eps, _| 4.0 * eps),
+            sigma6: table(&|_, s| s.powi(6)),
+            shift: table(&|eps, s| 4.0 * eps * ((s / rc).powi(12) - (s / rc).powi(6))),
+            mass: m.mass.clone(),
+            rc,
+        }
+    }
+}
+
+/// Tables of two types' indices: the energy and gradient of the mixture written out, in a
+/// periodic box under a cutoff; a type missing from one row of such a table is an error
+/// before any step, as from a table of one type's.
+#[test]
+fn tables_indexed_by_both_types_equal_the_mixture_and_are_checked_row_by_row() {
+    let mut rng = Rng(71);
+    let n = 300;
+    let (a, side) = (3.9, 3.9 * 7.0);
+    let kinds: Vec<u32> = (0..n).map(|_| u32::from(rng.next() > 0.0)).collect();
+    let q = lattice(&mut rng, n, a);
+    let topology = || {
+        Topology::new(n)
+            .types(kinds.clone())
+            .periodic([side; 3])
+            .cutoff(9.0, 1.0)
+    };
+    let sys = Assembled::new(Premixed::of(&Mixture::two()), topology()).expect("premixed");
+    let want = Mixture::two().by_hand(&q, &kinds, Some(side));
+    let got = sys.potential_at(&q);
+    assert!(rel_err(&[got], &[want]) < 1e-12, "{got} vs {want}");
+    let mixed = Assembled::new(Mixture::two(), topology()).expect("mixed per pair");
+    let (mut g, mut g1) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
+    sys.gradient_into(&q, &mut g);
+    mixed.gradient_into(&q, &mut g1);
+    assert!(rel_err(&g, &g1) < 1e-12, "{}", rel_err(&g, &g1));
+    let mut ragged = Premixed::of(&Mixture::two());
+    ragged.sigma6[1].pop();
+    let first = kinds
+        .iter()
+        .position(|&k| k == 1)
+        .expect("a site of type 1");
+    let err = Assembled::new(ragged, topology()).expect_err("row 1 lacks type 1");
+    assert_eq!(
+        err,
+        TopologyError::UnknownType {
+            body: first,
+            kind: 1
+        }
+    );
+}
