@@ -13,7 +13,9 @@
 //! its own accumulator: every virtual lane adds the same values in the same order, and the
 //! eight are added in one fixed tree. Rows are split into fixed chunks of [`ROWS`] whose
 //! energies are added in chunk order. Each pair's energy is counted once, by the row of its
-//! lower body.
+//! lower body. Every entry evaluates the term as the half list holds it, `(i, j)` with `i < j`
+//! (nearest image of `j` next to `i`), and the row takes the gradient of its own body: a pair
+//! function need not be symmetric in its two bodies.
 
 use rayon::prelude::*;
 
@@ -209,7 +211,8 @@ where
         let mut energy = 0.0;
         for (i, g) in (first..).zip(grad.chunks_exact_mut(D)) {
             let (start, len) = (rows.start[i] as usize, rows.len[i] as usize);
-            let (len_l, upper_l) = (L::splat(len as f64), L::splat(rows.upper[i] as f64));
+            let upper = rows.upper[i] as usize;
+            let (len_l, upper_l) = (L::splat(len as f64), L::splat(upper as f64));
             let xi = &q[i * D..i * D + D];
             let ki = input.kinds.get(i).copied().unwrap_or(0);
             let mut acc_g = [[zero; D]; BLOCK];
@@ -219,11 +222,18 @@ where
                 for v in 0..parts {
                     let at = start + b * BLOCK + v * w;
                     let js = &rows.partner[at..at + w];
+                    let at_row = iota[v] + offset;
+                    // A partner below `i` is the pair's first body: the term is evaluated as
+                    // the half list has it, `(j, i)`, and the row takes its second gradient
+                    // (a pair function need not be symmetric in its bodies).
+                    let below = at_row.lt(upper_l);
+                    let xj = L::gather_bodies::<D, 1>(q, js, 0);
                     let mut x = [[zero; D]; K];
-                    for (xd, &c) in x[0].iter_mut().zip(xi) {
-                        *xd = L::splat(c);
+                    for d in 0..D {
+                        let xid = L::splat(xi[d]);
+                        x[0][d] = L::select(below, xj[d], xid);
+                        x[K - 1][d] = L::select(below, xid, xj[d]);
                     }
-                    x[K - 1] = L::gather_bodies::<D, 1>(q, js, 0);
                     if let Some(cell) = &input.cell {
                         minimum_image::<L, D, K>(&mut x, cell);
                     }
@@ -232,21 +242,26 @@ where
                         let d = b - a;
                         r2 = r2 + d * d;
                     }
-                    let at_row = iota[v] + offset;
                     let keep = r2.lt(L::splat(cut2)) * at_row.lt(len_l);
                     let kinds: &[Kinds<K>] = if input.kinds.is_empty() {
                         &[]
                     } else {
-                        for (k, j) in kinds.iter_mut().zip(js) {
-                            k[0] = ki;
-                            k[K - 1] = input.kinds[j[0] as usize];
+                        for (l, (k, j)) in kinds.iter_mut().zip(js).enumerate() {
+                            let kj = input.kinds[j[0] as usize];
+                            *k = [ki; K];
+                            k[if b * BLOCK + v * w + l < upper {
+                                0
+                            } else {
+                                K - 1
+                            }] = kj;
                         }
                         &kinds[..w]
                     };
                     let e = if gradient {
                         let (e, gr) = terms.value_gradient_lanes(input.omega, &x, kinds);
-                        for (a, &gd) in acc_g[v].iter_mut().zip(&gr[0]) {
-                            *a = *a + L::select(keep, gd, zero);
+                        for d in 0..D {
+                            let own = L::select(below, gr[K - 1][d], gr[0][d]);
+                            acc_g[v][d] = acc_g[v][d] + L::select(keep, own, zero);
                         }
                         e
                     } else {
