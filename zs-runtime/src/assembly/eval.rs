@@ -19,12 +19,16 @@ use super::neighbors::Cell;
 use super::plan::{
     Bodies, Csr, HessianGather, PartialPlan, PlanScratch, TermList, NOWHERE, NO_SLOT, PIECE, PINNED,
 };
-use super::rows::PairRows;
 use super::terms::{Kernel, Kinds, Local, LocalHessian, LocalThird};
 use super::topology::{Topology, TopologyError};
 use crate::model::HessianPart;
 use crate::simd::{self, Isa, Lanes, WithLanes};
 use crate::sparse::BlockLayout;
+
+// The full-row pair pass: a part of this engine, in its own file.
+#[path = "rows.rs"]
+mod rows;
+use rows::PairRows;
 
 /// Terms (phase A) or targets (phase B) per parallel chunk.
 pub(crate) const CHUNK: usize = 512;

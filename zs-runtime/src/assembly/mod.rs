@@ -64,7 +64,6 @@ pub mod forms;
 pub mod jacobian;
 mod neighbors;
 mod plan;
-mod rows;
 pub mod system;
 pub mod terms;
 pub mod topology;

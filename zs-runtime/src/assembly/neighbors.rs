@@ -185,7 +185,7 @@ impl Neighbors {
     }
 
     /// Whether a pair form's energy and gradient should go by full rows
-    /// ([`super::rows::PairRows`]) rather than by the half list's terms: when most of the list
+    /// (`PairRows`, `eval.rs`) rather than by the half list's terms: when most of the list
     /// is within the cutoff — `(rc / (rc + skin))³ ≥ 1/2`, the fraction of a uniform liquid's
     /// list that is. Then evaluating every entry of a list twice as long costs less than the
     /// half list's filter, compaction and scatter: measured 10–20 % less time per gradient on

@@ -19,9 +19,9 @@
 
 use rayon::prelude::*;
 
-use super::eval::{minimum_image, Inputs};
-use super::forms::Form;
-use super::terms::{Kernel, Kinds};
+use super::super::forms::Form;
+use super::super::terms::{Kernel, Kinds};
+use super::{minimum_image, Inputs};
 use crate::simd::{self, Lanes, WithLanes};
 
 /// Partners per block: the widest lanes (narrower ones take a block in several parts).
