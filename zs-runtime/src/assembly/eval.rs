@@ -26,7 +26,6 @@ use crate::simd::{self, Isa, Lanes, WithLanes};
 use crate::sparse::BlockLayout;
 
 // The full-row pair pass: a part of this engine, in its own file.
-#[path = "rows.rs"]
 mod rows;
 use rows::PairRows;
 
