@@ -474,7 +474,8 @@ mod x86 {
         ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
          $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
          $lt_mask:ident, $set1:ident,
-         $loadu:ident, $storeu:ident, $xor:ident $(, $compress:ident, $gather_bodies:ident, $load_pairs3:ident)?) => {
+         $loadu:ident, $storeu:ident, $xor:ident, $gather_bodies:ident
+         $(, $compress:ident, $load_pairs3:ident)?) => {
             impl Add for $ty {
                 type Output = Self;
                 #[inline(always)]
@@ -584,14 +585,6 @@ mod x86 {
                     // SAFETY: see the module docs.
                     unsafe { $ty($round(self.0)) }
                 }
-                $(
-                #[inline(always)]
-                fn compress_store(self, mask: u32, out: &mut [f64]) {
-                    let out = &mut out[..$w];
-                    // SAFETY: `out` has `$w` writable f64s (checked above); unaligned store.
-                    // Instructions: module docs.
-                    unsafe { $storeu(out.as_mut_ptr(), $compress(mask, self.0)) }
-                }
                 #[inline(always)]
                 fn gather_bodies<const D: usize, const K: usize>(
                     src: &[f64],
@@ -599,6 +592,14 @@ mod x86 {
                     k: usize,
                 ) -> [Self; D] {
                     $gather_bodies::<D, K>(src, terms, k)
+                }
+                $(
+                #[inline(always)]
+                fn compress_store(self, mask: u32, out: &mut [f64]) {
+                    let out = &mut out[..$w];
+                    // SAFETY: `out` has `$w` writable f64s (checked above); unaligned store.
+                    // Instructions: module docs.
+                    unsafe { $storeu(out.as_mut_ptr(), $compress(mask, self.0)) }
                 }
                 #[inline(always)]
                 fn load_pairs3<const K: usize>(
@@ -630,7 +631,8 @@ mod x86 {
         _mm256_set1_pd,
         _mm256_loadu_pd,
         _mm256_storeu_pd,
-        _mm256_xor_pd
+        _mm256_xor_pd,
+        gather_bodies256
     );
     lanes!(
         F64x8,
@@ -651,10 +653,66 @@ mod x86 {
         _mm512_loadu_pd,
         _mm512_storeu_pd,
         xor512,
-        compress512,
         gather_bodies512,
+        compress512,
         load_pairs3_512
     );
+
+    /// [`Lanes::gather_bodies`] on 4 lanes: bodies of three coordinates by rows
+    /// ([`rows3_256`]), others through [`Lanes::gather`].
+    #[inline(always)]
+    fn gather_bodies256<const D: usize, const K: usize>(
+        src: &[f64],
+        terms: &[[u32; K]],
+        k: usize,
+    ) -> [F64x4; D] {
+        let terms: &[[u32; K]; 4] = terms[..4].try_into().expect("4 terms");
+        let max = terms.iter().map(|t| t[k] as usize).max().unwrap_or(0);
+        if D == 3 && max < src.len() / 3 {
+            // SAFETY: every body read is `src[t[k]·3 .. t[k]·3 + 3]`, in `src` since
+            // `t[k] ≤ max < src.len() / 3` (checked above). Instructions: module docs (AVX).
+            let [x, y, z] = unsafe { rows3_256(src, terms, k) };
+            let mut out = [F64x4::splat(0.0); D];
+            out[0] = x;
+            out[1] = y;
+            out[2] = z;
+            return out;
+        }
+        super::gather_bodies_by_rows::<F64x4, D, K>(src, terms, k)
+    }
+
+    /// The coordinates `x, y, z` of body `k` of 4 terms whose bodies are three coordinates
+    /// each: two 128-bit loads per body, `(x, y)` and `(y, z)`, paired across the register's
+    /// halves and unpacked — 8 loads (4 folded into inserts) and 3 in-lane shuffles, where three
+    /// 4-lane gathers cost 12 loads and a slow gather each (AMD Zen).
+    ///
+    /// # Safety
+    /// `src[t[k]·3 .. t[k]·3 + 3]` must be in `src` for every term `t`; AVX.
+    #[inline(always)]
+    unsafe fn rows3_256<const K: usize>(
+        src: &[f64],
+        terms: &[[u32; K]; 4],
+        k: usize,
+    ) -> [F64x4; 3] {
+        let p = src.as_ptr();
+        // SAFETY: the caller's contract: `at(l)` and `at(l) + 1` start two f64s inside body
+        // `terms[l][k]`'s three.
+        unsafe {
+            let at = |l: usize| p.add(terms[l][k] as usize * 3);
+            let halves = |a: *const f64, b: *const f64| {
+                _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(_mm_loadu_pd(a)), _mm_loadu_pd(b))
+            };
+            let xy02 = halves(at(0), at(2)); // x0 y0 | x2 y2
+            let xy13 = halves(at(1), at(3)); // x1 y1 | x3 y3
+            let yz02 = halves(at(0).add(1), at(2).add(1)); // y0 z0 | y2 z2
+            let yz13 = halves(at(1).add(1), at(3).add(1)); // y1 z1 | y3 z3
+            [
+                F64x4(_mm256_unpacklo_pd(xy02, xy13)),
+                F64x4(_mm256_unpackhi_pd(xy02, xy13)),
+                F64x4(_mm256_unpackhi_pd(yz02, yz13)),
+            ]
+        }
+    }
 
     /// [`Lanes::gather_bodies`] on 8 lanes. Bodies of three coordinates (any `K`: a pair's
     /// list, a row of partners) are loaded by rows ([`rows3_512`]). Otherwise a pair's list
