@@ -282,9 +282,10 @@ fn the_liquid_hessian_equals_differences_of_its_gradient() {
     );
 }
 
-/// A liquid's energy and gradient go by full neighbour rows (most of a 14 + 2 Å list is within
-/// the cutoff): one set of bits on every instruction set, serial or parallel, on 1, 2 or 3
-/// threads; the same as the half list's per-term kernels (a Hessian pass) to 1e-12; and
+/// A liquid's energy and gradient by full neighbour rows and by the half list (which of them
+/// the default takes depends on the machine's lanes; both are forced here): each one set of
+/// bits on every instruction set, serial or parallel, on 1, 2 or 3 threads; the two equal to
+/// 1e-12, and the same as the half list's per-term kernels (a Hessian pass) to 1e-12; and
 /// Newton's third law holds, the pair forces summing to zero (the rows count each pair from
 /// both ends, so nothing forces it but correct rows).
 #[test]
@@ -293,40 +294,53 @@ fn the_pair_rows_give_one_set_of_bits_and_the_half_lists_values() {
     use zs_runtime::HessianPart;
     use zs_systems::testing::{norm_inf, rel_err, rel_err_scalar};
     let (q, _, data) = butane();
-    let eval = |isa: Isa, parallel: bool, threads: usize| {
+    // Full rows forced (the default takes them only on 8-lane machines), then the half list.
+    let eval = |rows: bool, isa: Isa, parallel: bool, threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .expect("a pool");
         pool.install(|| {
             let (sys, ..) = Alkane::trappe().from_data(&data).expect("the liquid");
-            let sys = sys.with_simd(isa).with_parallel(parallel);
+            let sys = sys
+                .with_simd(isa)
+                .with_parallel(parallel)
+                .with_full_rows(Some(rows));
             let mut g = vec![0.0; q.len()];
             let v = sys.value_gradient_into(&q, &mut g);
             let (fresh, ..) = Alkane::trappe().from_data(&data).expect("the liquid");
             let e = fresh
                 .with_simd(isa)
                 .with_parallel(parallel)
+                .with_full_rows(Some(rows))
                 .potential_at(&q);
             (v, e, g)
         })
     };
     let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    let (v0, e0, g0) = eval(Isa::Scalar, false, 1);
-    assert_eq!(
-        v0.to_bits(),
-        e0.to_bits(),
-        "energy pass against gradient pass"
-    );
-    for isa in Isa::available() {
-        for (parallel, threads) in [(false, 1), (true, 1), (true, 2), (true, 3)] {
-            let (v, e, g) = eval(isa, parallel, threads);
-            let at = format!("{isa:?}, parallel {parallel}, {threads} threads");
-            assert_eq!(v.to_bits(), v0.to_bits(), "{at}");
-            assert_eq!(e.to_bits(), e0.to_bits(), "{at}");
-            assert_eq!(bits(&g), bits(&g0), "{at}");
+    let mut by_pass = Vec::new();
+    for rows in [true, false] {
+        let (v0, e0, g0) = eval(rows, Isa::Scalar, false, 1);
+        assert_eq!(
+            v0.to_bits(),
+            e0.to_bits(),
+            "rows {rows}: energy pass against gradient pass"
+        );
+        for isa in Isa::available() {
+            for (parallel, threads) in [(false, 1), (true, 1), (true, 2), (true, 3)] {
+                let (v, e, g) = eval(rows, isa, parallel, threads);
+                let at = format!("rows {rows}, {isa:?}, parallel {parallel}, {threads} threads");
+                assert_eq!(v.to_bits(), v0.to_bits(), "{at}");
+                assert_eq!(e.to_bits(), e0.to_bits(), "{at}");
+                assert_eq!(bits(&g), bits(&g0), "{at}");
+            }
         }
+        by_pass.push((v0, g0));
     }
+    let (v0, g0) = by_pass.swap_remove(0);
+    let (v_half, g_half) = by_pass.swap_remove(0);
+    assert!(rel_err_scalar(v_half, v0) < 1e-12, "{v_half} vs {v0}");
+    assert!(rel_err(&g_half, &g0) < 1e-12, "rows vs half list");
     let (sys, ..) = Alkane::trappe().from_data(&data).expect("the liquid");
     let mut h = sys.new_matrix(HessianPart::Full);
     let mut gh = vec![0.0; q.len()];
