@@ -396,7 +396,8 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// (`Some(true)`: each pair from both ends, no scatter), by the half list (`Some(false)`), or
     /// (`None`, the default) by full rows when most of the list is within the cutoff and the
     /// machine has 8-lane SIMD (AVX-512). Both give the same bits on every instruction set and
-    /// thread count, and agree with each other to rounding; full rows need every body free.
+    /// thread count, and agree with each other to rounding. Full rows need every body free and
+    /// a point in three dimensions; otherwise the half list is used whatever `rows` says.
     pub fn with_full_rows(self, rows: Option<bool>) -> Self {
         {
             let mut e = self.engine();
