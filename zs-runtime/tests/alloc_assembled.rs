@@ -176,6 +176,28 @@ fn assembled_steps_allocate_nothing_after_set_up_with_rayon_on() {
         ));
         assert_eq!(liquid.neighbor_builds(), builds + 4);
 
+        // The same with two types of sites: pairs grouped by types at a rebuild, each term's
+        // types coded (their memory kept between rebuilds too).
+        let (typed, q, v) = assembled::typed_liquid(10);
+        let mut s = typed.state(q, v);
+        vv.step(&typed, &mut s).unwrap();
+        let (a, mut b) = (s.q.clone(), s.q.clone());
+        b[0] += 0.2;
+        typed.gradient_into(&b, &mut g);
+        typed.gradient_into(&a, &mut g);
+        let builds = typed.neighbor_builds();
+        counts.push((
+            "Verlet and two rebuilds, periodic liquid of two types",
+            allocations_in_all_threads_during(|| {
+                for _ in 0..5 {
+                    vv.step(&typed, &mut s).unwrap();
+                }
+                typed.gradient_into(&b, &mut g);
+                typed.gradient_into(&a, &mut g);
+            }),
+        ));
+        assert!(typed.neighbor_builds() >= builds + 2);
+
         // Long enough (36 501 coordinates) for the steppers' vector loops, the neighbour-list
         // check, the copies and the Langevin noise blocks to run on the pool.
         let (liquid, q, v) = assembled::cut_liquid(23);

@@ -77,12 +77,18 @@ impl Emitter<'_> {
                     // code would; other types are a cast error at the user's tokens.
                     let span = first_span(expr);
                     if self.lanes && self.params[k as usize].per_body {
-                        // A table at the bodies' types: each lane's term reads its own row.
+                        // A table at the bodies' types: each lane's term reads its own row,
+                        // or one row for all when the caller passes one (every lane's bodies
+                        // of the same types: one read and a broadcast).
                         lets.push(quote_spanned!(span=>
-                            let #name: L = L::from_fn(|lane| {
-                                let kinds = &kinds[lane];
-                                #expr as f64
-                            });
+                            let #name: L = if let [kinds] = kinds {
+                                L::splat(#expr as f64)
+                            } else {
+                                L::from_fn(|lane| {
+                                    let kinds = &kinds[lane];
+                                    #expr as f64
+                                })
+                            };
                         ));
                     } else if self.lanes {
                         lets.push(quote_spanned!(span=> let #name: L = L::splat(#expr as f64);));

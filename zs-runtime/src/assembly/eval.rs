@@ -213,7 +213,9 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     /// pattern it makes from the new list); other forms ignore it. With `full_rows`, its
     /// energy and gradient passes go by the full rows of the list when they can
     /// ([`PairRows`]).
-    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies, full_rows: bool);
+    /// The pair list `pairs` becomes its terms (a pair form's), by full rows or not; `kinds`
+    /// are the bodies' types (empty: untyped).
+    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies, kinds: &[u32], full_rows: bool);
     /// Phase A: every term's local outputs for `want`.
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want);
     /// `acc += Σ_t e_t`, in term order (after [`Want::Energy`]).
@@ -398,11 +400,13 @@ where
                     || self.t.len() == n))
     }
 
-    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies, full_rows: bool) {
+    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies, kinds: &[u32], full_rows: bool) {
         if F::OVER != Over::Pairs || !self.info.present {
             return;
         }
         self.list.set_pairs(pairs, bodies);
+        self.list
+            .set_codes(if self.info.typed { kinds } else { &[] });
         let n = self.list.len();
         self.grad_for = Some(bodies.free);
         let all_free = bodies.free == bodies.free_of.len();
@@ -848,6 +852,8 @@ fn split_chunks<T, F, const D: usize, const K: usize>(
                 input: at.input,
                 free: &at.list.free[terms.clone()],
                 bodies: &at.list.bodies[terms.clone()],
+                codes: at.list.codes.get(terms.clone()).unwrap_or(&[]),
+                decoded: &at.list.decoded,
                 slots: &at.plan.slot[terms],
                 e: ec,
                 part: pc,
@@ -865,6 +871,8 @@ struct LanePass<'a, T, F, const D: usize, const K: usize> {
     input: &'a Inputs<'a, D>,
     free: &'a [[u32; K]],
     bodies: &'a [[u32; K]],
+    codes: &'a [u8],
+    decoded: &'a [Kinds<K>],
     slots: &'a [[u16; K]],
     e: &'a mut [f64],
     part: Option<&'a mut [f64]>,
@@ -886,6 +894,8 @@ where
             input,
             free,
             bodies,
+            codes,
+            decoded,
             slots,
             e,
             mut part,
@@ -899,6 +909,8 @@ where
             omega: input.omega,
             input,
             bodies,
+            codes,
+            decoded,
             slots,
         };
         match input.cut2 {
@@ -934,6 +946,9 @@ struct LaneBlock<'a, T, const D: usize, const K: usize> {
     omega: f64,
     input: &'a Inputs<'a, D>,
     bodies: &'a [[u32; K]],
+    /// The terms' types as codes ([`TermList::set_codes`]; empty: none) and their types.
+    codes: &'a [u8],
+    decoded: &'a [Kinds<K>],
     slots: &'a [[u16; K]],
 }
 
@@ -953,15 +968,30 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
         T: Kernel<D, K, F>,
     {
         let w = L::WIDTH;
-        // The types of each lane's bodies, when the form reads them.
+        // The types of each lane's bodies, when the form reads them: one row when every lane's
+        // are the same (the neighbour list groups pairs by types), read once by the kernel.
         let mut kinds = [[0u32; K]; 8];
         let kinds: &[Kinds<K>] = if self.input.kinds.is_empty() {
             &[]
+        } else if let Some(&c0) = self.codes.get(block[0] as usize) {
+            if block[1..w].iter().all(|&t| self.codes[t as usize] == c0) {
+                kinds[0] = self.decoded[c0 as usize];
+                &kinds[..1]
+            } else {
+                for (row, &t) in kinds.iter_mut().zip(block) {
+                    *row = self.decoded[self.codes[t as usize] as usize];
+                }
+                &kinds[..w]
+            }
         } else {
             for (row, &t) in kinds.iter_mut().zip(block) {
                 *row = self.input.kinds(&self.bodies[t as usize]);
             }
-            &kinds[..w]
+            if kinds[1..w].iter().all(|k| *k == kinds[0]) {
+                &kinds[..1]
+            } else {
+                &kinds[..w]
+            }
         };
         let Some(p) = part else {
             self.terms.value_lanes(self.omega, &x, kinds).store(e);

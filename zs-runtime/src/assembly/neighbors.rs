@@ -106,6 +106,45 @@ fn within(
     kept
 }
 
+/// Grouping by types ([`group_by_types`]) needs a count per group: `2 T²` for `T` types,
+/// at most this many (eight types); more types are left in the order found.
+const MOST_GROUPS: usize = 128;
+
+/// The pairs of one body `i` (`pairs`, found in cell order) reordered by their bodies' types
+/// `(kinds[a], kinds[b])`, then pairs led by `i` before those led by a partner, keeping the
+/// order found within a group (a counting sort through `scratch`; `types` is the number of
+/// types). A block of lanes then mostly holds terms of one pair of types, whose parameters a
+/// kernel reads once ([`super::Kernel`]); the list is the same for given positions and types.
+fn group_by_types(
+    pairs: &mut [[u32; 2]],
+    i: u32,
+    kinds: &[u32],
+    types: usize,
+    scratch: &mut Vec<[u32; 2]>,
+) {
+    let group = |p: &[u32; 2]| {
+        (kinds[p[0] as usize] as usize * types + kinds[p[1] as usize] as usize) * 2
+            + usize::from(p[0] != i)
+    };
+    let mut at = [0u32; MOST_GROUPS + 1];
+    for p in pairs.iter() {
+        at[group(p) + 1] += 1;
+    }
+    if at.iter().filter(|&&n| n > 0).count() < 2 {
+        return;
+    }
+    for g in 0..MOST_GROUPS {
+        at[g + 1] += at[g];
+    }
+    scratch.clear();
+    scratch.extend_from_slice(pairs);
+    for p in scratch.iter() {
+        let g = group(p);
+        pairs[at[g] as usize] = *p;
+        at[g] += 1;
+    }
+}
+
 /// The layers' pairs one after the other into `out` (exactly as long): halves of the layers
 /// copied on rayon's pool (`join`, no allocation).
 fn concatenate(layers: &[Layer], out: &mut [[u32; 2]]) {
@@ -128,6 +167,8 @@ struct Layer {
     runs: Vec<Run>,
     /// Candidates of one body, kept when within reach (branch-free compaction).
     hits: Vec<u32>,
+    /// One body's pairs while they are grouped by types ([`group_by_types`]).
+    grouping: Vec<[u32; 2]>,
 }
 
 /// Cells per `rc + skin` along an axis. LAMMPS bins at half the reach (a stencil of 125
@@ -235,8 +276,17 @@ impl Neighbors {
     /// cells after its cell in the stencil (half the stencil: each pair once, found from the
     /// body whose cell comes first) — one order for given positions. With fewer than three
     /// cells along a periodic axis, the whole stencil and `j > i` instead.
-    pub fn build(&mut self, pos: &[[f64; 3]], out: &mut Vec<[u32; 2]>) {
+    ///
+    /// With the bodies' types `kinds` (empty: untyped), each body's pairs are then grouped by
+    /// their types ([`group_by_types`], up to eight types).
+    pub fn build(&mut self, pos: &[[f64; 3]], kinds: &[u32], out: &mut Vec<[u32; 2]>) {
         self.builds += 1;
+        let types = kinds.iter().max().map_or(0, |&k| k as usize + 1);
+        let kinds = if 2 * types * types <= MOST_GROUPS {
+            kinds
+        } else {
+            &[]
+        };
         if self.at_build.len() == pos.len() {
             crate::vector::copy_long(self.at_build.as_flattened_mut(), pos.as_flattened());
         } else {
@@ -326,6 +376,7 @@ impl Neighbors {
                 stencil,
                 runs,
                 hits,
+                grouping,
             } = l;
             pairs.clear();
             let sorted = &this.sorted;
@@ -339,7 +390,12 @@ impl Neighbors {
                     if revisits {
                         this.whole_stencil([cx, cy, cz], dims, stencil);
                         for k in from..to {
+                            let first = pairs.len();
                             this.pairs_of(k, stencil, reach2, len, half, pairs);
+                            if !kinds.is_empty() {
+                                let i = sorted.id[k];
+                                group_by_types(&mut pairs[first..], i, kinds, types, grouping);
+                            }
                         }
                         continue;
                     }
@@ -368,11 +424,15 @@ impl Neighbors {
                             kept = within(x, y, z, q, reach2, from as u32, found, kept);
                         }
                         let excluded = this.excluded_of(i);
+                        let first = pairs.len();
                         for &c in &hits[..kept] {
                             let j = sorted.id[c as usize];
                             if !excluded.contains(&j) {
                                 pairs.push([i.min(j), i.max(j)]);
                             }
+                        }
+                        if !kinds.is_empty() {
+                            group_by_types(&mut pairs[first..], i, kinds, types, grouping);
                         }
                     }
                 }
@@ -589,17 +649,64 @@ mod tests {
             }
             let mut nb = Neighbors::new(&top).expect("a cutoff");
             let mut pairs = Vec::new();
-            nb.build(&pos, &mut pairs);
+            nb.build(&pos, &[], &mut pairs);
             let want = direct(&pos, 1.5, nb.cell, &top.exclusion_lists());
             let mut sorted = pairs.clone();
             sorted.sort_unstable();
             assert_eq!(sorted, want, "n = {n}, side {side}, periodic {periodic}");
             assert!(pairs.iter().all(|p| p[0] < p[1]), "lower index first");
             let mut again = Vec::new();
-            nb.build(&pos, &mut again);
+            nb.build(&pos, &[], &mut again);
             assert_eq!(again, pairs, "one order");
             assert!(n < 100 || pairs.len() > n / 4, "{} pairs", pairs.len());
         }
+    }
+
+    #[test]
+    fn each_bodys_pairs_are_grouped_by_types_in_the_order_found() {
+        // Against a stable sort by the same key, on pairs led by `i` and by partners.
+        let mut s = 0x9E37_79B9_7F4A_7C15_u64;
+        let kinds: Vec<u32> = (0..200).map(|_| (3.0 * uniform(&mut s)) as u32).collect();
+        for i in [0u32, 57, 199] {
+            let mut pairs: Vec<[u32; 2]> = (0..200u32)
+                .filter(|&j| j != i && uniform(&mut s) < 0.5)
+                .map(|j| [i.min(j), i.max(j)])
+                .collect();
+            let key = |p: &[u32; 2]| (kinds[p[0] as usize], kinds[p[1] as usize], p[0] != i);
+            let mut want = pairs.clone();
+            want.sort_by_key(key);
+            group_by_types(&mut pairs, i, &kinds, 3, &mut Vec::new());
+            assert_eq!(pairs, want, "body {i}");
+        }
+        // In a list: the same pairs, one order, far fewer changes of types between neighbours.
+        let n = 2000;
+        let side = 6.0;
+        let pos: Vec<[f64; 3]> = (0..n)
+            .map(|_| core::array::from_fn(|_| uniform(&mut s) * side))
+            .collect();
+        let kinds: Vec<u32> = (0..n).map(|_| (3.0 * uniform(&mut s)) as u32).collect();
+        let top = Topology::new(n).cutoff(1.1, 0.4).periodic([side; 3]);
+        let mut nb = Neighbors::new(&top).expect("a cutoff");
+        let (mut plain, mut grouped, mut again) = (Vec::new(), Vec::new(), Vec::new());
+        nb.build(&pos, &[], &mut plain);
+        nb.build(&pos, &kinds, &mut grouped);
+        nb.build(&pos, &kinds, &mut again);
+        assert_eq!(grouped, again, "one order");
+        let changes = |l: &[[u32; 2]]| {
+            l.windows(2)
+                .filter(|w| w[0].map(|b| kinds[b as usize]) != w[1].map(|b| kinds[b as usize]))
+                .count()
+        };
+        assert!(
+            4 * changes(&grouped) < changes(&plain),
+            "{} changes of types grouped, {} not",
+            changes(&grouped),
+            changes(&plain)
+        );
+        let (mut a, mut b) = (plain.clone(), grouped.clone());
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b, "the same pairs");
     }
 
     #[test]
@@ -609,7 +716,7 @@ mod tests {
         let mut pos = vec![[0.0; 3], [1.0, 0.0, 0.0], [0.0, 2.0, 0.0]];
         assert!(nb.stale(&pos));
         let mut pairs = Vec::new();
-        nb.build(&pos, &mut pairs);
+        nb.build(&pos, &[], &mut pairs);
         assert_eq!(pairs, vec![[0, 1]]);
         pos[2][1] -= 0.199;
         assert!(!nb.stale(&pos));

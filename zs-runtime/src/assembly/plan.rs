@@ -49,6 +49,10 @@ pub(crate) struct TermList<const K: usize> {
     pub bodies: Vec<[u32; K]>,
     /// Their free indices (coordinate blocks of the state), or [`PINNED`].
     pub free: Vec<[u32; K]>,
+    /// Each term's bodies' types as one code ([`TermList::set_codes`]), or empty.
+    pub codes: Vec<u8>,
+    /// The bodies' types of each code.
+    pub decoded: Vec<[u32; K]>,
 }
 
 impl<const K: usize> TermList<K> {
@@ -67,6 +71,8 @@ impl<const K: usize> TermList<K> {
         let mut list = Self {
             bodies: Vec::new(),
             free: Vec::new(),
+            codes: Vec::new(),
+            decoded: Vec::new(),
         };
         if !present {
             return Ok(list);
@@ -169,6 +175,42 @@ impl<const K: usize> TermList<K> {
             if fr.iter().any(|&f| f != PINNED) {
                 self.bodies.push(b);
                 self.free.push(fr);
+            }
+        }
+    }
+
+    /// Each term's bodies' types `kinds[b]` as one byte, the digits of a number in base `T`
+    /// (the number of types), when `T^K ≤ 256`; else (and without types) no codes. A SIMD
+    /// block reads one byte per term to see whether its terms share types, instead of the
+    /// types of every body (two dependent loads per body).
+    pub fn set_codes(&mut self, kinds: &[u32]) {
+        let types = kinds.iter().max().map_or(0, |&k| k as usize + 1);
+        let codes = (1..=K).try_fold(1usize, |n, _| n.checked_mul(types));
+        self.codes.clear();
+        self.decoded.clear();
+        let Some(count @ 1..=256) = codes else {
+            return;
+        };
+        self.decoded.extend(
+            (0..count).map(|c| core::array::from_fn(|k| (c / types.pow(k as u32) % types) as u32)),
+        );
+        let code = |b: &[u32; K]| -> u8 {
+            let c = b
+                .iter()
+                .rev()
+                .fold(0, |c, &b| c * types + kinds[b as usize] as usize);
+            c as u8
+        };
+        self.codes.resize(self.bodies.len(), 0);
+        if self.bodies.len() >= PARALLEL_PLAN_FROM {
+            use rayon::prelude::*;
+            self.codes
+                .par_iter_mut()
+                .zip(self.bodies.par_iter())
+                .for_each(|(c, b)| *c = code(b));
+        } else {
+            for (c, b) in self.codes.iter_mut().zip(&self.bodies) {
+                *c = code(b);
             }
         }
     }
@@ -472,5 +514,38 @@ impl<const K: usize> HessianGather<K> {
             blocks: Csr::build(layout.blocks(), &pairs),
             dest,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_terms_code_gives_back_its_bodies_types() {
+        let kinds = [2, 0, 1, 1, 2, 0, 0];
+        let mut list = TermList::<2> {
+            bodies: vec![[0, 1], [1, 2], [4, 0], [5, 6], [3, 4], [6, 6]],
+            free: Vec::new(),
+            codes: Vec::new(),
+            decoded: Vec::new(),
+        };
+        list.set_codes(&kinds);
+        assert_eq!(list.codes.len(), list.bodies.len());
+        assert_eq!(list.decoded.len(), 9, "3 types, 2 bodies");
+        for (b, &c) in list.bodies.iter().zip(&list.codes) {
+            assert_eq!(
+                list.decoded[c as usize],
+                b.map(|b| kinds[b as usize]),
+                "{b:?}"
+            );
+        }
+        // Distinct types, distinct codes.
+        assert_ne!(list.codes[0], list.codes[2]);
+        // 17 types of pairs: 289 codes do not fit a byte, and untyped lists have none.
+        list.set_codes(&[16, 0, 1, 1, 2, 0, 0]);
+        assert!(list.codes.is_empty() && list.decoded.is_empty());
+        list.set_codes(&[]);
+        assert!(list.codes.is_empty() && list.decoded.is_empty());
     }
 }

@@ -142,8 +142,8 @@ impl<T, const D: usize> Engine<T, D> {
 
     /// Under a pair cutoff: rebuild the pair list when a body moved more than half the skin
     /// since the last build (the reference sites of every body at `q`), and give it to the
-    /// pair forms.
-    fn refresh(&mut self, q: &[f64], pins: &[[f64; D]], bodies: &Bodies) {
+    /// pair forms (each body's pairs grouped by the bodies' types `kinds`, when typed).
+    fn refresh(&mut self, q: &[f64], pins: &[[f64; D]], bodies: &Bodies, kinds: &[u32]) {
         let Some(nb) = self.neighbors.as_mut() else {
             return;
         };
@@ -161,12 +161,12 @@ impl<T, const D: usize> Engine<T, D> {
         }
         self.sites.clear();
         self.sites.extend((0..bodies.free_of.len()).map(site));
-        nb.build(&self.sites, &mut self.pairs);
-        self.give_pairs(bodies);
+        nb.build(&self.sites, kinds, &mut self.pairs);
+        self.give_pairs(bodies, kinds);
     }
 
     /// The current pair list to the pair forms, by full rows or not.
-    fn give_pairs(&mut self, bodies: &Bodies) {
+    fn give_pairs(&mut self, bodies: &Bodies, kinds: &[u32]) {
         let Some(nb) = self.neighbors.as_ref() else {
             return;
         };
@@ -178,7 +178,7 @@ impl<T, const D: usize> Engine<T, D> {
             .full_rows
             .unwrap_or_else(|| nb.full_rows() && simd::detected().width() >= 8);
         for f in &mut self.forms {
-            f.set_pairs(&self.pairs, bodies, full_rows);
+            f.set_pairs(&self.pairs, bodies, kinds, full_rows);
         }
         self.valued = false;
         self.kept = false;
@@ -404,7 +404,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             e.full_rows = rows;
             if !e.sites.is_empty() {
                 // A list already built: its forms take it again, the new way.
-                e.give_pairs(&self.bodies);
+                e.give_pairs(&self.bodies, &self.kinds);
             }
         }
         self
@@ -608,7 +608,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     pub(crate) fn energy(&self, omega: f64, q: &[f64]) -> f64 {
         let input = self.inputs(omega, q, &[]);
         let mut s = self.engine();
-        s.refresh(q, &self.pins, &self.bodies);
+        s.refresh(q, &self.pins, &self.bodies, &self.kinds);
         if !s.valued_at(q, omega) {
             for f in &mut s.forms {
                 f.evaluate(&self.terms, &input, Want::Energy);
@@ -623,7 +623,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(g, "the gradient");
         let input = self.inputs(omega, q, &[]);
         let mut s = self.engine();
-        s.refresh(q, &self.pins, &self.bodies);
+        s.refresh(q, &self.pins, &self.bodies, &self.kinds);
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, Want::Gradient);
         }
@@ -636,7 +636,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(g, "the gradient");
         let input = self.inputs(omega, q, &[]);
         let mut s = self.engine();
-        s.refresh(q, &self.pins, &self.bodies);
+        s.refresh(q, &self.pins, &self.bodies, &self.kinds);
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, Want::Gradient);
         }
@@ -660,7 +660,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             HessianPart::Full
         };
         let mut s = self.engine();
-        s.refresh(q, &self.pins, &self.bodies);
+        s.refresh(q, &self.pins, &self.bodies, &self.kinds);
         let layout = s.layout(part, self.bodies.free);
         if h.layout().id() != layout.id() {
             assert!(
@@ -702,7 +702,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(out, "the third contraction");
         let input = self.inputs(omega, q, a);
         let mut s = self.engine();
-        s.refresh(q, &self.pins, &self.bodies);
+        s.refresh(q, &self.pins, &self.bodies, &self.kinds);
         let kept = s.tensors_kept_at(q, omega);
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, Want::Third { kept });
@@ -720,7 +720,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         let (mut dv, mut dg) = (vec![0.0; p], vec![0.0; p * n]);
         let input = self.inputs(0.0, q, q);
         let mut s = self.engine();
-        s.refresh(q, &self.pins, &self.bodies);
+        s.refresh(q, &self.pins, &self.bodies, &self.kinds);
         for f in &s.forms {
             f.add_parameter_derivatives(&self.terms, &input, &mut dv, &mut dg);
         }
@@ -736,7 +736,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(out, "the Hessian-vector product");
         let input = self.inputs(omega, q, a);
         let mut s = self.engine();
-        s.refresh(q, &self.pins, &self.bodies);
+        s.refresh(q, &self.pins, &self.bodies, &self.kinds);
         for f in &mut s.forms {
             f.evaluate(&self.terms, &input, Want::HessianVector);
         }

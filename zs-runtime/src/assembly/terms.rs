@@ -32,8 +32,9 @@ pub type Kinds<const K: usize> = [u32; K];
 ///
 /// Every kernel also takes its bodies' types `kinds` ([`super::Topology::types`]), which a
 /// definition's term functions may read as `ka: usize, kb: usize, ...` to pick parameters from
-/// tables (`self.epsilon[ka]`); lane kernels take one row per lane, or none when the form does
-/// not read them ([`super::FormInfo::typed`]).
+/// tables (`self.epsilon[ka]`); lane kernels take one row per lane, one row for every lane
+/// (a block whose terms' bodies have the same types: each parameter is then read once and
+/// broadcast), or none when the form does not read them ([`super::FormInfo::typed`]).
 ///
 /// The defaults are the kernels of an absent form (zero): [`Terms::FORMS`] tells the assembly
 /// which forms to apply.

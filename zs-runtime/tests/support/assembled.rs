@@ -112,3 +112,38 @@ pub fn cut_liquid(k: usize) -> (Assembled<CutLiquid, 3>, Vec<f64>, Vec<f64>) {
     let n = q.len();
     (sys, q, vec![0.0; n])
 }
+
+/// [`CutLiquid`] of two types of sites, `ε` chosen by the pair's types (the alkane's way).
+pub struct TypedLiquid {
+    pub eps4: [[f64; 2]; 2],
+}
+
+#[mechanical_system]
+impl TypedLiquid {
+    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+        if r2 < 6.25 {
+            let s6 = 1.0 / (r2 * r2 * r2);
+            self.eps4[ka][kb] * (s6 * s6 - s6 + 0.004_079_222_784)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// [`cut_liquid`]'s lattice as a [`TypedLiquid`], the types mixed along it.
+pub fn typed_liquid(k: usize) -> (Assembled<TypedLiquid, 3>, Vec<f64>, Vec<f64>) {
+    let (_, q, v) = cut_liquid(k);
+    let side = 1.1 * k as f64;
+    let sys = Assembled::new(
+        TypedLiquid {
+            eps4: [[4.0, 3.0], [3.0, 2.0]],
+        },
+        Topology::new(k * k * k)
+            .periodic([side; 3])
+            .cutoff(2.5, 0.3)
+            .types((0..k * k * k).map(|i| u32::from((i * 7 + i / 5) % 3 == 0))),
+    )
+    .unwrap();
+    (sys, q, v)
+}
