@@ -4,8 +4,11 @@
 //! are shared). The liquid is a LAMMPS data file (`zs run alkane … --write-data FILE`).
 //!
 //! ```text
-//! cargo run --release -p zs-bench --bin alkane_parts -- DATA [REPS] [THREADS]
+//! cargo run --release -p zs-bench --bin alkane_parts -- DATA [REPS] [THREADS] [rows|half]
 //! ```
+//!
+//! `rows` or `half` forces the pair pass (`Assembled::with_full_rows`); by default the
+//! machine's choice.
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -21,6 +24,12 @@ fn main() {
     let data = PathBuf::from(args.next().expect("DATA: a LAMMPS data file of the liquid"));
     let reps: usize = args.next().map_or(20, |s| s.parse().expect("REPS"));
     let threads: usize = args.next().map_or(1, |s| s.parse().expect("THREADS"));
+    let pass = match args.next().as_deref() {
+        None => None,
+        Some("rows") => Some(true),
+        Some("half") => Some(false),
+        Some(other) => panic!("PASS: rows or half, not {other}"),
+    };
     let file = DataFile::read(&data).unwrap_or_else(|e| panic!("{e}"));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -29,6 +38,7 @@ fn main() {
     let (sys, q, _, _) = Trappe::<Flexible>::trappe()
         .from_data(&file)
         .unwrap_or_else(|e| panic!("{e}"));
+    let sys = sys.with_full_rows(pass);
     let mut g = vec![0.0; q.len()];
     let mut rounds = Vec::new();
     pool.install(|| {

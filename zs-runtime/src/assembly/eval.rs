@@ -411,7 +411,16 @@ where
         self.grad_for = Some(bodies.free);
         let all_free = bodies.free == bodies.free_of.len();
         let rows = self.rows.get_or_insert_with(PairRows::default);
-        if full_rows && D == 3 && K == 2 && all_free && rows.rebuild(pairs, bodies.free) {
+        if full_rows
+            && D == 3
+            && K == 2
+            && all_free
+            && rows.rebuild(
+                pairs,
+                bodies.free,
+                if self.info.typed { kinds } else { &[] },
+            )
+        {
             // The energy and gradient passes go by rows; the partial plan waits for a pass
             // that needs it.
             self.partials_for = Some(bodies.free);

@@ -28,6 +28,30 @@ use crate::simd::{self, Lanes, WithLanes};
 pub(crate) const BLOCK: usize = 8;
 /// Rows per parallel chunk; fixed, so the chunk energies are the same whatever the threads.
 const ROWS: usize = 64;
+/// Rows group their partners by types up to this many types.
+const MOST_TYPES: usize = 8;
+
+/// `part`'s partners reordered by their types `kinds[j]` (at most [`MOST_TYPES`]), the order
+/// found kept within a type: a counting sort through `scratch`.
+fn group_partners(part: &mut [[u32; 1]], kinds: &[u32], scratch: &mut Vec<[u32; 1]>) {
+    let mut at = [0u32; MOST_TYPES + 1];
+    for j in part.iter() {
+        at[kinds[j[0] as usize] as usize + 1] += 1;
+    }
+    if at.iter().filter(|&&c| c > 0).count() < 2 {
+        return;
+    }
+    for k in 0..MOST_TYPES {
+        at[k + 1] += at[k];
+    }
+    scratch.clear();
+    scratch.extend_from_slice(part);
+    for &j in scratch.iter() {
+        let k = kinds[j[0] as usize] as usize;
+        part[at[k] as usize] = j;
+        at[k] += 1;
+    }
+}
 
 /// A full neighbour list by rows (all bodies free, so body and free index agree), and the
 /// outputs of its last pass.
@@ -41,8 +65,10 @@ pub(crate) struct PairRows {
     /// those pairs, so every pair's once.
     upper: Vec<u32>,
     partner: Vec<[u32; 1]>,
-    /// Scratch of [`PairRows::rebuild`]: each row's next positions.
+    /// Scratch of [`PairRows::rebuild`]: each row's next positions, and a row's part while its
+    /// partners are grouped by types.
     fill: Vec<u32>,
+    grouping: Vec<[u32; 1]>,
     /// Per free body, its gradient (three coordinates per body); the last gradient pass's.
     pub grad: Vec<f64>,
     /// Per chunk of [`ROWS`] rows, the energy of its pairs; the last pass's.
@@ -53,8 +79,10 @@ impl PairRows {
     /// The rows of the pairs `pairs` (`i < j`, bodies below `n`) of `n` free bodies; `false`
     /// (and no rows) when the pairs are not such a half list. Row `i` holds first its partners
     /// below `i`, then those above, each part in the order of `pairs` (the cell list's: one
-    /// order for given positions, whatever the threads).
-    pub fn rebuild(&mut self, pairs: &[[u32; 2]], n: usize) -> bool {
+    /// order for given positions, whatever the threads) — grouped by the partners' types
+    /// `kinds` when given (empty: untyped) and there are at most [`MOST_TYPES`], so that
+    /// blocks of partners mostly share their types and read each parameter once.
+    pub fn rebuild(&mut self, pairs: &[[u32; 2]], n: usize, kinds: &[u32]) -> bool {
         let half = pairs.iter().all(|p| p[0] < p[1] && (p[1] as usize) < n);
         let fits = pairs.len().checked_mul(2).is_some_and(|m| {
             m.checked_add(n * (BLOCK - 1))
@@ -92,6 +120,16 @@ impl PairRows {
             self.fill[n + i] += 1;
             self.partner[self.fill[j] as usize] = [p[0]];
             self.fill[j] += 1;
+        }
+        let types = kinds.iter().max().map_or(0, |&k| k as usize + 1);
+        if (2..=MOST_TYPES).contains(&types) {
+            for i in 0..n {
+                let (start, upper) = (self.start[i] as usize, self.upper[i] as usize);
+                let end = start + self.len[i] as usize;
+                for part in [start..start + upper, start + upper..end] {
+                    group_partners(&mut self.partner[part], kinds, &mut self.grouping);
+                }
+            }
         }
         for i in 0..n {
             let (from, to) = (self.fill[n + i] as usize, self.start[i + 1] as usize);
@@ -255,7 +293,13 @@ where
                                 K - 1
                             }] = kj;
                         }
-                        &kinds[..w]
+                        // One row for all lanes when they share their types (rows group
+                        // their partners by types): each parameter read once.
+                        if kinds[1..w].iter().all(|k| *k == kinds[0]) {
+                            &kinds[..1]
+                        } else {
+                            &kinds[..w]
+                        }
                     };
                     let e = if gradient {
                         let (e, gr) = terms.value_gradient_lanes(input.omega, &x, kinds);
@@ -300,7 +344,7 @@ mod tests {
     fn rows_hold_every_pair_from_both_ends_lower_partners_first() {
         let pairs = [[3, 5], [0, 3], [1, 3], [0, 5], [3, 4]];
         let mut rows = PairRows::default();
-        assert!(rows.rebuild(&pairs, 6));
+        assert!(rows.rebuild(&pairs, 6, &[]));
         let row = |i: usize| {
             let s = rows.start[i] as usize;
             let p: Vec<u32> = rows.partner[s..s + rows.len[i] as usize]
@@ -325,8 +369,43 @@ mod tests {
             }
         }
         assert_eq!(rows.grad.len(), 18);
-        assert!(!rows.rebuild(&[[2, 1]], 6), "i > j");
-        assert!(!rows.rebuild(&[[1, 1]], 6), "i = j");
-        assert!(!rows.rebuild(&[[1, 6]], 6), "a body out of range");
+        assert!(!rows.rebuild(&[[2, 1]], 6, &[]), "i > j");
+        assert!(!rows.rebuild(&[[1, 1]], 6, &[]), "i = j");
+        assert!(!rows.rebuild(&[[1, 6]], 6, &[]), "a body out of range");
+    }
+
+    /// With types, each part of a row (below, above) holds the same partners grouped by type,
+    /// in the order found within a type; the padding repeats the row's new last partner.
+    #[test]
+    fn rows_group_each_part_by_the_partners_types() {
+        let pairs = [
+            [3, 5],
+            [0, 3],
+            [1, 3],
+            [0, 5],
+            [3, 4],
+            [2, 3],
+            [3, 6],
+            [3, 7],
+        ];
+        let kinds = [1, 0, 1, 0, 0, 1, 0, 1];
+        let mut rows = PairRows::default();
+        assert!(rows.rebuild(&pairs, 8, &kinds));
+        let s = rows.start[3] as usize;
+        let p: Vec<u32> = rows.partner[s..s + rows.len[3] as usize]
+            .iter()
+            .map(|p| p[0])
+            .collect();
+        // Below 3: 0, 1, 2 found, types 1, 0, 1; above: 5, 4, 6, 7, types 1, 0, 0, 1.
+        assert_eq!((p, rows.upper[3]), (vec![1, 0, 2, 4, 6, 5, 7], 3));
+        let pad = &rows.partner[s + rows.len[3] as usize..rows.start[4] as usize];
+        assert!(pad.iter().all(|&j| j == [7]));
+        // Untyped: as found.
+        assert!(rows.rebuild(&pairs, 8, &[]));
+        let p: Vec<u32> = rows.partner[s..s + rows.len[3] as usize]
+            .iter()
+            .map(|p| p[0])
+            .collect();
+        assert_eq!(p, vec![0, 1, 2, 5, 4, 6, 7]);
     }
 }
