@@ -861,17 +861,17 @@ mod x86 {
     }
 
     /// For each 4-bit mask, the 32-bit lane indices that pack the 4 doubles whose bits are set
-    /// to the low lanes in order (the rest repeat the last, whatever it is).
+    /// to the low lanes in order (the others pick the low half of lane 0: never read).
     const COMPRESS4: [[i32; 8]; 16] = {
         let mut table = [[0; 8]; 16];
         let mut mask = 0;
         while mask < 16 {
             let mut out = 0;
-            let mut lane = 0;
+            let mut lane: i32 = 0;
             while lane < 4 {
                 if (mask >> lane) & 1 == 1 {
-                    table[mask][2 * out] = 2 * lane as i32;
-                    table[mask][2 * out + 1] = 2 * lane as i32 + 1;
+                    table[mask][2 * out] = 2 * lane;
+                    table[mask][2 * out + 1] = 2 * lane + 1;
                     out += 1;
                 }
                 lane += 1;
