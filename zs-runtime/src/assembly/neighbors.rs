@@ -106,15 +106,42 @@ fn within(
     kept
 }
 
-/// Grouping by types ([`group_by_types`]) needs a count per group: `2 T²` for `T` types,
-/// at most this many (eight types); more types are left in the order found.
+/// [`group_stably`] counts its groups on the stack: at most this many (`2 T²` for `T` types of
+/// pairs in [`group_by_types`]: eight types; more are left in the order found).
 const MOST_GROUPS: usize = 128;
+
+/// `items` reordered by their `group` (below [`MOST_GROUPS`]), the order of `items` kept within a
+/// group: a counting sort through `scratch`, which keeps its memory. Nothing moves when every
+/// item is in one group.
+pub(crate) fn group_stably<T: Copy>(
+    items: &mut [T],
+    group: impl Fn(&T) -> usize,
+    scratch: &mut Vec<T>,
+) {
+    let mut at = [0u32; MOST_GROUPS + 1];
+    for x in items.iter() {
+        at[group(x) + 1] += 1;
+    }
+    if at.iter().filter(|&&n| n > 0).count() < 2 {
+        return;
+    }
+    for g in 0..MOST_GROUPS {
+        at[g + 1] += at[g];
+    }
+    scratch.clear();
+    scratch.extend_from_slice(items);
+    for x in scratch.iter() {
+        let g = group(x);
+        items[at[g] as usize] = *x;
+        at[g] += 1;
+    }
+}
 
 /// The pairs of one body `i` (`pairs`, found in cell order) reordered by their bodies' types
 /// `(kinds[a], kinds[b])`, then pairs led by `i` before those led by a partner, keeping the
-/// order found within a group (a counting sort through `scratch`; `types` is the number of
-/// types). A block of lanes then mostly holds terms of one pair of types, whose parameters a
-/// kernel reads once ([`super::Kernel`]); the list is the same for given positions and types.
+/// order found within a group (`types` is the number of types). A block of lanes then mostly
+/// holds terms of one pair of types, whose parameters a kernel reads once
+/// ([`super::Kernel`]); the list is the same for given positions and types.
 fn group_by_types(
     pairs: &mut [[u32; 2]],
     i: u32,
@@ -126,23 +153,7 @@ fn group_by_types(
         (kinds[p[0] as usize] as usize * types + kinds[p[1] as usize] as usize) * 2
             + usize::from(p[0] != i)
     };
-    let mut at = [0u32; MOST_GROUPS + 1];
-    for p in pairs.iter() {
-        at[group(p) + 1] += 1;
-    }
-    if at.iter().filter(|&&n| n > 0).count() < 2 {
-        return;
-    }
-    for g in 0..MOST_GROUPS {
-        at[g + 1] += at[g];
-    }
-    scratch.clear();
-    scratch.extend_from_slice(pairs);
-    for p in scratch.iter() {
-        let g = group(p);
-        pairs[at[g] as usize] = *p;
-        at[g] += 1;
-    }
+    group_stably(pairs, group, scratch);
 }
 
 /// The layers' pairs one after the other into `out` (exactly as long): halves of the layers

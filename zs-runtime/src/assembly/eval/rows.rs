@@ -20,6 +20,7 @@
 use rayon::prelude::*;
 
 use super::super::forms::Form;
+use super::super::neighbors::group_stably;
 use super::super::terms::{Kernel, Kinds};
 use super::{minimum_image, Inputs};
 use crate::simd::{self, Lanes, WithLanes};
@@ -30,28 +31,6 @@ pub(crate) const BLOCK: usize = 8;
 const ROWS: usize = 64;
 /// Rows group their partners by types up to this many types.
 const MOST_TYPES: usize = 8;
-
-/// `part`'s partners reordered by their types `kinds[j]` (at most [`MOST_TYPES`]), the order
-/// found kept within a type: a counting sort through `scratch`.
-fn group_partners(part: &mut [[u32; 1]], kinds: &[u32], scratch: &mut Vec<[u32; 1]>) {
-    let mut at = [0u32; MOST_TYPES + 1];
-    for j in part.iter() {
-        at[kinds[j[0] as usize] as usize + 1] += 1;
-    }
-    if at.iter().filter(|&&c| c > 0).count() < 2 {
-        return;
-    }
-    for k in 0..MOST_TYPES {
-        at[k + 1] += at[k];
-    }
-    scratch.clear();
-    scratch.extend_from_slice(part);
-    for &j in scratch.iter() {
-        let k = kinds[j[0] as usize] as usize;
-        part[at[k] as usize] = j;
-        at[k] += 1;
-    }
-}
 
 /// A full neighbour list by rows (all bodies free, so body and free index agree), and the
 /// outputs of its last pass.
@@ -127,7 +106,8 @@ impl PairRows {
                 let (start, upper) = (self.start[i] as usize, self.upper[i] as usize);
                 let end = start + self.len[i] as usize;
                 for part in [start..start + upper, start + upper..end] {
-                    group_partners(&mut self.partner[part], kinds, &mut self.grouping);
+                    let of = |j: &[u32; 1]| kinds[j[0] as usize] as usize;
+                    group_stably(&mut self.partner[part], of, &mut self.grouping);
                 }
             }
         }
