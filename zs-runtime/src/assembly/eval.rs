@@ -103,14 +103,37 @@ pub(crate) fn minimum_image<L: Lanes, const D: usize, const K: usize>(
     x: &mut [[L; D]; K],
     cell: &Cell,
 ) {
-    for k in 1..K {
-        for a in 0..3 {
-            let d = x[k][a] - x[0][a];
-            let shift = (d * L::splat(cell.inv[a])).round_even() * L::splat(cell.len[a]);
-            let mut c = a;
-            while c < D {
-                x[k][c] = x[k][c] - shift;
-                c += 3;
+    Image::new(cell).apply(x);
+}
+
+/// A periodic box's sides and their reciprocals as lanes: [`minimum_image`] with the
+/// broadcasts made once per pass, not once per block.
+pub(crate) struct Image<L> {
+    inv: [L; 3],
+    len: [L; 3],
+}
+
+impl<L: Lanes> Image<L> {
+    #[inline(always)]
+    pub fn new(cell: &Cell) -> Self {
+        Self {
+            inv: cell.inv.map(L::splat),
+            len: cell.len.map(L::splat),
+        }
+    }
+
+    /// [`minimum_image`].
+    #[inline(always)]
+    pub fn apply<const D: usize, const K: usize>(&self, x: &mut [[L; D]; K]) {
+        for k in 1..K {
+            for a in 0..3 {
+                let d = x[k][a] - x[0][a];
+                let shift = (d * self.inv[a]).round_even() * self.len[a];
+                let mut c = a;
+                while c < D {
+                    x[k][c] = x[k][c] - shift;
+                    c += 3;
+                }
             }
         }
     }
@@ -937,7 +960,7 @@ where
                         *o = (j + l) as u16;
                     }
                     let x = load_lanes::<L, D, K>(input, free, bodies, &order[..w], &mut soa);
-                    block.evaluate(x, &order[..w], &mut e[j..], part.as_deref_mut(), &mut soa);
+                    block.evaluate_run(x, j, &mut e[j..], part.as_deref_mut(), &mut soa);
                     j += w;
                 }
                 for (t, e) in e[..n].iter_mut().enumerate().skip(j) {
@@ -996,12 +1019,66 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
             for (row, &t) in kinds.iter_mut().zip(block) {
                 *row = self.input.kinds(&self.bodies[t as usize]);
             }
-            if kinds[1..w].iter().all(|k| *k == kinds[0]) {
+            one_row_if_shared(&kinds[..w])
+        };
+        let mut slot = [[NO_SLOT; K]; 8];
+        for (s, &t) in slot.iter_mut().zip(block) {
+            *s = self.slots[t as usize];
+        }
+        self.evaluate_at(x, kinds, &slot[..w], e, part, soa);
+    }
+
+    /// [`LaneBlock::evaluate`] of the `L::WIDTH` consecutive terms from `t`: their types' codes
+    /// and their slots read as runs.
+    #[inline(always)]
+    fn evaluate_run<L: Lanes, F: Form>(
+        &self,
+        x: [[L; D]; K],
+        t: usize,
+        e: &mut [f64],
+        part: Option<&mut [f64]>,
+        soa: &mut [[[f64; 8]; D]; K],
+    ) where
+        T: Kernel<D, K, F>,
+    {
+        let w = L::WIDTH;
+        let mut kinds = [[0u32; K]; 8];
+        let kinds: &[Kinds<K>] = if self.input.kinds.is_empty() {
+            &[]
+        } else if let Some(codes) = self.codes.get(t..t + w) {
+            if codes[1..].iter().all(|&c| c == codes[0]) {
+                kinds[0] = self.decoded[codes[0] as usize];
                 &kinds[..1]
             } else {
+                for (row, &c) in kinds.iter_mut().zip(codes) {
+                    *row = self.decoded[c as usize];
+                }
                 &kinds[..w]
             }
+        } else {
+            for (row, b) in kinds.iter_mut().zip(&self.bodies[t..t + w]) {
+                *row = self.input.kinds(b);
+            }
+            one_row_if_shared(&kinds[..w])
         };
+        self.evaluate_at(x, kinds, &self.slots[t..t + w], e, part, soa);
+    }
+
+    /// The kernel on one block (`kinds`: one row, or one per lane; `slot`: each lane's
+    /// partials).
+    #[inline(always)]
+    fn evaluate_at<L: Lanes, F: Form>(
+        &self,
+        x: [[L; D]; K],
+        kinds: &[Kinds<K>],
+        slot: &[[u16; K]],
+        e: &mut [f64],
+        part: Option<&mut [f64]>,
+        soa: &mut [[[f64; 8]; D]; K],
+    ) where
+        T: Kernel<D, K, F>,
+    {
+        let w = L::WIDTH;
         let Some(p) = part else {
             self.terms.value_lanes(self.omega, &x, kinds).store(e);
             return;
@@ -1013,25 +1090,19 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
                 grad[k][d].store(&mut soa[k][d]);
             }
         }
-        let mut slot = [[NO_SLOT; K]; 8];
-        for (s, &t) in slot.iter_mut().zip(block) {
-            *s = self.slots[t as usize];
-        }
+        let rows = p.as_chunks_mut::<D>().0;
         let slot = &slot[..w];
+        let free = self.input.all_free;
         if let Some(s0) = shared_first_body(slot) {
             // The block's first bodies are one body (a row of a pair tile): its w partials
             // are summed in registers, in lane order as below.
-            let dst = part_row::<D>(p, s0);
+            let dst = &mut rows[s0 as usize];
             for (x, lanes) in dst.iter_mut().zip(&soa[0]) {
                 *x = lanes[..w].iter().fold(*x, |acc, g| acc + g);
             }
-            for (l, slot) in slot.iter().enumerate() {
-                accumulate(p, slot, soa, l, 1);
-            }
+            scatter(rows, slot, soa, 1, free);
         } else {
-            for (l, slot) in slot.iter().enumerate() {
-                accumulate(p, slot, soa, l, 0);
-            }
+            scatter(rows, slot, soa, 0, free);
         }
     }
 
@@ -1062,7 +1133,7 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
                         soa[k][d][0] = grad[k][d];
                     }
                 }
-                accumulate(p, &self.slots[t], soa, 0, 0);
+                accumulate(p.as_chunks_mut::<D>().0, &self.slots[t], soa, 0, 0);
             }
             None => *e = self.terms.value_lanes::<f64>(self.omega, &x, &kinds),
         }
@@ -1094,6 +1165,7 @@ where
     let mut soa = [[[0.0; 8]; D]; K];
     // The window: survivors' term indices and coordinates, `WINDOW` + a block of slack for
     // the whole-vector stores of the compaction.
+    let image = input.cell.as_ref().map(Image::<L>::new);
     let mut near = [0u16; WINDOW + 8];
     let mut xs = [[[0.0; WINDOW + 8]; D]; K];
     let (mut filled, mut done) = (0, 0);
@@ -1110,6 +1182,7 @@ where
         if t + w <= n {
             let x = load_consecutive::<L, D, K>(
                 input,
+                image.as_ref(),
                 &free[t..t + w],
                 &block.bodies[t..t + w],
                 &mut soa,
@@ -1191,6 +1264,7 @@ where
 #[inline(always)]
 fn load_consecutive<L: Lanes, const D: usize, const K: usize>(
     input: &Inputs<'_, D>,
+    image: Option<&Image<L>>,
     free: &[[u32; K]],
     bodies: &[[u32; K]],
     soa: &mut [[[f64; 8]; D]; K],
@@ -1227,8 +1301,8 @@ fn load_consecutive<L: Lanes, const D: usize, const K: usize>(
             }
         }
     }
-    if let Some(cell) = &input.cell {
-        minimum_image::<L, D, K>(&mut x, cell);
+    if let Some(image) = image {
+        image.apply(&mut x);
     }
     x
 }
@@ -1298,17 +1372,46 @@ fn shared_first_body<const K: usize>(block: &[[u16; K]]) -> Option<u16> {
     shared.then_some(s0)
 }
 
-/// The `D` partials of slot `s`.
+/// `kinds` as one row when every lane's is the same (a kernel then reads each parameter once).
 #[inline(always)]
-fn part_row<const D: usize>(part: &mut [f64], s: u16) -> &mut [f64; D] {
-    let o = s as usize * D;
-    (&mut part[o..o + D]).try_into().expect("D partials")
+fn one_row_if_shared<const K: usize>(kinds: &[Kinds<K>]) -> &[Kinds<K>] {
+    if kinds[1..].iter().all(|k| *k == kinds[0]) {
+        &kinds[..1]
+    } else {
+        kinds
+    }
+}
+
+/// [`accumulate`] for every lane of a block (`slot`: each lane's slots), in lane order;
+/// `all_free`: no slot is [`NO_SLOT`] (only pinned bodies have none), none is looked at.
+#[inline(always)]
+fn scatter<const D: usize, const K: usize>(
+    rows: &mut [[f64; D]],
+    slot: &[[u16; K]],
+    soa: &[[[f64; 8]; D]; K],
+    from: usize,
+    all_free: bool,
+) {
+    if all_free {
+        for (l, slot) in slot.iter().enumerate() {
+            for k in from..K {
+                let dst = &mut rows[slot[k] as usize];
+                for d in 0..D {
+                    dst[d] += soa[k][d][l];
+                }
+            }
+        }
+    } else {
+        for (l, slot) in slot.iter().enumerate() {
+            accumulate(rows, slot, soa, l, from);
+        }
+    }
 }
 
 /// `part[slot[k]] += soa[k][·][lane]` for each free body `k ≥ from` of a term.
 #[inline(always)]
 fn accumulate<const D: usize, const K: usize>(
-    part: &mut [f64],
+    rows: &mut [[f64; D]],
     slot: &[u16; K],
     soa: &[[[f64; 8]; D]; K],
     lane: usize,
@@ -1316,8 +1419,7 @@ fn accumulate<const D: usize, const K: usize>(
 ) {
     for k in from..K {
         if slot[k] != NO_SLOT {
-            let o = slot[k] as usize * D;
-            let dst = &mut part[o..o + D];
+            let dst = &mut rows[slot[k] as usize];
             for d in 0..D {
                 dst[d] += soa[k][d][lane];
             }
