@@ -25,8 +25,10 @@ use crate::model::HessianPart;
 use crate::simd::{self, Isa, Lanes, WithLanes};
 use crate::sparse::BlockLayout;
 
-// The full-row pair pass: a part of this engine, in its own file.
+// The row passes of pair forms: parts of this engine, in their own files.
+mod half_rows;
 mod rows;
+use half_rows::HalfRows;
 use rows::PairRows;
 
 /// Terms (phase A) or targets (phase B) per parallel chunk.
@@ -297,9 +299,9 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     /// `partials` is out of date (a neighbour-list rebuild that made `rows`): rebuild it for
     /// this many free bodies before a pass that needs it.
     partials_for: Option<usize>,
-    /// A pair form's neighbour list as full rows, when every body is free and a body is a
-    /// point ([`PairRows`]): its energy and gradient passes.
-    rows: Option<PairRows>,
+    /// A pair form's neighbour list by rows, when every body is free and a body is a point
+    /// ([`RowsPass`]): its energy and gradient passes.
+    rows: Option<RowsPass>,
     /// The last gradient pass left its gradient in `rows`.
     in_rows: bool,
     /// The last energy-writing pass left its energies in `rows`.
@@ -433,22 +435,17 @@ where
         let n = self.list.len();
         self.grad_for = Some(bodies.free);
         let all_free = bodies.free == bodies.free_of.len();
-        let rows = self.rows.get_or_insert_with(PairRows::default);
-        if full_rows
-            && D == 3
-            && K == 2
-            && all_free
-            && rows.rebuild(
-                pairs,
-                bodies.free,
-                if self.info.typed { kinds } else { &[] },
-            )
-        {
+        let kinds = if self.info.typed { kinds } else { &[] };
+        self.rows = if D == 3 && K == 2 && all_free {
+            RowsPass::rebuild(self.rows.take(), full_rows, pairs, bodies.free, kinds)
+        } else {
+            None
+        };
+        if self.rows.is_some() {
             // The energy and gradient passes go by rows; the partial plan waits for a pass
             // that needs it.
             self.partials_for = Some(bodies.free);
         } else {
-            self.rows = None;
             self.partials_for = None;
             self.partials.rebuild(
                 &self.list,
@@ -619,7 +616,7 @@ where
 
     fn add_energy(&self, acc: &mut f64) {
         if let Some(rows) = self.rows.as_ref().filter(|_| self.rows_valued) {
-            for &s in &rows.sums {
+            for &s in rows.sums() {
                 *acc += s;
             }
             return;
@@ -637,7 +634,7 @@ where
 
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool) {
         if let Some(rows) = self.rows.as_ref().filter(|_| self.in_rows) {
-            let from = &rows.grad[first_body * D..first_body * D + out.len()];
+            let from = &rows.grad()[first_body * D..first_body * D + out.len()];
             if first {
                 out.copy_from_slice(from);
             } else {
@@ -801,6 +798,73 @@ fn chunk_sum(e: &[f64]) -> f64 {
         *a += x;
     }
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+}
+
+/// A pair form's energy and gradient passes by rows: of the full list ([`PairRows`], each
+/// pair from both ends, no scatter) or of the half list ([`HalfRows`], each pair once).
+enum RowsPass {
+    Full(PairRows),
+    Half(Box<HalfRows>),
+}
+
+impl RowsPass {
+    /// Rows of the pairs `pairs` of `free` free bodies, full or half, reusing `old`'s memory
+    /// when it is the same kind; `None` when the pairs cannot be held so.
+    fn rebuild(
+        old: Option<Self>,
+        full: bool,
+        pairs: &[[u32; 2]],
+        free: usize,
+        kinds: &[u32],
+    ) -> Option<Self> {
+        if full {
+            let mut rows = match old {
+                Some(Self::Full(rows)) => rows,
+                _ => PairRows::default(),
+            };
+            rows.rebuild(pairs, free, kinds).then_some(Self::Full(rows))
+        } else {
+            let mut rows = match old {
+                Some(Self::Half(rows)) => rows,
+                _ => Box::default(),
+            };
+            rows.rebuild(pairs, free, kinds).then_some(Self::Half(rows))
+        }
+    }
+
+    /// The energy (per chunk: [`RowsPass::sums`]) and, with `gradient`, the gradient
+    /// ([`RowsPass::grad`]) at `input`.
+    fn evaluate<T, F, const D: usize, const K: usize>(
+        &mut self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        cut2: f64,
+        gradient: bool,
+    ) where
+        T: Kernel<D, K, F>,
+        F: Form,
+    {
+        match self {
+            Self::Full(rows) => rows.evaluate::<T, F, D, K>(terms, input, cut2, gradient),
+            Self::Half(rows) => rows.evaluate::<T, F, D, K>(terms, input, cut2, gradient),
+        }
+    }
+
+    /// Per free body, its gradient; the last gradient pass's.
+    fn grad(&self) -> &[f64] {
+        match self {
+            Self::Full(rows) => &rows.grad,
+            Self::Half(rows) => &rows.grad,
+        }
+    }
+
+    /// Per chunk, the energy of its pairs; the last pass's (added in chunk order).
+    fn sums(&self) -> &[f64] {
+        match self {
+            Self::Full(rows) => &rows.sums,
+            Self::Half(rows) => &rows.sums,
+        }
+    }
 }
 
 /// What a SIMD pass reads (named with a trailing underscore: `Lanes` is the lane trait).
