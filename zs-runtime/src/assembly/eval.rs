@@ -235,12 +235,18 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     fn has_hessians(&self, part: HessianPart) -> bool;
     /// A neighbour-list rebuild: a pair form's terms become `pairs` (its gather lists and
     /// buffers follow; its Hessian gathers are dropped until the engine attaches them to the
-    /// pattern it makes from the new list); other forms ignore it. With `full_rows`, its
-    /// energy and gradient passes go by the full rows of the list when they can
-    /// ([`PairRows`]).
-    /// The pair list `pairs` becomes its terms (a pair form's), by full rows or not; `kinds`
-    /// are the bodies' types (empty: untyped).
-    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies, kinds: &[u32], full_rows: bool);
+    /// pattern it makes from the new list); other forms ignore it. Its energy and gradient
+    /// passes go by rows when every body is a free point: of the full list with `full_rows`
+    /// ([`PairRows`]), else of the half list ([`HalfRows`], its partners ordered by their
+    /// distance at the build, `at`). `kinds` are the bodies' types (empty: untyped).
+    fn set_pairs(
+        &mut self,
+        pairs: &[[u32; 2]],
+        bodies: &Bodies,
+        kinds: &[u32],
+        full_rows: bool,
+        at: Sites<'_>,
+    );
     /// Phase A: every term's local outputs for `want`.
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want);
     /// `acc += Σ_t e_t`, in term order (after [`Want::Energy`]).
@@ -425,7 +431,14 @@ where
                     || self.t.len() == n))
     }
 
-    fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies, kinds: &[u32], full_rows: bool) {
+    fn set_pairs(
+        &mut self,
+        pairs: &[[u32; 2]],
+        bodies: &Bodies,
+        kinds: &[u32],
+        full_rows: bool,
+        at: Sites<'_>,
+    ) {
         if F::OVER != Over::Pairs || !self.info.present {
             return;
         }
@@ -437,7 +450,7 @@ where
         let all_free = bodies.free == bodies.free_of.len();
         let kinds = if self.info.typed { kinds } else { &[] };
         self.rows = if D == 3 && K == 2 && all_free {
-            RowsPass::rebuild(self.rows.take(), full_rows, pairs, bodies.free, kinds)
+            RowsPass::rebuild(self.rows.take(), full_rows, pairs, bodies.free, kinds, at)
         } else {
             None
         };
@@ -800,6 +813,9 @@ fn chunk_sum(e: &[f64]) -> f64 {
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
 }
 
+/// Every body's reference site at a neighbour-list build, and the periodic box.
+pub(crate) type Sites<'a> = (&'a [[f64; 3]], Option<&'a Cell>);
+
 /// A pair form's energy and gradient passes by rows: of the full list ([`PairRows`], each
 /// pair from both ends, no scatter) or of the half list ([`HalfRows`], each pair once).
 enum RowsPass {
@@ -816,6 +832,7 @@ impl RowsPass {
         pairs: &[[u32; 2]],
         free: usize,
         kinds: &[u32],
+        at: Sites<'_>,
     ) -> Option<Self> {
         if full {
             let mut rows = match old {
@@ -828,7 +845,8 @@ impl RowsPass {
                 Some(Self::Half(rows)) => rows,
                 _ => Box::default(),
             };
-            rows.rebuild(pairs, free, kinds).then_some(Self::Half(rows))
+            rows.rebuild(pairs, free, kinds, at)
+                .then_some(Self::Half(rows))
         }
     }
 

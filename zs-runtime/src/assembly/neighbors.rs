@@ -25,7 +25,6 @@ impl Cell {
 
     /// `d` reduced to its nearest image: `d − L·round(d / L)` per axis, ties to even (the
     /// operations [`crate::assembly`]'s gather applies lane by lane, so the same bits).
-    #[cfg(test)]
     pub fn nearest(&self, mut d: [f64; 3]) -> [f64; 3] {
         for (a, x) in d.iter_mut().enumerate() {
             *x -= (*x * self.inv[a]).round_ties_even() * self.len[a];
@@ -246,6 +245,11 @@ impl Neighbors {
     pub fn full_rows(&self) -> bool {
         let rc = self.reach - 2.0 * self.half_skin;
         (rc / self.reach).powi(3) >= 0.5
+    }
+
+    /// The periodic box, if any.
+    pub fn cell(&self) -> Option<Cell> {
+        self.cell
     }
 
     /// True when the list must be built at reference sites `pos`: never built, or a body

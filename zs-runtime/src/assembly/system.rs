@@ -177,8 +177,15 @@ impl<T, const D: usize> Engine<T, D> {
         let full_rows = self
             .full_rows
             .unwrap_or_else(|| nb.full_rows() && simd::detected().width() >= 8);
+        let cell = nb.cell();
         for f in &mut self.forms {
-            f.set_pairs(&self.pairs, bodies, kinds, full_rows);
+            f.set_pairs(
+                &self.pairs,
+                bodies,
+                kinds,
+                full_rows,
+                (&self.sites, cell.as_ref()),
+            );
         }
         self.valued = false;
         self.kept = false;

@@ -21,9 +21,9 @@
 use rayon::prelude::*;
 
 use super::super::forms::Form;
-use super::super::neighbors::group_stably;
+use super::super::neighbors::{group_stably, Cell};
 use super::super::terms::{Kernel, Kinds};
-use super::{Image, Inputs, CHUNK, PAIR_CHUNK};
+use super::{Image, Inputs, Sites, CHUNK, PAIR_CHUNK};
 use crate::simd::{self, Lanes, WithLanes};
 
 /// Partners per block: the widest lanes (narrower ones take a block in several parts).
@@ -68,6 +68,7 @@ pub(crate) struct HalfRows {
     fill: Vec<u32>,
     sorted: Vec<[u32; 1]>,
     grouping: Vec<[u32; 1]>,
+    by_distance: Vec<u64>,
     seen: Vec<u32>,
     local: Vec<u32>,
     slot_body: Vec<u32>,
@@ -84,7 +85,13 @@ impl HalfRows {
     /// indices. Rows come in the order their bodies first lead a pair (the cell list's: rows
     /// near in space are near in the order, and so are their partners), each row's partners
     /// in the list's order within a type.
-    pub fn rebuild(&mut self, pairs: &[[u32; 2]], n: usize, kinds: &[u32]) -> bool {
+    pub fn rebuild(
+        &mut self,
+        pairs: &[[u32; 2]],
+        n: usize,
+        kinds: &[u32],
+        (sites, cell): Sites<'_>,
+    ) -> bool {
         let valid = pairs
             .iter()
             .all(|p| p[0] != p[1] && (p[0] as usize) < n && (p[1] as usize) < n);
@@ -141,6 +148,28 @@ impl HalfRows {
             while a < row.len() {
                 let k = kind(&row[a]);
                 let b = a + row[a..].iter().take_while(|j| kind(j) == k).count();
+                if sites.len() >= n {
+                    // Nearest first, by the distance at the build: the partners that drift
+                    // beyond the cutoff before the next build are mostly at the group's end,
+                    // whole blocks of them, which the passes skip.
+                    let xi = sites[self.body[r] as usize];
+                    self.by_distance.clear();
+                    self.by_distance.extend(row[a..b].iter().map(|j| {
+                        let xj = sites[j[0] as usize];
+                        let mut d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+                        if let Some(cell) = cell {
+                            d = cell.nearest(d);
+                        }
+                        // The square distance in single precision (an order, not a value), then
+                        // the partner: one key, one total order.
+                        let r2 = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) as f32;
+                        (u64::from(r2.to_bits()) << 32) | u64::from(j[0])
+                    }));
+                    self.by_distance.sort_unstable();
+                    for (j, &key) in row[a..b].iter_mut().zip(&self.by_distance) {
+                        *j = [key as u32];
+                    }
+                }
                 let start = self.partner.len() as u32;
                 self.partner.extend_from_slice(&row[a..b]);
                 let padded = (b - a).div_ceil(BLOCK) * BLOCK;
@@ -394,8 +423,28 @@ where
 {
     type Output = f64;
 
+    /// [`RowPass::pass`] made for the gradient or not, in a box or not: the choices out of
+    /// the loops (the compiler does not take them out itself).
     #[inline(always)]
     fn run<L: Lanes>(self) -> f64 {
+        match (self.part.is_some(), self.input.cell.is_some()) {
+            (true, true) => self.pass::<L, true, true>(),
+            (true, false) => self.pass::<L, true, false>(),
+            (false, true) => self.pass::<L, false, true>(),
+            (false, false) => self.pass::<L, false, false>(),
+        }
+    }
+}
+
+impl<T, F, const D: usize, const K: usize> RowPass<'_, T, F, D, K>
+where
+    T: Kernel<D, K, F>,
+    F: Form,
+{
+    /// The chunk's rows: with `GRADIENT`, the partials (`part` given); with `PERIODIC`, the
+    /// nearest images (`input.cell` given).
+    #[inline(always)]
+    fn pass<L: Lanes, const GRADIENT: bool, const PERIODIC: bool>(self) -> f64 {
         let RowPass {
             terms,
             input,
@@ -409,16 +458,19 @@ where
         let parts = BLOCK / w;
         let zero = L::splat(0.0);
         let cut2 = L::splat(cut2);
-        let image = input.cell.as_ref().map(Image::<L>::new);
+        let image = Image::<L>::new(&input.cell.unwrap_or(Cell::new([1.0; 3])));
         // The position of each lane in its block, per part.
         let mut iota = [zero; BLOCK];
         for (v, i) in iota.iter_mut().enumerate().take(parts) {
             *i = L::from_fn(|l| (v * w + l) as f64);
         }
-        let mut part = part.map(|p| {
-            p.fill(0.0);
-            p.as_chunks_mut::<3>().0
-        });
+        let part: &mut [[f64; 3]] = match part {
+            Some(p) => {
+                p.fill(0.0);
+                p.as_chunks_mut::<3>().0
+            }
+            None => &mut [],
+        };
         let mut soa = [[0.0; 8]; 3];
         let mut energy = 0.0;
         for r in range {
@@ -443,7 +495,7 @@ where
                         let mut x = [[zero; D]; K];
                         x[0][..3].copy_from_slice(&xi);
                         x[K - 1][..3].copy_from_slice(&xj);
-                        if let Some(image) = &image {
+                        if PERIODIC {
                             image.apply(&mut x);
                         }
                         let mut r2 = zero;
@@ -451,32 +503,36 @@ where
                             let d = b - a;
                             r2 = r2 + d * d;
                         }
+                        if r2.lt_mask(cut2) == 0 {
+                            // Every lane beyond the cutoff: nothing to add (adding zeros
+                            // would change no bit: no sum here is ever −0).
+                            continue;
+                        }
                         let keep = r2.lt(cut2) * (iota[v] + offset).lt(len);
-                        let e = match part.as_deref_mut() {
-                            Some(rows_of) => {
-                                let (e, gr) = terms.value_gradient_lanes(input.omega, &x, kinds);
-                                for d in 0..3 {
-                                    acc_g[v][d] = acc_g[v][d] + L::select(keep, gr[0][d], zero);
-                                    L::select(keep, gr[K - 1][d], zero).store(&mut soa[d]);
-                                }
-                                let slots = &rows.partner_slot[at..at + w];
-                                for (l, &s) in slots.iter().enumerate() {
-                                    let dst = &mut rows_of[s as usize];
-                                    for d in 0..3 {
-                                        dst[d] += soa[d][l];
-                                    }
-                                }
-                                e
+                        let e = if GRADIENT {
+                            let (e, gr) = terms.value_gradient_lanes(input.omega, &x, kinds);
+                            for d in 0..3 {
+                                acc_g[v][d] = acc_g[v][d] + L::select(keep, gr[0][d], zero);
+                                L::select(keep, gr[K - 1][d], zero).store(&mut soa[d]);
                             }
-                            None => terms.value_lanes(input.omega, &x, kinds),
+                            let slots = &rows.partner_slot[at..at + w];
+                            for (l, &s) in slots.iter().enumerate() {
+                                let dst = &mut part[s as usize];
+                                for d in 0..3 {
+                                    dst[d] += soa[d][l];
+                                }
+                            }
+                            e
+                        } else {
+                            terms.value_lanes(input.omega, &x, kinds)
                         };
                         acc_e[v] = acc_e[v] + L::select(keep, e, zero);
                     }
                 }
             }
             let mut lanes = [0.0; BLOCK];
-            if let Some(rows_of) = part.as_deref_mut() {
-                let dst = &mut rows_of[rows.slot[r] as usize];
+            if GRADIENT {
+                let dst = &mut part[rows.slot[r] as usize];
                 for (d, gd) in dst.iter_mut().enumerate() {
                     for (v, a) in acc_g.iter().enumerate().take(parts) {
                         a[d].store(&mut lanes[v * w..]);
@@ -525,7 +581,7 @@ mod tests {
         ];
         let kinds = [1, 0, 1, 0, 0, 1, 0, 1];
         let mut rows = HalfRows::default();
-        assert!(rows.rebuild(&pairs, 8, &kinds));
+        assert!(rows.rebuild(&pairs, 8, &kinds, (&[], None)));
         assert_eq!(rows.body, vec![3, 0, 5]);
         // Types in increasing order; the order found within a type.
         assert_eq!(
@@ -543,12 +599,45 @@ mod tests {
                 .all(|&j| j == last));
         }
         // Untyped: one group per row, in the order found.
-        assert!(rows.rebuild(&pairs, 8, &[]));
+        assert!(rows.rebuild(&pairs, 8, &[], (&[], None)));
         assert_eq!(partners(&rows, 0), vec![(0, vec![5, 1, 4, 6, 7])]);
-        assert!(!rows.rebuild(&[[1, 1]], 6, &[]), "i = j");
-        assert!(!rows.rebuild(&[[1, 6]], 6, &[]), "a body out of range");
+        assert!(!rows.rebuild(&[[1, 1]], 6, &[], (&[], None)), "i = j");
+        assert!(
+            !rows.rebuild(&[[1, 6]], 6, &[], (&[], None)),
+            "a body out of range"
+        );
         let many: Vec<u32> = (0..10).collect();
-        assert!(!rows.rebuild(&[[0, 1]], 10, &many), "more than eight types");
+        assert!(
+            !rows.rebuild(&[[0, 1]], 10, &many, (&[], None)),
+            "more than eight types"
+        );
+    }
+
+    /// Given the sites at the build, each group's partners come nearest first (nearest images
+    /// in a box), still grouped by type.
+    #[test]
+    fn partners_come_nearest_first_by_their_distance_at_the_build() {
+        let sites = [
+            [0.0, 0.0, 0.0],
+            [3.0, 0.0, 0.0],
+            [9.5, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 2.0, 0.0],
+            [0.0, 0.0, 1.5],
+        ];
+        let pairs = [[0, 1], [0, 2], [0, 3], [0, 4], [0, 5]];
+        let cell = Cell::new([10.0; 3]);
+        let mut rows = HalfRows::default();
+        assert!(rows.rebuild(&pairs, 6, &[], (&sites, Some(&cell))));
+        assert_eq!(partners(&rows, 0), vec![(0, vec![2, 3, 5, 4, 1])]);
+        assert!(rows.rebuild(&pairs, 6, &[], (&sites, None)));
+        assert_eq!(partners(&rows, 0), vec![(0, vec![3, 5, 4, 1, 2])]);
+        let kinds = [0, 1, 0, 1, 0, 1];
+        assert!(rows.rebuild(&pairs, 6, &kinds, (&sites, Some(&cell))));
+        assert_eq!(
+            partners(&rows, 0),
+            vec![(0, vec![2, 4]), (1, vec![3, 5, 1])]
+        );
     }
 
     /// Every entry's partial is its partner's in its chunk, every row's its body's; a chunk's
@@ -564,7 +653,7 @@ mod tests {
             pairs.extend((0..m as u32).map(|k| [i, (i + 1 + k) % n as u32]));
         }
         let mut rows = HalfRows::default();
-        assert!(rows.rebuild(&pairs, n, &[]));
+        assert!(rows.rebuild(&pairs, n, &[], (&[], None)));
         assert_eq!(rows.chunk_rows, vec![0, 1, 2, 4]);
         let slot_body = &rows.slot_body;
         for c in 0..rows.chunk_rows.len() - 1 {
