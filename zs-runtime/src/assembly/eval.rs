@@ -307,7 +307,7 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     partials_for: Option<usize>,
     /// A pair form's neighbour list by rows, when every body is free and a body is a point
     /// ([`RowsPass`]): its energy and gradient passes.
-    rows: Option<RowsPass>,
+    rows: RowsPass,
     /// The last gradient pass left its gradient in `rows`.
     in_rows: bool,
     /// The last energy-writing pass left its energies in `rows`.
@@ -348,7 +348,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             partials,
             in_partials: false,
             partials_for: None,
-            rows: None,
+            rows: RowsPass::default(),
             in_rows: false,
             rows_valued: false,
             list,
@@ -449,12 +449,13 @@ where
         self.grad_for = Some(bodies.free);
         let all_free = bodies.free == bodies.free_of.len();
         let kinds = if self.info.typed { kinds } else { &[] };
-        self.rows = if D == 3 && K == 2 && all_free {
-            RowsPass::rebuild(self.rows.take(), full_rows, pairs, bodies.free, kinds, at)
+        let by_rows = if D == 3 && K == 2 && all_free {
+            self.rows.rebuild(full_rows, pairs, bodies.free, kinds, at)
         } else {
-            None
+            self.rows.by = None;
+            false
         };
-        if self.rows.is_some() {
+        if by_rows {
             // The energy and gradient passes go by rows; the partial plan waits for a pass
             // that needs it.
             self.partials_for = Some(bodies.free);
@@ -490,8 +491,9 @@ where
             Want::GradientStiffHessian => !self.info.stiff,
             _ => false,
         };
-        if let (Some(rows), Some(cut2), true) = (self.rows.as_mut(), input.cut2, by_rows) {
-            rows.evaluate::<T, F, D, K>(terms, input, cut2, want != Want::Energy);
+        if let (true, Some(cut2), true) = (self.rows.by.is_some(), input.cut2, by_rows) {
+            self.rows
+                .evaluate::<T, F, D, K>(terms, input, cut2, want != Want::Energy);
             self.in_rows = want != Want::Energy;
             self.in_partials = false;
             self.rows_valued = true;
@@ -628,8 +630,8 @@ where
     }
 
     fn add_energy(&self, acc: &mut f64) {
-        if let Some(rows) = self.rows.as_ref().filter(|_| self.rows_valued) {
-            for &s in rows.sums() {
+        if self.rows_valued {
+            for &s in self.rows.sums() {
                 *acc += s;
             }
             return;
@@ -646,8 +648,8 @@ where
     }
 
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool) {
-        if let Some(rows) = self.rows.as_ref().filter(|_| self.in_rows) {
-            let from = &rows.grad()[first_body * D..first_body * D + out.len()];
+        if self.in_rows {
+            let from = &self.rows.grad()[first_body * D..first_body * D + out.len()];
             if first {
                 out.copy_from_slice(from);
             } else {
@@ -817,41 +819,47 @@ fn chunk_sum(e: &[f64]) -> f64 {
 pub(crate) type Sites<'a> = (&'a [[f64; 3]], Option<&'a Cell>);
 
 /// A pair form's energy and gradient passes by rows: of the full list ([`PairRows`], each
-/// pair from both ends, no scatter) or of the half list ([`HalfRows`], each pair once).
-enum RowsPass {
-    Full(PairRows),
-    Half(Box<HalfRows>),
+/// pair from both ends, no scatter) or of the half list ([`HalfRows`], each pair once), or
+/// neither (`by` is `None`: the per-term passes). Both keep their memory between rebuilds,
+/// whichever is in use: a rebuild allocates nothing once they are large enough.
+#[derive(Default)]
+struct RowsPass {
+    full: PairRows,
+    half: HalfRows,
+    by: Option<RowKind>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RowKind {
+    Full,
+    Half,
 }
 
 impl RowsPass {
-    /// Rows of the pairs `pairs` of `free` free bodies, full or half, reusing `old`'s memory
-    /// when it is the same kind; `None` when the pairs cannot be held so.
+    /// Rows of the pairs `pairs` of `free` free bodies, full or half; `false` (no rows) when
+    /// the pairs cannot be held so.
     fn rebuild(
-        old: Option<Self>,
+        &mut self,
         full: bool,
         pairs: &[[u32; 2]],
         free: usize,
         kinds: &[u32],
         at: Sites<'_>,
-    ) -> Option<Self> {
-        if full {
-            let mut rows = match old {
-                Some(Self::Full(rows)) => rows,
-                _ => PairRows::default(),
-            };
-            rows.rebuild(pairs, free, kinds).then_some(Self::Full(rows))
+    ) -> bool {
+        self.by = if full {
+            self.full
+                .rebuild(pairs, free, kinds)
+                .then_some(RowKind::Full)
         } else {
-            let mut rows = match old {
-                Some(Self::Half(rows)) => rows,
-                _ => Box::default(),
-            };
-            rows.rebuild(pairs, free, kinds, at)
-                .then_some(Self::Half(rows))
-        }
+            self.half
+                .rebuild(pairs, free, kinds, at, half_rows::LONG_ROWS)
+                .then_some(RowKind::Half)
+        };
+        self.by.is_some()
     }
 
     /// The energy (per chunk: [`RowsPass::sums`]) and, with `gradient`, the gradient
-    /// ([`RowsPass::grad`]) at `input`.
+    /// ([`RowsPass::grad`]) at `input`, when there are rows.
     fn evaluate<T, F, const D: usize, const K: usize>(
         &mut self,
         terms: &T,
@@ -862,25 +870,32 @@ impl RowsPass {
         T: Kernel<D, K, F>,
         F: Form,
     {
-        match self {
-            Self::Full(rows) => rows.evaluate::<T, F, D, K>(terms, input, cut2, gradient),
-            Self::Half(rows) => rows.evaluate::<T, F, D, K>(terms, input, cut2, gradient),
+        match self.by {
+            Some(RowKind::Full) => {
+                self.full
+                    .evaluate::<T, F, D, K>(terms, input, cut2, gradient);
+            }
+            Some(RowKind::Half) => {
+                self.half
+                    .evaluate::<T, F, D, K>(terms, input, cut2, gradient);
+            }
+            None => {}
         }
     }
 
     /// Per free body, its gradient; the last gradient pass's.
     fn grad(&self) -> &[f64] {
-        match self {
-            Self::Full(rows) => &rows.grad,
-            Self::Half(rows) => &rows.grad,
+        match self.by {
+            Some(RowKind::Full) => &self.full.grad,
+            _ => &self.half.grad,
         }
     }
 
     /// Per chunk, the energy of its pairs; the last pass's (added in chunk order).
     fn sums(&self) -> &[f64] {
-        match self {
-            Self::Full(rows) => &rows.sums,
-            Self::Half(rows) => &rows.sums,
+        match self.by {
+            Some(RowKind::Full) => &self.full.sums,
+            _ => &self.half.sums,
         }
     }
 }

@@ -25,6 +25,7 @@ impl Cell {
 
     /// `d` reduced to its nearest image: `d − L·round(d / L)` per axis, ties to even (the
     /// operations [`crate::assembly`]'s gather applies lane by lane, so the same bits).
+    #[cfg(test)]
     pub fn nearest(&self, mut d: [f64; 3]) -> [f64; 3] {
         for (a, x) in d.iter_mut().enumerate() {
             *x -= (*x * self.inv[a]).round_ties_even() * self.len[a];

@@ -32,6 +32,13 @@ pub(crate) const BLOCK: usize = 8;
 const MOST_TYPES: usize = 8;
 /// No row yet.
 const NONE: u32 = u32::MAX;
+/// Rows pay when they are long: at least this many pairs per body (four blocks; the alkane's
+/// 14 Å cutoff has about 200, the Kremer–Grest melt's WCA 6, whose rows would be a quarter
+/// padding and whose rebuilds, every few steps, would cost more than rows save). Shorter: the
+/// per-term pass.
+pub(crate) const LONG_ROWS: usize = 4 * BLOCK;
+/// `x + ROUND - ROUND` is `x` rounded to an integer, ties to even, for `|x| < 2⁵¹`.
+const ROUND: f64 = 6_755_399_441_055_744.0;
 
 /// The partners of one type in a row: `partner[start .. start + len]`, padded to whole
 /// blocks with copies of the last.
@@ -81,8 +88,9 @@ pub(crate) struct HalfRows {
 impl HalfRows {
     /// The rows of the pairs `pairs` of `n` free bodies, with the bodies' types `kinds`
     /// (empty: untyped); `false` (and no rows) when a pair is not two distinct bodies below
-    /// `n`, there are more than [`MOST_TYPES`] types, or the padded list does not fit 32-bit
-    /// indices. Rows come in the order their bodies first lead a pair (the cell list's: rows
+    /// `n`, the rows are short (fewer than `long` pairs per body: [`LONG_ROWS`]; checked
+    /// first, at no cost), there are more than [`MOST_TYPES`] types or the padded list does not
+    /// fit 32-bit indices. Rows come in the order their bodies first lead a pair (the cell list's: rows
     /// near in space are near in the order, and so are their partners), each row's partners
     /// in the list's order within a type.
     pub fn rebuild(
@@ -91,10 +99,12 @@ impl HalfRows {
         n: usize,
         kinds: &[u32],
         (sites, cell): Sites<'_>,
+        long: usize,
     ) -> bool {
-        let valid = pairs
-            .iter()
-            .all(|p| p[0] != p[1] && (p[0] as usize) < n && (p[1] as usize) < n);
+        let valid = pairs.len() >= long.saturating_mul(n)
+            && pairs
+                .iter()
+                .all(|p| p[0] != p[1] && (p[0] as usize) < n && (p[1] as usize) < n);
         let types = kinds.iter().max().map_or(0, |&k| k as usize + 1);
         // At most `BLOCK - 1` padding per group: `MOST_TYPES` groups per row.
         let fits = pairs
@@ -158,7 +168,13 @@ impl HalfRows {
                         let xj = sites[j[0] as usize];
                         let mut d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
                         if let Some(cell) = cell {
-                            d = cell.nearest(d);
+                            for (a, x) in d.iter_mut().enumerate() {
+                                // Nearest image, rounded by adding and taking away 1.5·2⁵²
+                                // (ties to even below 2⁵¹ boxes): arithmetic, not a call of
+                                // `rint` per coordinate on the baseline instruction set.
+                                let k = (*x * cell.inv[a] + ROUND) - ROUND;
+                                *x -= k * cell.len[a];
+                            }
                         }
                         // The square distance in single precision (an order, not a value), then
                         // the partner: one key, one total order.
@@ -581,7 +597,7 @@ mod tests {
         ];
         let kinds = [1, 0, 1, 0, 0, 1, 0, 1];
         let mut rows = HalfRows::default();
-        assert!(rows.rebuild(&pairs, 8, &kinds, (&[], None)));
+        assert!(rows.rebuild(&pairs, 8, &kinds, (&[], None), 0));
         assert_eq!(rows.body, vec![3, 0, 5]);
         // Types in increasing order; the order found within a type.
         assert_eq!(
@@ -599,16 +615,20 @@ mod tests {
                 .all(|&j| j == last));
         }
         // Untyped: one group per row, in the order found.
-        assert!(rows.rebuild(&pairs, 8, &[], (&[], None)));
+        assert!(rows.rebuild(&pairs, 8, &[], (&[], None), 0));
         assert_eq!(partners(&rows, 0), vec![(0, vec![5, 1, 4, 6, 7])]);
-        assert!(!rows.rebuild(&[[1, 1]], 6, &[], (&[], None)), "i = j");
+        assert!(!rows.rebuild(&[[1, 1]], 6, &[], (&[], None), 0), "i = j");
         assert!(
-            !rows.rebuild(&[[1, 6]], 6, &[], (&[], None)),
+            !rows.rebuild(&[[1, 6]], 6, &[], (&[], None), 0),
             "a body out of range"
+        );
+        assert!(
+            !rows.rebuild(&pairs, 8, &[], (&[], None), 2),
+            "fewer than 2 pairs per body (8 pairs of 8 bodies)"
         );
         let many: Vec<u32> = (0..10).collect();
         assert!(
-            !rows.rebuild(&[[0, 1]], 10, &many, (&[], None)),
+            !rows.rebuild(&[[0, 1]], 10, &many, (&[], None), 0),
             "more than eight types"
         );
     }
@@ -628,12 +648,12 @@ mod tests {
         let pairs = [[0, 1], [0, 2], [0, 3], [0, 4], [0, 5]];
         let cell = Cell::new([10.0; 3]);
         let mut rows = HalfRows::default();
-        assert!(rows.rebuild(&pairs, 6, &[], (&sites, Some(&cell))));
+        assert!(rows.rebuild(&pairs, 6, &[], (&sites, Some(&cell)), 0));
         assert_eq!(partners(&rows, 0), vec![(0, vec![2, 3, 5, 4, 1])]);
-        assert!(rows.rebuild(&pairs, 6, &[], (&sites, None)));
+        assert!(rows.rebuild(&pairs, 6, &[], (&sites, None), 0));
         assert_eq!(partners(&rows, 0), vec![(0, vec![3, 5, 4, 1, 2])]);
         let kinds = [0, 1, 0, 1, 0, 1];
-        assert!(rows.rebuild(&pairs, 6, &kinds, (&sites, Some(&cell))));
+        assert!(rows.rebuild(&pairs, 6, &kinds, (&sites, Some(&cell)), 0));
         assert_eq!(
             partners(&rows, 0),
             vec![(0, vec![2, 4]), (1, vec![3, 5, 1])]
@@ -653,7 +673,7 @@ mod tests {
             pairs.extend((0..m as u32).map(|k| [i, (i + 1 + k) % n as u32]));
         }
         let mut rows = HalfRows::default();
-        assert!(rows.rebuild(&pairs, n, &[], (&[], None)));
+        assert!(rows.rebuild(&pairs, n, &[], (&[], None), 0));
         assert_eq!(rows.chunk_rows, vec![0, 1, 2, 4]);
         let slot_body = &rows.slot_body;
         for c in 0..rows.chunk_rows.len() - 1 {
