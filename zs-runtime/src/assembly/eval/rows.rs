@@ -4,8 +4,9 @@
 //! evaluates every pair twice, where the half list of the term passes evaluates it once, but it
 //! needs no partials, no phase-B sum and no scatter, and its rows are independent: the pass
 //! scales with the threads. (LAMMPS's `newton off` and the full lists of its GPU and KOKKOS
-//! packages make the same trade.) The half list of the term passes stays for the Hessians,
-//! third contractions and pinned bodies.
+//! packages make the same trade.) The half list stays for the Hessians, third contractions and
+//! pinned bodies (term passes) and, on narrower lanes, for the energy and gradient
+//! ([`HalfRows`](super::half_rows::HalfRows)).
 //!
 //! The bits do not depend on the instruction set or the thread count. A row's partners are
 //! visited in blocks of [`BLOCK`]; entry `8b + v` goes to virtual lane `v`, which on 8 lanes
