@@ -23,11 +23,10 @@ use rayon::prelude::*;
 use super::super::forms::Form;
 use super::super::neighbors::{group_stably, Cell};
 use super::super::terms::{Kernel, Kinds};
+use super::rows::{block_positions, virtual_sum, BLOCK};
 use super::{Image, Inputs, Sites, CHUNK, PAIR_CHUNK};
 use crate::simd::{self, Lanes, WithLanes};
 
-/// Partners per block: the widest lanes (narrower ones take a block in several parts).
-pub(crate) const BLOCK: usize = 8;
 /// Rows group their partners by types up to this many types (more: the per-term pass).
 const MOST_TYPES: usize = 8;
 /// No row yet.
@@ -426,12 +425,6 @@ struct RowPass<'a, T, F, const D: usize, const K: usize> {
     form: core::marker::PhantomData<fn() -> F>,
 }
 
-/// `a[0] + … + a[7]` in one fixed tree.
-#[inline(always)]
-fn tree(a: &[f64; BLOCK]) -> f64 {
-    ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
-}
-
 impl<T, F, const D: usize, const K: usize> WithLanes for RowPass<'_, T, F, D, K>
 where
     T: Kernel<D, K, F>,
@@ -475,11 +468,7 @@ where
         let zero = L::splat(0.0);
         let cut2 = L::splat(cut2);
         let image = Image::<L>::new(&input.cell.unwrap_or(Cell::new([1.0; 3])));
-        // The position of each lane in its block, per part.
-        let mut iota = [zero; BLOCK];
-        for (v, i) in iota.iter_mut().enumerate().take(parts) {
-            *i = L::from_fn(|l| (v * w + l) as f64);
-        }
+        let iota = block_positions::<L>();
         let part: &mut [[f64; 3]] = match part {
             Some(p) => {
                 p.fill(0.0);
@@ -546,20 +535,13 @@ where
                     }
                 }
             }
-            let mut lanes = [0.0; BLOCK];
             if GRADIENT {
                 let dst = &mut part[rows.slot[r] as usize];
                 for (d, gd) in dst.iter_mut().enumerate() {
-                    for (v, a) in acc_g.iter().enumerate().take(parts) {
-                        a[d].store(&mut lanes[v * w..]);
-                    }
-                    *gd += tree(&lanes);
+                    *gd += virtual_sum(|v| acc_g[v][d]);
                 }
             }
-            for (v, a) in acc_e.iter().enumerate().take(parts) {
-                a.store(&mut lanes[v * w..]);
-            }
-            energy += tree(&lanes);
+            energy += virtual_sum(|v| acc_e[v]);
         }
         energy
     }

@@ -199,6 +199,29 @@ fn tree(a: &[f64; BLOCK]) -> f64 {
     ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
 }
 
+/// The position of each lane in a block of [`BLOCK`] virtual lanes, per part of `L::WIDTH`.
+#[inline(always)]
+pub(super) fn block_positions<L: Lanes>() -> [L; BLOCK] {
+    let w = L::WIDTH;
+    let mut at = [L::splat(0.0); BLOCK];
+    for (v, a) in at.iter_mut().enumerate().take(BLOCK / w) {
+        *a = L::from_fn(|l| (v * w + l) as f64);
+    }
+    at
+}
+
+/// The sum of a row's [`BLOCK`] virtual lanes (`part(v)`: part `v`'s `L::WIDTH` of them) in
+/// one fixed tree: the same bits on every width.
+#[inline(always)]
+pub(super) fn virtual_sum<L: Lanes>(part: impl Fn(usize) -> L) -> f64 {
+    let w = L::WIDTH;
+    let mut lanes = [0.0; BLOCK];
+    for v in 0..BLOCK / w {
+        part(v).store(&mut lanes[v * w..]);
+    }
+    tree(&lanes)
+}
+
 impl<T, F, const D: usize, const K: usize> WithLanes for RowPass<'_, T, F, D, K>
 where
     T: Kernel<D, K, F>,
@@ -221,11 +244,7 @@ where
         let (w, q) = (L::WIDTH, input.q);
         let parts = BLOCK / w;
         let zero = L::splat(0.0);
-        // The position of each lane in its block, per part.
-        let mut iota = [zero; BLOCK];
-        for (v, i) in iota.iter_mut().enumerate().take(parts) {
-            *i = L::from_fn(|l| (v * w + l) as f64);
-        }
+        let iota = block_positions::<L>();
         let mut kinds = [[0u32; K]; BLOCK];
         let mut energy = 0.0;
         for (i, g) in (first..).zip(grad.chunks_exact_mut(D)) {
@@ -296,19 +315,12 @@ where
                     acc_e[v] = acc_e[v] + L::select(counted, e, zero);
                 }
             }
-            let mut lanes = [0.0; BLOCK];
             if gradient {
                 for (d, gd) in g.iter_mut().enumerate() {
-                    for (v, a) in acc_g.iter().enumerate().take(parts) {
-                        a[d].store(&mut lanes[v * w..]);
-                    }
-                    *gd = tree(&lanes);
+                    *gd = virtual_sum(|v| acc_g[v][d]);
                 }
             }
-            for (v, a) in acc_e.iter().enumerate().take(parts) {
-                a.store(&mut lanes[v * w..]);
-            }
-            energy += tree(&lanes);
+            energy += virtual_sum(|v| acc_e[v]);
         }
         energy
     }
