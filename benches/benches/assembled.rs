@@ -161,8 +161,6 @@ fn spheres(n: usize) -> (Assembled<SoftSpheres, 3>, DynState) {
 }
 
 fn threads(c: &mut Criterion) {
-    let (big, s_big) = dna(51_200, true);
-    let (pairs, s_pairs) = spheres(1000);
     let mut g = c.benchmark_group("threads");
     g.warm_up_time(Duration::from_secs(3))
         .measurement_time(Duration::from_secs(4));
@@ -172,10 +170,17 @@ fn threads(c: &mut Criterion) {
             .build()
             .expect("pool");
         g.bench_function(BenchmarkId::new("dna_51200_zs", t), |b| {
-            pool.install(|| steps(b, ZhangSkeel::new(0.3, 2.0), &big, &s_big))
+            // Built in the pool: an evaluation state stays with its thread.
+            pool.install(|| {
+                let (big, s_big) = dna(51_200, true);
+                steps(b, ZhangSkeel::new(0.3, 2.0), &big, &s_big)
+            })
         });
         g.bench_function(BenchmarkId::new("spheres_1000_verlet", t), |b| {
-            pool.install(|| steps(b, VelocityVerlet::new(0.01), &pairs, &s_pairs))
+            pool.install(|| {
+                let (pairs, s_pairs) = spheres(1000);
+                steps(b, VelocityVerlet::new(0.01), &pairs, &s_pairs)
+            })
         });
     }
     g.finish();

@@ -27,6 +27,17 @@ pub enum HessianPart {
     Stiff,
 }
 
+impl HessianPart {
+    /// `0` for [`HessianPart::Full`], `1` for [`HessianPart::Stiff`]: an index of per-part
+    /// arrays.
+    pub(crate) fn index(self) -> usize {
+        match self {
+            HessianPart::Full => 0,
+            HessianPart::Stiff => 1,
+        }
+    }
+}
+
 /// A potential with a constant diagonal mass matrix, as the integrators see it.
 pub trait Model<V: Vector> {
     /// Number of coordinates `n`.

@@ -288,7 +288,7 @@ impl Lanes for f64 {
     }
     #[inline(always)]
     fn round_even(self) -> Self {
-        self.round_ties_even()
+        round_ties_even(self)
     }
     #[inline(always)]
     fn map(self, f: impl Fn(f64) -> f64) -> Self {
@@ -297,6 +297,19 @@ impl Lanes for f64 {
     #[inline(always)]
     fn zip_map(self, other: Self, f: impl Fn(f64, f64) -> f64) -> Self {
         f(self, other)
+    }
+}
+
+/// `x` rounded to an integer, ties to even, exactly as [`f64::round_ties_even`] (the sign of a
+/// zero included): by adding and taking away 1.5·2⁵² below 2⁵¹ — arithmetic, where the
+/// baseline x86-64 instruction set has no rounding instruction and `round_ties_even` is a call.
+#[inline(always)]
+pub(crate) fn round_ties_even(x: f64) -> f64 {
+    const ROUND: f64 = 6_755_399_441_055_744.0;
+    if x.abs() < 2_251_799_813_685_248.0 {
+        ((x + ROUND) - ROUND).copysign(x)
+    } else {
+        x.round_ties_even()
     }
 }
 

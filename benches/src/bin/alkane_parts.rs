@@ -4,14 +4,15 @@
 //! are shared). The liquid is a LAMMPS data file (`zs run alkane … --write-data FILE`).
 //!
 //! ```text
-//! cargo run --release -p zs-bench --bin alkane_parts -- DATA [REPS] [THREADS] [rows|half]
+//! cargo run --release -p zs-bench --bin alkane_parts -- DATA [REPS] [THREADS] [rows|half|terms]
 //! ```
 //!
-//! `rows` or `half` forces the pair pass (`Assembled::with_full_rows`); by default the
-//! machine's choice.
+//! `rows`, `half` or `terms` forces the pair pass (`Assembled::with_pair_strategy`: full
+//! rows, the half list's rows, the per-term pass); by default the machine's choice.
 use std::path::PathBuf;
 use std::time::Instant;
 
+use zs_runtime::assembly::PairStrategy;
 use zs_runtime::lammps::DataFile;
 use zs_runtime::Model;
 use zs_systems::alkane::variant::Flexible;
@@ -25,10 +26,11 @@ fn main() {
     let reps: usize = args.next().map_or(20, |s| s.parse().expect("REPS"));
     let threads: usize = args.next().map_or(1, |s| s.parse().expect("THREADS"));
     let pass = match args.next().as_deref() {
-        None => None,
-        Some("rows") => Some(true),
-        Some("half") => Some(false),
-        Some(other) => panic!("PASS: rows or half, not {other}"),
+        None => PairStrategy::Auto,
+        Some("rows") => PairStrategy::FullRows,
+        Some("half") => PairStrategy::HalfRows,
+        Some("terms") => PairStrategy::PerTerm,
+        Some(other) => panic!("PASS: rows, half or terms, not {other}"),
     };
     let file = DataFile::read(&data).unwrap_or_else(|e| panic!("{e}"));
     let pool = rayon::ThreadPoolBuilder::new()
@@ -38,10 +40,11 @@ fn main() {
     let (sys, q, _, _) = Trappe::<Flexible>::trappe()
         .from_data(&file)
         .unwrap_or_else(|e| panic!("{e}"));
-    let sys = sys.with_full_rows(pass);
+    let sys = sys.with_pair_strategy(pass);
     let mut g = vec![0.0; q.len()];
+    let sites = q.len() / 3;
     let mut rounds = Vec::new();
-    pool.install(|| {
+    let mut rounds = pool.install(move || {
         sys.gradient_into(&q, &mut g);
         for _ in 0..ROUNDS {
             let t = Instant::now();
@@ -50,12 +53,13 @@ fn main() {
             }
             rounds.push(t.elapsed().as_secs_f64() / reps as f64);
         }
+        rounds
     });
     rounds.sort_by(f64::total_cmp);
     println!(
         "{} sites, {threads} thread(s): gradient {:.3} ms (median of {ROUNDS} rounds of {reps}; \
          fastest {:.3})",
-        q.len() / 3,
+        sites,
         rounds[ROUNDS / 2] * 1e3,
         rounds[0] * 1e3
     );

@@ -30,7 +30,7 @@ fn main() {
         .expect("a pool");
     let moved: Vec<f64> = q.iter().map(|x| x + 0.3).collect();
     let mut g = vec![0.0; q.len()];
-    pool.install(|| {
+    pool.install(move || {
         let mut time = |alternate: bool| {
             let at = |k: usize| if alternate && k % 2 == 1 { &moved } else { &q };
             sys.gradient_into(at(1), &mut g);

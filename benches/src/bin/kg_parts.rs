@@ -52,7 +52,8 @@ fn main() {
     let mut state = sys.state(q.clone(), v);
     let mut gla = Langevin::new(VelocityVerlet::new(H), 1.0, 1.0, 904_297);
     let (mut grad, mut rebuilt, mut step) = (Vec::new(), Vec::new(), Vec::new());
-    pool.install(|| {
+    // Moved into the pool: an evaluation state is not shared between threads.
+    let (sys, grad, rebuilt, step) = pool.install(move || {
         sys.gradient_into(&q, &mut g);
         for _ in 0..ROUNDS {
             if only_rebuild {
@@ -82,6 +83,7 @@ fn main() {
             }
             step.push(t.elapsed().as_secs_f64() / reps as f64);
         }
+        (sys, grad, rebuilt, step)
     });
     if only_rebuild {
         println!(

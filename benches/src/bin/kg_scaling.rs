@@ -50,7 +50,8 @@ fn main() {
             .unwrap_or_else(|e| panic!("{e}"));
         let mut state = sys.state(q, v);
         let mut gla = Langevin::new(VelocityVerlet::new(H), 1.0, 1.0, 904_297);
-        let per_step = pool.install(|| {
+        let beads = melt.len();
+        let per_step = pool.install(move || {
             for _ in 0..20 {
                 gla.step(&sys, &mut state).expect("a step");
             }
@@ -62,14 +63,14 @@ fn main() {
             let dt = t.elapsed().as_secs_f64() / steps as f64;
             println!(
                 "{:>7} beads: {:8.2} ms per step, {:6.1} ns per bead-step ({} neighbour-list builds in {steps} steps)",
-                melt.len(),
+                beads,
                 dt * 1e3,
-                dt / melt.len() as f64 * 1e9,
+                dt / beads as f64 * 1e9,
                 sys.neighbor_builds() - builds
             );
             dt
         });
-        sizes.push(melt.len() as f64);
+        sizes.push(beads as f64);
         times.push(per_step);
     }
     println!(

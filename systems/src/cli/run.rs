@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use zs_runtime::{Checkpoint, CheckpointError};
 
 use super::error::CliError;
-use super::job::{resume::run_meta, Job, Profile};
+use super::job::{in_pool, resume::run_meta, Job, Profile};
 use super::system::{describe, which, CliSystem};
 use super::{IntegratorName, RunArgs};
 
@@ -53,7 +53,8 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     };
     let p = profile(sys, args, method);
     let meta = run_meta(args, sys.name(), &out, &p);
-    sys.run(args, Job::new(args, out, resume.as_ref(), p, meta))
+    let job = Job::new(args, out, resume.as_ref(), p, meta);
+    in_pool(args.threads, move || sys.run(args, job))
 }
 
 /// The paper's `(h, T, β, ω, every)` for `sys` and `method`, overridden by `args`.

@@ -20,7 +20,7 @@
 use std::path::PathBuf;
 
 use super::error::CliError;
-use super::job::{resume::run_meta, Job, TemperCheckpoint, TemperPlan};
+use super::job::{in_pool, resume::run_meta, Job, TemperCheckpoint, TemperPlan};
 use super::ranks::Ranks;
 use super::run::{check_memory, check_named_checkpoint, check_options, ensure_dir, profile};
 use super::system::describe;
@@ -119,5 +119,5 @@ pub fn temper(args: &TemperArgs) -> Result<(), CliError> {
     m.set_u64("exchange-every", args.exchange_every);
     let mut job = Job::new(r, out, None, p, meta);
     job.temper = Some(&plan);
-    sys.run(r, job)
+    in_pool(r.threads, move || sys.run(r, job))
 }

@@ -282,20 +282,21 @@ fn the_liquid_hessian_equals_differences_of_its_gradient() {
     );
 }
 
-/// A liquid's energy and gradient by full neighbour rows and by the half list (which of them
-/// the default takes depends on the machine's lanes; both are forced here): each one set of
-/// bits on every instruction set, serial or parallel, on 1, 2 or 3 threads; the two equal to
-/// 1e-12, and the same as the half list's per-term kernels (a Hessian pass) to 1e-12; and
-/// Newton's third law holds, the pair forces summing to zero (the rows count each pair from
-/// both ends, so nothing forces it but correct rows).
+/// A liquid's energy and gradient by every pass of the pair engine — full rows, the half
+/// list's rows, the per-term pass (which of them the default takes depends on the machine's
+/// lanes; each is forced here): each one set of bits on every instruction set, serial or
+/// parallel, on 1, 2 or 3 threads; all equal to 1e-12, and the same as the half list's
+/// per-term kernels (a Hessian pass) to 1e-12; and Newton's third law holds, the pair forces
+/// summing to zero (full rows count each pair from both ends, so nothing forces it but correct
+/// rows).
 #[test]
-fn the_pair_rows_give_one_set_of_bits_and_the_half_lists_values() {
+fn the_pair_passes_give_one_set_of_bits_each_and_the_half_lists_values() {
+    use zs_runtime::assembly::PairStrategy;
     use zs_runtime::simd::Isa;
     use zs_runtime::HessianPart;
     use zs_systems::testing::{norm_inf, rel_err, rel_err_scalar};
     let (q, _, data) = butane();
-    // Full rows forced (the default takes them only on 8-lane machines), then the half list.
-    let eval = |rows: bool, isa: Isa, parallel: bool, threads: usize| {
+    let eval = |strategy: PairStrategy, isa: Isa, parallel: bool, threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
@@ -305,31 +306,35 @@ fn the_pair_rows_give_one_set_of_bits_and_the_half_lists_values() {
             let sys = sys
                 .with_simd(isa)
                 .with_parallel(parallel)
-                .with_full_rows(Some(rows));
+                .with_pair_strategy(strategy);
             let mut g = vec![0.0; q.len()];
             let v = sys.value_gradient_into(&q, &mut g);
             let (fresh, ..) = Alkane::trappe().from_data(&data).expect("the liquid");
             let e = fresh
                 .with_simd(isa)
                 .with_parallel(parallel)
-                .with_full_rows(Some(rows))
+                .with_pair_strategy(strategy)
                 .potential_at(&q);
             (v, e, g)
         })
     };
     let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let mut by_pass = Vec::new();
-    for rows in [true, false] {
-        let (v0, e0, g0) = eval(rows, Isa::Scalar, false, 1);
+    for strategy in [
+        PairStrategy::FullRows,
+        PairStrategy::HalfRows,
+        PairStrategy::PerTerm,
+    ] {
+        let (v0, e0, g0) = eval(strategy, Isa::Scalar, false, 1);
         assert_eq!(
             v0.to_bits(),
             e0.to_bits(),
-            "rows {rows}: energy pass against gradient pass"
+            "{strategy:?}: energy pass against gradient pass"
         );
         for isa in Isa::available() {
             for (parallel, threads) in [(false, 1), (true, 1), (true, 2), (true, 3)] {
-                let (v, e, g) = eval(rows, isa, parallel, threads);
-                let at = format!("rows {rows}, {isa:?}, parallel {parallel}, {threads} threads");
+                let (v, e, g) = eval(strategy, isa, parallel, threads);
+                let at = format!("{strategy:?}, {isa:?}, parallel {parallel}, {threads} threads");
                 assert_eq!(v.to_bits(), v0.to_bits(), "{at}");
                 assert_eq!(e.to_bits(), e0.to_bits(), "{at}");
                 assert_eq!(bits(&g), bits(&g0), "{at}");
@@ -337,10 +342,18 @@ fn the_pair_rows_give_one_set_of_bits_and_the_half_lists_values() {
         }
         by_pass.push((v0, g0));
     }
+    for (v, g) in &by_pass[1..] {
+        assert!(
+            rel_err_scalar(*v, by_pass[0].0) < 1e-12,
+            "{v} vs {}",
+            by_pass[0].0
+        );
+        assert!(
+            rel_err(g, &by_pass[0].1) < 1e-12,
+            "a pass against full rows"
+        );
+    }
     let (v0, g0) = by_pass.swap_remove(0);
-    let (v_half, g_half) = by_pass.swap_remove(0);
-    assert!(rel_err_scalar(v_half, v0) < 1e-12, "{v_half} vs {v0}");
-    assert!(rel_err(&g_half, &g0) < 1e-12, "rows vs half list");
     let (sys, ..) = Alkane::trappe().from_data(&data).expect("the liquid");
     let mut h = sys.new_matrix(HessianPart::Full);
     let mut gh = vec![0.0; q.len()];

@@ -58,8 +58,10 @@
 //! assert!(state.q.iter().all(|x| x.is_finite()));
 //! ```
 
+mod cell;
 pub mod constraints;
 mod eval;
+mod evaluate;
 pub mod forms;
 pub mod jacobian;
 mod neighbors;
@@ -67,11 +69,14 @@ mod plan;
 pub mod system;
 pub mod terms;
 pub mod topology;
+mod workspace;
 
+pub use eval::pairs::PairStrategy;
+pub use evaluate::PenalizedAssembly;
 pub use forms::{
     Angle, Bond, Dihedral, Form, FormInfo, Forms, Over, Pair, Pair14, Site, ThirdForm,
 };
 pub use jacobian::{SparseConstraintSolver, SparseJacobian};
-pub use system::{Assembled, PenalizedAssembly, PARALLEL_BY_DEFAULT_ABOVE};
+pub use system::{Assembled, PARALLEL_BY_DEFAULT_ABOVE};
 pub use terms::{Body, Kernel, Kinds, Local, LocalHessian, LocalThird, Terms};
 pub use topology::{Topology, TopologyError};

@@ -4,35 +4,12 @@
 //! beyond `rc + skin` to within `rc`). The pairs come out in one order — by first body, then
 //! second — whatever the cells and the thread count, so sums over them are deterministic.
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 
+use super::cell::Cell;
 use super::topology::Topology;
-
-/// An orthorhombic periodic box: the sides and their reciprocals.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Cell {
-    pub len: [f64; 3],
-    pub inv: [f64; 3],
-}
-
-impl Cell {
-    pub fn new(len: [f64; 3]) -> Self {
-        Self {
-            len,
-            inv: len.map(|l| 1.0 / l),
-        }
-    }
-
-    /// `d` reduced to its nearest image: `d − L·round(d / L)` per axis, ties to even (the
-    /// operations [`crate::assembly`]'s gather applies lane by lane, so the same bits).
-    #[cfg(test)]
-    pub fn nearest(&self, mut d: [f64; 3]) -> [f64; 3] {
-        for (a, x) in d.iter_mut().enumerate() {
-            *x -= (*x * self.inv[a]).round_ties_even() * self.len[a];
-        }
-        d
-    }
-}
 
 /// The bodies sorted by cell, as structure of arrays: cell `c`'s are `start[c]..start[c + 1]`.
 #[derive(Debug, Default)]
@@ -60,8 +37,8 @@ pub(crate) struct Neighbors {
     cell: Option<Cell>,
     /// Per body `i`, its excluded partners (sorted): `excluded[excluded_at[i]..excluded_at[i + 1]]`
     /// (one flat array: a few hundred kB that stay in cache, not a heap block per body).
-    excluded_at: Vec<u32>,
-    excluded: Vec<u32>,
+    excluded_at: Arc<[u32]>,
+    excluded: Arc<[u32]>,
     /// Reference sites at the last build (empty before the first).
     at_build: Vec<[f64; 3]>,
     /// Number of builds so far.
@@ -188,20 +165,14 @@ struct Layer {
 /// half stencil of [`Neighbors::half_stencil`] is written for them.
 const SUB: usize = 1;
 
-/// `⌊x⌋` without a library call (the baseline x86-64 target has no rounding instruction):
-/// exact for |x| < 2^51 by the 1.5·2^52 rounding trick, `f64::floor` beyond.
+/// `⌊x⌋` without a library call (the baseline x86-64 target has no rounding instruction).
 #[inline]
 fn floor(x: f64) -> f64 {
-    const M: f64 = 6_755_399_441_055_744.0;
-    if x.abs() < 2_251_799_813_685_248.0 {
-        let r = (x + M) - M;
-        if r > x {
-            r - 1.0
-        } else {
-            r
-        }
+    let r = crate::simd::round_ties_even(x);
+    if r > x {
+        r - 1.0
     } else {
-        x.floor()
+        r
     }
 }
 
@@ -223,8 +194,8 @@ impl Neighbors {
             reach: rc + skin,
             half_skin: 0.5 * skin,
             cell: topology.box_lengths().map(Cell::new),
-            excluded_at,
-            excluded,
+            excluded_at: excluded_at.into(),
+            excluded: excluded.into(),
             at_build: Vec::new(),
             builds: 0,
             start: Vec::new(),
@@ -236,16 +207,30 @@ impl Neighbors {
         })
     }
 
-    /// Whether a pair form's energy and gradient should go by full rows
-    /// (`PairRows`, `eval.rs`) rather than by the half list's terms: when most of the list
-    /// is within the cutoff — `(rc / (rc + skin))³ ≥ 1/2`, the fraction of a uniform liquid's
-    /// list that is. Then evaluating every entry of a list twice as long costs less than the
-    /// half list's filter, compaction and scatter: measured 10–20 % less time per gradient on
-    /// the TraPPE butane liquid (14 + 2 Å: 0.67 of the list within), twice the time on the
-    /// Kremer–Grest melt (2^1/6 σ + 0.4 σ: 0.40), BENCHMARKS.md.
-    pub fn full_rows(&self) -> bool {
+    /// `(rc / (rc + skin))³`: the share of the list within the cutoff in a uniform liquid
+    /// (the pair engine's choice of pass reads it).
+    pub fn within(&self) -> f64 {
         let rc = self.reach - 2.0 * self.half_skin;
-        (rc / self.reach).powi(3) >= 0.5
+        (rc / self.reach).powi(3)
+    }
+
+    /// The same list for another trajectory: never built, no scratch yet.
+    pub fn fresh(&self) -> Self {
+        Self {
+            reach: self.reach,
+            half_skin: self.half_skin,
+            cell: self.cell,
+            excluded_at: self.excluded_at.clone(),
+            excluded: self.excluded.clone(),
+            at_build: Vec::new(),
+            builds: 0,
+            start: Vec::new(),
+            fill: Vec::new(),
+            sorted: Sorted::default(),
+            layers: Vec::new(),
+            wrapped: Vec::new(),
+            cell_of: Vec::new(),
+        }
     }
 
     /// The periodic box, if any.

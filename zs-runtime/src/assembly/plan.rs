@@ -43,7 +43,7 @@ impl Bodies {
 }
 
 /// The terms of one form, acting on `K` bodies each.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct TermList<const K: usize> {
     /// The bodies of each term (topology numbering).
     pub bodies: Vec<[u32; K]>,
@@ -68,12 +68,7 @@ impl<const K: usize> TermList<K> {
         topology: &Topology,
         bodies: &Bodies,
     ) -> Result<Self, TopologyError> {
-        let mut list = Self {
-            bodies: Vec::new(),
-            free: Vec::new(),
-            codes: Vec::new(),
-            decoded: Vec::new(),
-        };
+        let mut list = Self::empty();
         if !present {
             return Ok(list);
         }
@@ -143,6 +138,16 @@ impl<const K: usize> TermList<K> {
             _ => unreachable!("a form over {over:?} cannot have arity {K}"),
         }
         Ok(list)
+    }
+
+    /// No terms.
+    pub fn empty() -> Self {
+        Self {
+            bodies: Vec::new(),
+            free: Vec::new(),
+            codes: Vec::new(),
+            decoded: Vec::new(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -265,7 +270,7 @@ pub(crate) const NO_SLOT: u16 = u16::MAX;
 /// The sum runs over the partials in storage order, adding each into its body's gradient
 /// ([`PartialPlan::body`]): a stream through the partials, where a gather per body (its
 /// partials scattered over all the chunks) missed the cache at every one.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct PartialPlan<const K: usize> {
     /// Per term and body: the body's index among its chunk's partials ([`NO_SLOT`]: pinned).
     pub slot: Vec<[u16; K]>,
@@ -432,7 +437,7 @@ fn distinct_in<const K: usize, const T: usize>(
 }
 
 /// Compressed rows: `src[offsets[i]..offsets[i + 1]]` are the sources of target `i`, in order.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Csr {
     pub offsets: Vec<u32>,
     pub src: Vec<u32>,
@@ -483,7 +488,7 @@ impl Csr {
 /// gather; and, for each term, the stored block each of its local blocks goes to ([`NOWHERE`]
 /// when none) — the serial scatter, which visits the terms in the same order and so sums every
 /// entry in the same order.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct HessianGather<const K: usize> {
     pub blocks: Csr,
     pub dest: Vec<[[u32; K]; K]>,

@@ -21,20 +21,21 @@ fn bits(x: &[f64]) -> Vec<u64> {
 fn dna_trajectories_are_bit_identical_on_1_2_and_3_threads_and_serially() {
     let n = 6000;
     let run = |threads: Option<usize>| {
-        let (dna, q, v) = assembled::dna(n);
-        let dna = dna.with_parallel(threads.is_some());
-        let mut s = dna.state(q, v);
-        let mut zs = ZhangSkeel::new(0.3, 2.0);
-        let mut go = || {
+        // Built where it is stepped: an evaluation state is not shared between threads.
+        let go = || {
+            let (dna, q, v) = assembled::dna(n);
+            let dna = dna.with_parallel(threads.is_some());
+            let mut s = dna.state(q, v);
+            let mut zs = ZhangSkeel::new(0.3, 2.0);
             for _ in 0..30 {
                 zs.step(&dna, &mut s).unwrap();
             }
+            (bits(&s.q), bits(&s.v))
         };
         match threads {
             Some(t) => pool(t).install(go),
             None => go(),
         }
-        (bits(&s.q), bits(&s.v))
     };
     let serial = run(None);
     for t in [1, 2, 3] {
@@ -52,9 +53,9 @@ fn pair_system_derivatives_are_bit_identical_whatever_the_thread_count() {
     );
     let omega = 30.0;
     let eval = |threads: Option<usize>| {
-        let b = assembled::beads(400).0.with_parallel(threads.is_some());
-        let p = b.penalized(omega);
         let go = || {
+            let b = assembled::beads(400).0.with_parallel(threads.is_some());
+            let p = b.penalized(omega);
             let n = q.len();
             let (mut g, mut t) = (vec![0.0; n], vec![0.0; n]);
             let mut h = p.new_matrix(HessianPart::Full);
@@ -87,16 +88,16 @@ fn pair_system_derivatives_are_bit_identical_whatever_the_thread_count() {
 #[test]
 fn langevin_around_stiff_zhang_skeel_is_reproducible_across_thread_counts() {
     let run = |threads: usize| {
-        let (beads, q, v) = assembled::beads(300);
-        let p = beads.penalized(40.0);
-        let mut s = beads.state(q, v);
-        let mut gla = Langevin::new(ZhangSkeelStiff::new(0.4, 0.05), 0.01, 0.02, 7);
         pool(threads).install(|| {
+            let (beads, q, v) = assembled::beads(300);
+            let p = beads.penalized(40.0);
+            let mut s = beads.state(q, v);
+            let mut gla = Langevin::new(ZhangSkeelStiff::new(0.4, 0.05), 0.01, 0.02, 7);
             for _ in 0..20 {
                 gla.step(&p, &mut s).unwrap();
             }
-        });
-        (bits(&s.q), bits(&s.v))
+            (bits(&s.q), bits(&s.v))
+        })
     };
     let one = run(1);
     assert!(run(2) == one && run(3) == one);
@@ -111,24 +112,27 @@ fn long_langevin_runs_are_bit_identical_whatever_the_thread_count() {
     use zs_runtime::integrators::langevin::NOISE_BLOCK;
     use zs_runtime::VelocityVerlet;
     let run = |threads: usize| {
-        let (liquid, q, v) = assembled::cut_liquid(23);
-        let mut s = liquid.state(q, v);
-        let mut gla = Langevin::new(VelocityVerlet::new(0.002), 1.0, 0.5, 5);
         pool(threads).install(|| {
+            let (liquid, q, v) = assembled::cut_liquid(23);
+            let mut s = liquid.state(q, v);
+            let mut gla = Langevin::new(VelocityVerlet::new(0.002), 1.0, 0.5, 5);
             for _ in 0..6 {
                 gla.step(&liquid, &mut s).unwrap();
             }
-        });
-        (bits(&s.q), bits(&s.v))
+            (bits(&s.q), bits(&s.v))
+        })
     };
     let one = run(1);
     assert!(run(2) == one && run(3) == one);
     // Friction 1e4: c = e^{−20}, the velocities are the noise alone.
-    let (liquid, q, v) = assembled::cut_liquid(23);
-    let mut s = liquid.state(q, v);
     let kt = 0.5;
-    let mut gla = Langevin::new(VelocityVerlet::new(0.002), 1e4, kt, 9);
-    pool(2).install(|| gla.step(&liquid, &mut s).unwrap());
+    let s = pool(2).install(|| {
+        let (liquid, q, v) = assembled::cut_liquid(23);
+        let mut s = liquid.state(q, v);
+        let mut gla = Langevin::new(VelocityVerlet::new(0.002), 1e4, kt, 9);
+        gla.step(&liquid, &mut s).unwrap();
+        s
+    });
     let blocks: Vec<&[f64]> = s.v.chunks(NOISE_BLOCK).collect();
     assert!(blocks.len() >= 9, "{} blocks", blocks.len());
     for (b, v) in blocks.iter().enumerate() {

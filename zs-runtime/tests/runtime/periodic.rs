@@ -5,7 +5,7 @@
 //! the same bits on every SIMD path and thread count. Bad boxes and cutoffs are typed errors.
 
 use crate::support::fixtures::Rng;
-use zs_runtime::assembly::{Assembled, Topology, TopologyError};
+use zs_runtime::assembly::{Assembled, PairStrategy, Topology, TopologyError};
 use zs_runtime::simd::Isa;
 use zs_runtime::{mechanical_system, HessianPart, Model};
 
@@ -214,12 +214,17 @@ fn pinned_bodies_in_a_periodic_melt_equal_the_double_loop_by_the_term_pass() {
     let scale = gd.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
     let mut first: Option<(f64, Vec<f64>)> = None;
     for isa in Isa::available() {
-        for (parallel, rows) in [(false, None), (true, Some(true)), (true, Some(false))] {
+        for (parallel, rows) in [
+            (false, PairStrategy::Auto),
+            (true, PairStrategy::FullRows),
+            (true, PairStrategy::HalfRows),
+            (true, PairStrategy::PerTerm),
+        ] {
             let sys = Assembled::new(Beads { rc }, topology())
                 .expect("valid")
                 .with_simd(isa)
                 .with_parallel(parallel)
-                .with_full_rows(rows);
+                .with_pair_strategy(rows);
             let mut g = vec![0.0; qf.len()];
             let v = sys.value_gradient_into(&qf, &mut g);
             let at = format!("{isa:?}, parallel {parallel}, rows {rows:?}");
@@ -540,14 +545,19 @@ fn pair_terms_apply_only_within_the_cutoff_whatever_the_skin() {
     }
     for skin in [0.1, 0.6, 1.2] {
         let t = Topology::new(n).periodic(SIDE).cutoff(rc, skin);
-        for (isa, rows) in Isa::available()
-            .into_iter()
-            .flat_map(|i| [(i, None), (i, Some(true)), (i, Some(false))])
-        {
+        for (isa, rows) in Isa::available().into_iter().flat_map(|i| {
+            [
+                PairStrategy::Auto,
+                PairStrategy::FullRows,
+                PairStrategy::HalfRows,
+                PairStrategy::PerTerm,
+            ]
+            .map(|s| (i, s))
+        }) {
             let sys = Assembled::new(Counting { k }, t.clone())
                 .expect("valid")
                 .with_simd(isa)
-                .with_full_rows(rows);
+                .with_pair_strategy(rows);
             let mut g = vec![0.0; 3 * n];
             let v = sys.value_gradient_into(&q, &mut g);
             // 1 per pair plus k·Δx (nearest image) per pair.

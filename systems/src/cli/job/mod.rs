@@ -28,12 +28,26 @@ use super::{state_file, IntegratorName, RunArgs};
 use crate::water::ClusterGuard;
 
 /// An assembled system's constrained model, type-erased (see the [module docs](self)).
-pub(crate) type DynConstrained<'a> = dyn ConstrainedModel<Vec<f64>, Vec<f64>> + Sync + 'a;
+pub(crate) type DynConstrained<'a> = dyn ConstrainedModel<Vec<f64>, Vec<f64>> + 'a;
 /// An assembled system's (penalized) potential, type-erased.
-pub(crate) type DynStiff<'a> = dyn StiffModel<Vec<f64>> + Sync + 'a;
+pub(crate) type DynStiff<'a> = dyn StiffModel<Vec<f64>> + 'a;
 
 /// What a run does with its final `q` and `v` once it completed.
 pub(crate) type AtEnd<'a> = dyn Fn(&[f64], &[f64]) -> Result<(), CliError> + Sync + 'a;
+
+/// Run `f` on a rayon pool of `threads` threads (`--threads`; rayon's default without it): a
+/// system is built there and its terms evaluated there, and nothing is allocated per step.
+/// An assembled system is built inside: it is evaluated by the thread that holds it.
+pub(crate) fn in_pool<T: Send>(threads: Option<u64>, f: impl FnOnce() -> T + Send) -> T {
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(t) = threads {
+        builder = builder.num_threads(t as usize);
+    }
+    match builder.build() {
+        Ok(pool) => pool.install(f),
+        Err(_) => f(),
+    }
+}
 
 /// The paper's parameters of a system, overridden by the command line.
 #[derive(Debug, Clone, Copy)]
@@ -109,19 +123,6 @@ impl Job<'_> {
         self
     }
 
-    /// Run `f` on a rayon pool of `--threads` threads (rayon's default without it): the terms
-    /// of an assembled system are evaluated there, and nothing is allocated per step.
-    pub fn in_pool<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        let mut builder = rayon::ThreadPoolBuilder::new();
-        if let Some(t) = self.args.threads {
-            builder = builder.num_threads(t as usize);
-        }
-        match builder.build() {
-            Ok(pool) => pool.install(f),
-            Err(_) => f(),
-        }
-    }
-
     /// The paper's start, or the last row of `--init` (a state file of this system: its
     /// coordinates `names`).
     pub fn initial_state<V: Vector>(
@@ -153,8 +154,8 @@ impl Job<'_> {
         names: Vec<String>,
     ) -> Result<(), CliError>
     where
-        S: ConstrainedModel<V, C> + Sync + ?Sized,
-        P: StiffModel<V> + Sync + ?Sized,
+        S: ConstrainedModel<V, C> + ?Sized,
+        P: StiffModel<V> + ?Sized,
         V: ConstraintSpace<C>,
         C: Vector,
     {

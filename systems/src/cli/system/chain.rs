@@ -59,7 +59,7 @@ impl CliSystem for ChainCli {
         );
         let penalized = system.penalized(job.p.omega);
         let (sys, pen): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &penalized);
-        job.in_pool(|| job.run(sys, pen, state, names))
+        job.run(sys, pen, state, names)
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;

@@ -63,7 +63,7 @@ impl CliSystem for DnaCli {
         );
         let names = DnaChain::coordinate_names(n);
         let (sys, pot): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &system);
-        job.in_pool(|| job.run(sys, pot, state, names))
+        job.run(sys, pot, state, names)
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;

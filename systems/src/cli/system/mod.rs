@@ -168,7 +168,7 @@ pub(super) fn run_with_neighbors<T: zs_runtime::assembly::Terms<3>>(
     names: Vec<String>,
 ) -> Result<(), CliError> {
     let (sys, pot): (&super::job::DynConstrained<'_>, &super::job::DynStiff<'_>) = (system, system);
-    let done = job.in_pool(|| job.run(sys, pot, state, names));
+    let done = job.run(sys, pot, state, names);
     println!(
         "  neighbour lists  {:>14}   builds",
         system.neighbor_builds()

@@ -84,13 +84,13 @@ impl CliSystem for WaterCli {
             system.simd().name()
         );
         if args.minimize && job.resume.is_none() {
-            minimize(args, &job, &penalized, &mut state.q)?;
+            minimize(args, &penalized, &mut state.q)?;
         }
         if let (Some(kt), None, None) = (args.kt, job.resume, &args.init) {
             state.v = water::thermal_velocities(&w, &state.q, kt, seed);
         }
         let (sys, pen): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &penalized);
-        job.in_pool(|| job.run(sys, pen, state, names))
+        job.run(sys, pen, state, names)
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;
@@ -139,8 +139,7 @@ impl CliSystem for WaterCli {
 /// tolerance (an ETA a person can read; L-BFGS's convergence is roughly linear in that scale).
 fn minimize(
     args: &RunArgs,
-    job: &Job<'_>,
-    penalized: &(impl Model<Vec<f64>> + Sync),
+    penalized: &impl Model<Vec<f64>>,
     q: &mut Vec<f64>,
 ) -> Result<(), CliError> {
     let tol = args.minimize_tol;
@@ -165,16 +164,11 @@ fn minimize(
             "{step} it, V {energy:.3} kcal/mol, force {force:.2e} → {tol:.0e}"
         ));
     };
-    let (e0, done): (f64, Result<Minimized, MinimizeError>) = job.in_pool(|| {
-        let e0 = penalized.potential_at(q);
-        let done = match args.minimizer {
-            MinimizerName::Lbfgs => {
-                Lbfgs::new(tol, 100_000).minimize_with(penalized, q, &mut report)
-            }
-            MinimizerName::Fire => Fire::new(1e-3, tol, 2_000_000).minimize(penalized, q),
-        };
-        (e0, done)
-    });
+    let e0 = penalized.potential_at(q);
+    let done: Result<Minimized, MinimizeError> = match args.minimizer {
+        MinimizerName::Lbfgs => Lbfgs::new(tol, 100_000).minimize_with(penalized, q, &mut report),
+        MinimizerName::Fire => Fire::new(1e-3, tol, 2_000_000).minimize(penalized, q),
+    };
     bar.finish_and_clear();
     let done = done?;
     let (name, what) = match args.minimizer {

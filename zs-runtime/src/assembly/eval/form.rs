@@ -1,0 +1,488 @@
+//! The term engine: one form's terms from a list ([`TermPlan`]), its buffers, and its part of
+//! every evaluation ([`FormState`], a [`FormOps`]).
+
+use core::marker::PhantomData;
+use std::sync::Arc;
+
+use super::lanes::{lane_pass, Lanes_};
+use super::maps::{add_block, contract, map1, map3, map4, map_kept};
+use super::sums::{add_partials_by_piece, chunk_sum};
+use super::{lane_chunk, FormOps, Inputs, Outputs, Want, STACK_ROWS};
+use crate::assembly::forms::{Form, FormInfo, Over, ThirdForm};
+use crate::assembly::jacobian::SparseJacobian;
+use crate::assembly::plan::{
+    Bodies, Csr, HessianGather, PartialPlan, PlanScratch, TermList, NOWHERE, PINNED,
+};
+use crate::assembly::terms::{Kernel, Local, LocalHessian, LocalThird};
+use crate::assembly::topology::{Topology, TopologyError};
+use crate::model::HessianPart;
+use crate::sparse::BlockLayout;
+
+/// What a form's passes read of its terms: the term list, the gradient gather of the
+/// per-term passes, the partial plan of the SIMD pass. Fixed at set-up for a form over a fixed
+/// list, and then shared by every evaluation state of the model; a pair form under a cutoff
+/// has its own, remade from each neighbour list — its gathers lazily, before the first pass
+/// that reads them (`*_for`: for that many free bodies).
+#[derive(Debug, Clone)]
+pub(crate) struct TermPlan<const K: usize> {
+    pub list: TermList<K>,
+    grad: Csr,
+    grad_for: Option<usize>,
+    partials: PartialPlan<K>,
+    partials_for: Option<usize>,
+}
+
+/// One form's plan and buffers: its terms, gather lists, and each term's local outputs.
+pub(crate) struct FormState<F, const D: usize, const K: usize> {
+    info: FormInfo,
+    plan: Arc<TermPlan<K>>,
+    /// Hessian gathers of the full and the stiff Hessian (indexed by [`HessianPart::index`]), when the
+    /// form enters them: shared like the plan, made anew when a pattern follows a neighbour
+    /// list.
+    gathers: [Option<Arc<HessianGather<K>>>; 2],
+    g: Vec<Local<D, K>>,
+    h: Vec<LocalHessian<D, K>>,
+    e: Vec<f64>,
+    /// Third-derivative tensors kept by [`Want::GradientHessianThird`] ([`ThirdForm::Tensor`]).
+    t: Vec<LocalThird<D, K>>,
+    /// The gradient partials of the SIMD pass ([`PartialPlan`]).
+    part: Vec<f64>,
+    /// Per chunk of [`lane_chunk`] terms, its energy ([`chunk_sum`]) when a SIMD pass left the
+    /// energies ([`Outputs::Chunks`]): [`FormOps::add_energy`] then adds them in chunk order,
+    /// the same bits as summing the chunks there.
+    sums: Vec<f64>,
+    /// Scratch of the plans' rebuilds (neighbour lists), kept between them.
+    scratch: PlanScratch,
+    /// Where the last vector pass left its vector, and the last energy pass its energies.
+    vector: Outputs,
+    energy: Outputs,
+    form: PhantomData<fn() -> F>,
+}
+
+impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
+    /// The form's terms over `topology` (none when the definition lacks the form).
+    ///
+    /// # Errors
+    /// [`TopologyError::TooLarge`] when its term list cannot be allocated.
+    pub fn new(
+        info: FormInfo,
+        topology: &Topology,
+        bodies: &Bodies,
+    ) -> Result<Self, TopologyError> {
+        debug_assert_eq!(F::ARITY, K, "form {} has arity {}", F::NAME, F::ARITY);
+        let list = TermList::<K>::new(F::OVER, info.present, topology, bodies)?;
+        let n = list.len();
+        let plan = TermPlan {
+            grad: list.gradient_gather(bodies.free),
+            grad_for: None,
+            partials: PartialPlan::new(&list, bodies.free, lane_chunk::<F>()),
+            partials_for: None,
+            list,
+        };
+        Ok(Self::with_plan(info, Arc::new(plan), n))
+    }
+
+    /// A state over `plan` with fresh buffers for `n` terms.
+    fn with_plan(info: FormInfo, plan: Arc<TermPlan<K>>, n: usize) -> Self {
+        Self {
+            info,
+            part: vec![0.0; plan.partials.len() * D],
+            plan,
+            gathers: [None, None],
+            g: vec![[[0.0; D]; K]; n],
+            h: Vec::new(),
+            e: vec![0.0; n],
+            t: Vec::new(),
+            sums: Vec::new(),
+            scratch: PlanScratch::default(),
+            vector: Outputs::Terms,
+            energy: Outputs::Terms,
+            form: PhantomData,
+        }
+    }
+
+    /// Its plan, shared, and its Hessian gathers; buffers of its own, as large as this one's.
+    pub fn replica(&self) -> Self {
+        let mut r = Self::with_plan(self.info, self.plan.clone(), self.plan.list.len());
+        r.gathers.clone_from(&self.gathers);
+        r.h.resize(self.h.len(), [[[[0.0; D]; D]; K]; K]);
+        r.t.resize(self.t.len(), [[[[[[0.0; D]; K]; D]; K]; D]; K]);
+        r
+    }
+
+    /// An empty state with the same description (a pair form's before its first list).
+    pub fn empty(&self) -> Self {
+        let plan = TermPlan {
+            list: TermList::empty(),
+            grad: Csr::default(),
+            grad_for: None,
+            partials: PartialPlan::new(&TermList::empty(), 0, lane_chunk::<F>()),
+            partials_for: None,
+        };
+        Self::with_plan(self.info, Arc::new(plan), 0)
+    }
+
+    /// The terms.
+    pub fn list(&self) -> &TermList<K> {
+        &self.plan.list
+    }
+
+    /// The pairs of a neighbour list become the terms: the list's gathers follow before the
+    /// first pass that reads them, its buffers now; its Hessian gathers are dropped until the
+    /// system attaches them to the pattern it makes from the new list. `kinds` are the
+    /// bodies' types (empty: untyped).
+    pub fn set_terms(&mut self, pairs: &[[u32; 2]], bodies: &Bodies, kinds: &[u32]) {
+        let typed = self.info.typed;
+        let plan = Arc::make_mut(&mut self.plan);
+        plan.list.set_pairs(pairs, bodies);
+        plan.list.set_codes(if typed { kinds } else { &[] });
+        plan.grad_for = Some(bodies.free);
+        plan.partials_for = Some(bodies.free);
+        let n = plan.list.len();
+        self.g.resize(n, [[0.0; D]; K]);
+        self.e.resize(n, 0.0);
+        if !self.h.is_empty() {
+            self.h.resize(n, [[[[0.0; D]; D]; K]; K]);
+        }
+        if !self.t.is_empty() {
+            self.t.resize(n, [[[[[[0.0; D]; K]; D]; K]; D]; K]);
+        }
+        self.gathers = [None, None];
+        self.vector = Outputs::Terms;
+        self.energy = Outputs::Terms;
+    }
+
+    fn enters_part(&self, part: HessianPart) -> bool {
+        match part {
+            HessianPart::Full => self.info.present,
+            HessianPart::Stiff => self.info.stiff,
+        }
+    }
+
+    fn gather_of(&self, part: HessianPart) -> Option<&HessianGather<K>> {
+        self.gathers[part.index()].as_deref()
+    }
+
+    /// The plans a pass of `want` reads, brought up to date.
+    fn ready(&mut self, lanes: bool, per_term_vector: bool) {
+        let (free_p, free_g) = (self.plan.partials_for, self.plan.grad_for);
+        if let Some(free) = free_p.filter(|_| lanes) {
+            let plan = Arc::make_mut(&mut self.plan);
+            plan.partials
+                .rebuild(&plan.list, free, lane_chunk::<F>(), &mut self.scratch);
+            plan.partials_for = None;
+            self.part.resize(plan.partials.len() * D, 0.0);
+        }
+        if let Some(free) = free_g.filter(|_| per_term_vector) {
+            let plan = Arc::make_mut(&mut self.plan);
+            plan.list
+                .gradient_gather_into(free, &mut plan.grad, &mut self.scratch.gather);
+            plan.grad_for = None;
+        }
+    }
+}
+
+impl<T, F, const D: usize, const K: usize> FormOps<T, D> for FormState<F, D, K>
+where
+    T: Kernel<D, K, F>,
+    F: Form,
+{
+    fn info(&self) -> FormInfo {
+        self.info
+    }
+    fn name(&self) -> &'static str {
+        F::NAME
+    }
+    fn arity(&self) -> usize {
+        K
+    }
+    fn len(&self) -> usize {
+        self.plan.list.len()
+    }
+    fn enters(&self, part: HessianPart) -> bool {
+        self.enters_part(part)
+    }
+    fn couplings(&self, out: &mut Vec<(usize, usize)>) {
+        self.plan.list.couplings(out);
+    }
+    fn attach(&mut self, part: HessianPart, layout: &BlockLayout) {
+        let gather = self
+            .enters_part(part)
+            .then(|| Arc::new(HessianGather::new(&self.plan.list, layout)));
+        self.gathers[part.index()] = gather;
+    }
+    fn reserve_hessians(&mut self, part: HessianPart) {
+        if !self.enters_part(part) {
+            return;
+        }
+        let n = self.plan.list.len();
+        self.h.resize(n, [[[[0.0; D]; D]; K]; K]);
+        if part == HessianPart::Full && self.info.third == ThirdForm::Tensor {
+            self.t.resize(n, [[[[[[0.0; D]; K]; D]; K]; D]; K]);
+        }
+    }
+    fn has_hessians(&self, part: HessianPart) -> bool {
+        let n = self.plan.list.len();
+        !self.enters_part(part)
+            || (self.h.len() == n
+                && (part == HessianPart::Stiff
+                    || self.info.third != ThirdForm::Tensor
+                    || self.t.len() == n))
+    }
+    fn replica(&self) -> Box<dyn FormOps<T, D>> {
+        Box::new(FormState::replica(self))
+    }
+
+    fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {
+        // The SIMD pass takes the energy and the gradient (also beside the stiff Hessian of a
+        // form that has no stiff part); the scalar passes everything else.
+        let lanes = match want {
+            Want::Energy | Want::Gradient => true,
+            Want::GradientStiffHessian => !self.info.stiff,
+            _ => false,
+        };
+        self.ready(lanes, !lanes);
+        if lanes {
+            self.vector = if want == Want::Energy {
+                Outputs::Terms
+            } else {
+                Outputs::Chunks
+            };
+        } else {
+            self.vector = Outputs::Terms;
+        }
+        if want.writes_energy() {
+            self.energy = if lanes {
+                Outputs::Chunks
+            } else {
+                Outputs::Terms
+            };
+        }
+        let (w, par, list) = (input.omega, input.parallel, &self.plan.list);
+        let x = |fr: &[u32; K], bo: &[u32; K]| input.x(fr, bo);
+        if lanes {
+            let at = Lanes_ {
+                list,
+                plan: &self.plan.partials,
+                input,
+                terms,
+            };
+            let part = (want != Want::Energy).then_some(&mut self.part[..]);
+            lane_pass::<T, F, D, K>(par, &at, (&mut self.e, &mut self.sums), part);
+            return;
+        }
+        match want {
+            Want::Energy | Want::Gradient => unreachable!("the SIMD pass"),
+            // Only a form with a stiff part comes here (see `lanes`).
+            Want::GradientStiffHessian => map3(
+                par,
+                list,
+                &mut self.e,
+                &mut self.g,
+                &mut self.h,
+                |fr, bo| terms.value_gradient_stiff_hessian(w, &x(fr, bo), &input.kinds(bo)),
+            ),
+            Want::GradientHessian => map3(
+                par,
+                list,
+                &mut self.e,
+                &mut self.g,
+                &mut self.h,
+                |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo), &input.kinds(bo)),
+            ),
+            Want::GradientHessianThird if self.info.third == ThirdForm::Tensor => map4(
+                par,
+                list,
+                (&mut self.e, &mut self.g, &mut self.h, &mut self.t),
+                |fr, bo| terms.value_gradient_hessian_third(w, &x(fr, bo), &input.kinds(bo)),
+            ),
+            Want::GradientHessianThird => map3(
+                par,
+                list,
+                &mut self.e,
+                &mut self.g,
+                &mut self.h,
+                |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo), &input.kinds(bo)),
+            ),
+            Want::Third { kept } => match self.info.third {
+                ThirdForm::Zero => {}
+                ThirdForm::Tensor if kept => map_kept(par, list, &mut self.g, &self.t, |fr, t| {
+                    contract(t, &input.dir(fr))
+                }),
+                _ => map1(par, list, &mut self.g, |fr, bo| {
+                    terms.third_contraction(w, &x(fr, bo), &input.dir(fr), &input.kinds(bo))
+                }),
+            },
+            Want::HessianVector => map1(par, list, &mut self.g, |fr, bo| {
+                terms.hessian_vector(w, &x(fr, bo), &input.dir(fr), &input.kinds(bo))
+            }),
+        }
+    }
+
+    fn add_parameter_derivatives(
+        &self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        dv: &mut [f64],
+        dg: &mut [f64],
+    ) {
+        let p = dv.len();
+        if p == 0 || !self.info.present {
+            return;
+        }
+        let n = dg.len() / p;
+        let (mut v, mut g) = (vec![0.0; p], vec![[[0.0; D]; K]; p]);
+        let list = &self.plan.list;
+        for (fr, bo) in list.free.iter().zip(&list.bodies) {
+            v.fill(0.0);
+            g.fill([[0.0; D]; K]);
+            terms.parameter_derivatives(&input.x(fr, bo), &input.kinds(bo), &mut v, &mut g);
+            for (k, gk) in g.iter().enumerate() {
+                dv[k] += v[k];
+                for (b, &f) in fr.iter().enumerate() {
+                    if f != PINNED {
+                        let o = k * n + f as usize * D;
+                        for d in 0..D {
+                            dg[o + d] += gk[b][d];
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn add_energy(&self, acc: &mut f64) {
+        if self.energy == Outputs::Chunks {
+            for &s in &self.sums {
+                *acc += s;
+            }
+        } else {
+            for chunk in self.e.chunks(lane_chunk::<F>()) {
+                *acc += chunk_sum(chunk);
+            }
+        }
+    }
+
+    fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool) {
+        if self.vector == Outputs::Chunks {
+            add_partials_by_piece::<D, K>(&self.plan.partials, &self.part, first_body, out, first);
+            return;
+        }
+        for (i, o) in out.chunks_exact_mut(D).enumerate() {
+            let b = first_body + i;
+            if F::OVER == Over::Bodies && K == 1 {
+                // One term per free body, in free order: term `b` is body `b`'s.
+                let v = &self.g[b][0];
+                for d in 0..D {
+                    o[d] = if first { v[d] } else { o[d] + v[d] };
+                }
+                continue;
+            }
+            let mut acc: [f64; D] = if first {
+                [0.0; D]
+            } else {
+                core::array::from_fn(|d| o[d])
+            };
+            for &src in self.plan.grad.row(b) {
+                let v = &self.g[src as usize / K][src as usize % K];
+                for d in 0..D {
+                    acc[d] += v[d];
+                }
+            }
+            o.copy_from_slice(&acc);
+        }
+    }
+
+    fn scatter_vector(&self, out: &mut [f64], first: bool) {
+        if self.vector == Outputs::Chunks {
+            // The gather visits each body's partials in chunk order: the scatter's order.
+            FormOps::<T, D>::gather_vector(self, 0, out, first);
+            return;
+        }
+        if first && F::OVER == Over::Bodies && K == 1 {
+            for (o, g) in out.chunks_exact_mut(D).zip(&self.g) {
+                o.copy_from_slice(&g[0]);
+            }
+            return;
+        }
+        if first {
+            out.fill(0.0);
+        }
+        for (fr, g) in self.plan.list.free.iter().zip(&self.g) {
+            for k in 0..K {
+                if fr[k] != PINNED {
+                    let o = fr[k] as usize * D;
+                    for d in 0..D {
+                        out[o + d] += g[k][d];
+                    }
+                }
+            }
+        }
+    }
+
+    fn gather_hessian(&self, part: HessianPart, first_block: usize, values: &mut [f64]) {
+        let Some(gather) = self.gather_of(part) else {
+            return;
+        };
+        for (i, o) in values.chunks_exact_mut(D * D).enumerate() {
+            for &src in gather.blocks.row(first_block + i) {
+                let src = src as usize;
+                let (t, a, b) = (src / (K * K), (src % (K * K)) / K, src % K);
+                add_block(o, &self.h[t][a][b]);
+            }
+        }
+    }
+
+    fn scatter_hessian(&self, part: HessianPart, values: &mut [f64]) {
+        let Some(gather) = self.gather_of(part) else {
+            return;
+        };
+        for (dest, h) in gather.dest.iter().zip(&self.h) {
+            for a in 0..K {
+                for b in 0..K {
+                    if dest[a][b] != NOWHERE {
+                        let o = dest[a][b] as usize * D * D;
+                        add_block(&mut values[o..o + D * D], &h[a][b]);
+                    }
+                }
+            }
+        }
+    }
+
+    fn constraint_pattern(&self, width: usize, cols: &mut Vec<u32>) {
+        for fr in &self.plan.list.free {
+            for _ in 0..self.info.constraints {
+                cols.extend((0..width).map(|s| if s < K { fr[s] } else { PINNED }));
+            }
+        }
+    }
+
+    fn term_constraints(
+        &self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        t: usize,
+        g: &mut [f64],
+        jac: Option<(&mut SparseJacobian, usize)>,
+    ) {
+        let list = &self.plan.list;
+        let x = input.x(&list.free[t], &list.bodies[t]);
+        let m = g.len();
+        let mut rows = [[[0.0; D]; K]; STACK_ROWS];
+        let mut big = Vec::new();
+        let rows: &mut [Local<D, K>] = if m <= STACK_ROWS {
+            &mut rows[..m]
+        } else {
+            big.resize(m, [[0.0; D]; K]);
+            &mut big
+        };
+        terms.constraints(&x, &input.kinds(&list.bodies[t]), g, rows);
+        if let Some((jac, first)) = jac {
+            for (c, row) in rows.iter().enumerate() {
+                for (s, body) in row.iter().enumerate() {
+                    jac.block_mut(first + c, s).copy_from_slice(body);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,619 @@
+//! A neighbour list by rows: each row one body's partners, in groups padded to whole blocks
+//! of [`BLOCK`] entries, and the fixed chunks of rows the pass runs over. One layout holds
+//! both kinds LAMMPS has (`newton on` and `off`), built by two functions:
+//!
+//! - [`Rows::build_half`] (Newton's third law): each pair `(i, j)` once, in the row of its
+//!   first body; a row's partners grouped by type (one group per type, so a block's terms
+//!   share their types) and, within a type, nearest first by their distance at the build (the
+//!   partners that drift beyond the cutoff before the next build gather at a group's end,
+//!   whole blocks the pass skips). The partners' gradients go out into partials, one per
+//!   distinct body a chunk touches, summed per body in chunk order; chunks are consecutive
+//!   rows of [`PAIR_CHUNK`] entries or more.
+//! - [`Rows::build_full`]: every pair from both ends, row `i` for body `i`; its partners
+//!   below `i` first (the pair evaluated as `(j, i)`, the row taking the second gradient — a
+//!   pair function need not be symmetric), then those above, each part grouped by type; one
+//!   group per row, its lanes' types read per lane. Nothing is scattered: a row's gradient is
+//!   its body's whole gradient. Each pair's energy is counted by the row of its lower body.
+//!   Chunks are [`FULL_CHUNK`] rows.
+//!
+//! A group's entries go `8b + v` to virtual lane `v` of the row's sums (on 4 lanes, lane
+//! `v mod 4` of the block's second half when `v ≥ 4`; on one lane, its own accumulator), and
+//! the eight are added in one fixed tree ([`super::super::sums::virtual_sum`]): the same
+//! bits on every instruction set and thread count.
+
+use super::super::PAIR_CHUNK;
+use crate::assembly::cell::Cell;
+use crate::assembly::neighbors::group_stably;
+
+/// Entries per block: the widest lanes (narrower ones take a block in several parts).
+pub(crate) const BLOCK: usize = 8;
+/// Rows group their partners by types up to this many types; the half list's rows need one
+/// type per group, so beyond it they are not built ([`super::choose`]).
+pub(crate) const MOST_TYPES: usize = 8;
+/// Rows per chunk of full rows (fixed: the chunk energies do not depend on the threads).
+pub(crate) const FULL_CHUNK: usize = 64;
+/// A group whose lanes' types are read per lane (full rows).
+pub(crate) const MIXED: u32 = u32::MAX;
+/// No row yet.
+const NONE: u32 = u32::MAX;
+
+/// One type's partners in a row (or, for full rows, the whole row): `partner[start ..
+/// start + len]`, padded to whole blocks with copies of the last; the first `below` are
+/// below the row's body (full rows: evaluated as `(j, i)`, not counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub kind: u32,
+    pub start: u32,
+    pub len: u32,
+    pub below: u32,
+}
+
+impl Group {
+    /// Its entries with the padding.
+    pub fn padded(&self) -> core::ops::Range<usize> {
+        self.start as usize..(self.start + self.len.div_ceil(BLOCK as u32) * BLOCK as u32) as usize
+    }
+}
+
+/// A neighbour list by rows (all bodies free: body and free index agree), its chunks, and
+/// the outputs of its last pass (see the [module docs](self)).
+#[derive(Debug, Default)]
+pub(crate) struct Rows {
+    /// Each pair once (half list), or from both ends (full rows).
+    pub newton: bool,
+    /// Row `r` is body `body[r]`'s, its groups `groups[group_at[r] .. group_at[r + 1]]`, its
+    /// own gradient added into output `slot[r]` of its chunk.
+    pub body: Vec<u32>,
+    pub slot: Vec<u32>,
+    pub group_at: Vec<u32>,
+    pub groups: Vec<Group>,
+    /// Per entry (padded), the partner and (half list) its partial in the chunk.
+    pub partner: Vec<[u32; 1]>,
+    pub partner_slot: Vec<u32>,
+    /// Chunk `c` is rows `chunk_rows[c] .. chunk_rows[c + 1]`, its outputs (three values
+    /// each) `out[3 chunk_out[c] .. 3 chunk_out[c + 1]]`: partials (half list), or its rows'
+    /// gradients (full rows: the gradient itself).
+    pub chunk_rows: Vec<u32>,
+    pub chunk_out: Vec<u32>,
+    pub out: Vec<f64>,
+    /// Half list: body `b`'s partials, in chunk order: `of_body[body_at[b] .. body_at[b + 1]]`,
+    /// and their sums, each body's gradient.
+    pub body_at: Vec<u32>,
+    pub of_body: Vec<u32>,
+    pub summed: Vec<f64>,
+    /// Per chunk, the energy of its pairs; the last pass's.
+    pub sums: Vec<f64>,
+    scratch: Scratch,
+}
+
+/// What the builds reorder through, kept between them.
+#[derive(Debug, Default)]
+struct Scratch {
+    row_of: Vec<u32>,
+    fill: Vec<u32>,
+    sorted: Vec<[u32; 1]>,
+    grouping: Vec<[u32; 1]>,
+    by_distance: Vec<u64>,
+    seen: Vec<u32>,
+    local: Vec<u32>,
+    slot_body: Vec<u32>,
+    len: Vec<u32>,
+    upper: Vec<u32>,
+}
+
+/// Every body's reference site at a neighbour-list build, and the periodic box.
+pub(crate) type Sites<'a> = (&'a [[f64; 3]], Option<&'a Cell>);
+
+/// True when every pair is two distinct bodies below `n` (and, with `ordered`, `i < j`).
+fn valid(pairs: &[[u32; 2]], n: usize, ordered: bool) -> bool {
+    pairs.iter().all(|p| {
+        p[0] != p[1] && (p[0] as usize) < n && (p[1] as usize) < n && (!ordered || p[0] < p[1])
+    })
+}
+
+impl Rows {
+    /// Per free body, its gradient; the last gradient pass's.
+    pub fn grad(&self) -> &[f64] {
+        if self.newton {
+            &self.summed
+        } else {
+            &self.out
+        }
+    }
+
+    /// Full rows of the pairs `pairs` (`i < j`, bodies below `n`) of `n` free bodies: row `i`
+    /// holds first its partners below `i`, then those above, each part in the order of
+    /// `pairs` — grouped by the partners' types `kinds` when given (empty: untyped) and there
+    /// are 2 to [`MOST_TYPES`] types. `false` (no rows) when the pairs are not such a list or
+    /// the rows do not fit 32-bit indices.
+    pub fn build_full(&mut self, pairs: &[[u32; 2]], n: usize, kinds: &[u32]) -> bool {
+        let fits = pairs.len().checked_mul(2).is_some_and(|m| {
+            m.checked_add(n * (BLOCK - 1))
+                .is_some_and(|m| u32::try_from(m).is_ok())
+        });
+        if !valid(pairs, n, true) || !fits {
+            return false;
+        }
+        self.newton = false;
+        let Scratch {
+            fill,
+            grouping,
+            len,
+            upper,
+            ..
+        } = &mut self.scratch;
+        len.clear();
+        len.resize(n, 0);
+        upper.clear();
+        upper.resize(n, 0);
+        for p in pairs {
+            len[p[0] as usize] += 1;
+            len[p[1] as usize] += 1;
+            upper[p[1] as usize] += 1;
+        }
+        self.groups.clear();
+        self.group_at.clear();
+        let mut at = 0u32;
+        for i in 0..n {
+            self.group_at.push(i as u32);
+            self.groups.push(Group {
+                kind: MIXED,
+                start: at,
+                len: len[i],
+                below: upper[i],
+            });
+            at += len[i].div_ceil(BLOCK as u32) * BLOCK as u32;
+        }
+        self.group_at.push(n as u32);
+        self.partner.clear();
+        self.partner.resize(at as usize, [0]);
+        // Two cursors per row: `fill[i]` for the partners below `i`, `fill[n + i]` above.
+        fill.clear();
+        fill.extend(self.groups.iter().map(|g| g.start));
+        fill.extend(self.groups.iter().map(|g| g.start + g.below));
+        for p in pairs {
+            let (i, j) = (p[0] as usize, p[1] as usize);
+            self.partner[fill[n + i] as usize] = [p[1]];
+            fill[n + i] += 1;
+            self.partner[fill[j] as usize] = [p[0]];
+            fill[j] += 1;
+        }
+        let types = kinds.iter().max().map_or(0, |&k| k as usize + 1);
+        for g in &self.groups {
+            let (start, below, end) = (
+                g.start as usize,
+                (g.start + g.below) as usize,
+                (g.start + g.len) as usize,
+            );
+            if (2..=MOST_TYPES).contains(&types) {
+                for part in [start..below, below..end] {
+                    let of = |j: &[u32; 1]| kinds[j[0] as usize] as usize;
+                    group_stably(&mut self.partner[part], of, grouping);
+                }
+            }
+            if end > start {
+                let last = self.partner[end - 1];
+                self.partner[end..g.padded().end].fill(last);
+            }
+        }
+        self.body.clear();
+        self.body.extend(0..n as u32);
+        self.slot.clear();
+        self.slot.extend((0..n).map(|i| (i % FULL_CHUNK) as u32));
+        self.chunk_rows.clear();
+        self.chunk_rows
+            .extend((0..n.div_ceil(FULL_CHUNK)).map(|c| (c * FULL_CHUNK) as u32));
+        self.chunk_rows.push(n as u32);
+        self.chunk_out.clone_from(&self.chunk_rows);
+        self.out.resize(n * 3, 0.0);
+        self.sums.resize(n.div_ceil(FULL_CHUNK), 0.0);
+        true
+    }
+
+    /// Half-list rows of the pairs `pairs` of `n` free bodies, with the bodies' types `kinds`
+    /// (empty: untyped) and, when `sites` has every body's, its partners nearest first by
+    /// their distance there; `false` (and no rows) when a pair is not two distinct bodies
+    /// below `n`, there are more than [`MOST_TYPES`] types or the padded list does not fit
+    /// 32-bit indices. Rows come in the order their bodies first lead a pair (the cell list's:
+    /// rows near in space are near in the order, and so are their partners).
+    pub fn build_half(
+        &mut self,
+        pairs: &[[u32; 2]],
+        n: usize,
+        kinds: &[u32],
+        (sites, cell): Sites<'_>,
+    ) -> bool {
+        let types = kinds.iter().max().map_or(0, |&k| k as usize + 1);
+        // At most `BLOCK - 1` padding per group: `MOST_TYPES` groups per row.
+        let fits = pairs
+            .len()
+            .checked_add(n.saturating_mul(MOST_TYPES * BLOCK))
+            .is_some_and(|m| u32::try_from(m).is_ok());
+        if !valid(pairs, n, false) || types > MOST_TYPES || !fits {
+            return false;
+        }
+        self.newton = true;
+        let kind = |j: &[u32; 1]| kinds.get(j[0] as usize).map_or(0, |&k| k as usize);
+        let Scratch {
+            row_of,
+            fill,
+            sorted,
+            grouping,
+            by_distance,
+            ..
+        } = &mut self.scratch;
+        // Rows in the order their bodies first lead a pair, and their partners (a stable
+        // counting sort).
+        row_of.clear();
+        row_of.resize(n, NONE);
+        self.body.clear();
+        fill.clear();
+        for p in pairs {
+            let i = p[0] as usize;
+            if row_of[i] == NONE {
+                row_of[i] = self.body.len() as u32;
+                self.body.push(p[0]);
+                fill.push(0);
+            }
+            fill[row_of[i] as usize] += 1;
+        }
+        let mut at = 0;
+        for f in fill.iter_mut() {
+            (*f, at) = (at, at + *f);
+        }
+        sorted.clear();
+        sorted.resize(pairs.len(), [0]);
+        for p in pairs {
+            let r = row_of[p[0] as usize] as usize;
+            sorted[fill[r] as usize] = [p[1]];
+            fill[r] += 1;
+        }
+        // Each row's partners grouped by type, each group padded to whole blocks.
+        self.partner.clear();
+        self.groups.clear();
+        self.group_at.clear();
+        self.group_at.push(0);
+        let mut from = 0;
+        for r in 0..self.body.len() {
+            let to = fill[r] as usize;
+            let row = &mut sorted[from..to];
+            if types >= 2 {
+                group_stably(row, kind, grouping);
+            }
+            let mut a = 0;
+            while a < row.len() {
+                let k = kind(&row[a]);
+                let b = a + row[a..].iter().take_while(|j| kind(j) == k).count();
+                if sites.len() >= n {
+                    let xi = sites[self.body[r] as usize];
+                    by_distance.clear();
+                    by_distance.extend(row[a..b].iter().map(|j| {
+                        let xj = sites[j[0] as usize];
+                        let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+                        let d = cell.map_or(d, |c| c.nearest(d));
+                        // The square distance in single precision (an order, not a value), then
+                        // the partner: one key, one total order.
+                        let r2 = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) as f32;
+                        (u64::from(r2.to_bits()) << 32) | u64::from(j[0])
+                    }));
+                    by_distance.sort_unstable();
+                    for (j, &key) in row[a..b].iter_mut().zip(by_distance.iter()) {
+                        *j = [key as u32];
+                    }
+                }
+                let start = self.partner.len() as u32;
+                self.partner.extend_from_slice(&row[a..b]);
+                let padded = (b - a).div_ceil(BLOCK) * BLOCK;
+                self.partner
+                    .extend(core::iter::repeat_n(row[b - 1], padded - (b - a)));
+                self.groups.push(Group {
+                    kind: k as u32,
+                    start,
+                    len: (b - a) as u32,
+                    below: 0,
+                });
+                a = b;
+            }
+            self.group_at.push(self.groups.len() as u32);
+            from = to;
+        }
+        self.chunk_half(n);
+        true
+    }
+
+    /// Cut the half list's rows into chunks of [`PAIR_CHUNK`] entries or more, give each
+    /// chunk's bodies their partials (in the order the chunk first touches them) and each body
+    /// its partials in chunk order.
+    fn chunk_half(&mut self, n: usize) {
+        let rows = self.body.len();
+        let Scratch {
+            fill,
+            seen,
+            local,
+            slot_body,
+            ..
+        } = &mut self.scratch;
+        let (group_at, groups) = (&self.group_at, &self.groups);
+        let entries = |r: usize| -> usize {
+            let g = &groups[group_at[r] as usize..group_at[r + 1] as usize];
+            g.iter().map(|g| g.padded().len()).sum()
+        };
+        self.chunk_rows.clear();
+        self.chunk_rows.push(0);
+        let mut held = 0;
+        for r in 0..rows {
+            held += entries(r);
+            if held >= PAIR_CHUNK || r + 1 == rows {
+                self.chunk_rows.push(r as u32 + 1);
+                held = 0;
+            }
+        }
+        let chunks = self.chunk_rows.len() - 1;
+        seen.clear();
+        seen.resize(n, NONE);
+        local.resize(n, 0);
+        slot_body.clear();
+        self.slot.resize(rows, 0);
+        self.partner_slot.resize(self.partner.len(), 0);
+        self.chunk_out.clear();
+        self.chunk_out.push(0);
+        for c in 0..chunks {
+            let base = slot_body.len();
+            let mut take = |b: u32, slot_body: &mut Vec<u32>| {
+                let b = b as usize;
+                if seen[b] != c as u32 {
+                    seen[b] = c as u32;
+                    local[b] = (slot_body.len() - base) as u32;
+                    slot_body.push(b as u32);
+                }
+                local[b]
+            };
+            for r in self.chunk_rows[c] as usize..self.chunk_rows[c + 1] as usize {
+                self.slot[r] = take(self.body[r], slot_body);
+                for g in &groups[group_at[r] as usize..group_at[r + 1] as usize] {
+                    let at = g.padded();
+                    for (s, j) in self.partner_slot[at.clone()]
+                        .iter_mut()
+                        .zip(&self.partner[at])
+                    {
+                        *s = take(j[0], slot_body);
+                    }
+                }
+            }
+            self.chunk_out.push(slot_body.len() as u32);
+        }
+        self.body_at.clear();
+        self.body_at.resize(n + 1, 0);
+        for &b in slot_body.iter() {
+            self.body_at[b as usize + 1] += 1;
+        }
+        for b in 0..n {
+            self.body_at[b + 1] += self.body_at[b];
+        }
+        fill.clear();
+        fill.extend_from_slice(&self.body_at[..n]);
+        self.of_body.resize(slot_body.len(), 0);
+        for (s, &b) in slot_body.iter().enumerate() {
+            self.of_body[fill[b as usize] as usize] = s as u32;
+            fill[b as usize] += 1;
+        }
+        self.out.resize(slot_body.len() * 3, 0.0);
+        self.summed.resize(n * 3, 0.0);
+        self.sums.resize(chunks, 0.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each row's partners as listed, without padding, with the group's type and `below`.
+    fn partners(rows: &Rows, r: usize) -> Vec<(u32, Vec<u32>, u32)> {
+        let g = &rows.groups[rows.group_at[r] as usize..rows.group_at[r + 1] as usize];
+        g.iter()
+            .map(|g| {
+                let at = g.start as usize..(g.start + g.len) as usize;
+                (
+                    g.kind,
+                    rows.partner[at].iter().map(|j| j[0]).collect(),
+                    g.below,
+                )
+            })
+            .collect()
+    }
+
+    /// Every group's padding repeats its last partner, up to whole blocks.
+    fn padded_with_the_last(rows: &Rows) {
+        for g in &rows.groups {
+            assert_eq!(g.padded().len() % BLOCK, 0);
+            if g.len > 0 {
+                let last = rows.partner[(g.start + g.len - 1) as usize];
+                assert!(rows.partner[g.padded()][g.len as usize..]
+                    .iter()
+                    .all(|&j| j == last));
+            }
+        }
+    }
+
+    /// Full rows: each pair lands in both its bodies' rows — the partners below a body first,
+    /// then those above, each in the list's order — padded to whole blocks with the last
+    /// partner; a list that is not a half list (`i < j`, bodies in range) makes no rows.
+    #[test]
+    fn full_rows_hold_every_pair_from_both_ends_lower_partners_first() {
+        let pairs = [[3, 5], [0, 3], [1, 3], [0, 5], [3, 4]];
+        let mut rows = Rows::default();
+        assert!(rows.build_full(&pairs, 6, &[]));
+        assert!(!rows.newton);
+        assert_eq!(partners(&rows, 0), vec![(MIXED, vec![3, 5], 0)]);
+        assert_eq!(partners(&rows, 2), vec![(MIXED, vec![], 0)]);
+        assert_eq!(partners(&rows, 3), vec![(MIXED, vec![0, 1, 5, 4], 2)]);
+        assert_eq!(partners(&rows, 5), vec![(MIXED, vec![3, 0], 2)]);
+        padded_with_the_last(&rows);
+        assert_eq!(rows.grad().len(), 18);
+        assert_eq!(rows.chunk_rows, vec![0, 6]);
+        assert_eq!(rows.slot, vec![0, 1, 2, 3, 4, 5]);
+        assert!(!rows.build_full(&[[2, 1]], 6, &[]), "i > j");
+        assert!(!rows.build_full(&[[1, 1]], 6, &[]), "i = j");
+        assert!(!rows.build_full(&[[1, 6]], 6, &[]), "a body out of range");
+    }
+
+    /// Full rows with types: each part of a row (below, above) holds the same partners
+    /// grouped by type, in the order found within a type; the padding repeats the row's new
+    /// last partner. Untyped: as found.
+    #[test]
+    fn full_rows_group_each_part_by_the_partners_types() {
+        let pairs = [
+            [3, 5],
+            [0, 3],
+            [1, 3],
+            [0, 5],
+            [3, 4],
+            [2, 3],
+            [3, 6],
+            [3, 7],
+        ];
+        let kinds = [1, 0, 1, 0, 0, 1, 0, 1];
+        let mut rows = Rows::default();
+        assert!(rows.build_full(&pairs, 8, &kinds));
+        // Below 3: 0, 1, 2 found, types 1, 0, 1; above: 5, 4, 6, 7, types 1, 0, 0, 1.
+        assert_eq!(
+            partners(&rows, 3),
+            vec![(MIXED, vec![1, 0, 2, 4, 6, 5, 7], 3)]
+        );
+        padded_with_the_last(&rows);
+        assert!(rows.build_full(&pairs, 8, &[]));
+        assert_eq!(
+            partners(&rows, 3),
+            vec![(MIXED, vec![0, 1, 2, 5, 4, 6, 7], 3)]
+        );
+    }
+
+    /// Full rows come in chunks of [`FULL_CHUNK`] rows, each row's output its place in its
+    /// chunk.
+    #[test]
+    fn full_rows_are_chunked_by_a_fixed_number_of_rows() {
+        let n = 2 * FULL_CHUNK + 5;
+        let pairs: Vec<[u32; 2]> = (1..n as u32).map(|j| [j - 1, j]).collect();
+        let mut rows = Rows::default();
+        assert!(rows.build_full(&pairs, n, &[]));
+        let c = FULL_CHUNK as u32;
+        assert_eq!(rows.chunk_rows, vec![0, c, 2 * c, n as u32]);
+        assert_eq!(rows.chunk_out, rows.chunk_rows);
+        assert_eq!(rows.slot[FULL_CHUNK + 3], 3);
+        assert_eq!(rows.sums.len(), 3);
+    }
+
+    /// Half list: a row per first body, in the order the bodies first lead a pair; its
+    /// partners grouped by type (in increasing type, the order found within one), each group
+    /// padded to whole blocks with its last partner; the pairs' second bodies below or above
+    /// the first alike.
+    #[test]
+    fn half_rows_hold_each_pair_once_by_its_first_body_grouped_by_type() {
+        let pairs = [
+            [3, 5],
+            [0, 3],
+            [3, 1],
+            [0, 5],
+            [3, 4],
+            [5, 2],
+            [3, 6],
+            [3, 7],
+        ];
+        let kinds = [1, 0, 1, 0, 0, 1, 0, 1];
+        let mut rows = Rows::default();
+        assert!(rows.build_half(&pairs, 8, &kinds, (&[], None)));
+        assert!(rows.newton);
+        assert_eq!(rows.body, vec![3, 0, 5]);
+        assert_eq!(
+            partners(&rows, 0),
+            vec![(0, vec![1, 4, 6], 0), (1, vec![5, 7], 0)]
+        );
+        assert_eq!(partners(&rows, 1), vec![(0, vec![3], 0), (1, vec![5], 0)]);
+        assert_eq!(partners(&rows, 2), vec![(1, vec![2], 0)]);
+        padded_with_the_last(&rows);
+        // Untyped: one group per row, in the order found.
+        assert!(rows.build_half(&pairs, 8, &[], (&[], None)));
+        assert_eq!(partners(&rows, 0), vec![(0, vec![5, 1, 4, 6, 7], 0)]);
+        assert!(!rows.build_half(&[[1, 1]], 6, &[], (&[], None)), "i = j");
+        assert!(
+            !rows.build_half(&[[1, 6]], 6, &[], (&[], None)),
+            "a body out of range"
+        );
+        let many: Vec<u32> = (0..10).collect();
+        assert!(
+            !rows.build_half(&[[0, 1]], 10, &many, (&[], None)),
+            "more than eight types"
+        );
+    }
+
+    /// Given the sites at the build, each group's partners come nearest first (nearest images
+    /// in a box), still grouped by type.
+    #[test]
+    fn half_rows_come_nearest_first_by_their_distance_at_the_build() {
+        let sites = [
+            [0.0, 0.0, 0.0],
+            [3.0, 0.0, 0.0],
+            [9.5, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 2.0, 0.0],
+            [0.0, 0.0, 1.5],
+        ];
+        let pairs = [[0, 1], [0, 2], [0, 3], [0, 4], [0, 5]];
+        let cell = Cell::new([10.0; 3]);
+        let mut rows = Rows::default();
+        assert!(rows.build_half(&pairs, 6, &[], (&sites, Some(&cell))));
+        assert_eq!(partners(&rows, 0), vec![(0, vec![2, 3, 5, 4, 1], 0)]);
+        assert!(rows.build_half(&pairs, 6, &[], (&sites, None)));
+        assert_eq!(partners(&rows, 0), vec![(0, vec![3, 5, 4, 1, 2], 0)]);
+        let kinds = [0, 1, 0, 1, 0, 1];
+        assert!(rows.build_half(&pairs, 6, &kinds, (&sites, Some(&cell))));
+        assert_eq!(
+            partners(&rows, 0),
+            vec![(0, vec![2, 4], 0), (1, vec![3, 5, 1], 0)]
+        );
+    }
+
+    /// Every entry's partial is its partner's in its chunk, every row's its body's; a chunk's
+    /// partials are distinct bodies; each body's partials are listed in chunk order, and they
+    /// are all the partials there are.
+    #[test]
+    fn each_half_chunk_gives_its_bodies_one_partial_each_summed_in_chunk_order() {
+        // Two rows of more than a chunk each, then two short ones: three chunks.
+        let n = 3 * PAIR_CHUNK / 2;
+        let mut pairs = Vec::new();
+        for i in [7u32, 2, 9, 4] {
+            let m = if i == 7 || i == 2 { PAIR_CHUNK + 3 } else { 5 };
+            pairs.extend((0..m as u32).map(|k| [i, (i + 1 + k) % n as u32]));
+        }
+        let mut rows = Rows::default();
+        assert!(rows.build_half(&pairs, n, &[], (&[], None)));
+        assert_eq!(rows.chunk_rows, vec![0, 1, 2, 4]);
+        let slot_body = &rows.scratch.slot_body;
+        for c in 0..rows.chunk_rows.len() - 1 {
+            let base = rows.chunk_out[c] as usize;
+            let bodies = &slot_body[base..rows.chunk_out[c + 1] as usize];
+            let mut seen = bodies.to_vec();
+            seen.sort_unstable();
+            seen.dedup();
+            assert_eq!(seen.len(), bodies.len(), "chunk {c}: one partial per body");
+            for r in rows.chunk_rows[c] as usize..rows.chunk_rows[c + 1] as usize {
+                assert_eq!(bodies[rows.slot[r] as usize], rows.body[r]);
+                let g = &rows.groups[rows.group_at[r] as usize..rows.group_at[r + 1] as usize];
+                for g in g {
+                    for e in g.padded() {
+                        let s = rows.partner_slot[e] as usize;
+                        assert_eq!(bodies[s], rows.partner[e][0], "entry {e}");
+                    }
+                }
+            }
+        }
+        let mut listed = 0;
+        for b in 0..n {
+            let of = &rows.of_body[rows.body_at[b] as usize..rows.body_at[b + 1] as usize];
+            assert!(of.windows(2).all(|w| w[0] < w[1]), "body {b}: chunk order");
+            assert!(of.iter().all(|&s| slot_body[s as usize] as usize == b));
+            listed += of.len();
+        }
+        assert_eq!(listed, slot_body.len());
+    }
+}

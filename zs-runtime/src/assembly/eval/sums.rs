@@ -1,0 +1,260 @@
+//! Every sum the engine makes, each in a fixed order, so that its bits depend on neither the
+//! lanes nor the threads: a chunk's term energies ([`chunk_sum`]), a row's eight virtual lanes
+//! ([`virtual_sum`]), the chunks of a pass on rayon's pool ([`over_chunks`]), each body's
+//! partials in chunk order ([`sum_partials`], [`add_partials_by_piece`]), and phase B of the
+//! engine, every form's contributions in table order ([`sum_vector`], [`sum_hessian`]).
+
+use rayon::prelude::*;
+
+use super::{FormList, FormOps, CHUNK};
+use crate::assembly::plan::{PartialPlan, PIECE};
+use crate::model::HessianPart;
+use crate::simd::Lanes;
+
+/// The sum of a chunk of term energies, in a fixed pattern: term `t` into accumulator `t mod 8`,
+/// the eight accumulators added pairwise. Independent sums keep the adder busy, and the pattern
+/// does not depend on the SIMD width or the thread count that produced the terms.
+#[inline]
+pub(crate) fn chunk_sum(e: &[f64]) -> f64 {
+    let mut acc = [0.0; 8];
+    let mut blocks = e.chunks_exact(8);
+    for b in &mut blocks {
+        for (a, x) in acc.iter_mut().zip(b) {
+            *a += x;
+        }
+    }
+    for (a, x) in acc.iter_mut().zip(blocks.remainder()) {
+        *a += x;
+    }
+    tree(&acc)
+}
+
+/// `a[0] + … + a[7]` in one fixed tree.
+#[inline(always)]
+fn tree(a: &[f64; 8]) -> f64 {
+    ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+}
+
+/// The position of each lane in a block of 8 virtual lanes, per part of `L::WIDTH`.
+#[inline(always)]
+pub(crate) fn block_positions<L: Lanes>() -> [L; 8] {
+    let w = L::WIDTH;
+    let mut at = [L::splat(0.0); 8];
+    for (v, a) in at.iter_mut().enumerate().take(8 / w) {
+        *a = L::from_fn(|l| (v * w + l) as f64);
+    }
+    at
+}
+
+/// The sum of a row's 8 virtual lanes (`part(v)`: part `v`'s `L::WIDTH` of them) in one
+/// fixed tree: the same bits on every width.
+#[inline(always)]
+pub(crate) fn virtual_sum<L: Lanes>(part: impl Fn(usize) -> L) -> f64 {
+    let w = L::WIDTH;
+    let mut lanes = [0.0; 8];
+    for v in 0..8 / w {
+        part(v).store(&mut lanes[v * w..]);
+    }
+    tree(&lanes)
+}
+
+/// The outputs of a pass's chunks: chunk `c`'s are `buf[stride·at[c] .. stride·at[c + 1]]`.
+pub(crate) struct Spans<'a> {
+    pub buf: &'a mut [f64],
+    pub at: &'a [u32],
+    pub stride: usize,
+}
+
+/// One chunk's part of a pass: `(chunk, its spans' outputs, its share of the scratch)`, its
+/// energy returned.
+pub(crate) type ChunkFn<'a> = dyn Fn(usize, Option<&mut [f64]>, &mut [f64]) -> f64 + Sync + 'a;
+
+/// `sums[c] = chunk(c, spans of c, scratch[c·per .. (c + 1)·per])` for every chunk `c` of
+/// `sums` (each chunk's scratch `per` entries, the last one's what remains): halves on rayon's
+/// pool when `parallel` — a split allocates nothing, unlike collecting the chunks' slices of
+/// varying length — one chunk at a time at the leaves. A chunk's outputs do not depend on the
+/// split: the same bits on any number of threads.
+pub(crate) fn over_chunks(
+    parallel: bool,
+    spans: Option<Spans<'_>>,
+    (scratch, per): (&mut [f64], usize),
+    sums: &mut [f64],
+    chunk: &ChunkFn<'_>,
+) {
+    split(parallel, 0..sums.len(), spans, (scratch, per), sums, chunk);
+}
+
+fn split(
+    parallel: bool,
+    range: core::ops::Range<usize>,
+    spans: Option<Spans<'_>>,
+    (scratch, per): (&mut [f64], usize),
+    sums: &mut [f64],
+    chunk: &ChunkFn<'_>,
+) {
+    if range.len() > 1 && parallel {
+        let mid = range.start + range.len() / 2;
+        let (s0, s1) = match spans {
+            Some(Spans { buf, at, stride }) => {
+                let cut = (at[mid] - at[range.start]) as usize * stride;
+                let (a, b) = buf.split_at_mut(cut);
+                (
+                    Some(Spans { buf: a, at, stride }),
+                    Some(Spans { buf: b, at, stride }),
+                )
+            }
+            None => (None, None),
+        };
+        let (x0, x1) = scratch.split_at_mut(((mid - range.start) * per).min(scratch.len()));
+        let (e0, e1) = sums.split_at_mut(mid - range.start);
+        rayon::join(
+            || split(true, range.start..mid, s0, (x0, per), e0, chunk),
+            || split(true, mid..range.end, s1, (x1, per), e1, chunk),
+        );
+        return;
+    }
+    let (mut spans, mut scratch) = (spans, scratch);
+    for (c, s) in range.zip(sums) {
+        let out = match spans.take() {
+            Some(Spans { buf, at, stride }) => {
+                let len = (at[c + 1] - at[c]) as usize * stride;
+                let (here, rest) = buf.split_at_mut(len);
+                spans = Some(Spans {
+                    buf: rest,
+                    at,
+                    stride,
+                });
+                Some(here)
+            }
+            None => None,
+        };
+        let (x, rest) = scratch.split_at_mut(per.min(scratch.len()));
+        scratch = rest;
+        *s = chunk(c, out, x);
+    }
+}
+
+/// Each body's `D` values in `grad`: the sum of its partials (`part`, `D` values each) in the
+/// order `of_body[body_at[b] .. body_at[b + 1]]` lists them (chunk order), from zero; bodies in
+/// fixed chunks on rayon's pool when `parallel`.
+pub(crate) fn sum_partials<const D: usize>(
+    parallel: bool,
+    body_at: &[u32],
+    of_body: &[u32],
+    part: &[f64],
+    grad: &mut [f64],
+) {
+    let sum = |first: usize, g: &mut [f64]| {
+        for (b, gb) in (first..).zip(g.chunks_exact_mut(D)) {
+            let mut acc = [0.0; D];
+            for &s in &of_body[body_at[b] as usize..body_at[b + 1] as usize] {
+                let p = &part[s as usize * D..s as usize * D + D];
+                for d in 0..D {
+                    acc[d] += p[d];
+                }
+            }
+            gb.copy_from_slice(&acc);
+        }
+    };
+    if parallel {
+        grad.par_chunks_mut(CHUNK * D)
+            .enumerate()
+            .for_each(|(c, g)| sum(c * CHUNK, g));
+    } else {
+        sum(0, grad);
+    }
+}
+
+/// The partials of `plan` (`part`, `D` values each) that land on the free bodies of `out`
+/// (from `first_body`, a multiple of [`PIECE`]), each added into its body in storage (chunk)
+/// order — a stream through `part`, not a cache miss per partial; `first`: `out` is zeroed
+/// first.
+pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
+    plan: &PartialPlan<K>,
+    part: &[f64],
+    first_body: usize,
+    out: &mut [f64],
+    first: bool,
+) {
+    debug_assert_eq!(first_body % PIECE, 0, "ranges start at a piece");
+    if first {
+        out.fill(0.0);
+    }
+    let pieces = first_body / PIECE..(first_body + out.len() / D).div_ceil(PIECE);
+    for piece in pieces {
+        for &p in plan.by_piece.row(piece) {
+            let (p, b) = (p as usize, plan.body[p as usize] as usize);
+            let o = (b - first_body) * D;
+            let v = &part[p * D..p * D + D];
+            for d in 0..D {
+                out[o + d] += v[d];
+            }
+        }
+    }
+}
+
+/// Phase B for a vector (gradient or third contraction) over the forms that `include` selects,
+/// each form's contributions in turn: per free body, the first form's, then the next one's, ...
+/// (`out` has the free coordinates; zero when no form contributes).
+pub(crate) fn sum_vector<T, const D: usize>(
+    forms: &FormList<T, D>,
+    include: impl Fn(&dyn FormOps<T, D>) -> bool + Sync,
+    free: usize,
+    parallel: bool,
+    out: &mut [f64],
+) {
+    let included = || {
+        forms
+            .iter()
+            .map(|f| &**f)
+            .filter(|&f| f.len() > 0 && include(f))
+    };
+    if included().next().is_none() {
+        out.fill(0.0);
+    } else if parallel && free > PIECE {
+        out.par_chunks_mut(PIECE * D)
+            .enumerate()
+            .for_each(|(c, piece)| {
+                for (i, f) in included().enumerate() {
+                    f.gather_vector(c * PIECE, piece, i == 0);
+                }
+            });
+    } else {
+        for (i, f) in included().enumerate() {
+            f.scatter_vector(out, i == 0);
+        }
+    }
+}
+
+/// Phase B for the Hessian `part` into `values` (the stored blocks of its layout, `blocks` of
+/// them), over the forms that enter it.
+pub(crate) fn sum_hessian<T, const D: usize>(
+    forms: &FormList<T, D>,
+    part: HessianPart,
+    blocks: usize,
+    parallel: bool,
+    values: &mut [f64],
+) {
+    let included = || {
+        forms
+            .iter()
+            .map(|f| &**f)
+            .filter(|&f| f.len() > 0 && f.enters(part))
+    };
+    if parallel && blocks > CHUNK {
+        values
+            .par_chunks_mut(CHUNK * D * D)
+            .enumerate()
+            .for_each(|(c, chunk)| {
+                chunk.fill(0.0);
+                for f in included() {
+                    f.gather_hessian(part, c * CHUNK, chunk);
+                }
+            });
+    } else {
+        values.fill(0.0);
+        for f in included() {
+            f.scatter_hessian(part, values);
+        }
+    }
+}

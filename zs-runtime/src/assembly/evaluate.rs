@@ -1,0 +1,331 @@
+//! Evaluating an [`Assembled`] system: every pass over its forms (phase A, then the sums of
+//! phase B in table order), and its [`Model`] and [`StiffModel`] impls — those of the plain
+//! system (ω = 0) and of its penalized view [`PenalizedAssembly`] (Tao & Owhadi eq. 7).
+
+use super::eval::{sum_hessian, sum_vector, FormOps, Want};
+use super::forms::ThirdForm;
+use super::system::Assembled;
+use super::terms::Terms;
+use crate::model::HessianPart;
+use crate::sparse::{SparseMatrix, SparseSolver};
+use crate::{Model, StiffModel};
+
+impl<T: Terms<D>, const D: usize> Assembled<T, D> {
+    /// `V + ½ω² Σ_c g_c²` as a [`Model`] (eq. 7): what Z&S and the other penalty methods
+    /// integrate.
+    pub fn penalized(&self, omega: f64) -> PenalizedAssembly<'_, T, D> {
+        PenalizedAssembly {
+            system: self,
+            omega,
+        }
+    }
+
+    /// `V` at `q`: without a pass over the terms when the last energy, gradient or Hessian
+    /// evaluation was at this `q` and `omega` (an observer after a step that ended with a
+    /// gradient there), else by an energy pass.
+    pub(crate) fn energy(&self, omega: f64, q: &[f64]) -> f64 {
+        let input = self.inputs(omega, q, &[]);
+        let mut s = self.work();
+        s.refresh(q, &self.refresh_inputs());
+        if !s.valued_at(q, omega) {
+            for f in &mut s.forms {
+                f.evaluate(&self.model.terms, &input, Want::Energy);
+            }
+            s.mark_valued(q, omega);
+        }
+        s.value()
+    }
+
+    /// `∇V` into `g` and `V` returned, from one pass over the terms.
+    pub(crate) fn value_gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) -> f64 {
+        self.check_len(g, "the gradient");
+        let input = self.inputs(omega, q, &[]);
+        let mut s = self.work();
+        s.refresh(q, &self.refresh_inputs());
+        for f in &mut s.forms {
+            f.evaluate(&self.model.terms, &input, Want::Gradient);
+        }
+        s.mark_valued(q, omega);
+        sum_vector(
+            &s.forms,
+            |_| true,
+            self.model.bodies.free,
+            self.is_parallel(),
+            g,
+        );
+        s.value()
+    }
+
+    pub(crate) fn gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) {
+        self.check_len(g, "the gradient");
+        let input = self.inputs(omega, q, &[]);
+        let mut s = self.work();
+        s.refresh(q, &self.refresh_inputs());
+        for f in &mut s.forms {
+            f.evaluate(&self.model.terms, &input, Want::Gradient);
+        }
+        s.mark_valued(q, omega);
+        sum_vector(
+            &s.forms,
+            |_| true,
+            self.model.bodies.free,
+            self.is_parallel(),
+            g,
+        );
+    }
+
+    /// The gradient (if asked) and the Hessian of `want` into `h`.
+    pub(crate) fn gradient_hessian(
+        &self,
+        omega: f64,
+        q: &[f64],
+        g: Option<&mut [f64]>,
+        h: &mut SparseMatrix,
+        want: Want,
+    ) {
+        let input = self.inputs(omega, q, &[]);
+        let part = if want == Want::GradientStiffHessian {
+            HessianPart::Stiff
+        } else {
+            HessianPart::Full
+        };
+        let mut s = self.work();
+        s.refresh(q, &self.refresh_inputs());
+        let layout = s.layout(part, self.model.bodies.free);
+        if h.layout().id() != layout.id() {
+            assert!(
+                s.follows[part.index()],
+                "the matrix was not made for this Hessian (Model::new_matrix with the matching part)"
+            );
+            // The neighbour list was rebuilt: the matrix takes the new pattern (the caller
+            // sees the new `matrix_layout` and remakes its solver).
+            *h = SparseMatrix::zeros(layout.clone());
+        }
+        if !s.forms.iter().all(|f| f.has_hessians(part)) {
+            // A matrix made elsewhere: the buffers were not reserved at set-up.
+            s.reserve_hessians(self.model.bodies.free, part);
+        }
+        for f in &mut s.forms {
+            f.evaluate(&self.model.terms, &input, want);
+        }
+        s.mark_valued(q, omega);
+        if want == Want::GradientHessianThird {
+            s.mark_kept(q, omega);
+        }
+        if let Some(g) = g {
+            self.check_len(g, "the gradient");
+            sum_vector(
+                &s.forms,
+                |_| true,
+                self.model.bodies.free,
+                self.is_parallel(),
+                g,
+            );
+        }
+        sum_hessian(
+            &s.forms,
+            part,
+            layout.blocks(),
+            self.is_parallel(),
+            h.values_mut(),
+        );
+    }
+
+    pub(crate) fn third(&self, omega: f64, q: &[f64], a: &[f64], out: &mut [f64]) {
+        self.check_len(a, "the direction");
+        self.check_len(out, "the third contraction");
+        let input = self.inputs(omega, q, a);
+        let mut s = self.work();
+        s.refresh(q, &self.refresh_inputs());
+        let kept = s.tensors_kept_at(q, omega);
+        for f in &mut s.forms {
+            f.evaluate(&self.model.terms, &input, Want::Third { kept });
+        }
+        let nonzero = |f: &dyn FormOps<T, D>| f.info().third != ThirdForm::Zero;
+        sum_vector(
+            &s.forms,
+            nonzero,
+            self.model.bodies.free,
+            self.is_parallel(),
+            out,
+        );
+    }
+
+    /// `Hess V_ω(q) · a` into `out`, term by term (no matrix).
+    pub(crate) fn hessian_vector(&self, omega: f64, q: &[f64], a: &[f64], out: &mut [f64]) {
+        self.check_len(a, "the direction");
+        self.check_len(out, "the Hessian-vector product");
+        let input = self.inputs(omega, q, a);
+        let mut s = self.work();
+        s.refresh(q, &self.refresh_inputs());
+        for f in &mut s.forms {
+            f.evaluate(&self.model.terms, &input, Want::HessianVector);
+        }
+        sum_vector(
+            &s.forms,
+            |_| true,
+            self.model.bodies.free,
+            self.is_parallel(),
+            out,
+        );
+    }
+
+    fn make_matrix(&self, part: HessianPart) -> SparseMatrix {
+        self.work().reserve_hessians(self.model.bodies.free, part);
+        SparseMatrix::zeros(self.hessian_layout(part))
+    }
+
+    fn make_solver(&self, part: HessianPart) -> SparseSolver {
+        SparseSolver::new(self.hessian_layout(part), self.backend())
+    }
+
+    fn kinetic(&self, v: &[f64]) -> f64 {
+        self.check_len(v, "v");
+        let masses = &self.model.masses;
+        0.5 * crate::vector::tree_sum(0..v.len(), &|r| {
+            v[r.clone()]
+                .iter()
+                .zip(&masses[r])
+                .map(|(v, m)| m * v * v)
+                .sum::<f64>()
+        })
+    }
+}
+
+/// `V + ½ω² Σ_c g_c²` of an [`Assembled`] system, returned by [`Assembled::penalized`].
+#[derive(Debug)]
+pub struct PenalizedAssembly<'a, T, const D: usize> {
+    /// The constrained system.
+    pub system: &'a Assembled<T, D>,
+    /// Penalty frequency ω.
+    pub omega: f64,
+}
+
+impl<T, const D: usize> Clone for PenalizedAssembly<'_, T, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const D: usize> Copy for PenalizedAssembly<'_, T, D> {}
+
+/// The [`Model`] and [`StiffModel`] impls of [`Assembled`] (ω = 0) and
+/// [`PenalizedAssembly`] (its ω): one body, two types, through `as_system()` and `penalty()`.
+macro_rules! assembled_model {
+    ($ty:ty) => {
+        impl<T: Terms<D>, const D: usize> Model<Vec<f64>> for $ty {
+            fn dimension(&self) -> usize {
+                self.as_system().model.bodies.free * D
+            }
+            fn matrix_layout(&self, part: HessianPart) -> u64 {
+                self.as_system().hessian_layout(part).id()
+            }
+            fn new_matrix(&self, part: HessianPart) -> SparseMatrix {
+                self.as_system().make_matrix(part)
+            }
+            fn new_solver(&self, part: HessianPart) -> SparseSolver {
+                self.as_system().make_solver(part)
+            }
+            fn masses_into(&self, m: &mut Vec<f64>) {
+                crate::vector::copy_long(m, &self.as_system().model.masses);
+            }
+            fn masses_into_slice(&self, m: &mut [f64]) {
+                crate::vector::copy_long(m, &self.as_system().model.masses);
+            }
+            fn masses_slice(&self) -> Option<&[f64]> {
+                Some(&self.as_system().model.masses)
+            }
+            fn kinetic_energy(&self, v: &Vec<f64>) -> f64 {
+                self.as_system().kinetic(v)
+            }
+            fn potential_at(&self, q: &Vec<f64>) -> f64 {
+                self.as_system().energy(self.penalty(), q)
+            }
+            fn gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) {
+                self.as_system().gradient(self.penalty(), q, g);
+            }
+            fn value_gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) -> f64 {
+                self.as_system().value_gradient(self.penalty(), q, g)
+            }
+            fn hessian_into(&self, q: &Vec<f64>, h: &mut SparseMatrix) {
+                self.as_system().gradient_hessian(
+                    self.penalty(),
+                    q,
+                    None,
+                    h,
+                    Want::GradientHessian,
+                );
+            }
+            fn gradient_hessian_into(&self, q: &Vec<f64>, g: &mut Vec<f64>, h: &mut SparseMatrix) {
+                self.as_system().gradient_hessian(
+                    self.penalty(),
+                    q,
+                    Some(g),
+                    h,
+                    Want::GradientHessian,
+                );
+            }
+            fn gradient_hessian_keeping_third_into(
+                &self,
+                q: &Vec<f64>,
+                g: &mut Vec<f64>,
+                h: &mut SparseMatrix,
+            ) {
+                self.as_system().gradient_hessian(
+                    self.penalty(),
+                    q,
+                    Some(g),
+                    h,
+                    Want::GradientHessianThird,
+                );
+            }
+            fn third_contraction_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
+                self.as_system().third(self.penalty(), q, a, out);
+            }
+            fn hessian_vector_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
+                self.as_system().hessian_vector(self.penalty(), q, a, out);
+            }
+        }
+
+        impl<T: Terms<D>, const D: usize> StiffModel<Vec<f64>> for $ty {
+            fn gradient_stiff_hessian_into(
+                &self,
+                q: &Vec<f64>,
+                g: &mut Vec<f64>,
+                h: &mut SparseMatrix,
+            ) {
+                self.as_system().gradient_hessian(
+                    self.penalty(),
+                    q,
+                    Some(g),
+                    h,
+                    Want::GradientStiffHessian,
+                );
+            }
+        }
+    };
+}
+
+impl<T, const D: usize> Assembled<T, D> {
+    #[inline]
+    fn as_system(&self) -> &Self {
+        self
+    }
+    #[inline]
+    fn penalty(&self) -> f64 {
+        0.0
+    }
+}
+
+impl<T, const D: usize> PenalizedAssembly<'_, T, D> {
+    #[inline]
+    fn as_system(&self) -> &Assembled<T, D> {
+        self.system
+    }
+    #[inline]
+    fn penalty(&self) -> f64 {
+        self.omega
+    }
+}
+
+assembled_model!(Assembled<T, D>);
+assembled_model!(PenalizedAssembly<'_, T, D>);

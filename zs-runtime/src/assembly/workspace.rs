@@ -1,0 +1,228 @@
+//! The mutable half of an assembled system: one evaluation state ([`Workspace`]) — every
+//! form's buffers, the neighbour list, the Hessian patterns that follow it, and the caches of
+//! the last evaluation. The immutable half, the model ([`super::system::Assembly`]: terms,
+//! topology, masses, and through the forms the plans, shared), is read by as many states at
+//! once as there are trajectories evaluating it (faer's symbolic/numeric split; JAX-MD threads
+//! its neighbour list through the caller the same way). A state follows one trajectory: its
+//! neighbour list is rebuilt when that trajectory's bodies moved more than half the skin.
+
+use std::sync::Arc;
+
+use super::eval::pairs::PairStrategy;
+use super::eval::{FormList, FormOps, NewList};
+use super::neighbors::Neighbors;
+use super::plan::{Bodies, PINNED};
+use crate::model::HessianPart;
+use crate::sparse::BlockLayout;
+
+/// One evaluation state of an assembled model (see the [module docs](self)).
+pub(crate) struct Workspace<T, const D: usize> {
+    pub forms: Vec<Box<dyn FormOps<T, D>>>,
+    /// The tensors of the [`super::ThirdForm::Tensor`] forms were kept by a
+    /// `GradientHessianThird` pass at `kept_q` and `kept_omega` (when `kept`).
+    kept_q: Vec<f64>,
+    kept_omega: f64,
+    kept: bool,
+    /// Every form's term energies are those at `valued_q` and `valued_omega` (when `valued`):
+    /// the last energy, gradient or Hessian pass computed them (the energy comes with the
+    /// gradient from the same kernel pass), so `V` there is their sum, without a pass.
+    valued_q: Vec<f64>,
+    valued_omega: f64,
+    valued: bool,
+    /// The pair cutoff's neighbour list, the reference sites it is built from, its pairs.
+    pub neighbors: Option<Neighbors>,
+    sites: Vec<[f64; 3]>,
+    pairs: Vec<[u32; 2]>,
+    /// The block patterns of `Hess V` and of the stiff Hessian (indexed by [`HessianPart::index`]).
+    layouts: [Arc<BlockLayout>; 2],
+    /// Per part: its pattern follows the neighbour list (a cutoff pair form enters it), and
+    /// whether the list has changed since the pattern was made.
+    pub follows: [bool; 2],
+    stale: [bool; 2],
+}
+
+/// The block pattern of `part` over the current terms of `forms` (the pairs of a form's
+/// terms that enter it), with every form's Hessian gathers attached to it.
+pub(crate) fn attached_layout<T, const D: usize>(
+    forms: &mut FormList<T, D>,
+    part: HessianPart,
+    free: usize,
+) -> Arc<BlockLayout> {
+    let mut coupled = Vec::new();
+    for f in forms.iter().filter(|f| f.enters(part)) {
+        f.couplings(&mut coupled);
+    }
+    let layout = BlockLayout::new(D, free, coupled);
+    for f in forms.iter_mut() {
+        f.attach(part, &layout);
+    }
+    layout
+}
+
+/// True when `stored` is exactly `q` (bit for bit).
+fn same_bits(stored: &[f64], q: &[f64]) -> bool {
+    crate::vector::same_bits_slices(stored, q)
+}
+
+impl<T, const D: usize> Workspace<T, D> {
+    /// The state of freshly set-up `forms`, their patterns `layouts` (`follows`: those made
+    /// anew from each neighbour list), the list `neighbors`, for `free` free bodies.
+    pub fn new(
+        forms: Vec<Box<dyn FormOps<T, D>>>,
+        layouts: [Arc<BlockLayout>; 2],
+        follows: [bool; 2],
+        neighbors: Option<Neighbors>,
+        free: usize,
+    ) -> Self {
+        Self {
+            forms,
+            kept_q: Vec::new(),
+            kept_omega: 0.0,
+            kept: false,
+            valued_q: vec![0.0; free * D],
+            valued_omega: 0.0,
+            valued: false,
+            neighbors,
+            sites: Vec::new(),
+            pairs: Vec::new(),
+            layouts,
+            follows,
+            stale: [false; 2],
+        }
+    }
+
+    /// A state for another trajectory of the same model: the forms' plans shared, the rest
+    /// its own, nothing cached and no neighbour list yet (the patterns that follow one are
+    /// made from its own first list).
+    pub fn replica(&self) -> Self {
+        let forms = self.forms.iter().map(|f| f.replica()).collect();
+        let mut r = Self::new(
+            forms,
+            self.layouts.clone(),
+            self.follows,
+            self.neighbors.as_ref().map(Neighbors::fresh),
+            self.valued_q.len() / D,
+        );
+        r.kept_q.resize(self.kept_q.len(), 0.0);
+        r
+    }
+
+    /// True when the tensors were kept at exactly `q` and `omega` (bit for bit).
+    pub fn tensors_kept_at(&self, q: &[f64], omega: f64) -> bool {
+        self.kept && self.kept_omega.to_bits() == omega.to_bits() && same_bits(&self.kept_q, q)
+    }
+
+    /// The tensors were just kept at `q` and `omega`.
+    pub fn mark_kept(&mut self, q: &[f64], omega: f64) {
+        self.kept_q.copy_from_slice(q);
+        self.kept_omega = omega;
+        self.kept = true;
+    }
+
+    /// True when the term energies are those at exactly `q` and `omega`.
+    pub fn valued_at(&self, q: &[f64], omega: f64) -> bool {
+        self.valued
+            && self.valued_omega.to_bits() == omega.to_bits()
+            && same_bits(&self.valued_q, q)
+    }
+
+    /// The term energies were just computed at `q` and `omega`.
+    pub fn mark_valued(&mut self, q: &[f64], omega: f64) {
+        crate::vector::copy_long(&mut self.valued_q, q);
+        self.valued_omega = omega;
+        self.valued = true;
+    }
+
+    /// `V`: the sum of every form's term energies, forms in table order (each form's in
+    /// fixed chunks, see `eval`).
+    pub fn value(&self) -> f64 {
+        let mut e = 0.0;
+        for f in &self.forms {
+            f.add_energy(&mut e);
+        }
+        e
+    }
+
+    /// Under a pair cutoff: rebuild the pair list when a body moved more than half the skin
+    /// since the last build (the reference sites of every body at `q`), and give it to the
+    /// pair forms.
+    pub fn refresh(&mut self, q: &[f64], at: &Refresh<'_, D>) {
+        let Some(nb) = self.neighbors.as_mut() else {
+            return;
+        };
+        let bodies = at.bodies;
+        let site = |b: usize| -> [f64; 3] {
+            let f = bodies.free_of[b];
+            let x = if f == PINNED {
+                &at.pins[b][..3]
+            } else {
+                &q[f as usize * D..f as usize * D + 3]
+            };
+            [x[0], x[1], x[2]]
+        };
+        if !nb.stale_at(bodies.free_of.len(), site) {
+            return;
+        }
+        self.sites.clear();
+        self.sites.extend((0..bodies.free_of.len()).map(site));
+        nb.build(&self.sites, at.kinds, &mut self.pairs);
+        self.give_pairs(at);
+    }
+
+    /// The current pair list to the pair forms (again, after a change of strategy).
+    pub fn give_pairs(&mut self, at: &Refresh<'_, D>) {
+        let Some(nb) = self.neighbors.as_ref() else {
+            return;
+        };
+        let cell = nb.cell();
+        let list = NewList {
+            pairs: &self.pairs,
+            bodies: at.bodies,
+            kinds: at.kinds,
+            sites: (&self.sites, cell.as_ref()),
+            within: nb.within(),
+            strategy: at.strategy,
+        };
+        for f in &mut self.forms {
+            f.set_pairs(&list);
+        }
+        self.valued = false;
+        self.kept = false;
+        self.stale = self.follows;
+    }
+
+    /// True once a neighbour list was built.
+    pub fn has_pairs(&self) -> bool {
+        !self.sites.is_empty()
+    }
+
+    /// The pattern of `part`, remade from the current pair list when it follows the list and
+    /// the list has changed: every pair of the list (within cutoff + skin) has its block, so the
+    /// pattern holds until the next rebuild, and every form's gathers are attached to it anew.
+    pub fn layout(&mut self, part: HessianPart, free: usize) -> Arc<BlockLayout> {
+        let p = part.index();
+        if self.stale[p] {
+            self.layouts[p] = attached_layout(&mut self.forms, part, free);
+            self.stale[p] = false;
+        }
+        self.layouts[p].clone()
+    }
+
+    /// Make room for the local Hessians of `part` (set-up, when a matrix is made).
+    pub fn reserve_hessians(&mut self, free: usize, part: HessianPart) {
+        for f in &mut self.forms {
+            f.reserve_hessians(part);
+        }
+        self.kept_q.resize(free * D, 0.0);
+        self.kept = false;
+    }
+}
+
+/// What a neighbour-list build reads of the model and the evaluator.
+pub(crate) struct Refresh<'a, const D: usize> {
+    pub bodies: &'a Bodies,
+    pub pins: &'a [[f64; D]],
+    /// Every body's type (empty: untyped).
+    pub kinds: &'a [u32],
+    pub strategy: PairStrategy,
+}
