@@ -2,8 +2,9 @@
 //! from per-term kernels ([`Terms`]) and a [`Topology`]: the model ([`Assembly`], immutable and
 //! shared) and one evaluation state of it ([`super::workspace::Workspace`]).
 
-use std::cell::{RefCell, RefMut};
 use std::sync::Arc;
+
+use atomic_refcell::{AtomicRefCell, AtomicRefMut};
 
 use super::cell::Cell;
 use super::eval::pairs::{CutoffPairs, PairStrategy};
@@ -104,8 +105,9 @@ pub(crate) struct Assembly<T, const D: usize> {
 ///
 /// **One model, many evaluation states.** An `Assembled` is the model (immutable, shared) and
 /// one evaluation state of it: buffers, the neighbour list, the caches of the last
-/// evaluation, which follow one trajectory. It is [`Send`], not [`Sync`]: to evaluate the same
-/// model along several trajectories at once — replicas side by side on a pool's threads —
+/// evaluation, which follow one trajectory. There is no lock: a state evaluates one point at a
+/// time, and two threads evaluating the same state at once is a panic, not a wait. To evaluate
+/// the model along several trajectories at once — replicas side by side on a pool's threads —
 /// give each its own [`Assembled::replica`], which shares the model and its plans and makes
 /// the rest anew. Each state's results are those it would give alone, bit for bit.
 ///
@@ -113,7 +115,7 @@ pub(crate) struct Assembly<T, const D: usize> {
 /// non-excluded pair; a replica adds its own buffers and neighbour list, not the model.
 pub struct Assembled<T, const D: usize> {
     pub(crate) model: Arc<Assembly<T, D>>,
-    work: RefCell<Workspace<T, D>>,
+    work: AtomicRefCell<Workspace<T, D>>,
     parallel: bool,
     /// The SIMD instruction set of the energy and gradient passes.
     isa: Isa,
@@ -201,7 +203,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 kinds,
                 counts,
             }),
-            work: RefCell::new(work),
+            work: AtomicRefCell::new(work),
             parallel: terms_count >= PARALLEL_BY_DEFAULT_ABOVE,
             isa: simd::selected(),
             backend: Backend::Auto,
@@ -216,7 +218,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     pub fn replica(&self) -> Self {
         Self {
             model: self.model.clone(),
-            work: RefCell::new(self.work().replica()),
+            work: AtomicRefCell::new(self.work().replica()),
             parallel: self.parallel,
             isa: self.isa,
             backend: self.backend,
@@ -444,9 +446,16 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         );
     }
 
-    /// The evaluation state (one evaluation at a time: an `Assembled` is not `Sync`).
-    pub(crate) fn work(&self) -> RefMut<'_, Workspace<T, D>> {
-        self.work.borrow_mut()
+    /// The evaluation state, for one evaluation at a time: a borrow flag, not a lock — a
+    /// second evaluation of the same state while one runs (from another thread) is a
+    /// programming error, reported here.
+    pub(crate) fn work(&self) -> AtomicRefMut<'_, Workspace<T, D>> {
+        self.work.try_borrow_mut().unwrap_or_else(|_| {
+            panic!(
+                "an assembled system's evaluation state is evaluated by two threads at once: \
+                 give each thread (each trajectory) its own Assembled::replica()"
+            )
+        })
     }
 
     /// What a neighbour-list build reads.

@@ -28,9 +28,9 @@ use super::{state_file, IntegratorName, RunArgs};
 use crate::water::ClusterGuard;
 
 /// An assembled system's constrained model, type-erased (see the [module docs](self)).
-pub(crate) type DynConstrained<'a> = dyn ConstrainedModel<Vec<f64>, Vec<f64>> + 'a;
+pub(crate) type DynConstrained<'a> = dyn ConstrainedModel<Vec<f64>, Vec<f64>> + Sync + 'a;
 /// An assembled system's (penalized) potential, type-erased.
-pub(crate) type DynStiff<'a> = dyn StiffModel<Vec<f64>> + 'a;
+pub(crate) type DynStiff<'a> = dyn StiffModel<Vec<f64>> + Sync + 'a;
 
 /// What a run does with its final `q` and `v` once it completed.
 pub(crate) type AtEnd<'a> = dyn Fn(&[f64], &[f64]) -> Result<(), CliError> + Sync + 'a;
