@@ -161,7 +161,7 @@ pub(super) fn eval_from_data<M: Model<Vec<f64>>>(
 ///
 /// # Errors
 /// What the run reports.
-pub(super) fn run_with_neighbors<T: zs_runtime::assembly::Terms<3>>(
+pub(super) fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync>(
     job: &Job<'_>,
     system: &zs_runtime::assembly::Assembled<T, 3>,
     state: zs_runtime::DynState,
