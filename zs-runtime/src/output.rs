@@ -39,7 +39,9 @@ use crate::observers::{total_energy, Observer};
 use crate::vector::Vector;
 use crate::{Model, StateOf, StepError};
 
-type Residual<'a, V> = Box<dyn Fn(&V) -> f64 + 'a>;
+/// A column that is a function of `q`; `Send + Sync`, so that a recorder goes with its replica
+/// to whichever thread steps it.
+type Residual<'a, V> = Box<dyn Fn(&V) -> f64 + Send + Sync + 'a>;
 
 /// Writes every k-th state of a run to a CSV file (see the [module docs](self)).
 ///
@@ -157,7 +159,7 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
     }
 
     /// Add a `constraint_norm` column: `‖g(q)‖` of `system`.
-    pub fn with_constraints<S: ConstrainedModel<V, C> + ?Sized, C: Vector>(
+    pub fn with_constraints<S: ConstrainedModel<V, C> + Sync + ?Sized, C: Vector>(
         mut self,
         system: &'a S,
     ) -> Self
@@ -173,7 +175,11 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
 
     /// Add a column `name` holding `f(q)` of every recorded state (e.g. the rigid body's
     /// distance from SO(3)). Set up before the run: nothing is allocated per row.
-    pub fn with_column(mut self, name: impl Into<String>, f: impl Fn(&V) -> f64 + 'a) -> Self {
+    pub fn with_column(
+        mut self,
+        name: impl Into<String>,
+        f: impl Fn(&V) -> f64 + Send + Sync + 'a,
+    ) -> Self {
         self.columns.push((name.into(), Box::new(f)));
         self
     }

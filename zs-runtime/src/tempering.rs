@@ -27,6 +27,11 @@
 //! A replica whose step fails (a typed [`StepError`]) stops where it failed; the pairs it
 //! belongs to are no longer attempted, and the others run to the end ([`Tempering::failures`]).
 //!
+//! **Side by side.** A model that keeps evaluation state (an assembled system: its buffers and
+//! neighbour list) gives each replica its own state of the one model (`Assembled::replica`);
+//! [`Tempering::advance_side_by_side`] then steps the replicas at once on rayon's pool, each
+//! with its own, to the bits of stepping them in turn ([`Tempering::advance_each`]).
+//!
 //! Several processes (MPI ranks) share a ladder by each holding a block of replicas
 //! ([`Tempering::block`]); before a round they combine their replicas' energies
 //! ([`Tempering::energies_into`]) into the whole vector and each calls
@@ -319,6 +324,44 @@ pub struct Replica<S, V: Vector> {
     pub failure: Option<StepError>,
 }
 
+impl<S, V: Vector> Replica<S, V> {
+    /// `steps` steps on `target` unless it failed, `observe` after each.
+    fn advance<P>(&mut self, target: &P, steps: u64, mut observe: impl FnMut(&P, &StateOf<V>))
+    where
+        P: Model<V> + ?Sized,
+        S: Stepper<P, V>,
+    {
+        for _ in 0..steps {
+            if self.failure.is_some() {
+                break;
+            }
+            match self.stepper.step(target, &mut self.state) {
+                Ok(()) => observe(target, &self.state),
+                Err(e) => self.failure = Some(e),
+            }
+        }
+    }
+
+    /// Its potential energy on `target` (NaN once failed). A replica whose energy is not
+    /// finite (a state that overflowed without a step noticing) fails here, with a
+    /// [`StepError`] of its last step: its swaps could not be decided.
+    fn energy<P: Model<V> + ?Sized>(&mut self, target: &P) -> f64 {
+        if self.failure.is_some() {
+            return f64::NAN;
+        }
+        let e = target.potential_at(&self.state.q);
+        if !e.is_finite() {
+            self.failure = Some(StepError::non_finite(
+                self.stepper.steps_taken(),
+                self.state.t,
+                Quantity::Other("potential energy at a replica exchange"),
+            ));
+            return f64::NAN;
+        }
+        e
+    }
+}
+
 /// Replicas of one model under replica exchange (see the [module docs](self)): all of them, or
 /// the block `first .. first + len` one process owns when several share the work (each process
 /// holds the whole [`Exchanges`] and reaches the same decisions from the same energies).
@@ -499,16 +542,9 @@ impl<S, V: Vector> Tempering<S, V> {
         P: Model<V> + ?Sized,
         S: Stepper<P, V>,
     {
+        let first = self.first;
         for (k, r) in self.replicas.iter_mut().enumerate() {
-            for _ in 0..steps {
-                if r.failure.is_some() {
-                    break;
-                }
-                match r.stepper.step(target, &mut r.state) {
-                    Ok(()) => observe(self.first + k, &r.state),
-                    Err(e) => r.failure = Some(e),
-                }
-            }
+            r.advance(target, steps, |_, s| observe(first + k, s));
         }
     }
 
@@ -521,16 +557,82 @@ impl<S, V: Vector> Tempering<S, V> {
         S: Stepper<P, V> + Send,
         V: Send,
     {
-        self.replicas.par_iter_mut().for_each(|r| {
-            for _ in 0..steps {
-                if r.failure.is_some() {
-                    break;
-                }
-                if let Err(e) = r.stepper.step(target, &mut r.state) {
-                    r.failure = Some(e);
-                }
-            }
-        });
+        self.replicas
+            .par_iter_mut()
+            .for_each(|r| r.advance(target, steps, |_, _| {}));
+    }
+
+    /// Advance every live replica held here by `steps` steps, one after another, each with its
+    /// own evaluation state of the model — `targets[k]` for the `k`-th replica held (one model,
+    /// a state per trajectory: `Assembled::replica`) — and its own observer `observers[k]`,
+    /// called as `observe(observer, target, state)` after each step.
+    ///
+    /// # Panics
+    /// Unless there is one target and one observer per replica held here.
+    pub fn advance_each<P, O>(
+        &mut self,
+        targets: &[&P],
+        observers: &mut [O],
+        steps: u64,
+        observe: impl Fn(&mut O, &P, &StateOf<V>),
+    ) where
+        P: Model<V> + ?Sized,
+        S: Stepper<P, V>,
+    {
+        self.check_each(targets.len(), observers.len());
+        for ((r, &target), o) in self.replicas.iter_mut().zip(targets).zip(observers) {
+            r.advance(target, steps, |p, s| observe(o, p, s));
+        }
+    }
+
+    /// [`Tempering::advance_each`] with the replicas side by side on rayon's current pool, as
+    /// many at once as it has threads: each replica's trajectory is its own (its stepper, its
+    /// state, its evaluation state of the model), so the bits are those of
+    /// [`Tempering::advance_each`] whatever the thread count.
+    ///
+    /// # Panics
+    /// Unless there is one target and one observer per replica held here.
+    pub fn advance_side_by_side<P, O>(
+        &mut self,
+        targets: &[&P],
+        observers: &mut [O],
+        steps: u64,
+        observe: impl Fn(&mut O, &P, &StateOf<V>) + Sync,
+    ) where
+        P: Model<V> + Sync + ?Sized,
+        S: Stepper<P, V> + Send,
+        V: Send,
+        O: Send,
+    {
+        self.check_each(targets.len(), observers.len());
+        self.replicas
+            .par_iter_mut()
+            .zip(targets)
+            .zip(observers)
+            .for_each(|((r, &target), o)| r.advance(target, steps, |p, s| observe(o, p, s)));
+    }
+
+    fn check_each(&self, targets: usize, observers: usize) {
+        assert!(
+            targets == self.replicas.len() && observers == self.replicas.len(),
+            "one target and one observer per replica held ({}): {targets} and {observers}",
+            self.replicas.len()
+        );
+    }
+
+    /// [`Tempering::energies_into`] with each replica's own evaluation state `targets[k]`.
+    ///
+    /// # Panics
+    /// Unless there is one target per replica held here.
+    pub fn energies_each<P>(&mut self, targets: &[&P], energy: &mut [f64])
+    where
+        P: Model<V> + ?Sized,
+    {
+        self.check_each(targets.len(), targets.len());
+        let first = self.first;
+        for (k, (r, &target)) in self.replicas.iter_mut().zip(targets).enumerate() {
+            energy[first + k] = r.energy(target);
+        }
     }
 
     /// The potential energies of the replicas held here, into their places of `energy` (one
@@ -543,19 +645,7 @@ impl<S, V: Vector> Tempering<S, V> {
         P: Model<V> + ?Sized,
     {
         for (k, r) in self.replicas.iter_mut().enumerate() {
-            let e = if r.failure.is_none() {
-                target.potential_at(&r.state.q)
-            } else {
-                f64::NAN
-            };
-            if !e.is_finite() && r.failure.is_none() {
-                r.failure = Some(StepError::non_finite(
-                    r.stepper.steps_taken(),
-                    r.state.t,
-                    Quantity::Other("potential energy at a replica exchange"),
-                ));
-            }
-            energy[self.first + k] = if r.failure.is_none() { e } else { f64::NAN };
+            energy[self.first + k] = r.energy(target);
         }
     }
 

@@ -15,13 +15,18 @@
 //! (over the recorded rows), `energy_max_drift` (`max |E − E0|` over the recorded rows), and
 //! with constraints `constraint_norm_max`. A replica whose run stops (a typed step error, a
 //! guard) is reported with status `stopped` and its error, the others run to the end, and the
-//! command then exits with the first failure. The replicas run one after another, each on the
-//! `--threads` pool.
+//! command then exits with the first failure. The replicas a rank holds run side by side on its
+//! `--threads` pool (each its own run, with its own evaluation state of the model), each
+//! replica's lines printed whole when it ends; the files are those of running them in turn.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use super::error::CliError;
+use super::job::in_pool;
+use super::output;
 use super::ranks::{bits, text_words, words_text, Ranks};
 use super::run::{check_named_checkpoint, run};
 use super::RunArgs;
@@ -177,57 +182,30 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
     let held = ranks.block(total);
     // Per replica: its status (1 completed, 2 stopped), its figures' bits, its error's text.
     let mut words = vec![0_u64; total * RECORD];
-    for k in held.clone() {
-        let mut r = args.run.clone();
-        r.seed = Some(seed_of(k));
-        if let (Some(sweep), Some(v)) = (&args.sweep, value_of(k)) {
-            sweep.apply(&mut r, v);
-        }
-        let out = args.out_dir.join(format!("replica-{k}.csv"));
-        r.out = Some(out.clone());
-        let resumed = match checkpointing(args, k, &out) {
-            Resume::Done => {
-                println!(
-                    "== replica {k}: completed before the interruption ({})",
-                    out.display()
-                );
-                write_record(&mut words[k * RECORD..(k + 1) * RECORD], figures(&out));
-                continue;
-            }
-            Resume::From(ck) => {
-                r.checkpoint = Some(ck.clone());
-                r.resume = Some(ck);
-                true
-            }
-            Resume::Fresh(ck) => {
-                r.checkpoint = ck;
-                r.resume = None;
-                false
-            }
-        };
-        if resumed {
-            println!("== replica {k}: resumed from its checkpoint");
-        }
-        match (&args.sweep, value_of(k)) {
-            (Some(sweep), Some(v)) => println!(
-                "== replica {k} of {total} (seed {}, {} = {v})",
-                seed_of(k),
-                sweep.name
-            ),
-            _ => println!("== replica {k} of {total} (seed {})", seed_of(k)),
-        }
+    // The replicas this rank holds, side by side on its `--threads` pool, each with its lines
+    // collected and printed whole when it ends.
+    let side_by_side = held.len() > 1;
+    let outcomes: Vec<(usize, Outcome)> = in_pool(args.run.threads, || {
+        held.clone()
+            .into_par_iter()
+            .map(|k| {
+                let (outcome, text) = output::captured(|| {
+                    let at = (k, held.start, total);
+                    replica(args, at, side_by_side, &value_of, &seed_of)
+                });
+                print!("{text}");
+                (k, outcome)
+            })
+            .collect()
+    });
+    for (k, outcome) in outcomes {
         let record = &mut words[k * RECORD..(k + 1) * RECORD];
-        let outcome = match run(&r) {
+        match outcome {
+            Outcome::Figures(figures) => write_record(record, figures),
             // The options are the same for every replica: one refused before it ran (not
             // stopped on a step) is all refused.
-            Err(e) if k == held.start && !matches!(e, CliError::Stopped { .. }) => return Err(e),
-            outcome => outcome.map_err(|e| e.to_string()),
-        };
-        let figures = outcome.and_then(|()| figures(&out));
-        if let Err(e) = &figures {
-            println!("  replica {k} stopped: {e}");
+            Outcome::Refused(e) => return Err(e),
         }
-        write_record(record, figures);
     }
     ranks.combine(&mut words);
     let rows: Vec<Row> = words
@@ -251,7 +229,7 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
     }
     let stopped: Vec<usize> = (0..total).filter(|&k| rows[k].figures.is_err()).collect();
     if ranks.is_root() {
-        println!(
+        say!(
             "== ensemble: {} of {total} replicas completed on {} rank(s); summary {}",
             total - stopped.len(),
             ranks.size(),
@@ -266,6 +244,74 @@ pub fn ensemble(args: &EnsembleArgs) -> Result<(), CliError> {
             first: k,
             error: rows[k].figures.clone().err().unwrap_or_default(),
         }),
+    }
+}
+
+/// How a replica ended: its figures (or why it stopped), or refused before it ran.
+enum Outcome {
+    Figures(Result<[f64; 6], String>),
+    Refused(CliError),
+}
+
+/// Replica `k` of `total`: `zs run` with its seed (and swept value), its lines said as a run's
+/// (`side_by_side`: without a progress bar); refused when it is this rank's `first` and cannot
+/// start.
+fn replica(
+    args: &EnsembleArgs,
+    (k, first, total): (usize, usize, usize),
+    side_by_side: bool,
+    value_of: &(dyn Fn(usize) -> Option<f64> + Sync),
+    seed_of: &(dyn Fn(usize) -> u64 + Sync),
+) -> Outcome {
+    let mut r = args.run.clone();
+    r.seed = Some(seed_of(k));
+    r.quiet |= side_by_side;
+    if let (Some(sweep), Some(v)) = (&args.sweep, value_of(k)) {
+        sweep.apply(&mut r, v);
+    }
+    let out = args.out_dir.join(format!("replica-{k}.csv"));
+    r.out = Some(out.clone());
+    let resumed = match checkpointing(args, k, &out) {
+        Resume::Done => {
+            say!(
+                "== replica {k}: completed before the interruption ({})",
+                out.display()
+            );
+            return Outcome::Figures(figures(&out));
+        }
+        Resume::From(ck) => {
+            r.checkpoint = Some(ck.clone());
+            r.resume = Some(ck);
+            true
+        }
+        Resume::Fresh(ck) => {
+            r.checkpoint = ck;
+            r.resume = None;
+            false
+        }
+    };
+    if resumed {
+        say!("== replica {k}: resumed from its checkpoint");
+    }
+    match (&args.sweep, value_of(k)) {
+        (Some(sweep), Some(v)) => say!(
+            "== replica {k} of {total} (seed {}, {} = {v})",
+            seed_of(k),
+            sweep.name
+        ),
+        _ => say!("== replica {k} of {total} (seed {})", seed_of(k)),
+    }
+    match run(&r) {
+        Err(e) if !matches!(e, CliError::Stopped { .. }) && k == first => Outcome::Refused(e),
+        outcome => {
+            let figures = outcome
+                .map_err(|e| e.to_string())
+                .and_then(|()| figures(&out));
+            if let Err(e) = &figures {
+                say!("  replica {k} stopped: {e}");
+            }
+            Outcome::Figures(figures)
+        }
     }
 }
 

@@ -32,12 +32,21 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// `println!` for what a run says: to stdout, or to the buffer of a replica running beside
+/// others ([`output`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::cli::output::line(format_args!($($arg)*))
+    };
+}
+
 pub mod ensemble;
 pub mod error;
 pub mod eval;
 mod job;
 #[cfg(feature = "faer")]
 pub mod nma;
+mod output;
 mod ranks;
 pub mod reproduce;
 pub mod run;

@@ -153,6 +153,47 @@ fn an_ensemble_is_the_runs_of_its_seeds_and_summarises_them() {
     );
 }
 
+/// The replicas side by side (2 threads) write the bytes of the replicas in turn (1 thread), and
+/// each replica's lines come out whole, in one block, not interleaved with another's.
+#[test]
+fn replicas_side_by_side_write_the_bytes_of_replicas_in_turn() {
+    let d = dir("side");
+    let run = |threads: &str, out: &str| {
+        let mut args = vec!["ensemble", "dna", "--replicas", "4", "--seed", "3"];
+        args.extend(DNA);
+        args.extend(["1", "--threads", threads, "--out-dir", out]);
+        let o = zs(&d, &args);
+        ok(&o);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    run("1", "one");
+    let said = run("2", "two");
+    for f in [
+        "replica-0.csv",
+        "replica-1.csv",
+        "replica-2.csv",
+        "replica-3.csv",
+        "summary.csv",
+    ] {
+        assert_eq!(
+            std::fs::read(d.join("one").join(f)).unwrap(),
+            std::fs::read(d.join("two").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // Each block starts with its replica's header and names only that replica's file.
+    let blocks: Vec<&str> = said.split("== replica ").skip(1).collect();
+    assert_eq!(blocks.len(), 4, "{said}");
+    for b in blocks {
+        let k = b.split_whitespace().next().unwrap();
+        let files: Vec<&str> = b.matches("replica-").collect();
+        assert!(
+            b.contains(&format!("replica-{k}.csv")) && files.len() == 1,
+            "{b}"
+        );
+    }
+}
+
 /// `--sweep kt=A:B:N`: R seeds at each of N values; replica `i R + j` is `zs run` with the
 /// i-th value and seed S + j, and the summary has the value's column and a mean and stderr per
 /// value.
@@ -202,7 +243,8 @@ fn a_sweep_runs_every_seed_at_every_value() {
 
 /// An ensemble killed mid-run (SIGKILL, in its second replica) and run again with `--resume`
 /// ends with the files of an uninterrupted one: the first replica is kept, the second resumes
-/// from its checkpoint, the third starts.
+/// from its checkpoint, the third starts. On one thread the replicas run in turn, so the kill
+/// finds them in those three states (side by side, any of them may be in any).
 #[test]
 fn a_killed_ensemble_resumes_to_the_files_of_an_uninterrupted_one() {
     let d = dir("resume");
@@ -233,6 +275,8 @@ fn a_killed_ensemble_resumes_to_the_files_of_an_uninterrupted_one() {
             "ck",
             "--checkpoint-every",
             "250",
+            "--threads",
+            "1",
             "--out-dir",
             out,
         ]

@@ -284,3 +284,85 @@ fn a_checkpointed_ladder_resumes_bit_for_bit_in_blocks() {
 fn whole_slot(cp: &zs_runtime::Checkpoint, replica: usize) -> usize {
     cp.u64(&format!("exchanges.slot.{replica}")).unwrap() as usize
 }
+
+/// Replicas of one assembled model (a cut Lennard-Jones liquid under a neighbour list), each
+/// with its own evaluation state (`Assembled::replica`: the model shared, buffers and
+/// neighbour list its own), stepped side by side on a pool of 2 or 3 threads, end in the bits
+/// of stepping them in turn; every replica rebuilt its own list; and each state evaluates a
+/// point to the bits of a system built alone.
+#[test]
+fn replicas_of_one_model_side_by_side_give_the_bits_of_stepping_them_in_turn() {
+    use crate::support::assembled::cut_liquid;
+    use zs_runtime::Model;
+    const KTS: [f64; 3] = [0.6, 0.8, 1.1];
+    let run = |threads: Option<usize>| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.unwrap_or(1))
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let (model, q, v) = cut_liquid(6);
+            let states: Vec<_> = (0..KTS.len()).map(|_| model.replica()).collect();
+            assert!(states.iter().all(|s| s.shares_model_with(&model)));
+            let targets: Vec<&_> = states.iter().collect();
+            let steppers = (0..KTS.len())
+                .map(|k| Langevin::new(VelocityVerlet::new(0.002), 2.0, KTS[k], 40 + k as u64))
+                .collect();
+            let x = Exchanges::new(KTS.to_vec(), 9).unwrap();
+            let start = zs_runtime::DynState::new(q, v);
+            let mut t = Tempering::new(x, vec![start; KTS.len()], steppers).unwrap();
+            let mut seen = vec![Vec::new(); KTS.len()];
+            let mut energy = vec![0.0; KTS.len()];
+            for _ in 0..6 {
+                let observe = |e: &mut Vec<u64>, p: &_, s: &zs_runtime::DynState| {
+                    e.push(Model::potential_at(p, &s.q).to_bits());
+                };
+                match threads {
+                    Some(_) => t.advance_side_by_side(&targets, &mut seen, 25, observe),
+                    None => t.advance_each(&targets, &mut seen, 25, observe),
+                }
+                t.energies_each(&targets, &mut energy);
+                t.exchange_with(&energy.clone());
+            }
+            assert!(t.failures().next().is_none());
+            let builds: Vec<usize> = states.iter().map(|s| s.neighbor_builds()).collect();
+            let bits: Vec<Vec<u64>> = t
+                .replicas
+                .iter()
+                .map(|r| {
+                    r.state
+                        .q
+                        .iter()
+                        .chain(&r.state.v)
+                        .map(|x| x.to_bits())
+                        .collect()
+                })
+                .collect();
+            (bits, seen, builds, model.neighbor_builds())
+        })
+    };
+    let in_turn = run(None);
+    assert!(
+        in_turn.2.iter().all(|&b| b > 0),
+        "own lists: {:?}",
+        in_turn.2
+    );
+    assert_eq!(in_turn.3, 0, "the model's own state was never evaluated");
+    for threads in [2, 3] {
+        assert!(run(Some(threads)) == in_turn, "{threads} threads");
+    }
+    // A replica, its model's first state busy elsewhere, evaluates like a system built alone.
+    let (model, q, _) = cut_liquid(6);
+    let moved: Vec<f64> = q.iter().map(|x| x + 0.37).collect();
+    let mut g = vec![0.0; q.len()];
+    model.value_gradient_into(&moved, &mut g);
+    let replica = model.replica();
+    let (alone, ..) = cut_liquid(6);
+    let (mut ga, mut gb) = (vec![0.0; q.len()], vec![0.0; q.len()]);
+    let (ea, eb) = (
+        replica.value_gradient_into(&q, &mut ga),
+        alone.value_gradient_into(&q, &mut gb),
+    );
+    assert_eq!(ea.to_bits(), eb.to_bits());
+    assert!(ga.iter().zip(&gb).all(|(a, b)| a.to_bits() == b.to_bits()));
+}

@@ -31,7 +31,7 @@ impl Job<'_> {
         names: Vec<String>,
     ) -> Result<(), CliError>
     where
-        S: ConstrainedModel<V, C> + ?Sized,
+        S: ConstrainedModel<V, C> + Sync + ?Sized,
         T: Model<V> + ?Sized,
         V: ConstraintSpace<C>,
         C: Vector,
@@ -160,20 +160,20 @@ impl Job<'_> {
         progress.finish_and_clear();
 
         let rows = csv.rows();
-        println!();
+        say!("");
         if summary.resumed_at > 0 {
-            println!(
+            say!(
                 "  resumed at step {:>8}   from {}",
                 summary.resumed_at,
                 args.resume.as_deref().unwrap_or(Path::new("?")).display()
             );
         }
-        println!("  steps            {:>14}", summary.steps);
-        println!(
+        say!("  steps            {:>14}", summary.steps);
+        say!(
             "  wall time        {:>14.3} s",
             summary.wall_time.as_secs_f64()
         );
-        println!(
+        say!(
             "  steps/s          {:>14.0}   (observers and CSV output included)",
             summary.steps_per_second
         );
@@ -182,27 +182,27 @@ impl Job<'_> {
         } else {
             "energy ½vᵀMv + V"
         };
-        println!(
+        say!(
             "  energy E0        {:>14.6e}   ({energy_name})",
             energy.initial_energy().unwrap_or(f64::NAN)
         );
-        println!(
+        say!(
             "  energy drift     {:>14.3e}   max |E - E0|, final E - E0 = {:.3e}",
             energy.max_abs_drift(),
             energy.final_drift()
         );
         if constrained {
-            println!(
+            say!(
                 "  max ‖g(q)‖       {:>14.3e}   final ‖g(q)‖ = {:.3e}",
                 residual.max_residual(),
                 residual.last_residual()
             );
         }
         if self.orthogonality {
-            println!("  max ‖RᵀR − I‖    {max_defect:>14.3e}   (distance from SO(3), Frobenius)");
+            say!("  max ‖RᵀR − I‖    {max_defect:>14.3e}   (distance from SO(3), Frobenius)");
         }
         if let Some((cholesky, fallbacks)) = stepper.solves() {
-            println!(
+            say!(
                 "  linear solves    {cholesky:>14} Cholesky, {fallbacks} fallbacks (M + βh²H indefinite: LDLᵀ or pivoted LU)"
             );
         }
@@ -215,14 +215,14 @@ impl Job<'_> {
             }
         };
         let shown: Vec<String> = q.iter().take(4).map(|&x| fmt(x)).collect();
-        println!(
+        say!(
             "  final state      t = {:.4}, q = ({}{})",
             summary.last_state.t,
             shown.join(", "),
             if q.len() > 4 { ", …" } else { "" }
         );
         if let Some(c) = &checkpointing {
-            println!(
+            say!(
                 "  checkpoints      {:>14}   {} (every {} steps)",
                 summary.checkpoints,
                 c.path.display(),
@@ -230,9 +230,9 @@ impl Job<'_> {
             );
         }
         if summary.output_error.is_none() {
-            println!("  trajectory       {} ({rows} rows)", out.display());
+            say!("  trajectory       {} ({rows} rows)", out.display());
             if let Some(x) = &xyz {
-                println!(
+                say!(
                     "  extended XYZ     {} ({} frames; VMD, OVITO, ASE)",
                     xyz_path.display(),
                     x.frames()
@@ -276,7 +276,7 @@ pub(super) fn run_columns<'s, S, V, C>(
     system: &'s S,
 ) -> CsvRecorder<'s, V>
 where
-    S: ConstrainedModel<V, C> + ?Sized,
+    S: ConstrainedModel<V, C> + Sync + ?Sized,
     V: ConstraintSpace<C>,
     C: Vector,
 {

@@ -39,6 +39,11 @@ pub(crate) type AtEnd<'a> = dyn Fn(&[f64], &[f64]) -> Result<(), CliError> + Syn
 /// system is built there and its terms evaluated there, and nothing is allocated per step.
 /// An assembled system is built inside: it is evaluated by the thread that holds it.
 pub(crate) fn in_pool<T: Send>(threads: Option<u64>, f: impl FnOnce() -> T + Send) -> T {
+    if rayon::current_thread_index().is_some() {
+        // Already on a pool (a replica of `zs ensemble`, side by side with the others on the
+        // rank's `--threads`): its threads are the run's.
+        return f();
+    }
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(t) = threads {
         builder = builder.num_threads(t as usize);
@@ -117,6 +122,14 @@ impl<'a> Job<'a> {
 }
 
 impl Job<'_> {
+    /// How many evaluation states of the model the job steps at once ([`Job::run`] takes a
+    /// system and a target for each): one for a run; for `zs temper`, one per replica this
+    /// rank holds, stepped side by side on its pool.
+    pub fn replicas(&self) -> usize {
+        self.temper
+            .map_or(1, |plan| plan.ranks.block(plan.kt.len()).len())
+    }
+
     /// Also write the positions as extended XYZ, atoms named by `symbols`.
     pub fn with_xyz(mut self, symbols: Vec<String>) -> Self {
         self.xyz = Some(symbols);
@@ -148,17 +161,22 @@ impl Job<'_> {
     /// Check the checkpoint, print the set-up, make the stepper and drive it.
     pub fn run<S, P, V, C>(
         &self,
-        system: &S,
-        penalized: &P,
+        systems: &[&S],
+        targets: &[&P],
         state: StateOf<V>,
         names: Vec<String>,
     ) -> Result<(), CliError>
     where
-        S: ConstrainedModel<V, C> + ?Sized,
-        P: StiffModel<V> + ?Sized,
-        V: ConstraintSpace<C>,
+        S: ConstrainedModel<V, C> + Sync + ?Sized,
+        P: StiffModel<V> + Sync + ?Sized,
+        V: ConstraintSpace<C> + Send,
         C: Vector,
     {
+        assert!(
+            systems.len() == self.replicas() && targets.len() == self.replicas(),
+            "one system and one target per evaluation state the job steps"
+        );
+        let (system, penalized) = (systems[0], targets[0]);
         let (args, p) = (self.args, self.p);
         if let (Some(saved), Some(path)) = (self.resume, &args.resume) {
             resume::check_same_run(&self.meta, saved, path)?;
@@ -196,7 +214,7 @@ impl Job<'_> {
             ),
             _ => String::new(),
         };
-        println!(
+        say!(
             "    integrator {}, h = {}, T = {}{beta_text}{langevin}, on {target_text}",
             method.clap_name(),
             p.h,
@@ -205,7 +223,7 @@ impl Job<'_> {
         if method.is_penalty_method() {
             let make = || self.penalty_stepper::<P, V>();
             if let Some(plan) = self.temper {
-                return self.temper(system, penalized, &make, state, names, plan);
+                return self.temper(systems, targets, &make, state, names, plan);
             }
             self.drive(system, penalized, self.maybe_langevin(make()), state, names)
         } else {
@@ -221,7 +239,7 @@ impl Job<'_> {
                 }
             };
             if let Some(plan) = self.temper {
-                return self.temper(system, system, &make, state, names, plan);
+                return self.temper(systems, systems, &make, state, names, plan);
             }
             self.drive(system, system, self.maybe_langevin(make()), state, names)
         }

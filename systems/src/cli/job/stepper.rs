@@ -13,7 +13,7 @@ use crate::cli::IntegratorName;
 use crate::rigid_body::{cayley::CayleyEuler, MagnetizedRigidBody};
 
 /// A stepper chosen on the command line: steps, checkpoints, reports its solves.
-pub trait CliStepper<P: ?Sized, V>: Stepper<P, V> + Resumable {
+pub trait CliStepper<P: ?Sized, V>: Stepper<P, V> + Resumable + Send {
     /// `(Cholesky solves, fallbacks)` for the summary, when the method solves.
     fn solves(&self) -> Option<(u64, u64)> {
         None

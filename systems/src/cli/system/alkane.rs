@@ -130,7 +130,7 @@ where
         let names = KremerGrest::coordinate_names(n);
         let state = job.initial_state(system.state(q, v), &names)?;
         let l = data.box_lengths();
-        println!(
+        say!(
             "zs: TraPPE-UA alkane liquid of {n} sites ({source}): {} bonds ({}), {} angles, {} dihedrals; \
              LJ mixed from CH3/CH2, cut at 14 Å and shifted, special_bonds lj 0 0 0; periodic box \
              {:.3} × {:.3} × {:.3} Å; real units (Å, kcal/mol, fs)",
@@ -142,7 +142,7 @@ where
             l[1],
             l[2]
         );
-        println!(
+        say!(
             "    set-up {:.2} s (neighbour list: cutoff 14 + skin {} Å; SIMD {})",
             setup.elapsed().as_secs_f64(),
             alkane::SKIN,

@@ -1,10 +1,10 @@
 //! `chain`: the chain of `n` pendula of Tao & Owhadi §4.2, assembled (a site term per mass, a
 //! bond constraint per rod, the pivot pinned).
 
-use super::{count, gravity, gravity_name, table, Accepts, CliSystem};
+use super::{count, gravity, gravity_name, run_assembled, table, Accepts, CliSystem};
 use crate::chain::{self, PendulumChain};
 use crate::cli::error::CliError;
-use crate::cli::job::{DynConstrained, DynStiff, Job};
+use crate::cli::job::Job;
 use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
 
 pub(super) struct ChainCli;
@@ -52,14 +52,12 @@ impl CliSystem for ChainCli {
         .assemble(n);
         let names = PendulumChain::coordinate_names(n);
         let state = job.initial_state(PendulumChain::initial_state(n), &names)?;
-        println!(
+        say!(
             "zs: chain of {n} pendula (Tao & Owhadi §4.2), gravity {} (V = {}Σ y_i), L = √5, pivot pinned at the origin",
             gravity_name(g),
             if g < 0.0 { "+" } else { "-" },
         );
-        let penalized = system.penalized(job.p.omega);
-        let (sys, pen): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &penalized);
-        job.run(sys, pen, state, names)
+        run_assembled(&job, &system, Some(job.p.omega), state, names)
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;

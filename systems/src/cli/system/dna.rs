@@ -1,9 +1,9 @@
 //! `dna`: the DNA base-pair ring of Tao & Owhadi §4.4, assembled (a site and a bond term,
 //! unconstrained).
 
-use super::{count, table, Accepts, CliSystem};
+use super::{count, run_assembled, table, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::job::{DynConstrained, DynStiff, Job};
+use crate::cli::job::Job;
 use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
 use crate::dna::{self, DnaChain};
 
@@ -58,12 +58,11 @@ impl CliSystem for DnaCli {
         let system = DnaChain::paper().assemble(n);
         let names = DnaChain::coordinate_names(n);
         let state = job.initial_state(DnaChain::initial_state(n, seed), &names)?;
-        println!(
+        say!(
             "zs: DNA ring of {n} base pairs (Tao & Owhadi §4.4), ε = 1/1400, a = 7, x0 = 0.3, initial noise seed {seed}"
         );
         let names = DnaChain::coordinate_names(n);
-        let (sys, pot): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &system);
-        job.run(sys, pot, state, names)
+        run_assembled(&job, &system, None, state, names)
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;

@@ -49,7 +49,7 @@ impl CliSystem for DoublePendulumCli {
             ..DoublePendulum::paper()
         };
         let state = job.initial_state(DoublePendulum::initial_state(), &NAMES.map(String::from))?;
-        println!(
+        say!(
             "zs: double pendulum (Tao & Owhadi §4.1), gravity {} (V = {}(y1 + y2)), L1 = {}, L2 = {:.6}",
             gravity_name(g),
             if g < 0.0 { "+" } else { "-" },
@@ -57,7 +57,9 @@ impl CliSystem for DoublePendulumCli {
             system.l2
         );
         let names = NAMES.map(String::from).to_vec();
-        job.run(&system, &system.penalized(job.p.omega), state, names)
+        let n = job.replicas();
+        let penalized = system.penalized(job.p.omega);
+        job.run(&vec![&system; n], &vec![&penalized; n], state, names)
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let system = DoublePendulum {

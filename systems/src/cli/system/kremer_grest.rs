@@ -96,7 +96,7 @@ impl CliSystem for KremerGrestCli {
         let names = KremerGrest::coordinate_names(n);
         let state = job.initial_state(system.state(q, v), &names)?;
         let l = data.box_lengths();
-        println!(
+        say!(
             "zs: Kremer–Grest melt of {n} beads and {} FENE bonds from {} (LAMMPS in.chain: K = 30, R0 = 1.5; \
              LJ cut at 1.12, shifted; special_bonds fene), periodic box {} × {} × {}, LJ units",
             data.bonds.len(),
@@ -105,7 +105,7 @@ impl CliSystem for KremerGrestCli {
             l[1],
             l[2]
         );
-        println!(
+        say!(
             "    set-up {:.2} s (neighbour list: cutoff 1.12 + skin {}, rebuilt when a bead moved more than half the skin; SIMD {})",
             setup.elapsed().as_secs_f64(),
             kremer_grest::SKIN,

@@ -129,7 +129,7 @@ pub(super) fn write_final_data(
     end.has_velocities = true;
     zs_runtime::files::write_atomic(out, end.to_text().as_bytes())
         .map_err(|e| CliError::io("write", out, e))?;
-    println!("  data file        {} (LAMMPS read_data)", out.display());
+    say!("  data file        {} (LAMMPS read_data)", out.display());
     Ok(())
 }
 
@@ -167,13 +167,45 @@ pub(super) fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync
     state: zs_runtime::DynState,
     names: Vec<String>,
 ) -> Result<(), CliError> {
-    let (sys, pot): (&super::job::DynConstrained<'_>, &super::job::DynStiff<'_>) = (system, system);
-    let done = job.run(sys, pot, state, names);
-    println!(
+    let done = run_assembled(job, system, None, state, names);
+    say!(
         "  neighbour lists  {:>14}   builds",
         system.neighbor_builds()
     );
     done
+}
+
+/// `job` on an assembled `system` and its target — the system itself, or (`omega`) its
+/// penalized potential — once per evaluation state the job steps at once ([`Job::replicas`]):
+/// the system's own, then replicas of its model (`zs temper`: the rank's replicas side by side).
+///
+/// # Errors
+/// What the run reports.
+pub(super) fn run_assembled<T, const D: usize>(
+    job: &Job<'_>,
+    system: &zs_runtime::assembly::Assembled<T, D>,
+    omega: Option<f64>,
+    state: zs_runtime::DynState,
+    names: Vec<String>,
+) -> Result<(), CliError>
+where
+    T: zs_runtime::assembly::Terms<D> + Send + Sync,
+{
+    use super::job::{DynConstrained, DynStiff};
+    let more: Vec<_> = (1..job.replicas()).map(|_| system.replica()).collect();
+    let states: Vec<_> = core::iter::once(system).chain(&more).collect();
+    let systems: Vec<&DynConstrained<'_>> = states.iter().map(|&s| s as _).collect();
+    match omega {
+        None => {
+            let targets: Vec<&DynStiff<'_>> = states.iter().map(|&s| s as _).collect();
+            job.run(&systems, &targets, state, names)
+        }
+        Some(w) => {
+            let penalized: Vec<_> = states.iter().map(|s| s.penalized(w)).collect();
+            let targets: Vec<&DynStiff<'_>> = penalized.iter().map(|p| p as _).collect();
+            job.run(&systems, &targets, state, names)
+        }
+    }
 }
 
 /// The description of `name`.

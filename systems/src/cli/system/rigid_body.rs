@@ -46,7 +46,7 @@ impl CliSystem for RigidBodyCli {
             &rigid_body::coordinate_names(),
         )?;
         let lie_euler = job.p.method == IntegratorName::LieEuler;
-        println!(
+        say!(
             "zs: magnetized rigid body (Tao & Owhadi §4.5), identity inertia, V = Bμ R33 with Bμ = {b_mu}{}; R(0) = I, Ω(0) = (1, 0.2, 0.1)",
             if lie_euler {
                 " on SO(3)".to_string()
@@ -58,14 +58,15 @@ impl CliSystem for RigidBodyCli {
         if lie_euler {
             let stepper: Box<dyn CliStepper<MagnetizedRigidBody, [f64; 9]>> =
                 Box::new(CayleyEuler::new(job.p.h));
-            println!(
+            say!(
                 "    integrator lie-euler (Hamilton–Pontryagin / Cayley variational Euler, eq. 34), h = {}, T = {}",
                 stepper.h(),
                 job.p.t_end
             );
             job.drive(&system, &system, stepper, state, names)
         } else {
-            job.run(&system, &system, state, names)
+            let n = job.replicas();
+            job.run(&vec![&system; n], &vec![&system; n], state, names)
         }
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {

@@ -8,9 +8,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use zs_runtime::minimize::{Fire, Lbfgs, MinimizeError, Minimized};
 use zs_runtime::Model;
 
-use super::{count, table, Accepts, CliSystem};
+use super::{count, run_assembled, table, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::job::{DynConstrained, DynStiff, Job};
+use crate::cli::job::Job;
 use crate::cli::{state_file, EvalArgs, IntegratorName, MinimizerName, RunArgs};
 use crate::water::{self, ClusterGuard, Water};
 
@@ -69,7 +69,7 @@ impl CliSystem for WaterCli {
         let built = w.cluster(n, water::SPACING, seed);
         let names = Water::coordinate_names(n);
         let mut state = job.initial_state(system.state(built, vec![0.0; 9 * n]), &names)?;
-        println!(
+        say!(
             "zs: cluster of {n} rigid TIP3P waters (Tao & Owhadi §4.3), open (all pairs, no cutoff), AKMA units; start {}",
             if args.init.is_some() {
                 "from --init".to_string()
@@ -78,7 +78,7 @@ impl CliSystem for WaterCli {
             }
         );
         let penalized = system.penalized(omega);
-        println!(
+        say!(
             "    set-up {setup:.2} s ({} pair terms, SIMD {})",
             system.term_count("pair"),
             system.simd().name()
@@ -89,8 +89,7 @@ impl CliSystem for WaterCli {
         if let (Some(kt), None, None) = (args.kt, job.resume, &args.init) {
             state.v = water::thermal_velocities(&w, &state.q, kt, seed);
         }
-        let (sys, pen): (&DynConstrained<'_>, &DynStiff<'_>) = (&system, &penalized);
-        job.run(sys, pen, state, names)
+        run_assembled(&job, &system, Some(omega), state, names)
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;
@@ -178,7 +177,7 @@ fn minimize(
         ),
         MinimizerName::Fire => ("FIRE steps", format!("max force {:.1e}", done.max_force)),
     };
-    println!(
+    say!(
         "    minimized: V_ω {e0:.4} -> {:.4} kcal/mol in {} {name} ({what} kcal/mol/Å), {:.2} s",
         done.energy,
         done.steps,

@@ -56,20 +56,23 @@ impl TemperPlan<'_> {
 }
 
 impl Job<'_> {
-    /// Replica exchange of `make()`'s stepper on `target` (see the [module docs](self)).
+    /// Replica exchange of `make()`'s stepper (see the [module docs](self)): the `k`-th replica
+    /// this rank holds on `targets[k]`, its CSV's constraints from `systems[k]` — each its own
+    /// evaluation state of the one model, so that the replicas step side by side on the pool
+    /// (the bits of stepping them in turn).
     pub(super) fn temper<S, T, V, C>(
         &self,
-        system: &S,
-        target: &T,
+        systems: &[&S],
+        targets: &[&T],
         make: &dyn Fn() -> Box<dyn CliStepper<T, V>>,
         state: StateOf<V>,
         names: Vec<String>,
         plan: &TemperPlan,
     ) -> Result<(), CliError>
     where
-        S: ConstrainedModel<V, C> + ?Sized,
-        T: Model<V> + ?Sized,
-        V: ConstraintSpace<C>,
+        S: ConstrainedModel<V, C> + Sync + ?Sized,
+        T: Model<V> + Sync + ?Sized,
+        V: ConstraintSpace<C> + Send,
         C: Vector,
     {
         let n = plan.kt.len();
@@ -110,7 +113,7 @@ impl Job<'_> {
             }
             Some(c) => {
                 if c.resume && root {
-                    println!(
+                    say!(
                         "  no checkpoint {} yet: starting from the beginning",
                         c.path.display()
                     );
@@ -139,7 +142,8 @@ impl Job<'_> {
         let mut t = Tempering::block(exchanges, held.start, states, steppers)
             .expect("a block of the ladder, one state and one stepper per replica");
         let mut csv = Vec::with_capacity(held.len());
-        for k in held.clone() {
+        for (i, k) in held.clone().enumerate() {
+            let (system, target) = (systems[i], targets[i]);
             let path = plan.replica_path(k);
             let rec = match (&saved, ck) {
                 (Some(_), Some(c)) => {
@@ -199,7 +203,7 @@ impl Job<'_> {
         };
         if root {
             if let (Some(_), Some(c)) = (&saved, ck) {
-                println!(
+                say!(
                     "  resumed at step {done} (round {round}) from {}",
                     c.path.display()
                 );
@@ -213,7 +217,9 @@ impl Job<'_> {
         let mut line = String::new();
         while done < steps {
             let block = plan.every.min(steps - done);
-            t.advance(target, block, |k, s| csv[k - held.start].observe(target, s));
+            t.advance_side_by_side(targets, &mut csv, block, |rec, target, s| {
+                rec.observe(target, s);
+            });
             let before = done;
             done += block;
             if block < plan.every {
@@ -222,7 +228,7 @@ impl Job<'_> {
             // Every rank's share of the energies (8 bytes per replica), then the same
             // decisions everywhere.
             energy.fill(0.0);
-            t.energies_into(target, &mut energy);
+            t.energies_each(targets, &mut energy);
             let mut words = bits(&energy);
             let waited = std::time::Instant::now();
             plan.ranks.barrier();
@@ -294,7 +300,7 @@ impl Job<'_> {
         for (rec, (k, r)) in csv.iter_mut().zip(held.clone().zip(&t.replicas)) {
             if let Some(e) = &r.failure {
                 Observer::<T, V>::stopped_early(rec, e);
-                println!("  replica {k} stopped: {e}");
+                say!("  replica {k} stopped: {e}");
                 failed.get_or_insert((k, e.clone(), r.stepper.steps_taken(), r.state.t));
             }
             Observer::<T, V>::finish(rec).map_err(CliError::Output)?;
@@ -304,16 +310,16 @@ impl Job<'_> {
         let dead: Vec<usize> = (0..n).filter(|&k| energy[k].is_nan()).collect();
         if let Some([exchange_log, walk_log]) = logs {
             let mut acceptance = String::from("pair,kt_lower,kt_upper,attempted,accepted,rate\n");
-            println!();
-            println!(
+            say!("");
+            say!(
                 "  steps            {:>14}   per replica, {n} replicas on {} rank(s), {seconds:.3} s",
                 steps - first,
                 plan.ranks.size()
             );
-            println!("  exchange rounds  {:>14}", t.exchanges.rounds());
+            say!("  exchange rounds  {:>14}", t.exchanges.rounds());
             if plan.ranks.size() > 1 {
                 let rounds = (t.exchanges.rounds() - round).max(1) as f64;
-                println!(
+                say!(
                     "  communication    {:>14.1} µs per round on rank 0: one all-reduce of {} bytes (after {:.1} µs waiting for the slowest rank)",
                     1e6 * comm / rounds,
                     8 * n,
@@ -328,7 +334,7 @@ impl Job<'_> {
                     num(plan.kt[pair]),
                     num(plan.kt[pair + 1])
                 );
-                println!(
+                say!(
                     "  kT {:>10} ↔ {:<10} accepted {ok:>8} of {tried:<8} ({:.1} %)",
                     num(plan.kt[pair]),
                     num(plan.kt[pair + 1]),
@@ -336,10 +342,10 @@ impl Job<'_> {
                 );
             }
             if !dead.is_empty() {
-                println!("  stopped replicas {dead:?} (each replica-k.csv.incomplete says why)");
+                say!("  stopped replicas {dead:?} (each replica-k.csv.incomplete says why)");
             }
             if let Some(c) = ck {
-                println!(
+                say!(
                     "  checkpoints      {checkpoints:>14}   {} (every {} steps)",
                     c.path.display(),
                     c.every
@@ -348,7 +354,7 @@ impl Job<'_> {
             exchange_log.publish()?;
             walk_log.publish()?;
             write(&plan.dir.join("acceptance.csv"), &acceptance)?;
-            println!(
+            say!(
                 "  output           {} (replica-0.csv … replica-{}.csv, exchanges.csv, walks.csv, acceptance.csv)",
                 plan.dir.display(),
                 n - 1
