@@ -8,8 +8,8 @@ use atomic_refcell::{AtomicRefCell, AtomicRefMut};
 
 use super::cell::Cell;
 use super::eval::pairs::{CutoffPairs, PairStrategy};
-use super::eval::{FormList, FormOps, FormState, Inputs, CHUNK};
-use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Pair14, Site};
+use super::eval::{Absent, FormList, FormOps, FormState, Inputs, CHUNK};
+use super::forms::{Angle, Bond, Dihedral, Form, Forms, Over, Pair, Pair14, Site};
 use super::neighbors::Neighbors;
 use super::plan::{Bodies, PINNED};
 use super::terms::{Kernel, Terms};
@@ -31,13 +31,15 @@ fn forms_of<T: Terms<D>, const D: usize>(
     topology: &Topology,
     bodies: &Bodies,
 ) -> Result<Vec<Box<dyn FormOps<T, D>>>, TopologyError> {
-    let pairs: Box<dyn FormOps<T, D>> = {
+    let pairs: Box<dyn FormOps<T, D>> = if const { has::<T, Pair, D>() } {
         let terms = FormState::<Pair, D, 2>::new(Pair::info(&T::FORMS), topology, bodies)?;
-        if topology.pair_cutoff().is_some() && Pair::info(&T::FORMS).present {
+        if topology.pair_cutoff().is_some() {
             Box::new(CutoffPairs::new(terms))
         } else {
             Box::new(terms)
         }
+    } else {
+        Box::new(Absent::<Pair>::new())
     };
     Ok(vec![
         form::<T, Site, D, 1>(topology, bodies)?,
@@ -57,11 +59,30 @@ where
     T: Terms<D> + Kernel<D, K, F>,
     F: Form,
 {
-    Ok(Box::new(FormState::<F, D, K>::new(
-        F::info(&T::FORMS),
-        topology,
-        bodies,
-    )?))
+    if const { has::<T, F, D>() } {
+        Ok(Box::new(FormState::<F, D, K>::new(
+            F::info(&T::FORMS),
+            topology,
+            bodies,
+        )?))
+    } else {
+        Ok(Box::new(Absent::<F>::new()))
+    }
+}
+
+/// Whether definition `T` has form `F`: a constant, read in `if const`, so that a form the
+/// definition lacks makes none of the engine's code — its passes, lanes and rows are
+/// monomorphized only for the forms a definition has.
+const fn has<T: Terms<D>, F: Form, const D: usize>() -> bool {
+    let forms = T::FORMS;
+    match F::OVER {
+        Over::Bodies => forms.site.present,
+        Over::Bonds => forms.bond.present,
+        Over::Pairs => forms.pair.present,
+        Over::Angles => forms.angle.present,
+        Over::Dihedrals => forms.dihedral.present,
+        Over::Pairs14 => forms.pair14.present,
+    }
 }
 
 /// The model of an assembled system: what does not change as it is evaluated — the kernels,

@@ -152,6 +152,102 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         self.energy = Outputs::Terms;
     }
 
+    /// Phase A for `want` ([`FormOps::evaluate`]); `WINDOWED`: the terms are a neighbour list's
+    /// pairs under a cutoff, which the SIMD pass filters by the cutoff first (the pair
+    /// engine's per-term pass; made only there).
+    pub fn evaluate_with<T, const WINDOWED: bool>(
+        &mut self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        want: Want,
+    ) where
+        T: Kernel<D, K, F>,
+    {
+        // The SIMD pass takes the energy and the gradient (also beside the stiff Hessian of a
+        // form that has no stiff part); the scalar passes everything else.
+        let lanes = match want {
+            Want::Energy | Want::Gradient => true,
+            Want::GradientStiffHessian => !self.info.stiff,
+            _ => false,
+        };
+        self.ready(lanes, !lanes);
+        if lanes {
+            self.vector = if want == Want::Energy {
+                Outputs::Terms
+            } else {
+                Outputs::Chunks
+            };
+        } else {
+            self.vector = Outputs::Terms;
+        }
+        if want.writes_energy() {
+            self.energy = if lanes {
+                Outputs::Chunks
+            } else {
+                Outputs::Terms
+            };
+        }
+        let (w, par, list) = (input.omega, input.parallel, &self.plan.list);
+        let x = |fr: &[u32; K], bo: &[u32; K]| input.x(fr, bo);
+        if lanes {
+            let at = Lanes_ {
+                list,
+                plan: &self.plan.partials,
+                input,
+                terms,
+            };
+            let part = (want != Want::Energy).then_some(&mut self.part[..]);
+            lane_pass::<T, F, D, K, WINDOWED>(par, &at, (&mut self.e, &mut self.sums), part);
+            return;
+        }
+        match want {
+            Want::Energy | Want::Gradient => unreachable!("the SIMD pass"),
+            // Only a form with a stiff part comes here (see `lanes`).
+            Want::GradientStiffHessian => map3(
+                par,
+                list,
+                &mut self.e,
+                &mut self.g,
+                &mut self.h,
+                |fr, bo| terms.value_gradient_stiff_hessian(w, &x(fr, bo), &input.kinds(bo)),
+            ),
+            Want::GradientHessian => map3(
+                par,
+                list,
+                &mut self.e,
+                &mut self.g,
+                &mut self.h,
+                |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo), &input.kinds(bo)),
+            ),
+            Want::GradientHessianThird if self.info.third == ThirdForm::Tensor => map4(
+                par,
+                list,
+                (&mut self.e, &mut self.g, &mut self.h, &mut self.t),
+                |fr, bo| terms.value_gradient_hessian_third(w, &x(fr, bo), &input.kinds(bo)),
+            ),
+            Want::GradientHessianThird => map3(
+                par,
+                list,
+                &mut self.e,
+                &mut self.g,
+                &mut self.h,
+                |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo), &input.kinds(bo)),
+            ),
+            Want::Third { kept } => match self.info.third {
+                ThirdForm::Zero => {}
+                ThirdForm::Tensor if kept => map_kept(par, list, &mut self.g, &self.t, |fr, t| {
+                    contract(t, &input.dir(fr))
+                }),
+                _ => map1(par, list, &mut self.g, |fr, bo| {
+                    terms.third_contraction(w, &x(fr, bo), &input.dir(fr), &input.kinds(bo))
+                }),
+            },
+            Want::HessianVector => map1(par, list, &mut self.g, |fr, bo| {
+                terms.hessian_vector(w, &x(fr, bo), &input.dir(fr), &input.kinds(bo))
+            }),
+        }
+    }
+
     fn enters_part(&self, part: HessianPart) -> bool {
         match part {
             HessianPart::Full => self.info.present,
@@ -234,89 +330,7 @@ where
     }
 
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {
-        // The SIMD pass takes the energy and the gradient (also beside the stiff Hessian of a
-        // form that has no stiff part); the scalar passes everything else.
-        let lanes = match want {
-            Want::Energy | Want::Gradient => true,
-            Want::GradientStiffHessian => !self.info.stiff,
-            _ => false,
-        };
-        self.ready(lanes, !lanes);
-        if lanes {
-            self.vector = if want == Want::Energy {
-                Outputs::Terms
-            } else {
-                Outputs::Chunks
-            };
-        } else {
-            self.vector = Outputs::Terms;
-        }
-        if want.writes_energy() {
-            self.energy = if lanes {
-                Outputs::Chunks
-            } else {
-                Outputs::Terms
-            };
-        }
-        let (w, par, list) = (input.omega, input.parallel, &self.plan.list);
-        let x = |fr: &[u32; K], bo: &[u32; K]| input.x(fr, bo);
-        if lanes {
-            let at = Lanes_ {
-                list,
-                plan: &self.plan.partials,
-                input,
-                terms,
-            };
-            let part = (want != Want::Energy).then_some(&mut self.part[..]);
-            lane_pass::<T, F, D, K>(par, &at, (&mut self.e, &mut self.sums), part);
-            return;
-        }
-        match want {
-            Want::Energy | Want::Gradient => unreachable!("the SIMD pass"),
-            // Only a form with a stiff part comes here (see `lanes`).
-            Want::GradientStiffHessian => map3(
-                par,
-                list,
-                &mut self.e,
-                &mut self.g,
-                &mut self.h,
-                |fr, bo| terms.value_gradient_stiff_hessian(w, &x(fr, bo), &input.kinds(bo)),
-            ),
-            Want::GradientHessian => map3(
-                par,
-                list,
-                &mut self.e,
-                &mut self.g,
-                &mut self.h,
-                |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo), &input.kinds(bo)),
-            ),
-            Want::GradientHessianThird if self.info.third == ThirdForm::Tensor => map4(
-                par,
-                list,
-                (&mut self.e, &mut self.g, &mut self.h, &mut self.t),
-                |fr, bo| terms.value_gradient_hessian_third(w, &x(fr, bo), &input.kinds(bo)),
-            ),
-            Want::GradientHessianThird => map3(
-                par,
-                list,
-                &mut self.e,
-                &mut self.g,
-                &mut self.h,
-                |fr, bo| terms.value_gradient_hessian(w, &x(fr, bo), &input.kinds(bo)),
-            ),
-            Want::Third { kept } => match self.info.third {
-                ThirdForm::Zero => {}
-                ThirdForm::Tensor if kept => map_kept(par, list, &mut self.g, &self.t, |fr, t| {
-                    contract(t, &input.dir(fr))
-                }),
-                _ => map1(par, list, &mut self.g, |fr, bo| {
-                    terms.third_contraction(w, &x(fr, bo), &input.dir(fr), &input.kinds(bo))
-                }),
-            },
-            Want::HessianVector => map1(par, list, &mut self.g, |fr, bo| {
-                terms.hessian_vector(w, &x(fr, bo), &input.dir(fr), &input.kinds(bo))
-            }),
-        }
+        self.evaluate_with::<T, false>(terms, input, want);
     }
 
     fn add_parameter_derivatives(

@@ -10,7 +10,7 @@ use core::marker::PhantomData;
 use super::sums::{chunk_sum, over_chunks, Spans};
 use super::{lane_chunk, Inputs};
 use crate::assembly::cell::{r2, Image};
-use crate::assembly::forms::{Form, Over};
+use crate::assembly::forms::Form;
 use crate::assembly::plan::{PartialPlan, TermList, NO_SLOT, PINNED};
 use crate::assembly::terms::{Kernel, Kinds};
 use crate::simd::{self, Lanes, WithLanes};
@@ -28,8 +28,10 @@ pub(super) struct Lanes_<'a, T, const D: usize, const K: usize> {
 /// `part` ([`PartialPlan`]), `Lanes::WIDTH` terms at a time (the remainder one by one, by the
 /// same code on `f64`). Each lane computes the bits the scalar kernel would, and each chunk
 /// sums its terms in term order: the same bits whatever the SIMD width and the thread count.
-/// `e` is the chunks' scratch: their terms' energies.
-pub(super) fn lane_pass<T, F, const D: usize, const K: usize>(
+/// `e` is the chunks' scratch: their terms' energies. `WINDOWED`: the terms are a neighbour
+/// list's pairs under a cutoff, filtered and compacted first ([`windowed_pairs`]); made only for
+/// the pair engine's per-term pass.
+pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bool>(
     parallel: bool,
     at: &Lanes_<'_, T, D, K>,
     (e, sums): (&mut [f64], &mut Vec<f64>),
@@ -49,7 +51,7 @@ pub(super) fn lane_pass<T, F, const D: usize, const K: usize>(
         let terms = c * chunk..(c * chunk + ec.len());
         let written = simd::dispatch_with(
             at.input.isa,
-            LanePass::<T, F, D, K> {
+            LanePass::<T, F, D, K, WINDOWED> {
                 terms: at.terms,
                 input: at.input,
                 free: &at.list.free[terms.clone()],
@@ -69,7 +71,7 @@ pub(super) fn lane_pass<T, F, const D: usize, const K: usize>(
 }
 
 /// One chunk of [`lane_pass`].
-struct LanePass<'a, T, F, const D: usize, const K: usize> {
+struct LanePass<'a, T, F, const D: usize, const K: usize, const WINDOWED: bool> {
     terms: &'a T,
     input: &'a Inputs<'a, D>,
     free: &'a [[u32; K]],
@@ -82,7 +84,8 @@ struct LanePass<'a, T, F, const D: usize, const K: usize> {
     form: PhantomData<fn() -> F>,
 }
 
-impl<T, F, const D: usize, const K: usize> WithLanes for LanePass<'_, T, F, D, K>
+impl<T, F, const D: usize, const K: usize, const WINDOWED: bool> WithLanes
+    for LanePass<'_, T, F, D, K, WINDOWED>
 where
     T: Kernel<D, K, F>,
     F: Form,
@@ -116,30 +119,27 @@ where
             decoded,
             slots,
         };
-        match input.cut2 {
-            Some(cut2) if F::OVER == Over::Pairs => {
-                windowed_pairs::<L, T, F, D, K>(&block, free, cut2, e, part)
-            }
-            _ => {
-                let n = free.len();
-                let w = L::WIDTH;
-                let mut soa = [[[0.0; 8]; D]; K];
-                let mut order = [0u16; 8];
-                let mut j = 0;
-                while j + w <= n {
-                    for (l, o) in order[..w].iter_mut().enumerate() {
-                        *o = (j + l) as u16;
-                    }
-                    let x = load_lanes::<L, D, K>(input, free, bodies, &order[..w], &mut soa);
-                    block.evaluate_run(x, j, &mut e[j..], part.as_deref_mut(), &mut soa);
-                    j += w;
-                }
-                for (t, e) in e[..n].iter_mut().enumerate().skip(j) {
-                    block.evaluate_one(free, t as u16, e, part.as_deref_mut(), &mut soa);
-                }
-                n
-            }
+        if WINDOWED {
+            let cut2 = input.cut2.expect("a pair form under a cutoff");
+            return windowed_pairs::<L, T, F, D, K>(&block, free, cut2, e, part);
         }
+        let n = free.len();
+        let w = L::WIDTH;
+        let mut soa = [[[0.0; 8]; D]; K];
+        let mut order = [0u16; 8];
+        let mut j = 0;
+        while j + w <= n {
+            for (l, o) in order[..w].iter_mut().enumerate() {
+                *o = (j + l) as u16;
+            }
+            let x = load_lanes::<L, D, K>(input, free, bodies, &order[..w], &mut soa);
+            block.evaluate_run(x, j, &mut e[j..], part.as_deref_mut(), &mut soa);
+            j += w;
+        }
+        for (t, e) in e[..n].iter_mut().enumerate().skip(j) {
+            block.evaluate_one(free, t as u16, e, part.as_deref_mut(), &mut soa);
+        }
+        n
     }
 }
 

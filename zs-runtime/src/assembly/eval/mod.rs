@@ -275,3 +275,66 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
 
 /// The forms of a system, in table order.
 pub(crate) type FormList<T, const D: usize> = [Box<dyn FormOps<T, D>>];
+
+/// A form the definition does not have: no terms, nothing evaluated, and none of the engine's
+/// code made for it (the system picks it by a constant, [`super::system`]).
+pub(crate) struct Absent<F>(core::marker::PhantomData<fn() -> F>);
+
+impl<F> Absent<F> {
+    pub fn new() -> Self {
+        Self(core::marker::PhantomData)
+    }
+}
+
+impl<T, F: Form, const D: usize> FormOps<T, D> for Absent<F> {
+    fn info(&self) -> FormInfo {
+        FormInfo::ABSENT
+    }
+    fn name(&self) -> &'static str {
+        F::NAME
+    }
+    fn arity(&self) -> usize {
+        F::ARITY
+    }
+    fn len(&self) -> usize {
+        0
+    }
+    fn enters(&self, _: HessianPart) -> bool {
+        false
+    }
+    fn couplings(&self, _: &mut Vec<(usize, usize)>) {}
+    fn attach(&mut self, _: HessianPart, _: &BlockLayout) {}
+    fn reserve_hessians(&mut self, _: HessianPart) {}
+    fn has_hessians(&self, _: HessianPart) -> bool {
+        true
+    }
+    fn replica(&self) -> Box<dyn FormOps<T, D>> {
+        Box::new(Absent::<F>::new())
+    }
+    fn evaluate(&mut self, _: &T, _: &Inputs<'_, D>, _: Want) {}
+    fn add_energy(&self, _: &mut f64) {}
+    fn add_parameter_derivatives(&self, _: &T, _: &Inputs<'_, D>, _: &mut [f64], _: &mut [f64]) {}
+    fn gather_vector(&self, _: usize, out: &mut [f64], first: bool) {
+        if first {
+            out.fill(0.0);
+        }
+    }
+    fn scatter_vector(&self, out: &mut [f64], first: bool) {
+        if first {
+            out.fill(0.0);
+        }
+    }
+    fn gather_hessian(&self, _: HessianPart, _: usize, _: &mut [f64]) {}
+    fn scatter_hessian(&self, _: HessianPart, _: &mut [f64]) {}
+    fn constraint_pattern(&self, _: usize, _: &mut Vec<u32>) {}
+    fn term_constraints(
+        &self,
+        _: &T,
+        _: &Inputs<'_, D>,
+        _: usize,
+        _: &mut [f64],
+        _: Option<(&mut SparseJacobian, usize)>,
+    ) {
+        unreachable!("an absent form has no terms");
+    }
+}

@@ -171,6 +171,7 @@ where
         };
         self.pass = choose(list.strategy, facts);
         let built = match self.pass {
+            _ if const { !(D == 3 && K == 2) } => false,
             PairPass::FullRows => self.rows.build_full(pairs, bodies.free, kinds),
             PairPass::HalfRows => self.rows.build_half(pairs, bodies.free, kinds, list.sites),
             PairPass::PerTerm => false,
@@ -195,7 +196,8 @@ where
                 _ => false,
             };
         match input.cut2 {
-            Some(cut2) if by_rows => {
+            // Rows are of point bodies (a constant: no row pass is made for other bodies).
+            Some(cut2) if const { D == 3 && K == 2 } && by_rows => {
                 let gradient = want != Want::Energy;
                 self.rows
                     .evaluate::<T, F, D, K>(terms, input, cut2, gradient);
@@ -207,7 +209,7 @@ where
                 self.energy = Outputs::Rows;
             }
             _ => {
-                self.terms.evaluate(terms, input, want);
+                self.terms.evaluate_with::<T, true>(terms, input, want);
                 self.vector = Outputs::Terms;
                 if want.writes_energy() {
                     self.energy = Outputs::Terms;
