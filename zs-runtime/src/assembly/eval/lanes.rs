@@ -13,7 +13,7 @@ use crate::assembly::cell::{r2, Image};
 use crate::assembly::forms::Form;
 use crate::assembly::plan::{PartialPlan, TermList, NO_SLOT, PINNED};
 use crate::assembly::terms::{Kernel, Kinds};
-use crate::simd::{self, Lanes, WithLanes};
+use crate::simd::{self, Lanes, Loads, WithLanes};
 
 /// What a SIMD pass reads (named with a trailing underscore: `Lanes` is the lane trait).
 pub(super) struct Lanes_<'a, T, const D: usize, const K: usize> {
@@ -94,7 +94,7 @@ where
     type Output = usize;
 
     #[inline(always)]
-    fn run<L: Lanes>(self) -> usize {
+    fn run<L: Loads>(self) -> usize {
         let LanePass {
             terms,
             input,
@@ -322,7 +322,7 @@ const WINDOW: usize = 256;
 /// chunk first would: the same bits. Writes the survivors' energies to `e` in order; returns
 /// their number.
 #[inline(always)]
-fn windowed_pairs<L: Lanes, T, F: Form, const D: usize, const K: usize>(
+fn windowed_pairs<L: Loads, T, F: Form, const D: usize, const K: usize>(
     block: &LaneBlock<'_, T, D, K>,
     free: &[[u32; K]],
     cut2: f64,
@@ -424,7 +424,7 @@ where
 /// indices read straight from the list) or one broadcast when the block shares it — for pairs
 /// of point bodies both at once, by [`Lanes::load_pairs3`].
 #[inline(always)]
-fn load_consecutive<L: Lanes, const D: usize, const K: usize>(
+fn load_consecutive<L: Loads, const D: usize, const K: usize>(
     input: &Inputs<'_, D>,
     image: Option<&Image<L>>,
     free: &[[u32; K]],

@@ -18,7 +18,7 @@ use super::rows::{Group, Rows, BLOCK, MIXED};
 use crate::assembly::cell::{r2, Cell, Image};
 use crate::assembly::forms::Form;
 use crate::assembly::terms::{Kernel, Kinds};
-use crate::simd::{self, Lanes, WithLanes};
+use crate::simd::{self, Loads, WithLanes};
 
 impl Rows {
     /// The energy of every pair within the cutoff (per chunk, into [`Rows::sums`]) and, with
@@ -119,7 +119,7 @@ where
     /// [`RowPass::pass`] made for each layout, for the gradient or not, in a box or not: the
     /// choices out of the loops (the compiler does not take them out itself).
     #[inline(always)]
-    fn run<L: Lanes>(self) -> f64 {
+    fn run<L: Loads>(self) -> f64 {
         match (self.newton, self.out.is_some(), self.input.cell.is_some()) {
             (true, true, true) => self.pass::<L, true, true, true>(),
             (true, true, false) => self.pass::<L, true, true, false>(),
@@ -141,7 +141,7 @@ where
     /// The chunk's rows: with `NEWTON`, a half list's; with `GRADIENT`, the outputs (`out`
     /// given); with `PERIODIC`, the nearest images (`input.cell` given).
     #[inline(always)]
-    fn pass<L: Lanes, const NEWTON: bool, const GRADIENT: bool, const PERIODIC: bool>(self) -> f64 {
+    fn pass<L: Loads, const NEWTON: bool, const GRADIENT: bool, const PERIODIC: bool>(self) -> f64 {
         let RowPass {
             terms,
             input,

@@ -1,0 +1,118 @@
+//! Which instruction set runs: [`detected`] once per process, capped by `ZS_SIMD`
+//! ([`selected`]), and [`dispatch`], which runs lane-generic code ([`WithLanes`]) inside the
+//! `#[target_feature]` entry of the chosen set (`super::x86`).
+
+use std::sync::OnceLock;
+
+#[cfg(target_arch = "x86_64")]
+use super::x86;
+use super::Loads;
+
+/// An instruction set the lane code is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Isa {
+    /// One `f64` at a time.
+    Scalar,
+    /// 4 lanes (AVX2).
+    Avx2,
+    /// 8 lanes (AVX-512F).
+    Avx512,
+}
+
+impl Isa {
+    /// Lanes per value.
+    pub fn width(self) -> usize {
+        match self {
+            Isa::Scalar => 1,
+            Isa::Avx2 => 4,
+            Isa::Avx512 => 8,
+        }
+    }
+
+    /// The name `ZS_SIMD` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+
+    /// Every instruction set this machine runs, narrowest first.
+    pub fn available() -> Vec<Isa> {
+        [Isa::Scalar, Isa::Avx2, Isa::Avx512]
+            .into_iter()
+            .filter(|&i| i <= detected())
+            .collect()
+    }
+}
+
+/// The widest instruction set this machine runs (detected once).
+pub fn detected() -> Isa {
+    static DETECTED: OnceLock<Isa> = OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // FMA: `rsqrt`'s fused steps (every AVX-512 and AVX2 CPU has it).
+            let fma = std::arch::is_x86_feature_detected!("fma");
+            if std::arch::is_x86_feature_detected!("avx512f") && fma {
+                return Isa::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && fma {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Scalar
+    })
+}
+
+/// The instruction set [`dispatch`] uses: [`detected`], capped by `ZS_SIMD` when set (read once).
+pub fn selected() -> Isa {
+    static SELECTED: OnceLock<Isa> = OnceLock::new();
+    *SELECTED.get_or_init(|| {
+        let cap = match std::env::var("ZS_SIMD").as_deref() {
+            Ok("scalar") => Isa::Scalar,
+            Ok("avx2") => Isa::Avx2,
+            _ => Isa::Avx512,
+        };
+        detected().min(cap)
+    })
+}
+
+/// Code generic in its lanes, run by [`dispatch`] with the lanes of the chosen instruction set.
+pub trait WithLanes {
+    /// What the code returns.
+    type Output;
+    /// The code, for lanes `L`. Mark it `#[inline(always)]`: it is compiled for the instruction
+    /// set of `L` only when inlined into the `#[target_feature]` function that calls it.
+    fn run<L: Loads>(self) -> Self::Output;
+}
+
+/// Runs `code` with the lanes of [`selected`].
+#[inline]
+pub fn dispatch<W: WithLanes>(code: W) -> W::Output {
+    dispatch_with(selected(), code)
+}
+
+/// Runs `code` with the lanes of `isa`, or of the widest available one below it.
+#[inline]
+pub fn dispatch_with<W: WithLanes>(isa: Isa, code: W) -> W::Output {
+    let isa = isa.min(detected());
+    #[cfg(target_arch = "x86_64")]
+    {
+        match isa {
+            // SAFETY: `detected()` returned at least `Avx512`, so `is_x86_feature_detected!`
+            // confirmed AVX-512F and FMA on this CPU: the target-feature function's instructions exist.
+            Isa::Avx512 => return unsafe { x86::run_avx512(code) },
+            // SAFETY: as above, with AVX2 and FMA confirmed (`detected()` ≥ `Avx2`).
+            Isa::Avx2 => return unsafe { x86::run_avx2(code) },
+            // SAFETY: FMA confirmed just before the call.
+            Isa::Scalar if std::arch::is_x86_feature_detected!("fma") => {
+                return unsafe { x86::run_scalar_fma(code) };
+            }
+            Isa::Scalar => {}
+        }
+    }
+    let _ = isa;
+    code.run::<f64>()
+}

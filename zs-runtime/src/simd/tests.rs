@@ -1,0 +1,269 @@
+//! The lanes against the scalar code, on every instruction set this machine runs.
+
+use super::*;
+
+/// A little kernel with every kind of operation.
+struct Probe<'a> {
+    x: &'a [f64],
+    out: &'a mut Vec<f64>,
+}
+
+impl WithLanes for Probe<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run<L: Loads>(self) {
+        let w = L::WIDTH;
+        let mut buf = vec![0.0; w];
+        for block in self.x.chunks_exact(w) {
+            let a = L::load(block);
+            let b = a * a + L::splat(0.5);
+            let r = (-(b.sqrt() / a) - L::splat(1.0 / 3.0)).powi(-3) + a.powi(5);
+            let s = r.map(f64::exp).zip_map(a, f64::atan2);
+            let s = L::select(a.lt(L::splat(0.3)), s, -s) + a.le(L::splat(0.1));
+            let s = s + (a * L::splat(0.5)).round_even();
+            s.store(&mut buf);
+            // The compare's mask, lane by lane, added as 1000 (NaN lanes unset).
+            let nan = L::select(a.lt(L::splat(-3.0)), L::splat(f64::NAN), a);
+            let mask = nan.lt_mask(L::splat(0.2));
+            for (l, x) in buf.iter_mut().enumerate() {
+                *x += 1000.0 * f64::from((mask >> l) & 1);
+            }
+            self.out.extend_from_slice(&buf);
+        }
+    }
+}
+
+#[test]
+fn every_instruction_set_gives_the_scalar_bits() {
+    let x: Vec<f64> = (0..64).map(|k| 0.1 + 0.37 * k as f64 - 7.0).collect();
+    let mut scalar = Vec::new();
+    dispatch_with(
+        Isa::Scalar,
+        Probe {
+            x: &x,
+            out: &mut scalar,
+        },
+    );
+    assert_eq!(scalar.len(), 64);
+    let (set, unset) = (x.iter().zip(&scalar)).fold((0, 0), |(s, u), (&a, &v)| {
+        let set = v > 500.0;
+        // Set exactly where -3 ≤ a < 0.2 (below -3 the compared lane is NaN).
+        assert_eq!(set, (-3.0..0.2).contains(&a), "a = {a}: {v}");
+        (s + usize::from(set), u + usize::from(!set))
+    });
+    assert!(set > 0 && unset > 0, "{set} set, {unset} unset");
+    for isa in Isa::available() {
+        let mut out = Vec::new();
+        dispatch_with(
+            isa,
+            Probe {
+                x: &x,
+                out: &mut out,
+            },
+        );
+        let same = out
+            .iter()
+            .zip(&scalar)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{isa:?} differs from scalar: {out:?} vs {scalar:?}");
+    }
+}
+
+/// Packs the values below 0.2 with [`Lanes::compress_store`], block by block.
+struct Pack<'a> {
+    x: &'a [f64],
+    out: &'a mut Vec<f64>,
+}
+
+impl WithLanes for Pack<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run<L: Loads>(self) {
+        let w = L::WIDTH;
+        let mut packed = vec![f64::NAN; self.x.len() + 8];
+        let mut m = 0;
+        for block in self.x.chunks_exact(w) {
+            let a = L::load(block);
+            let mask = a.lt_mask(L::splat(0.2));
+            a.compress_store(mask, &mut packed[m..]);
+            m += mask.count_ones() as usize;
+        }
+        self.out.extend_from_slice(&packed[..m]);
+    }
+}
+
+/// Every instruction set packs a filter's survivors in order, and nothing else.
+#[test]
+fn compress_store_packs_the_survivors_in_order_on_every_instruction_set() {
+    let x: Vec<f64> = (0..64)
+        .map(|k| ((k * 37) % 64) as f64 / 64.0 - 0.3)
+        .collect();
+    let expected: Vec<f64> = x.iter().copied().filter(|&a| a < 0.2).collect();
+    assert!(expected.len() > 8 && expected.len() < 56);
+    for isa in Isa::available() {
+        let mut out = Vec::new();
+        dispatch_with(
+            isa,
+            Pack {
+                x: &x,
+                out: &mut out,
+            },
+        );
+        assert_eq!(out, expected, "{isa:?}");
+    }
+}
+
+/// Gathers body `k` of each of a block's pair terms (`D = 3`) from a list.
+struct Bodies<'a> {
+    q: &'a [f64],
+    terms: &'a [[u32; 2]],
+    out: &'a mut Vec<f64>,
+    /// Through [`Lanes::load_pairs3`] rather than [`Lanes::gather_bodies`].
+    pairs: bool,
+}
+
+impl WithLanes for Bodies<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run<L: Loads>(self) {
+        let mut buf = [0.0; 8];
+        for block in self.terms.chunks_exact(L::WIDTH) {
+            let both = if self.pairs {
+                L::load_pairs3::<2>(self.q, block)
+            } else {
+                [0, 1].map(|k| L::gather_bodies::<3, 2>(self.q, block, k))
+            };
+            for lanes in both.into_iter().flatten() {
+                lanes.store(&mut buf);
+                self.out.extend_from_slice(&buf[..L::WIDTH]);
+            }
+        }
+    }
+}
+
+/// Every instruction set reads `q[terms[l][k]·3 + d]` into lane `l` of value `d`, up to the
+/// last body of `q`, by [`Lanes::gather_bodies`] and by [`Lanes::load_pairs3`] (AVX-512:
+/// whole-row loads where a fourth coordinate is readable, the gathers in a block that holds
+/// the last body; a first body shared by a whole block broadcast).
+#[test]
+fn gather_bodies_reads_each_terms_body_on_every_instruction_set() {
+    let q: Vec<f64> = (0..300).map(|i| i as f64 * 0.5 - 7.0).collect();
+    let mut terms: Vec<[u32; 2]> = (0..64u32)
+        .map(|t| [(t * 7) % 100, (t * 13 + 99) % 100])
+        .collect();
+    // Two neighbour-list rows, every first body the same: an inner body's, and the last
+    // body's (its row of four is not in `q`).
+    terms.extend((0..16u32).map(|t| [5, (t * 11 + 2) % 100]));
+    terms.extend((0..16u32).map(|t| [99, t * 3]));
+    assert!(terms.iter().any(|t| t[1] == 99));
+    for (isa, pairs) in Isa::available()
+        .into_iter()
+        .flat_map(|i| [(i, false), (i, true)])
+    {
+        let mut out = Vec::new();
+        dispatch_with(
+            isa,
+            Bodies {
+                q: &q,
+                terms: &terms,
+                out: &mut out,
+                pairs,
+            },
+        );
+        let w = isa.width();
+        let mut expected = Vec::new();
+        for block in terms.chunks_exact(w) {
+            for k in 0..2 {
+                for d in 0..3 {
+                    expected.extend(block.iter().map(|t| q[t[k] as usize * 3 + d]));
+                }
+            }
+        }
+        assert_eq!(out, expected, "{isa:?}, load_pairs3 {pairs}");
+    }
+}
+
+/// [`rsqrt`] against 1/√x: within 1 ulp over 40 binades and at the edges (faithful); IEEE results where the guess is not used; the same bits on every path.
+#[test]
+fn rsqrt_is_within_one_ulp() {
+    let mut worst = 0.0_f64;
+    let mut x = 1e-20_f64;
+    let mut xs = Vec::new();
+    while x < 1e20 {
+        xs.push(x);
+        x *= 1.000_731;
+    }
+    xs.extend([f64::MIN_POSITIVE, f64::MAX, 1.0, 4.0, 0.25, 2.0]);
+    for &x in &xs {
+        let y = rsqrt(x);
+        // The relative error of y is −r/2 to first order, r = 1 − x y² evaluated exactly
+        // enough with fused products (y² = p + p' exactly, x p = t + t' exactly).
+        let p = y * y;
+        let p_lo = y.mul_add(y, -p);
+        let t = x * p;
+        let t_lo = x.mul_add(p, -t) + x * p_lo;
+        let r = (1.0 - t) - t_lo;
+        let ulp = f64::from_bits(y.to_bits() + 1) - y;
+        worst = worst.max((0.5 * r * y).abs() / ulp);
+    }
+    assert!(worst < 1.0, "rsqrt off by {worst} ulp of 1/√x");
+    assert_eq!(rsqrt(0.0), f64::INFINITY);
+    assert_eq!(rsqrt(-0.0), f64::NEG_INFINITY);
+    assert_eq!(rsqrt(f64::INFINITY), 0.0);
+    assert!(rsqrt(-1.0).is_nan() && rsqrt(f64::NAN).is_nan());
+    let sub = f64::MIN_POSITIVE / 4.0;
+    assert_eq!(rsqrt(sub), 1.0 / sub.sqrt());
+
+    struct Rsqrt<'a>(&'a [f64], &'a mut Vec<u64>);
+    impl WithLanes for Rsqrt<'_> {
+        type Output = ();
+        #[inline(always)]
+        fn run<L: Loads>(self) {
+            let mut buf = [0.0; 8];
+            for block in self.0.chunks_exact(L::WIDTH) {
+                L::load(block).rsqrt().store(&mut buf);
+                self.1.extend(buf[..L::WIDTH].iter().map(|y| y.to_bits()));
+            }
+        }
+    }
+    // Mixed blocks: a special value among normal ones must not change its neighbours.
+    let mut mixed: Vec<f64> = xs.iter().step_by(97).copied().take(56).collect();
+    mixed.extend([0.0, -1.0, f64::INFINITY, f64::NAN, sub, 3.0, -0.0, 7.5]);
+    mixed.truncate(64);
+    let scalar: Vec<u64> = mixed.iter().map(|&x| rsqrt(x).to_bits()).collect();
+    for isa in Isa::available() {
+        let mut bits = Vec::new();
+        dispatch_with(isa, Rsqrt(&mixed, &mut bits));
+        assert_eq!(bits, scalar, "{isa:?}");
+    }
+}
+
+#[test]
+fn powi_matches_repeated_multiplication() {
+    for n in -7i32..=7 {
+        let x = 1.1_f64;
+        let direct = (0..n.unsigned_abs()).fold(1.0, |p, _| p * x);
+        let expect = if n < 0 { 1.0 / direct } else { direct };
+        assert!((Lanes::powi(x, n) - expect).abs() <= 4.0 * f64::EPSILON * expect.abs());
+    }
+    assert_eq!(Lanes::powi(3.0_f64, 0), 1.0);
+}
+
+#[test]
+fn negation_flips_the_sign_bit_on_every_path() {
+    struct Neg0<'a>(&'a mut Vec<u64>);
+    impl WithLanes for Neg0<'_> {
+        type Output = ();
+        #[inline(always)]
+        fn run<L: Loads>(self) {
+            let mut buf = [0.0; 8];
+            (-L::splat(0.0)).store(&mut buf);
+            self.0.push(buf[0].to_bits());
+        }
+    }
+    for isa in Isa::available() {
+        let mut bits = Vec::new();
+        dispatch_with(isa, Neg0(&mut bits));
+        assert_eq!(bits, [(-0.0_f64).to_bits()], "{isa:?}");
+    }
+}
