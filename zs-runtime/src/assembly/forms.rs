@@ -6,9 +6,10 @@
 //! on a definition — whether the definition has the form, whether it is stiff, how many
 //! constraints each term carries, how its third contraction is obtained — is a [`FormInfo`] in
 //! the [`Forms`] table that `#[mechanical_system]` generates. The assembly ([`super::Assembled`])
-//! and the macro are written once over this description: a new form is a marker type, a field
-//! of [`Forms`], a line in the table of `zs-macros` and a line in the list of forms the assembly
-//! instantiates (`super::system`).
+//! and the macro are written once over this description; what a new form touches is counted in
+//! `docs/ARCHITECTURE.md` (a `form!` line and a field of [`Forms`] here, a line in the list of
+//! forms the assembly instantiates (`super::system`), a bound of [`super::Terms`], a row of the
+//! macro's table).
 //!
 //! | form | arity `K` | terms | definition functions |
 //! |---|---|---|---|
@@ -53,7 +54,7 @@ pub trait Form: Send + Sync + 'static {
 
 /// Declares a form's marker type and its [`Form`] impl: one line per form.
 macro_rules! form {
-    ($(#[$doc:meta])* $marker:ident, $name:literal, $arity:literal, $over:ident, $field:ident) => {
+    ($(#[$doc:meta])* $marker:ident, $name:literal, $arity:literal, $over:ident) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy)]
         pub struct $marker;
@@ -63,7 +64,7 @@ macro_rules! form {
             const ARITY: usize = $arity;
             const OVER: Over = Over::$over;
             fn info(forms: &Forms) -> FormInfo {
-                forms.$field
+                forms.of(Over::$over)
             }
         }
     };
@@ -71,34 +72,34 @@ macro_rules! form {
 
 form!(
     /// One term per body: `site_potential(x)`, `stiff_site_potential(x)`, `body_constraints(x)`.
-    Site, "site", 1, Bodies, site
+    Site, "site", 1, Bodies
 );
 form!(
     /// One term per bond: `bond_potential(a, b)`, `stiff_bond_potential(a, b)`,
     /// `bond_constraints(a, b)`.
-    Bond, "bond", 2, Bonds, bond
+    Bond, "bond", 2, Bonds
 );
 form!(
     /// One term per non-excluded pair: `pair_potential(a, b)`.
-    Pair, "pair", 2, Pairs, pair
+    Pair, "pair", 2, Pairs
 );
 
 form!(
     /// One term per angle `(i, j, k)` of the topology: `angle_potential(a, b, c)`,
     /// `stiff_angle_potential(a, b, c)` (`b` is the apex).
-    Angle, "angle", 3, Angles, angle
+    Angle, "angle", 3, Angles
 );
 form!(
     /// One term per dihedral `(i, j, k, l)` of the topology: `dihedral_potential(a, b, c, d)`,
     /// `stiff_dihedral_potential(a, b, c, d)` (the torsion about `b`–`c`).
-    Dihedral, "dihedral", 4, Dihedrals, dihedral
+    Dihedral, "dihedral", 4, Dihedrals
 );
 
 form!(
     /// One term per 1-4 pair (three bonds apart): `pair14_potential(a, b)` — the scaled or
     /// special pair energy force fields give 1-4 pairs (OPLS: half the LJ and Coulomb energy),
     /// used with [`super::Topology::exclude_within`]`(3)` so that `pair_potential` skips them.
-    Pair14, "pair14", 2, Pairs14, pair14
+    Pair14, "pair14", 2, Pairs14
 );
 
 /// How the assembly obtains a form's third contraction `T(x; a)` (Z&S, eq. 3).
@@ -172,6 +173,19 @@ impl Forms {
             || self.angle.typed
             || self.dihedral.typed
             || self.pair14.typed
+    }
+
+    /// The entry of the form over `over` (one form per kind of tuples): a constant function,
+    /// so that the assembly decides at compile time which forms a definition has.
+    pub const fn of(&self, over: Over) -> FormInfo {
+        match over {
+            Over::Bodies => self.site,
+            Over::Bonds => self.bond,
+            Over::Pairs => self.pair,
+            Over::Angles => self.angle,
+            Over::Dihedrals => self.dihedral,
+            Over::Pairs14 => self.pair14,
+        }
     }
 
     /// No form at all (the expansion after a compile error).

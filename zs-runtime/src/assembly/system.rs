@@ -9,7 +9,7 @@ use atomic_refcell::{AtomicRefCell, AtomicRefMut};
 use super::cell::Cell;
 use super::eval::pairs::{CutoffPairs, PairStrategy};
 use super::eval::{Absent, FormList, FormOps, FormState, Inputs, CHUNK};
-use super::forms::{Angle, Bond, Dihedral, Form, Forms, Over, Pair, Pair14, Site};
+use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Pair14, Site};
 use super::neighbors::Neighbors;
 use super::plan::{Bodies, PINNED};
 use super::terms::{Kernel, Terms};
@@ -74,15 +74,7 @@ where
 /// definition lacks makes none of the engine's code — its passes, lanes and rows are
 /// monomorphized only for the forms a definition has.
 const fn has<T: Terms<D>, F: Form, const D: usize>() -> bool {
-    let forms = T::FORMS;
-    match F::OVER {
-        Over::Bodies => forms.site.present,
-        Over::Bonds => forms.bond.present,
-        Over::Pairs => forms.pair.present,
-        Over::Angles => forms.angle.present,
-        Over::Dihedrals => forms.dihedral.present,
-        Over::Pairs14 => forms.pair14.present,
-    }
+    T::FORMS.of(F::OVER).present
 }
 
 /// The model of an assembled system: what does not change as it is evaluated — the kernels,
