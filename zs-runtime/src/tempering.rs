@@ -550,7 +550,10 @@ impl<S, V: Vector> Tempering<S, V> {
 
     /// Advance every live replica held here by `steps` steps, the replicas in parallel on
     /// rayon's current pool (each replica's trajectory is its own, so the bits do not depend
-    /// on the thread count).
+    /// on the thread count), all on the one `target`: for a model without evaluation state (a
+    /// fixed-size system). An assembled system gives each replica its own state of the model
+    /// instead ([`Tempering::advance_side_by_side`]): one state evaluated by two threads at once
+    /// is a panic.
     pub fn advance_parallel<P>(&mut self, target: &P, steps: u64)
     where
         P: Model<V> + Sync + ?Sized,

@@ -1,6 +1,7 @@
 //! The integration tests of `zs-runtime`, one module per subject, in one test binary (one link
 //! instead of one per file; `cargo test -p zs-runtime --test runtime <module>::` runs a subject).
-//! `alloc_assembled.rs` stays a binary of its own: it counts the allocations of every thread.
+//! `alloc_assembled` counts the allocations of every thread in a child process of this binary
+//! that runs that test alone.
 //!
 //! The binary counts allocations per thread (`support::counting_alloc`), for the tests that
 //! prove a step allocates nothing.
@@ -9,6 +10,7 @@
 mod support;
 
 mod alloc;
+mod alloc_assembled;
 mod assembly;
 mod assembly_parallel;
 mod checkpoint;

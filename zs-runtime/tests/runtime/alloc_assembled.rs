@@ -1,16 +1,12 @@
 //! Steps on assembled systems allocate nothing after set-up, with the terms evaluated on a
-//! 2-thread rayon pool: counted in every thread of the process (this binary holds one test, so
-//! nothing else runs). The stepping loops run inside `ThreadPool::install`, as the driver and
-//! the command line do: called from outside a pool, rayon's injector allocates a block every
-//! few dozen injected jobs (`docs/DEPENDENCIES.md`).
+//! 2-thread rayon pool: counted in every thread of the process. The count runs in a child
+//! process of this test binary that runs this test alone (`ZS_ALLOC_ALONE`), so that no other
+//! test allocates meanwhile. The stepping loops run inside `ThreadPool::install`, as the driver
+//! and the command line do: called from outside a pool, rayon's injector allocates a block
+//! every few dozen injected jobs (`docs/DEPENDENCIES.md`).
 
-#[path = "support/assembled.rs"]
-mod assembled;
-#[path = "support/counting_alloc.rs"]
-#[allow(dead_code)]
-mod counting_alloc;
-
-use counting_alloc::allocations_in_all_threads_during;
+use crate::support::assembled;
+use crate::support::counting_alloc::allocations_in_all_threads_during;
 use zs_runtime::driver::run_steps;
 use zs_runtime::observers::Observer;
 use zs_runtime::{
@@ -19,9 +15,37 @@ use zs_runtime::{
 };
 
 const STEPS: usize = 50;
+/// Set in the child process: run the count here.
+const ALONE: &str = "ZS_ALLOC_ALONE";
 
+/// This binary again, running only this test, with [`ALONE`] set: it must succeed.
 #[test]
 fn assembled_steps_allocate_nothing_after_set_up_with_rayon_on() {
+    if std::env::var_os(ALONE).is_some() {
+        count_every_thread();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "alloc_assembled::assembled_steps_allocate_nothing_after_set_up_with_rayon_on",
+            "--test-threads",
+            "1",
+            "--nocapture",
+        ])
+        .env(ALONE, "1")
+        .output()
+        .expect("run this test binary again");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.contains("1 passed"),
+        "{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The count itself (in the child process).
+fn count_every_thread() {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)
         .build()
