@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 #[cfg(target_arch = "x86_64")]
 use super::x86;
-use super::Loads;
+use super::WithLanes;
 
 /// An instruction set the lane code is compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -77,15 +77,6 @@ pub fn selected() -> Isa {
         };
         detected().min(cap)
     })
-}
-
-/// Code generic in its lanes, run by [`dispatch`] with the lanes of the chosen instruction set.
-pub trait WithLanes {
-    /// What the code returns.
-    type Output;
-    /// The code, for lanes `L`. Mark it `#[inline(always)]`: it is compiled for the instruction
-    /// set of `L` only when inlined into the `#[target_feature]` function that calls it.
-    fn run<L: Loads>(self) -> Self::Output;
 }
 
 /// Runs `code` with the lanes of [`selected`].

@@ -49,7 +49,7 @@ mod tests;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-pub use dispatch::{detected, dispatch, dispatch_with, selected, Isa, WithLanes};
+pub use dispatch::{detected, dispatch, dispatch_with, selected, Isa};
 pub use loads::Loads;
 pub(crate) use scalar::round_ties_even;
 pub use scalar::rsqrt;
@@ -186,4 +186,13 @@ pub trait Lanes:
             p
         }
     }
+}
+
+/// Code generic in its lanes, run by [`dispatch`] with the lanes of the chosen instruction set.
+pub trait WithLanes {
+    /// What the code returns.
+    type Output;
+    /// The code, for lanes `L`. Mark it `#[inline(always)]`: it is compiled for the instruction
+    /// set of `L` only when inlined into the `#[target_feature]` function that calls it.
+    fn run<L: Loads>(self) -> Self::Output;
 }
