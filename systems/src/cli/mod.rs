@@ -46,7 +46,7 @@ pub mod eval;
 mod job;
 #[cfg(feature = "faer")]
 pub mod nma;
-mod output;
+pub mod output;
 mod ranks;
 pub mod reproduce;
 pub mod run;

@@ -1,6 +1,6 @@
 //! Where a run's lines go: stdout, or — for a replica running beside others (`zs ensemble`) —
 //! a buffer of its own, printed whole when the replica ends, so that replicas side by side do
-//! not interleave their lines. Written with [`say!`](crate::cli::say) where a run would
+//! not interleave their lines. Written with `say!` where a run would
 //! `println!`.
 //!
 //! The buffer is the calling thread's. A replica's lines are all written by the thread that
@@ -16,7 +16,7 @@ thread_local! {
 }
 
 /// One line, to the current replica's buffer or to stdout.
-pub(crate) fn line(args: std::fmt::Arguments<'_>) {
+pub fn line(args: std::fmt::Arguments<'_>) {
     let written = SINK.with(|sink| match sink.borrow_mut().as_mut() {
         Some(buf) => {
             let _ = writeln!(buf, "{args}");
@@ -30,28 +30,9 @@ pub(crate) fn line(args: std::fmt::Arguments<'_>) {
 }
 
 /// `f()` with its lines collected instead of printed: its result and its lines.
-pub(crate) fn captured<R>(f: impl FnOnce() -> R) -> (R, String) {
+pub fn captured<R>(f: impl FnOnce() -> R) -> (R, String) {
     let outer = SINK.with(|sink| sink.replace(Some(String::new())));
     let r = f();
     let text = SINK.with(|sink| sink.replace(outer)).unwrap_or_default();
     (r, text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Lines said inside a capture are collected, nested captures each their own, and nothing
-    /// leaks into the enclosing one.
-    #[test]
-    fn captures_nest_and_collect_their_own_lines() {
-        let (((), inner), outer) = captured(|| {
-            line(format_args!("outer {}", 1));
-            let r = captured(|| line(format_args!("inner")));
-            line(format_args!("outer {}", 2));
-            r
-        });
-        assert_eq!(inner, "inner\n");
-        assert_eq!(outer, "outer 1\nouter 2\n");
-    }
 }

@@ -20,7 +20,8 @@
 use std::path::PathBuf;
 
 use super::error::CliError;
-use super::job::{in_pool, resume::run_meta, Job, TemperCheckpoint, TemperPlan};
+pub use super::job::TemperCheckpoint;
+use super::job::{in_pool, resume::run_meta, Job, TemperPlan};
 use super::ranks::Ranks;
 use super::run::{check_memory, check_named_checkpoint, check_options, ensure_dir, profile};
 use super::system::describe;

@@ -109,7 +109,7 @@ impl Water {
         let r6 = r2 * r2 * r2;
         e + self.lj_a / (r6 * r6) - self.lj_c / r6
     }
-    fn body_constraints(&self, x: &[f64; 9]) -> [f64; 3] {
+    pub fn body_constraints(&self, x: &[f64; 9]) -> [f64; 3] {
         let oh1 = (x[3] - x[0]).powi(2) + (x[4] - x[1]).powi(2) + (x[5] - x[2]).powi(2);
         let oh2 = (x[6] - x[0]).powi(2) + (x[7] - x[1]).powi(2) + (x[8] - x[2]).powi(2);
         let hh = (x[6] - x[3]).powi(2) + (x[7] - x[4]).powi(2) + (x[8] - x[5]).powi(2);

@@ -1,6 +1,6 @@
 //! [`Assembled`]: a system of bodies whose size and connectivity are read at run time, built
-//! from per-term kernels ([`Terms`]) and a [`Topology`]: the model ([`Assembly`], immutable and
-//! shared) and one evaluation state of it ([`super::workspace::Workspace`]).
+//! from per-term kernels ([`Terms`]) and a [`Topology`]: the model (`Assembly`, immutable and
+//! shared) and one evaluation state of it (`workspace.rs`).
 
 use std::sync::Arc;
 
@@ -109,7 +109,7 @@ pub(crate) struct Assembly<T, const D: usize> {
 ///
 /// It implements [`crate::Model`], [`crate::StiffModel`] and [`crate::ConstrainedModel`] over
 /// `Vec<f64>`: every stepper integrates it (`ZhangSkeel<Vec<f64>>`, `Shake<Vec<f64>, Vec<f64>>`,
-/// …), with the Hessian in a sparse pattern fixed here and solved by [`crate::SparseSolver`]
+/// …), with the Hessian in a sparse pattern fixed here and solved by [`crate::sparse::SparseSolver`]
 /// (block diagonal when the pattern is, e.g. the stiff Hessian of rigid water; banded for
 /// chains and rings; faer's sparse Cholesky otherwise). Evaluation is parallel on rayon's
 /// current pool for large systems ([`Assembled::with_parallel`]) and bit-identical whatever

@@ -107,7 +107,7 @@ pub(super) const RSQRT_MAGIC: u64 = 0x5FE6_EB50_C7B5_37A9;
 ///
 /// The lane types perform exactly these operations in this order, lane by lane, and select
 /// the same fallback lane by lane: their results are these bits. `f64::mul_add` is the one
-/// correctly rounded fused multiply-add, the instruction's bits: [`dispatch`] runs scalar code
+/// correctly rounded fused multiply-add, the instruction's bits: [`super::dispatch()`] runs scalar code
 /// with FMA enabled where the CPU has it (every x86-64 CPU with AVX2 does); elsewhere on x86-64
 /// it is the C library's exact software `fma`, slower but the same bits.
 #[inline(always)]

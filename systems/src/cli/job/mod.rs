@@ -21,7 +21,8 @@ use zs_runtime::{
 };
 
 pub(crate) use stepper::CliStepper;
-pub(crate) use temper::{TemperCheckpoint, TemperPlan};
+pub use temper::TemperCheckpoint;
+pub(crate) use temper::TemperPlan;
 
 use super::error::CliError;
 use super::{state_file, IntegratorName, RunArgs};

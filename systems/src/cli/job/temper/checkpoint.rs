@@ -19,7 +19,7 @@ use crate::cli::error::CliError;
 
 /// `--checkpoint NAME [--checkpoint-every K] [--resume NAME]` of `zs temper`.
 #[derive(Debug, Clone)]
-pub(crate) struct TemperCheckpoint {
+pub struct TemperCheckpoint {
     /// `DIR/NAME`: the exchanges' file; replica k's is `DIR/NAME.k`.
     pub path: PathBuf,
     /// A checkpoint after the first round at or past every multiple of `every` steps.
@@ -30,7 +30,7 @@ pub(crate) struct TemperCheckpoint {
 
 impl TemperCheckpoint {
     /// `DIR/NAME.k`, or with `previous`, `DIR/NAME.k.previous`.
-    pub(super) fn replica_path(&self, k: usize, previous: bool) -> PathBuf {
+    pub fn replica_path(&self, k: usize, previous: bool) -> PathBuf {
         let mut name = self.path.as_os_str().to_owned();
         name.push(format!(".{k}"));
         if previous {
@@ -41,13 +41,13 @@ impl TemperCheckpoint {
 
     /// Whether the round that ends at step `done` (the previous one at `before`) writes a
     /// checkpoint: it is the first at or past a multiple of `every`, and not the last.
-    pub(super) fn due(&self, before: u64, done: u64, planned: u64) -> bool {
+    pub fn due(&self, before: u64, done: u64, planned: u64) -> bool {
         done < planned && done / self.every > before / self.every
     }
 
     /// Write replica `k`'s checkpoint `cp` (a fresh checkpoint keeps its predecessor as
     /// `.previous` until every process has written its replicas).
-    pub(super) fn write_replica(&self, k: usize, cp: &Checkpoint) -> Result<(), CliError> {
+    pub fn write_replica(&self, k: usize, cp: &Checkpoint) -> Result<(), CliError> {
         let path = self.replica_path(k, false);
         if path.exists() {
             let previous = self.replica_path(k, true);
@@ -60,7 +60,7 @@ impl TemperCheckpoint {
 
     /// Replica `k`'s checkpoint of `round`: `DIR/NAME.k`, or its predecessor if the run was
     /// killed after writing that one but before `DIR/NAME`.
-    pub(super) fn read_replica(&self, k: usize, round: u64) -> Result<Checkpoint, CliError> {
+    pub fn read_replica(&self, k: usize, round: u64) -> Result<Checkpoint, CliError> {
         let mut seen = Vec::new();
         for previous in [false, true] {
             let path = self.replica_path(k, previous);
@@ -94,11 +94,7 @@ impl TemperCheckpoint {
     /// Remove the checkpoint files of replicas `held` (and with `exchanges`, `DIR/NAME`) left
     /// by an earlier run, so that a fresh run interrupted before its first checkpoint is not
     /// resumed from them.
-    pub(super) fn clear(
-        &self,
-        held: std::ops::Range<usize>,
-        exchanges: bool,
-    ) -> Result<(), CliError> {
+    pub fn clear(&self, held: std::ops::Range<usize>, exchanges: bool) -> Result<(), CliError> {
         let mut paths: Vec<PathBuf> = held
             .flat_map(|k| [self.replica_path(k, false), self.replica_path(k, true)])
             .collect();
@@ -189,50 +185,5 @@ impl Log {
         let tmp = tmp_path_of(&self.path);
         drop(self.file);
         publish(&tmp, &self.path, None).map_err(|e| CliError::io("rename", &tmp, e))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Killed after a replica wrote a later round than `DIR/NAME` names, the resume takes its
-    /// `.previous`; without a file of the round, a one-line error naming the round.
-    #[test]
-    fn a_replica_checkpoint_is_read_from_the_round_the_exchanges_name() {
-        let dir = std::env::temp_dir().join(format!("zs-temper-ck-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let c = TemperCheckpoint {
-            path: dir.join("ck"),
-            every: 10,
-            resume: true,
-        };
-        let at = |round: u64| {
-            let mut cp = Checkpoint::new();
-            cp.set_u64("temper.round", round);
-            cp
-        };
-        c.clear(0..1, true).unwrap();
-        c.write_replica(0, &at(4)).unwrap();
-        c.write_replica(0, &at(5)).unwrap();
-        assert_eq!(
-            c.read_replica(0, 5).unwrap().u64("temper.round").unwrap(),
-            5
-        );
-        assert_eq!(
-            c.read_replica(0, 4).unwrap().u64("temper.round").unwrap(),
-            4
-        );
-        let err = c.read_replica(0, 3).unwrap_err().to_string();
-        assert!(err.contains("no checkpoint of round 3"), "{err}");
-        assert!(
-            err.contains("is of round 5") && err.contains("is of round 4"),
-            "{err}"
-        );
-        c.clear(0..1, true).unwrap();
-        assert!(!c.replica_path(0, false).exists() && !c.replica_path(0, true).exists());
-        assert!(c.due(990, 1000, 2000) && c.due(995, 1005, 2000));
-        assert!(!c.due(1000, 1005, 2000) && !c.due(1990, 2000, 2000));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

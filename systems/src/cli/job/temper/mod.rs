@@ -22,7 +22,7 @@ use zs_runtime::{
 };
 
 use checkpoint::Log;
-pub(crate) use checkpoint::TemperCheckpoint;
+pub use checkpoint::TemperCheckpoint;
 
 use super::{resume::check_same_run, CliStepper, Job};
 use crate::cli::error::CliError;
