@@ -161,8 +161,8 @@ struct Layer {
 
 /// Cells per `rc + skin` along an axis. LAMMPS bins at half the reach (a stencil of 125
 /// half-cells, 55 reach³ of candidates instead of 27 whole cells' 95); here whole cells
-/// measured faster on the 32 000-bead melt (200 steps: 2.7 s against 4.1 s with 2), and the
-/// half stencil of [`Neighbors::half_stencil`] is written for them.
+/// were faster on the Kremer–Grest melt (BENCHMARKS.md: the cell list's cost), and the half
+/// stencil of [`Neighbors::half_stencil`] is written for them.
 const SUB: usize = 1;
 
 /// `⌊x⌋` without a library call (the baseline x86-64 target has no rounding instruction).

@@ -24,8 +24,8 @@
 //! the same chain of multiplications for every `L`, and transcendental functions are evaluated
 //! lane by lane by the scalar `f64` function. So a term's outputs are the same bits on the
 //! scalar, AVX2 and AVX-512 paths, and so are the sums the assembly makes of them on one
-//! machine (a pair form under a cutoff is summed by full rows or by the half list as the
-//! machine's widest lanes make faster: `Assembled::with_full_rows`).
+//! machine (a pair form under a cutoff goes by the pass the machine's widest lanes make
+//! fastest, whatever lanes a system runs: `Assembled::with_pair_strategy`).
 //!
 //! **Not the scalar kernel's bits.** The lane kernels are derived in reciprocal mode (one
 //! division per denominator) and take `1/√x` by [`rsqrt`]: they agree with the plain

@@ -86,8 +86,8 @@ const COMPRESS4: [[i32; 8]; 16] = {
 };
 
 /// The lanes of `a` whose bit is set in `mask` packed to the low lanes in order (the others
-/// unspecified): one AVX2 permute by a table of the 16 masks, where storing lane by lane
-/// cost 16 % of the alkane's gradient (4 dependent scalar stores per coordinate).
+/// unspecified): one AVX2 permute by a table of the 16 masks, where storing lane by lane is
+/// four dependent scalar stores per coordinate.
 #[inline(always)]
 pub(super) unsafe fn compress256(mask: u32, a: __m256d) -> __m256d {
     let idx = &COMPRESS4[(mask & 15) as usize];
