@@ -158,10 +158,11 @@ pub(crate) const PARALLEL_FROM: usize = 4 * VECTOR_CHUNK;
 /// `Σ part(r)` over `0..n` cut into ranges of [`VECTOR_CHUNK`]: halves split at a chunk
 /// boundary fixed by `n` alone and summed as `left + right`, the halves on rayon's current pool
 /// (`rayon::join`, no allocation) when long — one summation tree, so the same bits on any
-/// number of threads. `part` sums its range in order.
+/// number of threads. `part` sums its range in order (a trait object: rayon's machinery is
+/// compiled once for every caller).
 pub(crate) fn tree_sum(
     range: core::ops::Range<usize>,
-    part: &(impl Fn(core::ops::Range<usize>) -> f64 + Sync),
+    part: &(dyn Fn(core::ops::Range<usize>) -> f64 + Sync),
 ) -> f64 {
     let len = range.end - range.start;
     if len <= VECTOR_CHUNK {

@@ -48,7 +48,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         s.mark_valued(q, omega);
         sum_vector(
             &s.forms,
-            |_| true,
+            &|_| true,
             self.model.bodies.free,
             self.is_parallel(),
             g,
@@ -67,7 +67,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         s.mark_valued(q, omega);
         sum_vector(
             &s.forms,
-            |_| true,
+            &|_| true,
             self.model.bodies.free,
             self.is_parallel(),
             g,
@@ -116,7 +116,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             self.check_len(g, "the gradient");
             sum_vector(
                 &s.forms,
-                |_| true,
+                &|_| true,
                 self.model.bodies.free,
                 self.is_parallel(),
                 g,
@@ -144,7 +144,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         let nonzero = |f: &dyn FormOps<T, D>| f.info().third != ThirdForm::Zero;
         sum_vector(
             &s.forms,
-            nonzero,
+            &nonzero,
             self.model.bodies.free,
             self.is_parallel(),
             out,
@@ -163,7 +163,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         }
         sum_vector(
             &s.forms,
-            |_| true,
+            &|_| true,
             self.model.bodies.free,
             self.is_parallel(),
             out,

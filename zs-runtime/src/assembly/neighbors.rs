@@ -133,6 +133,12 @@ fn group_by_types(
     group_stably(pairs, group, scratch);
 }
 
+/// True when `moved(c)` for some `c` in `0..chunks`, the chunks on rayon's pool. Not generic:
+/// rayon's machinery compiled once, not once per system that asks [`Neighbors::stale_at`].
+fn any_chunk(chunks: usize, moved: &(dyn Fn(usize) -> bool + Sync)) -> bool {
+    (0..chunks).into_par_iter().any(moved)
+}
+
 /// The layers' pairs one after the other into `out` (exactly as long): halves of the layers
 /// copied on rayon's pool (`join`, no allocation).
 fn concatenate(layers: &[Layer], out: &mut [[u32; 2]]) {
@@ -265,9 +271,9 @@ impl Neighbors {
         if 3 * n < PARALLEL_FROM {
             moved(0..n)
         } else {
-            (0..n.div_ceil(VECTOR_CHUNK))
-                .into_par_iter()
-                .any(|c| moved(c * VECTOR_CHUNK..((c + 1) * VECTOR_CHUNK).min(n)))
+            any_chunk(n.div_ceil(VECTOR_CHUNK), &|c| {
+                moved(c * VECTOR_CHUNK..((c + 1) * VECTOR_CHUNK).min(n))
+            })
         }
     }
 

@@ -109,6 +109,47 @@ pub struct Langevin<S> {
     masses: Vec<f64>,
 }
 
+/// The Ornstein–Uhlenbeck part of a step, exact, in place on `v` (masses `masses`): block `b` of
+/// [`NOISE_BLOCK`] coordinates draws from `rng`'s stream at `start + b · BLOCK_WORDS` (`start` its
+/// position on entry), the blocks on rayon's current pool, and the stream is left after the last
+/// block. True when every new velocity is finite. Not generic: compiled once for every inner
+/// stepper and system, rayon's machinery with it.
+fn ornstein_uhlenbeck(
+    v: &mut [f64],
+    masses: &[f64],
+    rng: &mut ChaCha8Rng,
+    (gamma, h, kt): (f64, f64, f64),
+) -> bool {
+    let word_pos = rng.get_word_pos();
+    // In place, finiteness checked on the way (the saved state restores a failure).
+    let ou = |b: usize, v: &mut [f64], m: &[f64], rng: &mut ChaCha8Rng| {
+        rng.set_word_pos(word_pos + b as u128 * BLOCK_WORDS);
+        let mut coefficients = Coefficients::new(gamma, h, kt);
+        let mut finite = true;
+        for (v, &m) in v.iter_mut().zip(m) {
+            let (c, sigma) = coefficients.of(m);
+            let xi: f64 = StandardNormal.sample(rng);
+            *v = c * *v + sigma * xi;
+            finite &= v.is_finite();
+        }
+        finite
+    };
+    let blocks = v.len().div_ceil(NOISE_BLOCK);
+    let finite = if blocks <= 1 {
+        ou(0, v, masses, rng)
+    } else {
+        use rayon::prelude::*;
+        let stream = &*rng;
+        v.par_chunks_mut(NOISE_BLOCK)
+            .zip(masses.par_chunks(NOISE_BLOCK))
+            .enumerate()
+            .map(|(b, (v, m))| ou(b, v, m, &mut stream.clone()))
+            .reduce(|| true, |a, b| a & b)
+    };
+    rng.set_word_pos(word_pos + blocks.max(1) as u128 * BLOCK_WORDS);
+    finite
+}
+
 /// The OU flow's coefficients per mass, `c = e^{−γh/m}` and `σ = sqrt(kT (1 − c²) / m)`, for the
 /// few distinct masses of a system: the last four kept, so two exponentials and a square root
 /// are computed per new mass, not per coordinate and step, and no per-coordinate table is read.
@@ -299,36 +340,9 @@ impl<S> Langevin<S> {
                 &self.masses
             }
         };
-        let (gamma, kt) = (self.gamma, self.kt);
         let word_pos = self.rng.get_word_pos();
-        // In place, finiteness checked on the way (the saved state restores a failure).
-        let ou = |b: usize, v: &mut [f64], m: &[f64], rng: &mut ChaCha8Rng| {
-            rng.set_word_pos(word_pos + b as u128 * BLOCK_WORDS);
-            let mut coefficients = Coefficients::new(gamma, h, kt);
-            let mut finite = true;
-            for (v, &m) in v.iter_mut().zip(m) {
-                let (c, sigma) = coefficients.of(m);
-                let xi: f64 = StandardNormal.sample(rng);
-                *v = c * *v + sigma * xi;
-                finite &= v.is_finite();
-            }
-            finite
-        };
         let v = state.v.as_mut_slice();
-        let blocks = n.div_ceil(NOISE_BLOCK);
-        let finite = if blocks <= 1 {
-            ou(0, v, masses, &mut self.rng)
-        } else {
-            use rayon::prelude::*;
-            let rng = &self.rng;
-            v.par_chunks_mut(NOISE_BLOCK)
-                .zip(masses.par_chunks(NOISE_BLOCK))
-                .enumerate()
-                .map(|(b, (v, m))| ou(b, v, m, &mut rng.clone()))
-                .reduce(|| true, |a, b| a & b)
-        };
-        self.rng
-            .set_word_pos(word_pos + blocks.max(1) as u128 * BLOCK_WORDS);
+        let finite = ornstein_uhlenbeck(v, masses, &mut self.rng, (self.gamma, h, self.kt));
         if !finite {
             if !undo {
                 restore(&self.saved, state, t);

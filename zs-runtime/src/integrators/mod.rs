@@ -213,10 +213,13 @@ pub(crate) fn check_state<V: Vector>(
 /// `f(first, a_chunk, b_chunk)` over matching chunks of `a` and `b` (`first` the chunk's offset),
 /// on rayon's current pool when the vectors are long, and the AND of its results. Each entry is
 /// computed by the same operations whatever the split: the same bits on any number of threads.
+/// `f` is a trait object, called once per chunk: rayon's machinery is compiled once for every
+/// stepper and system, not once for each.
+#[allow(clippy::type_complexity)]
 pub(crate) fn par_pairs(
     a: &mut [f64],
     b: &mut [f64],
-    f: impl Fn(usize, &mut [f64], &mut [f64]) -> bool + Sync,
+    f: &(dyn Fn(usize, &mut [f64], &mut [f64]) -> bool + Sync),
 ) -> bool {
     use rayon::prelude::*;
     if a.len() < PARALLEL_FROM {

@@ -144,7 +144,7 @@ impl<V: Vector> VelocityVerlet<V> {
         // Kick and drift in one pass (the positions' finiteness checked on the way).
         let finite = {
             let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), a0.as_slice());
-            par_pairs(v_half.as_mut_slice(), x1.as_mut_slice(), |at, vh, x1| {
+            par_pairs(v_half.as_mut_slice(), x1.as_mut_slice(), &|at, vh, x1| {
                 let mut finite = true;
                 for (i, (vh, x1)) in vh.iter_mut().zip(x1.iter_mut()).enumerate() {
                     *vh = v[at + i] + half * a0[at + i];
@@ -163,7 +163,7 @@ impl<V: Vector> VelocityVerlet<V> {
         // quantity that is not finite is named (gradient, acceleration, velocity).
         let finite = {
             let (gs, vh) = (g.as_slice(), v_half.as_slice());
-            par_pairs(a1.as_mut_slice(), v1.as_mut_slice(), |at, a1, v1| {
+            par_pairs(a1.as_mut_slice(), v1.as_mut_slice(), &|at, a1, v1| {
                 let mut finite = true;
                 for (i, (a1, v1)) in a1.iter_mut().zip(v1.iter_mut()).enumerate() {
                     let g = gs[at + i];

@@ -135,7 +135,7 @@ pub(super) fn map4<A: Send, B: Send, C: Send, E: Send, const K: usize>(
     f: impl Fn(&[u32; K], &[u32; K]) -> (A, B, C, E) + Sync,
 ) {
     debug_assert!(a.len() == list.len() && e.len() == list.len());
-    let g = |first: usize, a: &mut [A], b: &mut [B], c: &mut [C], e: &mut [E]| {
+    chunked4(parallel, (a, b, c, e), &|first, a, b, c, e| {
         let terms = first..first + a.len();
         for (((((a, b), c), e), fr), bo) in a
             .iter_mut()
@@ -147,16 +147,25 @@ pub(super) fn map4<A: Send, B: Send, C: Send, E: Send, const K: usize>(
         {
             (*a, *b, *c, *e) = f(fr, bo);
         }
-    };
+    });
+}
+
+/// [`chunked1`] over four outputs of the same length.
+#[allow(clippy::type_complexity)]
+fn chunked4<A: Send, B: Send, C: Send, E: Send>(
+    parallel: bool,
+    (a, b, c, e): (&mut [A], &mut [B], &mut [C], &mut [E]),
+    f: &(dyn Fn(usize, &mut [A], &mut [B], &mut [C], &mut [E]) + Sync),
+) {
     if parallel && a.len() > CHUNK {
         a.par_chunks_mut(CHUNK)
             .zip(b.par_chunks_mut(CHUNK))
             .zip(c.par_chunks_mut(CHUNK))
             .zip(e.par_chunks_mut(CHUNK))
             .enumerate()
-            .for_each(|(k, (((a, b), c), e))| g(k * CHUNK, a, b, c, e));
+            .for_each(|(k, (((a, b), c), e))| f(k * CHUNK, a, b, c, e));
     } else {
-        g(0, a, b, c, e);
+        f(0, a, b, c, e);
     }
 }
 

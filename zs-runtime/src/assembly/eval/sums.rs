@@ -157,9 +157,7 @@ pub(crate) fn sum_partials<const D: usize>(
         }
     };
     if parallel {
-        grad.par_chunks_mut(CHUNK * D)
-            .enumerate()
-            .for_each(|(c, g)| sum(c * CHUNK, g));
+        in_chunks(grad, CHUNK * D, &|c, g| sum(c * CHUNK, g));
     } else {
         sum(0, grad);
     }
@@ -198,7 +196,7 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
 /// (`out` has the free coordinates; zero when no form contributes).
 pub(crate) fn sum_vector<T, const D: usize>(
     forms: &FormList<T, D>,
-    include: impl Fn(&dyn FormOps<T, D>) -> bool + Sync,
+    include: &(dyn Fn(&dyn FormOps<T, D>) -> bool + Sync),
     free: usize,
     parallel: bool,
     out: &mut [f64],
@@ -212,13 +210,11 @@ pub(crate) fn sum_vector<T, const D: usize>(
     if included().next().is_none() {
         out.fill(0.0);
     } else if parallel && free > PIECE {
-        out.par_chunks_mut(PIECE * D)
-            .enumerate()
-            .for_each(|(c, piece)| {
-                for (i, f) in included().enumerate() {
-                    f.gather_vector(c * PIECE, piece, i == 0);
-                }
-            });
+        in_chunks(out, PIECE * D, &|c, piece| {
+            for (i, f) in included().enumerate() {
+                f.gather_vector(c * PIECE, piece, i == 0);
+            }
+        });
     } else {
         for (i, f) in included().enumerate() {
             f.scatter_vector(out, i == 0);
@@ -242,19 +238,24 @@ pub(crate) fn sum_hessian<T, const D: usize>(
             .filter(|&f| f.len() > 0 && f.enters(part))
     };
     if parallel && blocks > CHUNK {
-        values
-            .par_chunks_mut(CHUNK * D * D)
-            .enumerate()
-            .for_each(|(c, chunk)| {
-                chunk.fill(0.0);
-                for f in included() {
-                    f.gather_hessian(part, c * CHUNK, chunk);
-                }
-            });
+        in_chunks(values, CHUNK * D * D, &|c, chunk| {
+            chunk.fill(0.0);
+            for f in included() {
+                f.gather_hessian(part, c * CHUNK, chunk);
+            }
+        });
     } else {
         values.fill(0.0);
         for f in included() {
             f.scatter_hessian(part, values);
         }
     }
+}
+
+/// `f(c, chunk)` for the `c`-th chunk of `len` values of `out`, on rayon's pool. Not generic:
+/// rayon's machinery is compiled once, not once per system, form and caller.
+fn in_chunks(out: &mut [f64], len: usize, f: &(dyn Fn(usize, &mut [f64]) + Sync)) {
+    out.par_chunks_mut(len)
+        .enumerate()
+        .for_each(|(c, chunk)| f(c, chunk));
 }
