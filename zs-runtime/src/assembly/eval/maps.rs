@@ -45,13 +45,51 @@ pub(super) fn contract<const D: usize, const K: usize>(
     })
 }
 
-/// `f(first, chunk)` over the fixed chunks of `out` (`first`: the index of the chunk's first
-/// element), on rayon's pool when `parallel`, else once over the whole. The callback is a trait
-/// object: rayon's machinery is instantiated once per output type, not once per kernel and
-/// system (it was a quarter of the code of a program using three systems).
-fn chunked1<A: Send>(parallel: bool, a: &mut [A], f: &(dyn Fn(usize, &mut [A]) + Sync)) {
-    if parallel && a.len() > CHUNK {
-        a.par_chunks_mut(CHUNK)
+/// A term's output, an array of `f64` (nested to any depth), seen as its `LEN` numbers: the
+/// chunked passes below hand rayon flat `f64` columns, so that its machinery is compiled once,
+/// not once per output type, kernel and system.
+pub(super) trait Flat: Sized + Send {
+    /// The numbers in one value.
+    const LEN: usize;
+    /// The values of `s` as their numbers, in order.
+    fn flat(s: &mut [Self]) -> &mut [f64];
+    /// The inverse of [`Flat::flat`] (`s.len()` a multiple of `LEN`).
+    fn unflat(s: &mut [f64]) -> &mut [Self];
+}
+
+impl Flat for f64 {
+    const LEN: usize = 1;
+    #[inline(always)]
+    fn flat(s: &mut [Self]) -> &mut [f64] {
+        s
+    }
+    #[inline(always)]
+    fn unflat(s: &mut [f64]) -> &mut [Self] {
+        s
+    }
+}
+
+impl<A: Flat, const N: usize> Flat for [A; N] {
+    const LEN: usize = N * A::LEN;
+    #[inline(always)]
+    fn flat(s: &mut [Self]) -> &mut [f64] {
+        A::flat(s.as_flattened_mut())
+    }
+    #[inline(always)]
+    fn unflat(s: &mut [f64]) -> &mut [Self] {
+        let (values, rest) = A::unflat(s).as_chunks_mut::<N>();
+        debug_assert!(rest.is_empty(), "whole values");
+        values
+    }
+}
+
+/// `f(first, chunk)` over the chunks of [`CHUNK`] terms of `a` (`la` numbers per term), on
+/// rayon's pool when `parallel` and longer than a chunk, else once over the whole (`first`: the
+/// chunk's first term). Flat columns and a trait object: one copy of rayon's machinery for
+/// every output type, kernel and system.
+fn chunked1(parallel: bool, (a, la): (&mut [f64], usize), f: &(dyn Fn(usize, &mut [f64]) + Sync)) {
+    if parallel && a.len() > CHUNK * la {
+        a.par_chunks_mut(CHUNK * la)
             .enumerate()
             .for_each(|(c, a)| f(c * CHUNK, a));
     } else {
@@ -59,19 +97,15 @@ fn chunked1<A: Send>(parallel: bool, a: &mut [A], f: &(dyn Fn(usize, &mut [A]) +
     }
 }
 
-/// [`chunked1`] over three outputs of the same length.
-#[allow(clippy::type_complexity)]
-fn chunked3<A: Send, B: Send, C: Send>(
-    parallel: bool,
-    a: &mut [A],
-    b: &mut [B],
-    c: &mut [C],
-    f: &(dyn Fn(usize, &mut [A], &mut [B], &mut [C]) + Sync),
-) {
-    if parallel && a.len() > CHUNK {
-        a.par_chunks_mut(CHUNK)
-            .zip(b.par_chunks_mut(CHUNK))
-            .zip(c.par_chunks_mut(CHUNK))
+/// The chunk callback of [`chunked3`]: the first term and the three columns' chunks.
+type Chunk3<'a> = dyn Fn(usize, &mut [f64], &mut [f64], &mut [f64]) + Sync + 'a;
+
+/// [`chunked1`] over three columns of as many terms.
+fn chunked3(parallel: bool, [(a, la), (b, lb), (c, lc)]: [(&mut [f64], usize); 3], f: &Chunk3) {
+    if parallel && a.len() > CHUNK * la {
+        a.par_chunks_mut(CHUNK * la)
+            .zip(b.par_chunks_mut(CHUNK * lb))
+            .zip(c.par_chunks_mut(CHUNK * lc))
             .enumerate()
             .for_each(|(k, ((a, b), c))| f(k * CHUNK, a, b, c));
     } else {
@@ -79,16 +113,40 @@ fn chunked3<A: Send, B: Send, C: Send>(
     }
 }
 
+/// The chunk callback of [`chunked4`]: the first term and the four columns' chunks.
+type Chunk4<'a> = dyn Fn(usize, &mut [f64], &mut [f64], &mut [f64], &mut [f64]) + Sync + 'a;
+
+/// [`chunked1`] over four columns of as many terms.
+fn chunked4(parallel: bool, columns: [(&mut [f64], usize); 4], f: &Chunk4) {
+    let [(a, la), (b, lb), (c, lc), (e, le)] = columns;
+    if parallel && a.len() > CHUNK * la {
+        a.par_chunks_mut(CHUNK * la)
+            .zip(b.par_chunks_mut(CHUNK * lb))
+            .zip(c.par_chunks_mut(CHUNK * lc))
+            .zip(e.par_chunks_mut(CHUNK * le))
+            .enumerate()
+            .for_each(|(k, (((a, b), c), e))| f(k * CHUNK, a, b, c, e));
+    } else {
+        f(0, a, b, c, e);
+    }
+}
+
+/// A column of values as its numbers and their count per value.
+fn column<A: Flat>(a: &mut [A]) -> (&mut [f64], usize) {
+    (A::flat(a), A::LEN)
+}
+
 /// `out[t] = f(free[t], bodies[t])` for every term, in parallel chunks when asked.
 #[inline]
-pub(super) fn map1<O: Send, const K: usize>(
+pub(super) fn map1<O: Flat, const K: usize>(
     parallel: bool,
     list: &TermList<K>,
     out: &mut [O],
     f: impl Fn(&[u32; K], &[u32; K]) -> O + Sync,
 ) {
     debug_assert_eq!(out.len(), list.len());
-    chunked1(parallel, out, &|first, out| {
+    chunked1(parallel, column(out), &|first, out| {
+        let out = O::unflat(out);
         let terms = first..first + out.len();
         for ((o, fr), bo) in out
             .iter_mut()
@@ -102,7 +160,7 @@ pub(super) fn map1<O: Send, const K: usize>(
 
 /// [`map1`] for kernels returning three outputs (value, gradient, Hessian).
 #[inline]
-pub(super) fn map3<A: Send, B: Send, C: Send, const K: usize>(
+pub(super) fn map3<A: Flat, B: Flat, C: Flat, const K: usize>(
     parallel: bool,
     list: &TermList<K>,
     a: &mut [A],
@@ -111,7 +169,9 @@ pub(super) fn map3<A: Send, B: Send, C: Send, const K: usize>(
     f: impl Fn(&[u32; K], &[u32; K]) -> (A, B, C) + Sync,
 ) {
     debug_assert!(a.len() == list.len() && b.len() == list.len() && c.len() == list.len());
-    chunked3(parallel, a, b, c, &|first, a, b, c| {
+    let columns = [column(a), column(b), column(c)];
+    chunked3(parallel, columns, &|first, a, b, c| {
+        let (a, b, c) = (A::unflat(a), B::unflat(b), C::unflat(c));
         let terms = first..first + a.len();
         for ((((a, b), c), fr), bo) in a
             .iter_mut()
@@ -128,14 +188,16 @@ pub(super) fn map3<A: Send, B: Send, C: Send, const K: usize>(
 /// [`map1`] for kernels returning four outputs (value, gradient, Hessian, third tensor).
 #[inline]
 #[allow(clippy::type_complexity)]
-pub(super) fn map4<A: Send, B: Send, C: Send, E: Send, const K: usize>(
+pub(super) fn map4<A: Flat, B: Flat, C: Flat, E: Flat, const K: usize>(
     parallel: bool,
     list: &TermList<K>,
     (a, b, c, e): (&mut [A], &mut [B], &mut [C], &mut [E]),
     f: impl Fn(&[u32; K], &[u32; K]) -> (A, B, C, E) + Sync,
 ) {
     debug_assert!(a.len() == list.len() && e.len() == list.len());
-    chunked4(parallel, (a, b, c, e), &|first, a, b, c, e| {
+    let columns = [column(a), column(b), column(c), column(e)];
+    chunked4(parallel, columns, &|first, a, b, c, e| {
+        let (a, b, c, e) = (A::unflat(a), B::unflat(b), C::unflat(c), E::unflat(e));
         let terms = first..first + a.len();
         for (((((a, b), c), e), fr), bo) in a
             .iter_mut()
@@ -150,28 +212,9 @@ pub(super) fn map4<A: Send, B: Send, C: Send, E: Send, const K: usize>(
     });
 }
 
-/// [`chunked1`] over four outputs of the same length.
-#[allow(clippy::type_complexity)]
-fn chunked4<A: Send, B: Send, C: Send, E: Send>(
-    parallel: bool,
-    (a, b, c, e): (&mut [A], &mut [B], &mut [C], &mut [E]),
-    f: &(dyn Fn(usize, &mut [A], &mut [B], &mut [C], &mut [E]) + Sync),
-) {
-    if parallel && a.len() > CHUNK {
-        a.par_chunks_mut(CHUNK)
-            .zip(b.par_chunks_mut(CHUNK))
-            .zip(c.par_chunks_mut(CHUNK))
-            .zip(e.par_chunks_mut(CHUNK))
-            .enumerate()
-            .for_each(|(k, (((a, b), c), e))| f(k * CHUNK, a, b, c, e));
-    } else {
-        f(0, a, b, c, e);
-    }
-}
-
 /// `out[t] = f(free[t], kept[t])` for every term (the third contraction from kept tensors).
 #[inline]
-pub(super) fn map_kept<O: Send, X: Sync, const K: usize>(
+pub(super) fn map_kept<O: Flat, X: Sync, const K: usize>(
     parallel: bool,
     list: &TermList<K>,
     out: &mut [O],
@@ -179,7 +222,8 @@ pub(super) fn map_kept<O: Send, X: Sync, const K: usize>(
     f: impl Fn(&[u32; K], &X) -> O + Sync,
 ) {
     debug_assert!(out.len() == list.len() && kept.len() == list.len());
-    chunked1(parallel, out, &|first, out| {
+    chunked1(parallel, column(out), &|first, out| {
+        let out = O::unflat(out);
         let terms = first..first + out.len();
         for ((o, fr), x) in out
             .iter_mut()
