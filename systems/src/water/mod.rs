@@ -17,6 +17,7 @@
 //! eq. 19) puts in its solve: its Hessian is block diagonal, one 9 × 9 block per molecule.
 
 pub mod reference;
+#[cfg(feature = "experiments")]
 pub mod rigid_modes;
 
 use rand_chacha::rand_core::SeedableRng;

@@ -17,6 +17,9 @@
 //! minimum when started near one): each molecule replaced by the TIP3P geometry fitted to it
 //! (mass-weighted Kabsch), then Newton's method in these coordinates (without the six modes
 //! nearest zero, the cluster's own rigid motions).
+//!
+//! Built with the `experiments` feature (the only user of nalgebra's dense eigensolver here, so
+//! the lean `zs` program builds without nalgebra).
 
 use nalgebra::{DMatrix, DVector, Matrix3, Matrix6, Rotation3, SMatrix, Vector3, Vector6};
 use zs_runtime::assembly::Assembled;
