@@ -16,9 +16,14 @@ special_bonds fene; neighbor 0.4 bin, neigh_modify every 1 delay 1 (check yes).
    threads. Both report the loop's wall time (LAMMPS's "Loop time", zs's "wall time"; set-up
    and reading the file excluded by both), as steps per second. With `--repeat R`, R pairs of
    runs per core count, LAMMPS and zs alternated, and the median of their ratios.
+3. With `--replicate A,B,C`: both on the file replicated A × B × C times (LAMMPS `replicate`,
+   written back with `write_data`, so that zs reads the very configuration LAMMPS steps), and
+   with `--memory` the peak resident memory of each on 1 rank / thread (`/usr/bin/time -f %M`,
+   the whole process: the same `--steps` of Langevin dynamics).
 
 Usage (from the repository root; needs `apt-get install lammps lammps-examples openmpi-bin`):
     python3 benches/peers/lammps_kremer_grest.py [--data FILE] [--steps 500] [--repeat R] [--skip-speed] [--scaling]
+        [--replicate A,B,C] [--memory]
 """
 import argparse
 import math
@@ -67,6 +72,42 @@ run 0
         print(f"energy: LAMMPS {pe:.17g} (bond {ebond:.17g}, pair {evdwl:.17g}), zs {v:.17g}, "
               f"relative difference {abs(v - pe) / abs(pe):.2e}")
         print(f"forces: {n} atoms, max |F_zs - F_lammps| / max |F| = {rel:.2e} (max |F| {scale:.3g})")
+
+
+def replicated(data, rep, d):
+    """`data` replicated `rep` (three counts) by LAMMPS, written to `d` without coefficients."""
+    out = os.path.join(d, "data.chain." + "x".join(map(str, rep)))
+    lammps(FORCE_FIELD.format(data=data).replace(
+        f"read_data {data}", f"read_data {data}\nreplicate {rep[0]} {rep[1]} {rep[2]}") + f"""
+write_data {out} nocoeff
+""", d)
+    return out
+
+
+def peak_memory(cmd, cwd):
+    """Peak resident memory of `cmd` in MB (GNU time's %M, kilobytes)."""
+    err = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, cwd=cwd, check=True,
+                         capture_output=True, text=True).stderr
+    return int(err.strip().splitlines()[-1]) / 1024
+
+
+def memory(zs, data, steps):
+    """Peak resident memory of LAMMPS (1 rank) and zs (1 thread) over `steps` Langevin steps."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "in.zs")
+        with open(path, "w") as fh:
+            fh.write(FORCE_FIELD.format(data=data) + f"""
+fix 1 all nve
+fix 2 all langevin 1.0 1.0 1.0 904297
+timestep 0.012
+run {steps}
+""")
+        m_l = peak_memory(["lmp", "-in", path, "-log", "none", "-screen", "none"], d)
+        m_z = peak_memory([os.path.abspath(zs), "run", "kremer-grest", "--data", data, "--integrator", "verlet",
+                           "--gamma", "1", "--kt", "1", "--t-end", repr(steps * 0.012), "--threads", "1",
+                           "--quiet", "--out", os.path.join(d, "kg.csv")], d)
+    print(f"peak resident memory, {steps} steps, 1 rank/thread: LAMMPS {m_l:.0f} MB, zs {m_z:.0f} MB "
+          f"(zs / LAMMPS {m_z / m_l:.2f})")
 
 
 def speed(zs, data, steps, repeat):
@@ -158,14 +199,24 @@ def main():
     ap.add_argument("--scaling", action="store_true",
                     help="also the O(N) comparison: 4 000 to 256 000 beads (a 4 000-bead melt made "
                          "from the file, replicated), 1 core")
+    ap.add_argument("--replicate", help="A,B,C: compare on the file replicated A x B x C times (LAMMPS replicate)")
+    ap.add_argument("--memory", action="store_true", help="also the peak resident memory of each, 1 core")
     args = ap.parse_args()
     if not os.path.exists(args.data):
         sys.exit(f"{args.data} is missing: apt-get install lammps lammps-examples")
     zs = zs_binary()
     print(subprocess.run(["lmp", "-h"], capture_output=True, text=True).stdout.splitlines()[1].strip())
-    check(zs, os.path.abspath(args.data))
+    data = os.path.abspath(args.data)
+    keep = None
+    if args.replicate:
+        keep = tempfile.TemporaryDirectory()
+        data = replicated(data, [int(x) for x in args.replicate.split(",")], keep.name)
+        print(f"replicated {args.replicate}: {data}")
+    check(zs, data)
     if not args.skip_speed:
-        speed(zs, os.path.abspath(args.data), args.steps, args.repeat)
+        speed(zs, data, args.steps, args.repeat)
+    if args.memory:
+        memory(zs, data, args.steps)
     if args.scaling:
         subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-bench", "--bin", "kg_scaling"])
         scaling(os.path.join("target", "release", "kg_scaling"), os.path.abspath(args.data), 60)
