@@ -5,6 +5,7 @@
 
 use rayon::prelude::*;
 
+use super::sums::in_chunks;
 use super::CHUNK;
 use crate::assembly::plan::TermList;
 use crate::assembly::terms::{Local, LocalThird};
@@ -89,9 +90,7 @@ impl<A: Flat, const N: usize> Flat for [A; N] {
 /// every output type, kernel and system.
 fn chunked1(parallel: bool, (a, la): (&mut [f64], usize), f: &(dyn Fn(usize, &mut [f64]) + Sync)) {
     if parallel && a.len() > CHUNK * la {
-        a.par_chunks_mut(CHUNK * la)
-            .enumerate()
-            .for_each(|(c, a)| f(c * CHUNK, a));
+        in_chunks(a, CHUNK * la, &|c, a| f(c * CHUNK, a));
     } else {
         f(0, a);
     }

@@ -254,7 +254,7 @@ pub(crate) fn sum_hessian<T, const D: usize>(
 
 /// `f(c, chunk)` for the `c`-th chunk of `len` values of `out`, on rayon's pool. Not generic:
 /// rayon's machinery is compiled once, not once per system, form and caller.
-fn in_chunks(out: &mut [f64], len: usize, f: &(dyn Fn(usize, &mut [f64]) + Sync)) {
+pub(super) fn in_chunks(out: &mut [f64], len: usize, f: &(dyn Fn(usize, &mut [f64]) + Sync)) {
     out.par_chunks_mut(len)
         .enumerate()
         .for_each(|(c, chunk)| f(c, chunk));
