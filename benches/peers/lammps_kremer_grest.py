@@ -15,7 +15,8 @@ special_bonds fene; neighbor 0.4 bin, neigh_modify every 1 delay 1 (check yes).
    Ornstein–Uhlenbeck velocity flow; friction gamma/m = 1 as LAMMPS's damp = 1) on 1 and 2
    threads. Both report the loop's wall time (LAMMPS's "Loop time", zs's "wall time"; set-up
    and reading the file excluded by both), as steps per second. With `--repeat R`, R pairs of
-   runs per core count, LAMMPS and zs alternated, and the median of their ratios.
+   runs per core count, LAMMPS and zs alternated, and the median of their ratios. With
+   `--verlet`, plain velocity Verlet instead (LAMMPS `fix nve` alone; zs without `--gamma`).
 3. With `--replicate A,B,C`: both on the file replicated A × B × C times (LAMMPS `replicate`,
    written back with `write_data`, so that zs reads the very configuration LAMMPS steps), and
    with `--memory` the peak resident memory of each on 1 rank / thread (`/usr/bin/time -f %M`,
@@ -23,7 +24,7 @@ special_bonds fene; neighbor 0.4 bin, neigh_modify every 1 delay 1 (check yes).
 
 Usage (from the repository root; needs `apt-get install lammps lammps-examples openmpi-bin`):
     python3 benches/peers/lammps_kremer_grest.py [--data FILE] [--steps 500] [--repeat R] [--skip-speed] [--scaling]
-        [--replicate A,B,C] [--memory]
+        [--replicate A,B,C] [--memory] [--verlet]
 """
 import argparse
 import math
@@ -110,14 +111,18 @@ run {steps}
           f"(zs / LAMMPS {m_z / m_l:.2f})")
 
 
-def speed(zs, data, steps, repeat):
+def speed(zs, data, steps, repeat, verlet=False):
     """Steps per second of both on 1 and 2 cores, `repeat` alternated pairs each
-    (`lammps_run.alternated`)."""
+    (`lammps_run.alternated`); Langevin dynamics, or with `verlet` plain velocity Verlet
+    (LAMMPS `fix nve` alone, zs without `--gamma`)."""
+    thermostat = "" if verlet else "fix 2 all langevin 1.0 1.0 1.0 904297"
+    friction = [] if verlet else ["--gamma", "1", "--kt", "1"]
+
     def run_lammps(np):
         with tempfile.TemporaryDirectory() as d:
             log = lammps(FORCE_FIELD.format(data=data) + f"""
 fix 1 all nve
-fix 2 all langevin 1.0 1.0 1.0 904297
+{thermostat}
 thermo 100
 timestep 0.012
 run {steps}
@@ -126,8 +131,8 @@ run {steps}
 
     def run_zs(np):
         with tempfile.TemporaryDirectory() as d:
-            out = subprocess.run([zs, "run", "kremer-grest", "--data", data, "--integrator", "verlet",
-                                  "--gamma", "1", "--kt", "1", "--t-end", repr(steps * 0.012), "--threads", str(np),
+            out = subprocess.run([zs, "run", "kremer-grest", "--data", data, "--integrator", "verlet"] + friction +
+                                 ["--t-end", repr(steps * 0.012), "--threads", str(np),
                                   "--quiet", "--out", os.path.join(d, "kg.csv")],
                                  check=True, capture_output=True, text=True).stdout
             return (float(re.search(r"wall time\s+([0-9.]+) s", out).group(1)),
@@ -200,6 +205,8 @@ def main():
                     help="also the O(N) comparison: 4 000 to 256 000 beads (a 4 000-bead melt made "
                          "from the file, replicated), 1 core")
     ap.add_argument("--replicate", help="A,B,C: compare on the file replicated A x B x C times (LAMMPS replicate)")
+    ap.add_argument("--verlet", action="store_true",
+                    help="speed of plain velocity Verlet (fix nve alone) instead of Langevin dynamics")
     ap.add_argument("--memory", action="store_true", help="also the peak resident memory of each, 1 core")
     args = ap.parse_args()
     if not os.path.exists(args.data):
@@ -214,7 +221,7 @@ def main():
         print(f"replicated {args.replicate}: {data}")
     check(zs, data)
     if not args.skip_speed:
-        speed(zs, data, args.steps, args.repeat)
+        speed(zs, data, args.steps, args.repeat, args.verlet)
     if args.memory:
         memory(zs, data, args.steps)
     if args.scaling:

@@ -82,6 +82,7 @@ pub use system::{
     ParameterDerivatives, Penalized, Potential, StiffSplit,
 };
 pub use vector::Vector;
+pub use xyz::Symbols;
 pub use zs_macros::mechanical_system;
 
 /// The README's example, compiled and run as a doctest so it cannot drift from the API.

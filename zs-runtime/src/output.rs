@@ -43,6 +43,29 @@ use crate::{Model, StateOf, StepError};
 /// to whichever thread steps it.
 type Residual<'a, V> = Box<dyn Fn(&V) -> f64 + Send + Sync + 'a>;
 
+/// The coordinates' names as one text, each name ending at its `ends` entry: a name per
+/// coordinate of a million bodies would otherwise cost a heap allocation each.
+#[derive(Debug, Default)]
+struct Names {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let name = &self.text[start..end];
+            start = end;
+            name
+        })
+    }
+}
+
 /// Writes every k-th state of a run to a CSV file (see the [module docs](self)).
 ///
 /// Columns: `t`, `q0…q{N-1}`, `v0…v{N-1}` (or the names given to
@@ -63,7 +86,7 @@ pub struct CsvRecorder<'a, V> {
     energy: bool,
     /// Columns that are functions of `q` (`constraint_norm`, [`CsvRecorder::with_column`]).
     columns: Vec<(String, Residual<'a, V>)>,
-    names: Option<Vec<String>>,
+    names: Option<Names>,
     /// Coordinates per state: `N` for `[f64; N]`, else from the names or the first state.
     dimension: usize,
     header_written: bool,
@@ -186,9 +209,13 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
 
     /// Name the coordinates: the columns become `t, <name>…, v_<name>…`.
     pub fn with_names(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        let names: Vec<String> = names.into_iter().map(Into::into).collect();
-        self.dimension = names.len();
-        self.names = Some(names);
+        let mut held = Names::default();
+        for name in names {
+            held.text.push_str(&name.into());
+            held.ends.push(held.text.len());
+        }
+        self.dimension = held.ends.len();
+        self.names = Some(held);
         self
     }
 
@@ -245,30 +272,59 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         publish(&self.tmp_path, &self.path, text.as_deref())
     }
 
-    /// The header row's fields.
-    fn header_fields(&self) -> Vec<String> {
-        let mut h = vec!["t".to_string()];
+    /// `field` of each of the header row's fields in turn (none of them held at once: a
+    /// million bodies have six million).
+    fn each_header_field(&self, mut field: impl FnMut(&str)) {
+        field("t");
+        let mut f = String::new();
         match &self.names {
             Some(names) => {
-                h.extend(names.iter().cloned());
-                h.extend(names.iter().map(|n| format!("v_{n}")));
+                names.iter().for_each(&mut field);
+                for n in names.iter() {
+                    f.clear();
+                    f.push_str("v_");
+                    f.push_str(n);
+                    field(&f);
+                }
             }
             None => {
-                h.extend((0..self.dimension).map(|i| format!("q{i}")));
-                h.extend((0..self.dimension).map(|i| format!("v{i}")));
+                for prefix in ["q", "v"] {
+                    for i in 0..self.dimension {
+                        f.clear();
+                        let _ = write!(f, "{prefix}{i}");
+                        field(&f);
+                    }
+                }
             }
         }
         if self.energy {
-            h.push("energy".into());
+            field("energy");
         }
-        h.extend(self.columns.iter().map(|(name, _)| name.clone()));
-        h
+        for (name, _) in &self.columns {
+            field(name);
+        }
+    }
+
+    /// The header row's fields joined by commas.
+    fn header_line(&self) -> String {
+        let mut line = String::new();
+        self.each_header_field(|f| {
+            if !line.is_empty() {
+                line.push(',');
+            }
+            line.push_str(f);
+        });
+        line
     }
 
     fn write_header(&mut self, w: &mut csv::Writer<File>) -> io::Result<()> {
-        for f in self.header_fields() {
-            w.write_field(f).map_err(csv_io)?;
-        }
+        let mut written = Ok(());
+        self.each_header_field(|f| {
+            if written.is_ok() {
+                written = w.write_field(f);
+            }
+        });
+        written.map_err(csv_io)?;
         w.write_record(None::<&[u8]>).map_err(csv_io)?;
         self.header_written = true;
         Ok(())
@@ -349,14 +405,14 @@ impl<V: Vector> CsvRecorder<'_, V> {
         out.set_u64("seen", self.seen);
         out.set_u64("every", self.every);
         out.set_u64("header_written", u64::from(self.header_written));
-        out.set_str("header", &self.header_fields().join(","));
+        out.set_str("header", &self.header_line());
         out.set_f64("last_row_t", self.last_row_t);
         Ok(())
     }
 
     fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
         let mismatch = |what: String| CheckpointError::Mismatch(format!("CSV recorder: {what}"));
-        let header = self.header_fields().join(",");
+        let header = self.header_line();
         let saved = from.str("header")?;
         if saved != header {
             return Err(mismatch(format!(

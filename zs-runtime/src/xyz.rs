@@ -19,6 +19,53 @@ use crate::observers::Observer;
 use crate::vector::Vector;
 use crate::{StateOf, StepError};
 
+/// One symbol per atom, held as the distinct symbols and each atom's index among them: a
+/// million atoms of a few elements take 4 bytes each, not a string each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Symbols {
+    distinct: Vec<String>,
+    of: Vec<u32>,
+}
+
+impl Symbols {
+    /// Atoms.
+    pub fn len(&self) -> usize {
+        self.of.len()
+    }
+
+    /// True when there are no atoms.
+    pub fn is_empty(&self) -> bool {
+        self.of.is_empty()
+    }
+
+    /// Each atom's symbol, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        self.of.iter().map(|&k| self.distinct[k as usize].as_str())
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for Symbols {
+    fn from_iter<I: IntoIterator<Item = S>>(symbols: I) -> Self {
+        let mut held = Self::default();
+        let mut index = std::collections::HashMap::new();
+        for s in symbols {
+            let s = s.as_ref();
+            let k = *index.entry(s.to_string()).or_insert_with(|| {
+                held.distinct.push(s.to_string());
+                (held.distinct.len() - 1) as u32
+            });
+            held.of.push(k);
+        }
+        held
+    }
+}
+
+impl From<Vec<String>> for Symbols {
+    fn from(symbols: Vec<String>) -> Self {
+        symbols.into_iter().collect()
+    }
+}
+
 /// Writes every `every`-th state's positions as an extended XYZ frame.
 #[derive(Debug)]
 pub struct XyzRecorder {
@@ -26,7 +73,7 @@ pub struct XyzRecorder {
     tmp_path: PathBuf,
     writer: Option<BufWriter<File>>,
     /// One symbol per atom (3 coordinates each, in order).
-    symbols: Vec<String>,
+    symbols: Symbols,
     every: u64,
     seen: u64,
     frames: u64,
@@ -41,8 +88,12 @@ impl XyzRecorder {
     ///
     /// # Errors
     /// If `every` is 0 or `path.tmp` cannot be created.
-    pub fn create(path: impl AsRef<Path>, symbols: Vec<String>, every: u64) -> io::Result<Self> {
-        Self::open(path.as_ref(), symbols, every, false)
+    pub fn create(
+        path: impl AsRef<Path>,
+        symbols: impl Into<Symbols>,
+        every: u64,
+    ) -> io::Result<Self> {
+        Self::open(path.as_ref(), symbols.into(), every, false)
     }
 
     /// Reopen the `<path>.tmp` of an interrupted, checkpointed run (see
@@ -50,11 +101,15 @@ impl XyzRecorder {
     ///
     /// # Errors
     /// If `every` is 0 or `<path>.tmp` cannot be opened.
-    pub fn reopen(path: impl AsRef<Path>, symbols: Vec<String>, every: u64) -> io::Result<Self> {
-        Self::open(path.as_ref(), symbols, every, true)
+    pub fn reopen(
+        path: impl AsRef<Path>,
+        symbols: impl Into<Symbols>,
+        every: u64,
+    ) -> io::Result<Self> {
+        Self::open(path.as_ref(), symbols.into(), every, true)
     }
 
-    fn open(path: &Path, symbols: Vec<String>, every: u64, reopen: bool) -> io::Result<Self> {
+    fn open(path: &Path, symbols: Symbols, every: u64, reopen: bool) -> io::Result<Self> {
         if every == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -92,6 +147,18 @@ impl XyzRecorder {
     /// Frames written so far.
     pub fn frames(&self) -> u64 {
         self.frames
+    }
+
+    /// The symbols separated by spaces (a checkpoint's record of the atoms).
+    fn joined_symbols(&self) -> String {
+        let mut s = String::new();
+        for (i, sym) in self.symbols.iter().enumerate() {
+            if i > 0 {
+                s.push(' ');
+            }
+            s.push_str(sym);
+        }
+        s
     }
 
     fn frame(&mut self, t: f64, q: &[f64]) {
@@ -192,12 +259,12 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
         out.set_u64("frames", self.frames);
         out.set_u64("seen", self.seen);
         out.set_u64("every", self.every);
-        out.set_str("symbols", &self.symbols.join(" "));
+        out.set_str("symbols", &self.joined_symbols());
         Ok(())
     }
     fn restore_checkpoint(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
         let mismatch = |what: String| CheckpointError::Mismatch(format!("XYZ recorder: {what}"));
-        if from.str("symbols")? != self.symbols.join(" ") || from.u64("every")? != self.every {
+        if from.str("symbols")? != self.joined_symbols() || from.u64("every")? != self.every {
             return Err(mismatch(
                 "atoms or `every` differ from the checkpoint's".into(),
             ));

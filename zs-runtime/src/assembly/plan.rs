@@ -233,16 +233,9 @@ impl<const K: usize> TermList<K> {
         }
     }
 
-    /// The gradient gather: per free body, the local slots `t·K + k` that land on it, in term
-    /// order.
-    pub fn gradient_gather(&self, free: usize) -> Csr {
-        let mut csr = Csr::default();
-        self.gradient_gather_into(free, &mut csr, &mut Vec::new());
-        csr
-    }
-
-    /// [`TermList::gradient_gather`] into `csr`, with `scratch`: both keep their memory (a
-    /// neighbour-list rebuild allocates only when the list outgrows every earlier one).
+    /// The gradient gather into `csr`: per free body, the local slots `t·K + k` that land on
+    /// it, in term order; with `scratch`. Both keep their memory (a neighbour-list rebuild
+    /// allocates only when the list outgrows every earlier one).
     pub fn gradient_gather_into(&self, free: usize, csr: &mut Csr, scratch: &mut Vec<(u32, u32)>) {
         scratch.clear();
         for (t, fr) in self.free.iter().enumerate() {

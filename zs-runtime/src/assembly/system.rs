@@ -14,7 +14,7 @@ use super::neighbors::Neighbors;
 use super::plan::{Bodies, PINNED};
 use super::terms::{Kernel, Terms};
 use super::topology::{Topology, TopologyError};
-use super::workspace::{attached_layout, Refresh, Workspace};
+use super::workspace::{Refresh, Workspace};
 use crate::model::HessianPart;
 use crate::simd::{self, Isa};
 use crate::sparse::{Backend, BlockLayout};
@@ -165,15 +165,13 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             .map_err(|_| TopologyError::TooLarge("the number of bodies"))?;
         drop(probe);
         let bodies = Bodies::new(&topology);
-        let mut forms = forms_of::<T, D>(&topology, &bodies)?;
+        let forms = forms_of::<T, D>(&topology, &bodies)?;
         for f in &forms {
             // Local slots `t·K²` of the gather lists are 32-bit.
             if f.len() >= u32::MAX as usize / (f.arity() * f.arity()).max(4) {
                 return Err(TopologyError::TooLarge("the number of terms of a form"));
             }
         }
-        let layouts = [HessianPart::Full, HessianPart::Stiff]
-            .map(|part| attached_layout(&mut forms, part, bodies.free));
         let mut pins = vec![[0.0; D]; topology.bodies()];
         for (&b, p) in topology.pinned() {
             pins[b].copy_from_slice(p);
@@ -198,13 +196,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                     .iter()
                     .any(|f| f.name() == <Pair as Form>::NAME && f.enters(part))
         });
-        let work = Workspace::new(
-            forms,
-            layouts,
-            follows,
-            Neighbors::new(&topology),
-            bodies.free,
-        );
+        let work = Workspace::new(forms, follows, Neighbors::new(&topology), bodies.free);
         Ok(Self {
             model: Arc::new(Assembly {
                 cell: topology.box_lengths().map(Cell::new),

@@ -33,8 +33,10 @@ pub(crate) struct Workspace<T, const D: usize> {
     pub neighbors: Option<Neighbors>,
     sites: Vec<[f64; 3]>,
     pairs: Vec<[u32; 2]>,
-    /// The block patterns of `Hess V` and of the stiff Hessian (indexed by [`HessianPart::index`]).
-    layouts: [Arc<BlockLayout>; 2],
+    /// The block patterns of `Hess V` and of the stiff Hessian (indexed by [`HessianPart::index`]),
+    /// made when first asked for: a run without Hessians never holds them (they are as large
+    /// as the terms), and a replica shares those made before it.
+    layouts: [Option<Arc<BlockLayout>>; 2],
     /// Per part: its pattern follows the neighbour list (a cutoff pair form enters it), and
     /// whether the list has changed since the pattern was made.
     pub follows: [bool; 2],
@@ -43,7 +45,7 @@ pub(crate) struct Workspace<T, const D: usize> {
 
 /// The block pattern of `part` over the current terms of `forms` (the pairs of a form's
 /// terms that enter it), with every form's Hessian gathers attached to it.
-pub(crate) fn attached_layout<T, const D: usize>(
+fn attached_layout<T, const D: usize>(
     forms: &mut FormList<T, D>,
     part: HessianPart,
     free: usize,
@@ -65,11 +67,10 @@ fn same_bits(stored: &[f64], q: &[f64]) -> bool {
 }
 
 impl<T, const D: usize> Workspace<T, D> {
-    /// The state of freshly set-up `forms`, their patterns `layouts` (`follows`: those made
-    /// anew from each neighbour list), the list `neighbors`, for `free` free bodies.
+    /// The state of freshly set-up `forms` (`follows`: the Hessian patterns made anew from each
+    /// neighbour list), the list `neighbors`, for `free` free bodies.
     pub fn new(
         forms: Vec<Box<dyn FormOps<T, D>>>,
-        layouts: [Arc<BlockLayout>; 2],
         follows: [bool; 2],
         neighbors: Option<Neighbors>,
         free: usize,
@@ -85,7 +86,7 @@ impl<T, const D: usize> Workspace<T, D> {
             neighbors,
             sites: Vec::new(),
             pairs: Vec::new(),
-            layouts,
+            layouts: [None, None],
             follows,
             stale: [false; 2],
         }
@@ -98,11 +99,11 @@ impl<T, const D: usize> Workspace<T, D> {
         let forms = self.forms.iter().map(|f| f.replica()).collect();
         let mut r = Self::new(
             forms,
-            self.layouts.clone(),
             self.follows,
             self.neighbors.as_ref().map(Neighbors::fresh),
             self.valued_q.len() / D,
         );
+        r.layouts.clone_from(&self.layouts);
         r.kept_q.resize(self.kept_q.len(), 0.0);
         r
     }
@@ -196,16 +197,21 @@ impl<T, const D: usize> Workspace<T, D> {
         !self.sites.is_empty()
     }
 
-    /// The pattern of `part`, remade from the current pair list when it follows the list and
-    /// the list has changed: every pair of the list (within cutoff + skin) has its block, so the
-    /// pattern holds until the next rebuild, and every form's gathers are attached to it anew.
+    /// The pattern of `part`, made the first time, and remade from the current pair list when
+    /// it follows the list and the list has changed: every pair of the list (within cutoff +
+    /// skin) has its block, so the pattern holds until the next rebuild, and every form's
+    /// gathers are attached to it anew.
     pub fn layout(&mut self, part: HessianPart, free: usize) -> Arc<BlockLayout> {
         let p = part.index();
-        if self.stale[p] {
-            self.layouts[p] = attached_layout(&mut self.forms, part, free);
-            self.stale[p] = false;
+        match &self.layouts[p] {
+            Some(layout) if !self.stale[p] => layout.clone(),
+            _ => {
+                let layout = attached_layout(&mut self.forms, part, free);
+                self.layouts[p] = Some(layout.clone());
+                self.stale[p] = false;
+                layout
+            }
         }
-        self.layouts[p].clone()
     }
 
     /// Make room for the local Hessians of `part` (set-up, when a matrix is made).

@@ -46,18 +46,18 @@ pub struct VelocityVerlet<V: Vector> {
     work: Buffers<Work<V>>,
 }
 
+/// The step's vectors, as few as the step needs (a million bodies' vector is 24 MB): the new
+/// acceleration overwrites the old in `a0` and the new velocity the half-step one in `v_half`.
 #[derive(Debug)]
 struct Work<V> {
     m: V,
     g: V,
     a0: V,
-    a1: V,
     v_half: V,
     x1: V,
-    v1: V,
     cache_q: V,
     cached: bool,
-    /// The time of the state the last step replaced (now in `x1`, `v1`), while it can be
+    /// The time of the state the last step replaced (now in `x1`, `v_half`), while it can be
     /// taken back ([`Stepper::undo`]).
     undo_t: Option<f64>,
 }
@@ -101,10 +101,8 @@ impl<V: Vector> VelocityVerlet<V> {
             m: copied,
             g,
             a0,
-            a1,
             v_half,
             x1,
-            v1,
             cache_q,
             cached,
             undo_t,
@@ -114,10 +112,8 @@ impl<V: Vector> VelocityVerlet<V> {
                 m: V::zeros(n),
                 g: V::zeros(n),
                 a0: V::zeros(n),
-                a1: V::zeros(n),
                 v_half: V::zeros(n),
                 x1: V::zeros(n),
-                v1: V::zeros(n),
                 cache_q: V::zeros(n),
                 cached: false,
                 undo_t: None,
@@ -159,32 +155,33 @@ impl<V: Vector> VelocityVerlet<V> {
         }
         self.stats.gradient_evaluations += 1;
         potential.gradient_into(x1, g);
-        // The acceleration and the second kick in one pass; on a non-finite entry, the first
-        // quantity that is not finite is named (gradient, acceleration, velocity).
+        // The acceleration and the second kick in one pass, in place (`a0` and `v_half` are
+        // not read again); on a non-finite entry, the first quantity that is not finite is
+        // named (gradient, acceleration, velocity), and the acceleration is no longer `q`'s.
         let finite = {
-            let (gs, vh) = (g.as_slice(), v_half.as_slice());
-            par_pairs(a1.as_mut_slice(), v1.as_mut_slice(), &|at, a1, v1| {
+            let gs = g.as_slice();
+            par_pairs(a0.as_mut_slice(), v_half.as_mut_slice(), &|at, a1, v1| {
                 let mut finite = true;
                 for (i, (a1, v1)) in a1.iter_mut().zip(v1.iter_mut()).enumerate() {
                     let g = gs[at + i];
                     *a1 = -g / m[at + i];
-                    *v1 = vh[at + i] + half * *a1;
+                    *v1 += half * *a1;
                     finite &= v1.is_finite() & g.is_finite();
                 }
                 finite
             })
         };
         if !finite {
+            *cached = false;
             check_finite(g, Quantity::Gradient, k, t)?;
-            check_finite(a1, Quantity::Acceleration, k, t)?;
+            check_finite(a0, Quantity::Acceleration, k, t)?;
             return Err(StepError::non_finite(k, t, Quantity::NewVelocity));
         }
-        // Commit by exchanging buffers (no copy); the old state lands in x1 and v1, scratch.
+        // Commit by exchanging buffers (no copy); the old state lands in x1 and v_half, scratch.
         core::mem::swap(&mut state.q, x1);
-        core::mem::swap(&mut state.v, v1);
+        core::mem::swap(&mut state.v, v_half);
         state.t = t + h;
         *undo_t = Some(t);
-        core::mem::swap(a0, a1);
         crate::vector::copy_long(cache_q.as_mut_slice(), state.q.as_slice());
         self.clock.steps += 1;
         Ok(())
@@ -238,15 +235,13 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
         let Some(t) = w.undo_t.take() else {
             return false;
         };
-        if state.q.len() != w.x1.len() || state.v.len() != w.v1.len() {
+        if state.q.len() != w.x1.len() || state.v.len() != w.v_half.len() {
             return false;
         }
         core::mem::swap(&mut state.q, &mut w.x1);
-        core::mem::swap(&mut state.v, &mut w.v1);
+        core::mem::swap(&mut state.v, &mut w.v_half);
         state.t = t;
-        core::mem::swap(&mut w.a0, &mut w.a1);
-        // `a0` is the acceleration at the restored `q` again, but the cache key holds the
-        // new one: recompute at the next step.
+        // `a0` holds the acceleration at the new `q`: recompute it at the next step.
         w.cached = false;
         self.clock.steps -= 1;
         true

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use zs_runtime::{
     Checkpoint, ConstrainedModel, ConstraintSpace, MoveGuard, Rattle, Shake, ShakeSolver, StateOf,
-    StiffModel, Vector,
+    StiffModel, Symbols, Vector,
 };
 
 pub(crate) use stepper::CliStepper;
@@ -79,7 +79,7 @@ pub(crate) struct Job<'a> {
     pub meta: Checkpoint,
     /// Atom symbols (one per 3 coordinates): also write an extended XYZ trajectory beside the
     /// CSV (`<out>.xyz`).
-    pub xyz: Option<Vec<String>>,
+    pub xyz: Option<Symbols>,
     /// `--max-radius` (water): stop when a molecule leaves the cluster.
     pub cluster_guard: Option<ClusterGuard>,
     /// Under a pair cutoff: stop when a body moves more than the neighbour-list skin in a step.
@@ -132,8 +132,8 @@ impl Job<'_> {
     }
 
     /// Also write the positions as extended XYZ, atoms named by `symbols`.
-    pub fn with_xyz(mut self, symbols: Vec<String>) -> Self {
-        self.xyz = Some(symbols);
+    pub fn with_xyz(mut self, symbols: impl Into<Symbols>) -> Self {
+        self.xyz = Some(symbols.into());
         self
     }
 

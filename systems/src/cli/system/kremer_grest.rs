@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use zs_runtime::assembly::Assembled;
 use zs_runtime::lammps::DataFile;
-use zs_runtime::MoveGuard;
+use zs_runtime::{MoveGuard, Symbols};
 
 use super::{eval_from_data, run_with_neighbors, write_final_data, Accepts, CliSystem};
 use crate::cli::error::CliError;
@@ -89,7 +89,7 @@ impl CliSystem for KremerGrestCli {
             );
             write_final_data(out, &data, title, q, v)
         };
-        let mut job = job.with_xyz(vec!["C".to_string(); n]);
+        let mut job = job.with_xyz(core::iter::repeat_n("C", n).collect::<Symbols>());
         job.lattice = Some((data.lo, data.box_lengths()));
         job.at_end = Some(&write_data);
         job.move_guard = Some(MoveGuard::new(kremer_grest::SKIN, 3));

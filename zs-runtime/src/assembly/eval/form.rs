@@ -2,7 +2,7 @@
 //! every evaluation ([`FormState`], a [`FormOps`]).
 
 use core::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::lanes::{lane_pass, Lanes_};
 use super::maps::{add_block, contract, map1, map3, map4, map_kept};
@@ -21,13 +21,16 @@ use crate::sparse::BlockLayout;
 /// What a form's passes read of its terms: the term list, the gradient gather of the
 /// per-term passes, the partial plan of the SIMD pass. Fixed at set-up for a form over a fixed
 /// list, and then shared by every evaluation state of the model; a pair form under a cutoff
-/// has its own, remade from each neighbour list — its gathers lazily, before the first pass
-/// that reads them (`*_for`: for that many free bodies).
+/// has its own, remade from each neighbour list — its partial plan lazily, before the first
+/// SIMD pass (`partials_for`: for that many free bodies). The gradient gather is made once, by
+/// the first per-term pass that reads it (a run of the SIMD passes alone never holds it: it is
+/// as large as the list), and then shared like the rest.
 #[derive(Debug, Clone)]
 pub(crate) struct TermPlan<const K: usize> {
     pub list: TermList<K>,
-    grad: Csr,
-    grad_for: Option<usize>,
+    /// Free bodies the gathers are for.
+    free: usize,
+    grad: OnceLock<Csr>,
     partials: PartialPlan<K>,
     partials_for: Option<usize>,
 }
@@ -40,6 +43,10 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     /// form enters them: shared like the plan, made anew when a pattern follows a neighbour
     /// list.
     gathers: [Option<Arc<HessianGather<K>>>; 2],
+    /// Each term's gradient (or a Hessian-vector or third-derivative contraction) and energy,
+    /// of the per-term passes: sized by the first (or by [`FormOps::reserve_hessians`] at
+    /// set-up), and empty while only the SIMD passes run, which leave their outputs in `part`
+    /// and `sums` instead.
     g: Vec<Local<D, K>>,
     h: Vec<LocalHessian<D, K>>,
     e: Vec<f64>,
@@ -51,8 +58,10 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     /// energies ([`Outputs::Chunks`]): [`FormOps::add_energy`] then adds them in chunk order,
     /// the same bits as summing the chunks there.
     sums: Vec<f64>,
-    /// Scratch of the plans' rebuilds (neighbour lists), kept between them.
+    /// Scratch of the plans' rebuilds (neighbour lists), kept between them, and the last
+    /// list's gradient gather, whose memory the next one reuses.
     scratch: PlanScratch,
+    spare_grad: Csr,
     /// Where the last vector pass left its vector, and the last energy pass its energies.
     vector: Outputs,
     energy: Outputs,
@@ -71,30 +80,30 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
     ) -> Result<Self, TopologyError> {
         debug_assert_eq!(F::ARITY, K, "form {} has arity {}", F::NAME, F::ARITY);
         let list = TermList::<K>::new(F::OVER, info.present, topology, bodies)?;
-        let n = list.len();
         let plan = TermPlan {
-            grad: list.gradient_gather(bodies.free),
-            grad_for: None,
+            free: bodies.free,
+            grad: OnceLock::new(),
             partials: PartialPlan::new(&list, bodies.free, lane_chunk::<F>()),
             partials_for: None,
             list,
         };
-        Ok(Self::with_plan(info, Arc::new(plan), n))
+        Ok(Self::with_plan(info, Arc::new(plan)))
     }
 
-    /// A state over `plan` with fresh buffers for `n` terms.
-    fn with_plan(info: FormInfo, plan: Arc<TermPlan<K>>, n: usize) -> Self {
+    /// A state over `plan` with fresh buffers (the per-term ones empty until a pass needs them).
+    fn with_plan(info: FormInfo, plan: Arc<TermPlan<K>>) -> Self {
         Self {
             info,
             part: vec![0.0; plan.partials.len() * D],
             plan,
             gathers: [None, None],
-            g: vec![[[0.0; D]; K]; n],
+            g: Vec::new(),
             h: Vec::new(),
-            e: vec![0.0; n],
+            e: Vec::new(),
             t: Vec::new(),
             sums: Vec::new(),
             scratch: PlanScratch::default(),
+            spare_grad: Csr::default(),
             vector: Outputs::Terms,
             energy: Outputs::Terms,
             form: PhantomData,
@@ -103,8 +112,10 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
 
     /// Its plan, shared, and its Hessian gathers; buffers of its own, as large as this one's.
     pub fn replica(&self) -> Self {
-        let mut r = Self::with_plan(self.info, self.plan.clone(), self.plan.list.len());
+        let mut r = Self::with_plan(self.info, self.plan.clone());
         r.gathers.clone_from(&self.gathers);
+        r.g.resize(self.g.len(), [[0.0; D]; K]);
+        r.e.resize(self.e.len(), 0.0);
         r.h.resize(self.h.len(), [[[[0.0; D]; D]; K]; K]);
         r.t.resize(self.t.len(), [[[[[[0.0; D]; K]; D]; K]; D]; K]);
         r
@@ -114,12 +125,12 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
     pub fn empty(&self) -> Self {
         let plan = TermPlan {
             list: TermList::empty(),
-            grad: Csr::default(),
-            grad_for: None,
+            free: 0,
+            grad: OnceLock::new(),
             partials: PartialPlan::new(&TermList::empty(), 0, lane_chunk::<F>()),
             partials_for: None,
         };
-        Self::with_plan(self.info, Arc::new(plan), 0)
+        Self::with_plan(self.info, Arc::new(plan))
     }
 
     /// The terms.
@@ -136,11 +147,18 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         let plan = Arc::make_mut(&mut self.plan);
         plan.list.set_pairs(pairs, bodies);
         plan.list.set_codes(if typed { kinds } else { &[] });
-        plan.grad_for = Some(bodies.free);
+        plan.free = bodies.free;
+        if let Some(grad) = plan.grad.take() {
+            self.spare_grad = grad;
+        }
         plan.partials_for = Some(bodies.free);
         let n = plan.list.len();
-        self.g.resize(n, [[0.0; D]; K]);
-        self.e.resize(n, 0.0);
+        if !self.g.is_empty() {
+            self.g.resize(n, [[0.0; D]; K]);
+        }
+        if !self.e.is_empty() {
+            self.e.resize(n, 0.0);
+        }
         if !self.h.is_empty() {
             self.h.resize(n, [[[[0.0; D]; D]; K]; K]);
         }
@@ -187,6 +205,9 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
                 Outputs::Terms
             };
         }
+        if !lanes {
+            self.size_per_term();
+        }
         let (w, par, list) = (input.omega, input.parallel, &self.plan.list);
         let x = |fr: &[u32; K], bo: &[u32; K]| input.x(fr, bo);
         if lanes {
@@ -197,7 +218,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
                 terms,
             };
             let part = (want != Want::Energy).then_some(&mut self.part[..]);
-            lane_pass::<T, F, D, K, WINDOWED>(par, &at, (&mut self.e, &mut self.sums), part);
+            lane_pass::<T, F, D, K, WINDOWED>(par, &at, &mut self.sums, part);
             return;
         }
         match want {
@@ -259,21 +280,31 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         self.gathers[part.index()].as_deref()
     }
 
+    /// The per-term buffers sized for the list (a no-op but the first time after set-up or
+    /// after a list grew; [`FormOps::reserve_hessians`] does it at set-up).
+    fn size_per_term(&mut self) {
+        let n = self.plan.list.len();
+        self.g.resize(n, [[0.0; D]; K]);
+        self.e.resize(n, 0.0);
+    }
+
     /// The plans a pass of `want` reads, brought up to date.
     fn ready(&mut self, lanes: bool, per_term_vector: bool) {
-        let (free_p, free_g) = (self.plan.partials_for, self.plan.grad_for);
-        if let Some(free) = free_p.filter(|_| lanes) {
+        if let Some(free) = self.plan.partials_for.filter(|_| lanes) {
             let plan = Arc::make_mut(&mut self.plan);
             plan.partials
                 .rebuild(&plan.list, free, lane_chunk::<F>(), &mut self.scratch);
             plan.partials_for = None;
             self.part.resize(plan.partials.len() * D, 0.0);
         }
-        if let Some(free) = free_g.filter(|_| per_term_vector) {
-            let plan = Arc::make_mut(&mut self.plan);
-            plan.list
-                .gradient_gather_into(free, &mut plan.grad, &mut self.scratch.gather);
-            plan.grad_for = None;
+        if per_term_vector {
+            let plan = &*self.plan;
+            let (spare, gather) = (&mut self.spare_grad, &mut self.scratch.gather);
+            plan.grad.get_or_init(|| {
+                let mut csr = core::mem::take(spare);
+                plan.list.gradient_gather_into(plan.free, &mut csr, gather);
+                csr
+            });
         }
     }
 }
@@ -312,6 +343,7 @@ where
             return;
         }
         let n = self.plan.list.len();
+        self.size_per_term();
         self.h.resize(n, [[[[0.0; D]; D]; K]; K]);
         if part == HessianPart::Full && self.info.third == ThirdForm::Tensor {
             self.t.resize(n, [[[[[[0.0; D]; K]; D]; K]; D]; K]);
@@ -397,7 +429,12 @@ where
             } else {
                 core::array::from_fn(|d| o[d])
             };
-            for &src in self.plan.grad.row(b) {
+            let grad = self
+                .plan
+                .grad
+                .get()
+                .expect("a per-term pass made the gather");
+            for &src in grad.row(b) {
                 let v = &self.g[src as usize / K][src as usize % K];
                 for d in 0..D {
                     acc[d] += v[d];

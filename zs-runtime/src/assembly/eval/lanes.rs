@@ -28,13 +28,13 @@ pub(super) struct Lanes_<'a, T, const D: usize, const K: usize> {
 /// `part` ([`PartialPlan`]), `Lanes::WIDTH` terms at a time (the remainder one by one, by the
 /// same code on `f64`). Each lane computes the bits the scalar kernel would, and each chunk
 /// sums its terms in term order: the same bits whatever the SIMD width and the thread count.
-/// `e` is the chunks' scratch: their terms' energies. `WINDOWED`: the terms are a neighbour
+/// Each chunk's term energies go to scratch on the stack ([`over_chunks`]). `WINDOWED`: the terms are a neighbour
 /// list's pairs under a cutoff, filtered and compacted first ([`windowed_pairs`]); made only for
 /// the pair engine's per-term pass.
 pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bool>(
     parallel: bool,
     at: &Lanes_<'_, T, D, K>,
-    (e, sums): (&mut [f64], &mut Vec<f64>),
+    sums: &mut Vec<f64>,
     part: Option<&mut [f64]>,
 ) where
     T: Kernel<D, K, F>,
@@ -67,7 +67,7 @@ pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bo
         // The chunk's energy, summed here on the pool (`add_energy` then adds the sums).
         chunk_sum(&ec[..written])
     };
-    over_chunks(parallel, spans, (e, chunk), sums, &one);
+    over_chunks(parallel, spans, (at.list.len(), chunk), sums, &one);
 }
 
 /// One chunk of [`lane_pass`].

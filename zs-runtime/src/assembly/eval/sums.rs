@@ -6,7 +6,7 @@
 
 use rayon::prelude::*;
 
-use super::{FormList, FormOps, CHUNK};
+use super::{FormList, FormOps, CHUNK, PAIR_CHUNK};
 use crate::assembly::plan::{PartialPlan, PIECE};
 use crate::model::HessianPart;
 use crate::simd::Lanes;
@@ -65,30 +65,43 @@ pub(crate) struct Spans<'a> {
     pub stride: usize,
 }
 
-/// One chunk's part of a pass: `(chunk, its spans' outputs, its share of the scratch)`, its
-/// energy returned.
+/// One chunk's part of a pass: `(chunk, its spans' outputs, its scratch)`, its energy
+/// returned.
 pub(crate) type ChunkFn<'a> = dyn Fn(usize, Option<&mut [f64]>, &mut [f64]) -> f64 + Sync + 'a;
 
-/// `sums[c] = chunk(c, spans of c, scratch[c·per .. (c + 1)·per])` for every chunk `c` of
-/// `sums` (each chunk's scratch `per` entries, the last one's what remains): halves on rayon's
-/// pool when `parallel` — a split allocates nothing, unlike collecting the chunks' slices of
-/// varying length — one chunk at a time at the leaves. A chunk's outputs do not depend on the
-/// split: the same bits on any number of threads.
+/// `sums[c] = chunk(c, spans of c, scratch)` for every chunk `c` of `sums`, chunk `c` being
+/// terms `c·per ..` of `terms` (its scratch as long as it has terms, at most `per` ≤
+/// [`PAIR_CHUNK`]; on the stack, so that no buffer as long as the list is held or streamed):
+/// halves on rayon's pool when `parallel` — a split allocates nothing, unlike collecting the
+/// chunks' slices of varying length — one chunk at a time at the leaves. A chunk's outputs do
+/// not depend on the split: the same bits on any number of threads.
 pub(crate) fn over_chunks(
     parallel: bool,
     spans: Option<Spans<'_>>,
-    (scratch, per): (&mut [f64], usize),
+    (terms, per): (usize, usize),
     sums: &mut [f64],
     chunk: &ChunkFn<'_>,
 ) {
-    split(parallel, 0..sums.len(), spans, (scratch, per), sums, chunk);
+    split(parallel, 0..sums.len(), spans, (terms, per), sums, chunk);
+}
+
+/// `f` of `per` zeros on the stack (none when `per` is 0).
+fn on_stack<R>(per: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
+    if per == 0 {
+        f(&mut [])
+    } else if per <= CHUNK {
+        f(&mut [0.0; CHUNK][..per])
+    } else {
+        assert!(per <= PAIR_CHUNK, "a chunk of {per} terms");
+        f(&mut [0.0; PAIR_CHUNK][..per])
+    }
 }
 
 fn split(
     parallel: bool,
     range: core::ops::Range<usize>,
     spans: Option<Spans<'_>>,
-    (scratch, per): (&mut [f64], usize),
+    (terms, per): (usize, usize),
     sums: &mut [f64],
     chunk: &ChunkFn<'_>,
 ) {
@@ -105,15 +118,27 @@ fn split(
             }
             None => (None, None),
         };
-        let (x0, x1) = scratch.split_at_mut(((mid - range.start) * per).min(scratch.len()));
         let (e0, e1) = sums.split_at_mut(mid - range.start);
         rayon::join(
-            || split(true, range.start..mid, s0, (x0, per), e0, chunk),
-            || split(true, mid..range.end, s1, (x1, per), e1, chunk),
+            || split(true, range.start..mid, s0, (terms, per), e0, chunk),
+            || split(true, mid..range.end, s1, (terms, per), e1, chunk),
         );
         return;
     }
-    let (mut spans, mut scratch) = (spans, scratch);
+    on_stack(per, |scratch| {
+        leaf(range, spans, (terms, scratch), sums, chunk)
+    });
+}
+
+/// The chunks of `range` in turn, each with its part of `scratch`.
+fn leaf(
+    range: core::ops::Range<usize>,
+    spans: Option<Spans<'_>>,
+    (terms, scratch): (usize, &mut [f64]),
+    sums: &mut [f64],
+    chunk: &ChunkFn<'_>,
+) {
+    let (mut spans, per) = (spans, scratch.len());
     for (c, s) in range.zip(sums) {
         let out = match spans.take() {
             Some(Spans { buf, at, stride }) => {
@@ -128,9 +153,8 @@ fn split(
             }
             None => None,
         };
-        let (x, rest) = scratch.split_at_mut(per.min(scratch.len()));
-        scratch = rest;
-        *s = chunk(c, out, x);
+        let len = per.min(terms.saturating_sub(c * per));
+        *s = chunk(c, out, &mut scratch[..len]);
     }
 }
 

@@ -80,7 +80,7 @@ impl Rows {
             at: chunk_out,
             stride: 3,
         });
-        over_chunks(input.parallel, spans, (&mut [], 0), sums, &chunk);
+        over_chunks(input.parallel, spans, (0, 0), sums, &chunk);
         if gradient && newton {
             sum_partials::<3>(input.parallel, body_at, of_body, out, summed);
         }
