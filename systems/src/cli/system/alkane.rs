@@ -113,31 +113,34 @@ where
         let setup = Instant::now();
         let ((system, q, v, data), source) = liquid::<V>(args)?;
         let n = data.len();
+        let counts = [data.bonds.len(), data.angles.len(), data.dihedrals.len()];
+        let (lo, l) = (data.lo, data.box_lengths());
+        let mut job = job.with_xyz(symbols(&data));
+        // The file is held through the run only to be written back at its end.
+        let kept = args.write_data.as_ref().map(|_| data);
         let write_data = |q: &[f64], v: &[f64]| -> Result<(), CliError> {
-            let Some(out) = &args.write_data else {
+            let (Some(out), Some(data)) = (&args.write_data, &kept) else {
                 return Ok(());
             };
             let title = format!(
                 "LAMMPS data file written by zs ({}, from {source})",
                 self.name()
             );
-            write_final_data(out, &data, title, q, v)
+            write_final_data(out, data, title, q, v)
         };
-        let mut job = job.with_xyz(symbols(&data));
-        job.lattice = Some((data.lo, data.box_lengths()));
+        job.lattice = Some((lo, l));
         job.at_end = Some(&write_data);
         job.move_guard = Some(MoveGuard::new(alkane::SKIN, 3));
         let names = KremerGrest::coordinate_names(n);
         let state = job.initial_state(system.state(q, v), &names)?;
-        let l = data.box_lengths();
         say!(
             "zs: TraPPE-UA alkane liquid of {n} sites ({source}): {} bonds ({}), {} angles, {} dihedrals; \
              LJ mixed from CH3/CH2, cut at 14 Å and shifted, special_bonds lj 0 0 0; periodic box \
              {:.3} × {:.3} × {:.3} Å; real units (Å, kcal/mol, fs)",
-            data.bonds.len(),
+            counts[0],
             if V::RIGID_BONDS { "held at 1.54 Å" } else { "harmonic" },
-            data.angles.len(),
-            data.dihedrals.len(),
+            counts[1],
+            counts[2],
             l[0],
             l[1],
             l[2]
@@ -181,7 +184,7 @@ where
         let names = KremerGrest::coordinate_names(data.len());
         let q = start(args, &names, q)?;
         let sites = Some(Sites {
-            symbols: symbols(&data),
+            symbols: symbols(&data).iter().map(str::to_string).collect(),
             lattice: Some((data.lo, data.box_lengths())),
         });
         let about = format!(
@@ -226,9 +229,9 @@ where
 const PENALTY_OMEGA: f64 = 100.0;
 
 /// A site's symbol: `CH3` for type 1, `CH2` for type 2 (TraPPE-UA's two).
-fn symbols(data: &zs_runtime::lammps::DataFile) -> Vec<String> {
+fn symbols(data: &zs_runtime::lammps::DataFile) -> zs_runtime::Symbols {
     data.types
         .iter()
-        .map(|&t| if t == 1 { "CH3" } else { "CH2" }.to_string())
+        .map(|&t| if t == 1 { "CH3" } else { "CH2" })
         .collect()
 }

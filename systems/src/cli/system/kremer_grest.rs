@@ -78,28 +78,29 @@ impl CliSystem for KremerGrestCli {
         let path = data_path(&args.data)?;
         let setup = Instant::now();
         let (data, system, q, v) = load(path)?;
-        let n = data.len();
+        let (n, bonds, lo, l) = (data.len(), data.bonds.len(), data.lo, data.box_lengths());
+        // The file is held through the run only to be written back at its end (a million
+        // beads' file is 100 bytes a bead).
+        let kept = args.write_data.as_ref().map(|_| data);
         let write_data = |q: &[f64], v: &[f64]| -> Result<(), CliError> {
-            let Some(out) = &args.write_data else {
+            let (Some(out), Some(data)) = (&args.write_data, &kept) else {
                 return Ok(());
             };
             let title = format!(
                 "LAMMPS data file written by zs (kremer-grest, from {})",
                 path.display()
             );
-            write_final_data(out, &data, title, q, v)
+            write_final_data(out, data, title, q, v)
         };
         let mut job = job.with_xyz(core::iter::repeat_n("C", n).collect::<Symbols>());
-        job.lattice = Some((data.lo, data.box_lengths()));
+        job.lattice = Some((lo, l));
         job.at_end = Some(&write_data);
         job.move_guard = Some(MoveGuard::new(kremer_grest::SKIN, 3));
         let names = KremerGrest::coordinate_names(n);
         let state = job.initial_state(system.state(q, v), &names)?;
-        let l = data.box_lengths();
         say!(
-            "zs: Kremer–Grest melt of {n} beads and {} FENE bonds from {} (LAMMPS in.chain: K = 30, R0 = 1.5; \
+            "zs: Kremer–Grest melt of {n} beads and {bonds} FENE bonds from {} (LAMMPS in.chain: K = 30, R0 = 1.5; \
              LJ cut at 1.12, shifted; special_bonds fene), periodic box {} × {} × {}, LJ units",
-            data.bonds.len(),
             path.display(),
             l[0],
             l[1],
