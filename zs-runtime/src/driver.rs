@@ -483,6 +483,8 @@ impl Loop {
             }
         }
         let wall = clock.elapsed();
+        // The summary's copy of the last state takes the place of this one.
+        drop(before);
         self.finish(stepper, observers, state, wall)
     }
 

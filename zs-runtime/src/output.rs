@@ -43,26 +43,32 @@ use crate::{Model, StateOf, StepError};
 /// to whichever thread steps it.
 type Residual<'a, V> = Box<dyn Fn(&V) -> f64 + Send + Sync + 'a>;
 
-/// The coordinates' names as one text, each name ending at its `ends` entry: a name per
-/// coordinate of a million bodies would otherwise cost a heap allocation each.
+/// The coordinates' names as one text, each ended by a NUL (one in a name is written as
+/// U+FFFD): a name per coordinate of a million bodies would otherwise cost a heap allocation
+/// each.
 #[derive(Debug, Default)]
 struct Names {
     text: String,
-    ends: Vec<usize>,
+    len: usize,
 }
 
 impl Names {
+    fn push(&mut self, name: &str) {
+        if name.contains('\0') {
+            self.text.push_str(&name.replace('\0', "\u{FFFD}"));
+        } else {
+            self.text.push_str(name);
+        }
+        self.text.push('\0');
+        self.len += 1;
+    }
+
     fn len(&self) -> usize {
-        self.ends.len()
+        self.len
     }
 
     fn iter(&self) -> impl Iterator<Item = &str> {
-        let mut start = 0;
-        self.ends.iter().map(move |&end| {
-            let name = &self.text[start..end];
-            start = end;
-            name
-        })
+        self.text.split_terminator('\0')
     }
 }
 
@@ -211,10 +217,9 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
     pub fn with_names(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let mut held = Names::default();
         for name in names {
-            held.text.push_str(&name.into());
-            held.ends.push(held.text.len());
+            held.push(&name.into());
         }
-        self.dimension = held.ends.len();
+        self.dimension = held.len();
         self.names = Some(held);
         self
     }

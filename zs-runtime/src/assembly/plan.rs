@@ -45,8 +45,10 @@ impl Bodies {
 /// The terms of one form, acting on `K` bodies each.
 #[derive(Debug, Clone)]
 pub(crate) struct TermList<const K: usize> {
-    /// The bodies of each term (topology numbering).
-    pub bodies: Vec<[u32; K]>,
+    /// The bodies of each term (topology numbering), when they differ from the free indices
+    /// (some body of the model is pinned); else empty, and [`TermList::bodies`] is `free`: a
+    /// list of a million pairs is 8 MB less.
+    own_bodies: Vec<[u32; K]>,
     /// Their free indices (coordinate blocks of the state), or [`PINNED`].
     pub free: Vec<[u32; K]>,
     /// Each term's bodies' types as one code ([`TermList::set_codes`]), or empty.
@@ -83,13 +85,20 @@ impl<const K: usize> TermList<K> {
             (Over::Pairs, _) => n.saturating_mul(n.saturating_sub(1)) / 2,
         };
         let too_large = |_| TopologyError::TooLarge("the number of terms of a form");
-        list.bodies.try_reserve_exact(terms).map_err(too_large)?;
+        let pinned = bodies.free < bodies.free_of.len();
+        if pinned {
+            list.own_bodies
+                .try_reserve_exact(terms)
+                .map_err(too_large)?;
+        }
         list.free.try_reserve_exact(terms).map_err(too_large)?;
         let free_of = &bodies.free_of;
         let mut push = |b: [usize; K]| {
             let fr = b.map(|i| free_of[i]);
             if fr.iter().any(|&f| f != PINNED) {
-                list.bodies.push(b.map(|i| i as u32));
+                if pinned {
+                    list.own_bodies.push(b.map(|i| i as u32));
+                }
                 list.free.push(fr);
             }
         };
@@ -143,7 +152,7 @@ impl<const K: usize> TermList<K> {
     /// No terms.
     pub fn empty() -> Self {
         Self {
-            bodies: Vec::new(),
+            own_bodies: Vec::new(),
             free: Vec::new(),
             codes: Vec::new(),
             decoded: Vec::new(),
@@ -151,7 +160,16 @@ impl<const K: usize> TermList<K> {
     }
 
     pub fn len(&self) -> usize {
-        self.bodies.len()
+        self.free.len()
+    }
+
+    /// The bodies of each term (topology numbering).
+    pub fn bodies(&self) -> &[[u32; K]] {
+        if self.own_bodies.is_empty() {
+            &self.free
+        } else {
+            &self.own_bodies
+        }
     }
 
     /// The terms of a pair form become `pairs` (a neighbour list), those with a free body.
@@ -159,26 +177,26 @@ impl<const K: usize> TermList<K> {
         debug_assert_eq!(K, 2, "pairs for a form of arity {K}");
         if bodies.free == bodies.free_of.len() && pairs.len() >= PARALLEL_PLAN_FROM {
             // No pinned body: every pair is a term; on the pool.
+            // No pinned body: every pair is a term, its bodies its free indices; on the pool.
             use rayon::prelude::*;
-            self.bodies.resize(pairs.len(), [0; K]);
+            self.own_bodies = Vec::new();
             self.free.resize(pairs.len(), [0; K]);
-            self.bodies
+            self.free
                 .par_iter_mut()
-                .zip(self.free.par_iter_mut())
                 .zip(pairs.par_iter())
-                .for_each(|((b, f), p)| {
-                    *b = core::array::from_fn(|k| p[k]);
-                    *f = core::array::from_fn(|k| bodies.free_of[p[k] as usize]);
-                });
+                .for_each(|(f, p)| *f = core::array::from_fn(|k| p[k]));
             return;
         }
-        self.bodies.clear();
+        let pinned = bodies.free < bodies.free_of.len();
+        self.own_bodies.clear();
         self.free.clear();
         for p in pairs {
             let b: [u32; K] = core::array::from_fn(|k| p[k]);
             let fr = b.map(|i| bodies.free_of[i as usize]);
             if fr.iter().any(|&f| f != PINNED) {
-                self.bodies.push(b);
+                if pinned {
+                    self.own_bodies.push(b);
+                }
                 self.free.push(fr);
             }
         }
@@ -206,15 +224,20 @@ impl<const K: usize> TermList<K> {
                 .fold(0, |c, &b| c * types + kinds[b as usize] as usize);
             c as u8
         };
-        self.codes.resize(self.bodies.len(), 0);
-        if self.bodies.len() >= PARALLEL_PLAN_FROM {
+        self.codes.resize(self.len(), 0);
+        let list = if self.own_bodies.is_empty() {
+            &self.free
+        } else {
+            &self.own_bodies
+        };
+        if list.len() >= PARALLEL_PLAN_FROM {
             use rayon::prelude::*;
             self.codes
                 .par_iter_mut()
-                .zip(self.bodies.par_iter())
+                .zip(list.par_iter())
                 .for_each(|(c, b)| *c = code(b));
         } else {
-            for (c, b) in self.codes.iter_mut().zip(&self.bodies) {
+            for (c, b) in self.codes.iter_mut().zip(list) {
                 *c = code(b);
             }
         }
@@ -306,25 +329,20 @@ impl<const K: usize> PartialPlan<K> {
         debug_assert!(K * chunk < NO_SLOT as usize);
         let n = list.len();
         let chunks = n.div_ceil(chunk);
-        // Every slot is written by `distinct`, and the first `count` entries of each chunk's
-        // `firsts`: sized, not cleared.
+        // Every slot is written by `distinct`: sized, not cleared.
         self.slot.resize(n, [NO_SLOT; K]);
-        // Per chunk: its distinct free bodies in order of first appearance, and their count.
-        let firsts = &mut scratch.firsts;
-        firsts.resize(chunks * K * chunk, 0);
+        // Per chunk: the number of its distinct free bodies.
         let counts = &mut scratch.counts;
         counts.clear();
         counts.resize(chunks, 0);
+        let parallel = n >= PARALLEL_PLAN_FROM;
         let work = self
             .slot
             .par_chunks_mut(chunk)
             .zip(list.free.par_chunks(chunk))
-            .zip(firsts.par_chunks_mut(K * chunk))
             .zip(counts.par_iter_mut());
-        if n >= PARALLEL_PLAN_FROM {
-            work.for_each(|(((slot, terms), firsts), count)| {
-                *count = distinct(terms, slot, firsts);
-            });
+        if parallel {
+            work.for_each(|((slot, terms), count)| *count = distinct(terms, slot));
         } else {
             for (c, (slot, terms)) in self
                 .slot
@@ -332,7 +350,7 @@ impl<const K: usize> PartialPlan<K> {
                 .zip(list.free.chunks(chunk))
                 .enumerate()
             {
-                counts[c] = distinct(terms, slot, &mut firsts[c * K * chunk..(c + 1) * K * chunk]);
+                counts[c] = distinct(terms, slot);
             }
         }
         let offsets = &mut self.offsets;
@@ -341,19 +359,22 @@ impl<const K: usize> PartialPlan<K> {
         for &c in counts.iter() {
             offsets.push(offsets[offsets.len() - 1] + c);
         }
-        self.body.clear();
-        for (c, &count) in counts.iter().enumerate() {
-            self.body
-                .extend_from_slice(&firsts[c * K * chunk..c * K * chunk + count as usize]);
-        }
-        let pairs = &mut scratch.pairs;
-        pairs.clear();
-        pairs.extend(
+        // Each chunk's bodies in order of first appearance, read back from its slots.
+        self.body
+            .resize(*offsets.last().expect("offsets start with 0") as usize, 0);
+        let at = Firsts {
+            slot: &self.slot,
+            free: &list.free,
+            offsets,
+            chunk,
+        };
+        at.fill(parallel, 0..chunks, &mut self.body);
+        let body = &self.body;
+        self.by_piece.rebuild_with(free.div_ceil(PIECE), || {
             (0u32..)
-                .zip(&self.body)
-                .map(|(p, &b)| ((b as usize / PIECE) as u32, p)),
-        );
-        self.by_piece.rebuild(free.div_ceil(PIECE), pairs);
+                .zip(body)
+                .map(|(p, &b)| ((b as usize / PIECE) as u32, p))
+        });
     }
 
     /// Number of partials (bodies).
@@ -366,38 +387,71 @@ impl<const K: usize> PartialPlan<K> {
 /// neighbour-list rebuilds.
 #[derive(Debug, Default)]
 pub(crate) struct PlanScratch {
-    pairs: Vec<(u32, u32)>,
-    firsts: Vec<u32>,
     counts: Vec<u32>,
     pub gather: Vec<(u32, u32)>,
+}
+
+/// What [`Firsts::fill`] reads: the plan's slots, the terms, the chunks' offsets.
+struct Firsts<'a, const K: usize> {
+    slot: &'a [[u16; K]],
+    free: &'a [[u32; K]],
+    offsets: &'a [u32],
+    chunk: usize,
+}
+
+impl<const K: usize> Firsts<'_, K> {
+    /// The partials' bodies of `chunks` into `body` (theirs, from `offsets[chunks.start]`): a
+    /// chunk's `s`-th distinct body is where its slot `s` first appears, since [`distinct`]
+    /// numbers them in order of first appearance. Halves on rayon's pool when `parallel`.
+    fn fill(&self, parallel: bool, chunks: core::ops::Range<usize>, body: &mut [u32]) {
+        if parallel && chunks.len() > 1 {
+            let mid = chunks.start + chunks.len() / 2;
+            let cut = (self.offsets[mid] - self.offsets[chunks.start]) as usize;
+            let (a, b) = body.split_at_mut(cut);
+            rayon::join(
+                || self.fill(true, chunks.start..mid, a),
+                || self.fill(true, mid..chunks.end, b),
+            );
+            return;
+        }
+        let base = self.offsets[chunks.start] as usize;
+        for c in chunks {
+            let out = &mut body[self.offsets[c] as usize - base..];
+            let terms = c * self.chunk..((c + 1) * self.chunk).min(self.free.len());
+            let mut next = 0u16;
+            for (fr, sl) in self.free[terms.clone()].iter().zip(&self.slot[terms]) {
+                for (&f, &s) in fr.iter().zip(sl) {
+                    if s == next {
+                        out[next as usize] = f;
+                        next += 1;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Terms from which [`PartialPlan::rebuild`] runs its chunks on rayon's pool.
 const PARALLEL_PLAN_FROM: usize = 16_384;
 
-/// One chunk of a [`PartialPlan`]: the distinct free bodies of `terms` in order of first
-/// appearance into `firsts` (their number returned), and each term's bodies' indices among
-/// them into `slot`. An open-addressing table on the stack holds what was seen: twice as many
+/// One chunk of a [`PartialPlan`]: its distinct free bodies numbered in order of first
+/// appearance (their number returned), each term's bodies' numbers into `slot`. An open-addressing table on the stack holds what was seen: twice as many
 /// slots as the chunk names bodies, a power of two (2 048 for 512 pairs).
-fn distinct<const K: usize>(terms: &[[u32; K]], slot: &mut [[u16; K]], firsts: &mut [u32]) -> u32 {
+fn distinct<const K: usize>(terms: &[[u32; K]], slot: &mut [[u16; K]]) -> u32 {
     let refs = K * terms.len();
     if refs <= 1024 {
-        distinct_in::<K, 2048>(terms, slot, firsts)
+        distinct_in::<K, 2048>(terms, slot)
     } else if refs <= 4096 {
-        distinct_in::<K, 8192>(terms, slot, firsts)
+        distinct_in::<K, 8192>(terms, slot)
     } else if refs <= 8192 {
-        distinct_in::<K, 16384>(terms, slot, firsts)
+        distinct_in::<K, 16384>(terms, slot)
     } else {
-        distinct_in::<K, 65536>(terms, slot, firsts)
+        distinct_in::<K, 65536>(terms, slot)
     }
 }
 
 /// [`distinct`] with a table of `T` slots, each `key | index << 32` (`u64::MAX`: empty).
-fn distinct_in<const K: usize, const T: usize>(
-    terms: &[[u32; K]],
-    slot: &mut [[u16; K]],
-    firsts: &mut [u32],
-) -> u32 {
+fn distinct_in<const K: usize, const T: usize>(terms: &[[u32; K]], slot: &mut [[u16; K]]) -> u32 {
     const EMPTY: u64 = u64::MAX;
     let bits = T.trailing_zeros();
     let mut table = [EMPTY; T];
@@ -414,7 +468,6 @@ fn distinct_in<const K: usize, const T: usize>(
                 let e = table[h];
                 if e == EMPTY {
                     table[h] = u64::from(f) | u64::from(count) << 32;
-                    firsts[count as usize] = f;
                     count += 1;
                     break count - 1;
                 }
@@ -446,19 +499,30 @@ impl Csr {
 
     /// [`Csr::build`] in place, keeping the memory.
     fn rebuild(&mut self, targets: usize, pairs: &[(u32, u32)]) {
+        self.rebuild_with(targets, || pairs.iter().copied());
+    }
+
+    /// [`Csr::rebuild`] of the pairs `pairs()` lists (read twice, never held).
+    fn rebuild_with<I: Iterator<Item = (u32, u32)>>(
+        &mut self,
+        targets: usize,
+        pairs: impl Fn() -> I,
+    ) {
         let offsets = &mut self.offsets;
         offsets.clear();
         offsets.resize(targets + 1, 0);
-        for &(t, _) in pairs {
+        let mut len = 0;
+        for (t, _) in pairs() {
             offsets[t as usize + 1] += 1;
+            len += 1;
         }
         for i in 0..targets {
             offsets[i + 1] += offsets[i];
         }
         self.src.clear();
-        self.src.resize(pairs.len(), 0);
+        self.src.resize(len, 0);
         // `offsets[t]` counts up while target `t` is filled, then is put back.
-        for &(t, s) in pairs {
+        for (t, s) in pairs() {
             self.src[offsets[t as usize] as usize] = s;
             offsets[t as usize] += 1;
         }
@@ -523,15 +587,15 @@ mod tests {
     fn a_terms_code_gives_back_its_bodies_types() {
         let kinds = [2, 0, 1, 1, 2, 0, 0];
         let mut list = TermList::<2> {
-            bodies: vec![[0, 1], [1, 2], [4, 0], [5, 6], [3, 4], [6, 6]],
-            free: Vec::new(),
+            own_bodies: Vec::new(),
+            free: vec![[0, 1], [1, 2], [4, 0], [5, 6], [3, 4], [6, 6]],
             codes: Vec::new(),
             decoded: Vec::new(),
         };
         list.set_codes(&kinds);
-        assert_eq!(list.codes.len(), list.bodies.len());
+        assert_eq!(list.codes.len(), list.bodies().len());
         assert_eq!(list.decoded.len(), 9, "3 types, 2 bodies");
-        for (b, &c) in list.bodies.iter().zip(&list.codes) {
+        for (b, &c) in list.bodies().iter().zip(&list.codes) {
             assert_eq!(
                 list.decoded[c as usize],
                 b.map(|b| kinds[b as usize]),

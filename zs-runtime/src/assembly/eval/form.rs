@@ -379,7 +379,7 @@ where
         let n = dg.len() / p;
         let (mut v, mut g) = (vec![0.0; p], vec![[[0.0; D]; K]; p]);
         let list = &self.plan.list;
-        for (fr, bo) in list.free.iter().zip(&list.bodies) {
+        for (fr, bo) in list.free.iter().zip(list.bodies()) {
             v.fill(0.0);
             g.fill([[0.0; D]; K]);
             terms.parameter_derivatives(&input.x(fr, bo), &input.kinds(bo), &mut v, &mut g);
@@ -517,7 +517,7 @@ where
         jac: Option<(&mut SparseJacobian, usize)>,
     ) {
         let list = &self.plan.list;
-        let x = input.x(&list.free[t], &list.bodies[t]);
+        let x = input.x(&list.free[t], &list.bodies()[t]);
         let m = g.len();
         let mut rows = [[[0.0; D]; K]; STACK_ROWS];
         let mut big = Vec::new();
@@ -527,7 +527,7 @@ where
             big.resize(m, [[0.0; D]; K]);
             &mut big
         };
-        terms.constraints(&x, &input.kinds(&list.bodies[t]), g, rows);
+        terms.constraints(&x, &input.kinds(&list.bodies()[t]), g, rows);
         if let Some((jac, first)) = jac {
             for (c, row) in rows.iter().enumerate() {
                 for (s, body) in row.iter().enumerate() {

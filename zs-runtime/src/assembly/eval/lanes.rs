@@ -55,7 +55,7 @@ pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bo
                 terms: at.terms,
                 input: at.input,
                 free: &at.list.free[terms.clone()],
-                bodies: &at.list.bodies[terms.clone()],
+                bodies: &at.list.bodies()[terms.clone()],
                 codes: at.list.codes.get(terms.clone()).unwrap_or(&[]),
                 decoded: &at.list.decoded,
                 slots: &at.plan.slot[terms],

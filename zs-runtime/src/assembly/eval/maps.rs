@@ -150,7 +150,7 @@ pub(super) fn map1<O: Flat, const K: usize>(
         for ((o, fr), bo) in out
             .iter_mut()
             .zip(&list.free[terms.clone()])
-            .zip(&list.bodies[terms])
+            .zip(&list.bodies()[terms])
         {
             *o = f(fr, bo);
         }
@@ -177,7 +177,7 @@ pub(super) fn map3<A: Flat, B: Flat, C: Flat, const K: usize>(
             .zip(b.iter_mut())
             .zip(c.iter_mut())
             .zip(&list.free[terms.clone()])
-            .zip(&list.bodies[terms])
+            .zip(&list.bodies()[terms])
         {
             (*a, *b, *c) = f(fr, bo);
         }
@@ -204,7 +204,7 @@ pub(super) fn map4<A: Flat, B: Flat, C: Flat, E: Flat, const K: usize>(
             .zip(c.iter_mut())
             .zip(e.iter_mut())
             .zip(&list.free[terms.clone()])
-            .zip(&list.bodies[terms])
+            .zip(&list.bodies()[terms])
         {
             (*a, *b, *c, *e) = f(fr, bo);
         }
