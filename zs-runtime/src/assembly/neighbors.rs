@@ -277,16 +277,44 @@ impl Neighbors {
         }
     }
 
+    /// [`Neighbors::build_from`] at the sites `pos`.
+    #[cfg(test)]
+    pub fn build(&mut self, pos: &[[f64; 3]], kinds: &[u32], out: &mut Vec<[u32; 2]>) {
+        self.build_from(pos.len(), |b| pos[b], kinds, out);
+    }
+
     /// The pairs `(i, j)`, `i < j`, not excluded, whose reference sites (nearest images in a
-    /// periodic box) are within `rc + skin` at `pos`, into `out`: cell by cell, each cell's
-    /// bodies in increasing order, each with the bodies after it in its cell and those of the
-    /// cells after its cell in the stencil (half the stencil: each pair once, found from the
+    /// periodic box) are within `rc + skin`, the sites being `site(b)` of the `n` bodies (the
+    /// list keeps them, [`Neighbors::sites`]: the caller holds no copy of its own), into `out`:
+    /// cell by cell, each cell's bodies in increasing order, each with the bodies after it in
+    /// its cell and those of the cells after its cell in the stencil (half the stencil: each pair once, found from the
     /// body whose cell comes first) — one order for given positions. With fewer than three
     /// cells along a periodic axis, the whole stencil and `j > i` instead.
     ///
     /// With the bodies' types `kinds` (empty: untyped), each body's pairs are then grouped by
     /// their types ([`group_by_types`], up to eight types).
-    pub fn build(&mut self, pos: &[[f64; 3]], kinds: &[u32], out: &mut Vec<[u32; 2]>) {
+    pub fn build_from(
+        &mut self,
+        n: usize,
+        site: impl Fn(usize) -> [f64; 3],
+        kinds: &[u32],
+        out: &mut Vec<[u32; 2]>,
+    ) {
+        self.at_build.clear();
+        self.at_build.extend((0..n).map(site));
+        // Taken for the build and put back: the build reads the sites while it fills the
+        // list's other buffers.
+        let pos = core::mem::take(&mut self.at_build);
+        self.build_at(&pos, kinds, out);
+        self.at_build = pos;
+    }
+
+    /// The reference sites of the last build.
+    pub fn sites(&self) -> &[[f64; 3]] {
+        &self.at_build
+    }
+
+    fn build_at(&mut self, pos: &[[f64; 3]], kinds: &[u32], out: &mut Vec<[u32; 2]>) {
         self.builds += 1;
         let types = kinds.iter().max().map_or(0, |&k| k as usize + 1);
         let kinds = if 2 * types * types <= MOST_GROUPS {
@@ -294,12 +322,6 @@ impl Neighbors {
         } else {
             &[]
         };
-        if self.at_build.len() == pos.len() {
-            crate::vector::copy_long(self.at_build.as_flattened_mut(), pos.as_flattened());
-        } else {
-            self.at_build.clear();
-            self.at_build.extend_from_slice(pos);
-        }
         let n = pos.len();
         let reach2 = self.reach * self.reach;
         let (dims, origin, size) = self.grid(pos);

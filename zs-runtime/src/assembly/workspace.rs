@@ -29,9 +29,9 @@ pub(crate) struct Workspace<T, const D: usize> {
     valued_q: Vec<f64>,
     valued_omega: f64,
     valued: bool,
-    /// The pair cutoff's neighbour list, the reference sites it is built from, its pairs.
+    /// The pair cutoff's neighbour list (which keeps the reference sites it is built from),
+    /// its pairs.
     pub neighbors: Option<Neighbors>,
-    sites: Vec<[f64; 3]>,
     pairs: Vec<[u32; 2]>,
     /// The block patterns of `Hess V` and of the stiff Hessian (indexed by [`HessianPart::index`]),
     /// made when first asked for: a run without Hessians never holds them (they are as large
@@ -84,7 +84,6 @@ impl<T, const D: usize> Workspace<T, D> {
             valued_omega: 0.0,
             valued: false,
             neighbors,
-            sites: Vec::new(),
             pairs: Vec::new(),
             layouts: [None, None],
             follows,
@@ -164,9 +163,7 @@ impl<T, const D: usize> Workspace<T, D> {
         if !nb.stale_at(bodies.free_of.len(), site) {
             return;
         }
-        self.sites.clear();
-        self.sites.extend((0..bodies.free_of.len()).map(site));
-        nb.build(&self.sites, at.kinds, &mut self.pairs);
+        nb.build_from(bodies.free_of.len(), site, at.kinds, &mut self.pairs);
         self.give_pairs(at);
     }
 
@@ -180,7 +177,7 @@ impl<T, const D: usize> Workspace<T, D> {
             pairs: &self.pairs,
             bodies: at.bodies,
             kinds: at.kinds,
-            sites: (&self.sites, cell.as_ref()),
+            sites: (nb.sites(), cell.as_ref()),
             within: nb.within(),
             strategy: at.strategy,
         };
@@ -194,7 +191,9 @@ impl<T, const D: usize> Workspace<T, D> {
 
     /// True once a neighbour list was built.
     pub fn has_pairs(&self) -> bool {
-        !self.sites.is_empty()
+        self.neighbors
+            .as_ref()
+            .is_some_and(|nb| !nb.sites().is_empty())
     }
 
     /// The pattern of `part`, made the first time, and remade from the current pair list when
