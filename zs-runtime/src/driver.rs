@@ -435,10 +435,14 @@ impl Loop {
         let n = self.planned;
         let clock = Instant::now();
         // The state before each step (restored when the driver rejects a state), allocated
-        // once: `clone_from` reuses its storage.
-        let mut before = state.clone();
+        // once: `clone_from` reuses its storage. A stepper that can take its step back keeps
+        // that state itself (`Stepper::replaced`): no copy per step.
+        let undo = stepper.can_undo();
+        let mut before = (!undo).then(|| state.clone());
         while self.done < n {
-            copy_state(&mut before, state);
+            if let Some(before) = before.as_mut() {
+                copy_state(before, state);
+            }
             let k = stepper.steps_taken();
             let last = self.done + 1 == n;
             let result = match self.t_end {
@@ -459,11 +463,28 @@ impl Loop {
                 }
                 _ => stepper.step(target, state),
             };
-            let result = result.and_then(|()| accept(target, &before, state, observers, k));
+            let stepped = result.is_ok();
+            let result = result.and_then(|()| {
+                let from = match &before {
+                    Some(before) => before,
+                    None => stepper
+                        .replaced()
+                        .expect("a stepper that can undo keeps the state it replaced"),
+                };
+                accept(target, from, state, observers, k)
+            });
             if let Err(e) = result {
                 // The stepper leaves the state untouched on error; a state rejected by the
                 // driver (non-finite, guard) is discarded here.
-                state.clone_from(&before);
+                if stepped {
+                    match &before {
+                        Some(before) => state.clone_from(before),
+                        None => {
+                            let undone = stepper.undo(state);
+                            assert!(undone, "{} could not undo its step", stepper.name());
+                        }
+                    }
+                }
                 self.error = Some(e);
                 break;
             }

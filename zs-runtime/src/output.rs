@@ -500,3 +500,24 @@ fn csv_io(e: csv::Error) -> io::Error {
         other => io::Error::other(format!("CSV: {other:?}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Names;
+
+    #[test]
+    fn names_come_back_in_order_empty_ones_too_and_a_nul_as_a_replacement_character() {
+        let given = ["x1", "", "long name, with a comma", "a\0b", "z"];
+        let mut names = Names::default();
+        for n in given {
+            names.push(n);
+        }
+        assert_eq!(names.len(), given.len());
+        let back: Vec<&str> = names.iter().collect();
+        assert_eq!(
+            back,
+            ["x1", "", "long name, with a comma", "a\u{FFFD}b", "z"]
+        );
+        assert_eq!(Names::default().iter().count(), 0);
+    }
+}

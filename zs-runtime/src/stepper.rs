@@ -85,6 +85,12 @@ pub trait Stepper<P: ?Sized, V>: Clocked {
         let _ = state;
         false
     }
+    /// The state the last successful step started from, while [`Stepper::undo`] can restore it
+    /// (kept by a stepper that can undo): the driver reads it for its guards instead of copying
+    /// the state before every step. `None` by default.
+    fn replaced(&self) -> Option<&StateOf<V>> {
+        None
+    }
 }
 
 /// A boxed stepper has the clock of the stepper it holds.
@@ -120,5 +126,8 @@ impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
     }
     fn undo(&mut self, state: &mut StateOf<V>) -> bool {
         (**self).undo(state)
+    }
+    fn replaced(&self) -> Option<&StateOf<V>> {
+        (**self).replaced()
     }
 }

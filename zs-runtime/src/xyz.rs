@@ -299,6 +299,18 @@ mod tests {
     use crate::State;
 
     #[test]
+    fn symbols_hold_each_distinct_one_once_and_give_every_atom_back_in_order() {
+        let atoms = ["O", "H", "H", "O", "H", "H", "Na"];
+        let held: Symbols = atoms.iter().collect();
+        assert_eq!(held.len(), atoms.len());
+        assert_eq!(held.distinct, ["O", "H", "Na"]);
+        assert!(held.iter().eq(atoms.iter().copied()));
+        let from_vec = Symbols::from(atoms.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(from_vec, held);
+        assert!(Symbols::from(Vec::new()).is_empty());
+    }
+
+    #[test]
     fn frames_every_k_steps_renamed_on_finish_and_marked_when_stopped_early() {
         let dir = std::env::temp_dir().join(format!("zs-xyz-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -107,6 +107,9 @@ pub struct Langevin<S> {
     /// step.
     saved: (Vec<f64>, Vec<f64>),
     masses: Vec<f64>,
+    /// The noise stream's position before the last step's draws, while the inner stepper can
+    /// take that step back ([`Stepper::undo`]).
+    undo_word_pos: Option<u128>,
 }
 
 /// The Ornstein–Uhlenbeck part of a step, exact, in place on `v` (masses `masses`): block `b` of
@@ -225,6 +228,7 @@ impl<S> Langevin<S> {
             rng: ChaCha8Rng::seed_from_u64(seed),
             saved: (Vec::new(), Vec::new()),
             masses: Vec::new(),
+            undo_word_pos: None,
         }
     }
 
@@ -295,12 +299,14 @@ impl<S> Langevin<S> {
             self.reseed(state.seed);
         }
         self.rng.set_word_pos(state.word_pos);
+        self.undo_word_pos = None;
     }
 
     /// Restart the noise stream from the beginning with a new seed.
     pub fn reseed(&mut self, seed: u64) {
         self.seed = seed;
         self.rng = ChaCha8Rng::seed_from_u64(seed);
+        self.undo_word_pos = None;
     }
 
     /// Advance `state` by one GLA step: the inner step, then the exact Ornstein–Uhlenbeck flow
@@ -323,6 +329,7 @@ impl<S> Langevin<S> {
             return Err(StepError::new(k, t, StepErrorKind::InvalidStepSize { h }));
         }
         self.inner.set_h(h);
+        self.undo_word_pos = None;
         // An inner stepper that can take its step back needs no copy here.
         let undo = self.inner.can_undo();
         if !undo {
@@ -358,6 +365,9 @@ impl<S> Langevin<S> {
                 Quantity::OrnsteinUhlenbeckVelocities,
             ));
         }
+        if undo {
+            self.undo_word_pos = Some(word_pos);
+        }
         self.clock.steps += 1;
         Ok(())
     }
@@ -375,9 +385,30 @@ impl<S> Clocked for Langevin<S> {
     }
 }
 
+/// A step is taken back through the inner stepper (which restores the state before it, its
+/// velocities included) when that one can, with the noise stream rewound to where the step
+/// drew: the state the step replaced is the inner step's.
 impl<P: Model<V> + ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Langevin<S> {
     fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         Langevin::step(self, target, state)
+    }
+    fn can_undo(&self) -> bool {
+        self.inner.can_undo()
+    }
+    fn undo(&mut self, state: &mut StateOf<V>) -> bool {
+        let Some(word_pos) = self.undo_word_pos else {
+            return false;
+        };
+        if !self.inner.undo(state) {
+            return false;
+        }
+        self.undo_word_pos = None;
+        self.rng.set_word_pos(word_pos);
+        self.clock.steps -= 1;
+        true
+    }
+    fn replaced(&self) -> Option<&StateOf<V>> {
+        self.undo_word_pos.and(self.inner.replaced())
     }
 }
 

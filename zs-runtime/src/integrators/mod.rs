@@ -168,6 +168,11 @@ impl<W> Buffers<W> {
     pub fn as_mut(&mut self) -> Option<&mut W> {
         self.0.as_mut()
     }
+
+    /// The buffers, if made.
+    pub fn as_ref(&self) -> Option<&W> {
+        self.0.as_ref()
+    }
 }
 
 /// `Err(InvalidStepSize)` unless `h` is finite and nonzero.

@@ -47,19 +47,19 @@ pub struct VelocityVerlet<V: Vector> {
 }
 
 /// The step's vectors, as few as the step needs (a million bodies' vector is 24 MB): the new
-/// acceleration overwrites the old in `a0` and the new velocity the half-step one in `v_half`.
+/// positions go to `prev.q` and the half-step velocities to `prev.v`, which then become the
+/// new velocities in place; the new acceleration overwrites the old in `a0`. Committing
+/// exchanges `prev` with the state, so that `prev` holds the state the step replaced.
 #[derive(Debug)]
 struct Work<V> {
     m: V,
     g: V,
     a0: V,
-    v_half: V,
-    x1: V,
+    prev: StateOf<V>,
     cache_q: V,
     cached: bool,
-    /// The time of the state the last step replaced (now in `x1`, `v_half`), while it can be
-    /// taken back ([`Stepper::undo`]).
-    undo_t: Option<f64>,
+    /// `prev` is the state the last step replaced and can be taken back ([`Stepper::undo`]).
+    undoable: bool,
 }
 
 impl<V: Vector> VelocityVerlet<V> {
@@ -101,25 +101,28 @@ impl<V: Vector> VelocityVerlet<V> {
             m: copied,
             g,
             a0,
-            v_half,
-            x1,
+            prev,
             cache_q,
             cached,
-            undo_t,
+            undoable,
         } = self.work.get(
             |w| w.m.len() == n,
             || Work {
                 m: V::zeros(n),
                 g: V::zeros(n),
                 a0: V::zeros(n),
-                v_half: V::zeros(n),
-                x1: V::zeros(n),
+                prev: StateOf {
+                    q: V::zeros(n),
+                    v: V::zeros(n),
+                    t: 0.0,
+                },
                 cache_q: V::zeros(n),
                 cached: false,
-                undo_t: None,
+                undoable: false,
             },
         );
-        *undo_t = None;
+        *undoable = false;
+        let (x1, v_half) = (&mut prev.q, &mut prev.v);
         // The masses where the model keeps them, else copied (a pass saved per step).
         let lent = potential.masses_slice();
         if lent.is_none() {
@@ -177,11 +180,12 @@ impl<V: Vector> VelocityVerlet<V> {
             check_finite(a0, Quantity::Acceleration, k, t)?;
             return Err(StepError::non_finite(k, t, Quantity::NewVelocity));
         }
-        // Commit by exchanging buffers (no copy); the old state lands in x1 and v_half, scratch.
+        // Commit by exchanging buffers (no copy); the old state lands in `prev`.
         core::mem::swap(&mut state.q, x1);
         core::mem::swap(&mut state.v, v_half);
+        prev.t = t;
         state.t = t + h;
-        *undo_t = Some(t);
+        *undoable = true;
         crate::vector::copy_long(cache_q.as_mut_slice(), state.q.as_slice());
         self.clock.steps += 1;
         Ok(())
@@ -232,19 +236,20 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
         let Some(w) = self.work.as_mut() else {
             return false;
         };
-        let Some(t) = w.undo_t.take() else {
-            return false;
-        };
-        if state.q.len() != w.x1.len() || state.v.len() != w.v_half.len() {
+        if !w.undoable || state.q.len() != w.prev.q.len() || state.v.len() != w.prev.v.len() {
             return false;
         }
-        core::mem::swap(&mut state.q, &mut w.x1);
-        core::mem::swap(&mut state.v, &mut w.v_half);
-        state.t = t;
+        w.undoable = false;
+        core::mem::swap(&mut state.q, &mut w.prev.q);
+        core::mem::swap(&mut state.v, &mut w.prev.v);
+        state.t = w.prev.t;
         // `a0` holds the acceleration at the new `q`: recompute it at the next step.
         w.cached = false;
         self.clock.steps -= 1;
         true
+    }
+    fn replaced(&self) -> Option<&StateOf<V>> {
+        self.work.as_ref().filter(|w| w.undoable).map(|w| &w.prev)
     }
 }
 

@@ -364,6 +364,46 @@ fn errors_leave_state_and_noise_untouched() {
     assert_eq!(s, f);
 }
 
+/// A stepper that can undo names the state its last step replaced (what the driver's guards
+/// read instead of a copy), and the GLA around Verlet takes its own step back, noise included:
+/// the step taken again is the same bits.
+#[test]
+fn the_gla_around_verlet_names_the_replaced_state_and_takes_its_step_back() {
+    let fine = Oscillators {
+        k: [1.0, 2.0],
+        m: [1.0, 3.0],
+    };
+    let s0 = State::at([0.3, -0.2], [0.0, 0.5], 1.0);
+    let mut gla = Langevin::new(VelocityVerlet::new(0.1), 1.0, 0.5, 8);
+    assert!(Stepper::<Oscillators<2>, [f64; 2]>::can_undo(&gla));
+    assert!(
+        Stepper::<Oscillators<2>, [f64; 2]>::replaced(&gla).is_none(),
+        "no step yet"
+    );
+    let mut s = s0;
+    gla.step(&fine, &mut s).unwrap();
+    let once = s;
+    assert_eq!(
+        Stepper::<Oscillators<2>, [f64; 2]>::replaced(&gla),
+        Some(&s0)
+    );
+    assert!(Stepper::<Oscillators<2>, [f64; 2]>::undo(&mut gla, &mut s));
+    assert_eq!((s, gla.steps_taken()), (s0, 0));
+    assert!(
+        Stepper::<Oscillators<2>, [f64; 2]>::replaced(&gla).is_none(),
+        "taken back"
+    );
+    assert!(
+        !Stepper::<Oscillators<2>, [f64; 2]>::undo(&mut gla, &mut s),
+        "one step back at most"
+    );
+    gla.step(&fine, &mut s).unwrap();
+    assert_eq!(s, once, "the same noise again");
+    // Reseeding forgets the step: nothing to take back into another stream.
+    gla.reseed(9);
+    assert!(!Stepper::<Oscillators<2>, [f64; 2]>::undo(&mut gla, &mut s));
+}
+
 #[test]
 #[should_panic(expected = "kT")]
 fn negative_temperature_is_rejected() {

@@ -497,6 +497,26 @@ fn a_body_moving_more_than_the_skin_in_one_step_stops_the_run() {
         other => panic!("{other:?}"),
     }
     assert_eq!(fast.q, q0);
+    assert_eq!(fast.v, vec![100.0; 3 * n]);
+    assert_eq!(fast.t, 0.0);
+    // The same under the GLA around Verlet: the driver keeps no copy of the state (both can
+    // undo) and the rejected step is taken back, its noise with it.
+    let mut fast = sys.state(q0.clone(), vec![100.0; 3 * n]);
+    let mut guard = MoveGuard::new(skin, 3);
+    let mut gla = zs_runtime::Langevin::new(VelocityVerlet::new(0.005), 1.0, 0.5, 11);
+    let word = gla.rng_word_pos();
+    let summary = run(&mut gla, &sys, &mut fast, 0.1, &mut [&mut guard]);
+    assert_eq!(summary.error.expect("stopped").step, 0);
+    assert_eq!(
+        (fast.q.clone(), fast.v.clone(), fast.t),
+        (q0.clone(), vec![100.0; 3 * n], 0.0)
+    );
+    assert_eq!(
+        gla.rng_word_pos(),
+        word,
+        "the noise of the rejected step is drawn again"
+    );
+    assert_eq!(zs_runtime::Clocked::steps_taken(&gla), 0);
     // The guard compares the driver's state before the step with the new one: nothing of its
     // own to keep or checkpoint.
     let mut g = MoveGuard::new(skin, 3);
