@@ -239,13 +239,10 @@ impl Job<'_> {
                 );
             }
         }
-        let end = (
-            summary.last_state.q.as_slice().to_vec(),
-            summary.last_state.v.as_slice().to_vec(),
-        );
         finish(summary, out)?;
+        // The run's state is the summary's last one (no copy of a million beads' state).
         match self.at_end {
-            Some(at_end) => at_end(&end.0, &end.1),
+            Some(at_end) => at_end(state.q.as_slice(), state.v.as_slice()),
             None => Ok(()),
         }
     }
