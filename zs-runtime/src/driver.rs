@@ -435,9 +435,10 @@ impl Loop {
         let n = self.planned;
         let clock = Instant::now();
         // The state before each step (restored when the driver rejects a state), allocated
-        // once: `clone_from` reuses its storage. A stepper that can take its step back keeps
-        // that state itself (`Stepper::replaced`): no copy per step.
-        let undo = stepper.can_undo();
+        // once: `clone_from` reuses its storage. A stepper that can take its step back and
+        // names the state it replaced (`Stepper::keeps_replaced`) keeps that state itself: no
+        // copy per step.
+        let undo = stepper.can_undo() && stepper.keeps_replaced();
         let mut before = (!undo).then(|| state.clone());
         while self.done < n {
             if let Some(before) = before.as_mut() {
@@ -469,7 +470,7 @@ impl Loop {
                     Some(before) => before,
                     None => stepper
                         .replaced()
-                        .expect("a stepper that can undo keeps the state it replaced"),
+                        .expect("a stepper that keeps the state it replaced names it"),
                 };
                 accept(target, from, state, observers, k)
             });

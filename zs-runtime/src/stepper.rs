@@ -91,6 +91,13 @@ pub trait Stepper<P: ?Sized, V>: Clocked {
     fn replaced(&self) -> Option<&StateOf<V>> {
         None
     }
+    /// True when [`Stepper::replaced`] names the state after every successful step and
+    /// [`Stepper::undo`] restores it (velocity Verlet, the GLA around it): the driver then keeps
+    /// no copy of its own. False by default, so a stepper that can undo but does not name the
+    /// state it replaced is driven with a copy, as before.
+    fn keeps_replaced(&self) -> bool {
+        false
+    }
 }
 
 /// A boxed stepper has the clock of the stepper it holds.
@@ -129,5 +136,8 @@ impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
     }
     fn replaced(&self) -> Option<&StateOf<V>> {
         (**self).replaced()
+    }
+    fn keeps_replaced(&self) -> bool {
+        (**self).keeps_replaced()
     }
 }

@@ -410,6 +410,9 @@ impl<P: Model<V> + ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Langev
     fn replaced(&self) -> Option<&StateOf<V>> {
         self.undo_word_pos.and(self.inner.replaced())
     }
+    fn keeps_replaced(&self) -> bool {
+        self.inner.keeps_replaced()
+    }
 }
 
 /// Saves γ, kT, the noise stream ([`RngState`]: seed and word position), the step counter and

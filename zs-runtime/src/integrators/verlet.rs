@@ -248,6 +248,9 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
         self.clock.steps -= 1;
         true
     }
+    fn keeps_replaced(&self) -> bool {
+        true
+    }
     fn replaced(&self) -> Option<&StateOf<V>> {
         self.work.as_ref().filter(|w| w.undoable).map(|w| &w.prev)
     }

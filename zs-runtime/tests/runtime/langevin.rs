@@ -376,6 +376,7 @@ fn the_gla_around_verlet_names_the_replaced_state_and_takes_its_step_back() {
     let s0 = State::at([0.3, -0.2], [0.0, 0.5], 1.0);
     let mut gla = Langevin::new(VelocityVerlet::new(0.1), 1.0, 0.5, 8);
     assert!(Stepper::<Oscillators<2>, [f64; 2]>::can_undo(&gla));
+    assert!(Stepper::<Oscillators<2>, [f64; 2]>::keeps_replaced(&gla));
     assert!(
         Stepper::<Oscillators<2>, [f64; 2]>::replaced(&gla).is_none(),
         "no step yet"
