@@ -47,13 +47,19 @@ impl Symbols {
 impl<S: AsRef<str>> FromIterator<S> for Symbols {
     fn from_iter<I: IntoIterator<Item = S>>(symbols: I) -> Self {
         let mut held = Self::default();
-        let mut index = std::collections::HashMap::new();
+        let mut index: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         for s in symbols {
             let s = s.as_ref();
-            let k = *index.entry(s.to_string()).or_insert_with(|| {
-                held.distinct.push(s.to_string());
-                (held.distinct.len() - 1) as u32
-            });
+            // A string is made per distinct symbol, not per atom.
+            let k = match index.get(s) {
+                Some(&k) => k,
+                None => {
+                    let k = held.distinct.len() as u32;
+                    held.distinct.push(s.to_string());
+                    index.insert(s.to_string(), k);
+                    k
+                }
+            };
             held.of.push(k);
         }
         held
