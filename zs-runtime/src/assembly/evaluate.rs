@@ -4,6 +4,7 @@
 
 use super::eval::{sum_hessian, sum_vector, FormOps, Want};
 use super::forms::ThirdForm;
+use super::order::Inside;
 use super::system::Assembled;
 use super::terms::Terms;
 use crate::model::HessianPart;
@@ -20,58 +21,94 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         }
     }
 
+    /// `pass(q, a, out)` in the system's inner order ([`super::order`]): on the caller's
+    /// vectors when the bodies are held in the topology's order, else on this state's inner
+    /// vectors — `q` and `a` (when not empty) gathered in, `out` (when given) gathered back.
+    pub(crate) fn inside<R>(
+        &self,
+        q: &[f64],
+        a: &[f64],
+        out: Option<&mut [f64]>,
+        pass: impl FnOnce(&[f64], &[f64], Option<&mut [f64]>) -> R,
+    ) -> R {
+        let Some(order) = &self.model.order else {
+            return pass(q, a, out);
+        };
+        self.check_len(q, "q");
+        let parallel = self.is_parallel();
+        let mut inside = self.inside.try_borrow_mut().unwrap_or_else(|_| {
+            panic!(
+                "an assembled system's evaluation state is evaluated by two threads at once: \
+                 give each thread (each trajectory) its own Assembled::replica()"
+            )
+        });
+        let Inside {
+            q: iq,
+            a: ia,
+            out: io,
+        } = &mut *inside;
+        order.gather::<D>(q, iq, parallel);
+        if !a.is_empty() {
+            self.check_len(a, "the direction");
+            // Made on first use (a Z&S step makes it at set-up, with its matrix).
+            ia.resize(iq.len(), 0.0);
+            order.gather::<D>(a, ia, parallel);
+        }
+        let ia: &[f64] = if a.is_empty() { &[] } else { ia };
+        match out {
+            None => pass(iq, ia, None),
+            Some(out) => {
+                self.check_len(out, "the output");
+                let r = pass(iq, ia, Some(&mut io[..]));
+                order.scatter::<D>(io, out, parallel);
+                r
+            }
+        }
+    }
+
     /// `V` at `q`: without a pass over the terms when the last energy, gradient or Hessian
     /// evaluation was at this `q` and `omega` (an observer after a step that ended with a
     /// gradient there), else by an energy pass.
     pub(crate) fn energy(&self, omega: f64, q: &[f64]) -> f64 {
-        let input = self.inputs(omega, q, &[]);
-        let mut s = self.work();
-        s.refresh(q, &self.refresh_inputs());
-        if !s.valued_at(q, omega) {
-            for f in &mut s.forms {
-                f.evaluate(&self.model.terms, &input, Want::Energy);
+        self.inside(q, &[], None, |q, _, _| {
+            let input = self.inputs(omega, q, &[]);
+            let mut s = self.work();
+            s.refresh(q, &self.refresh_inputs());
+            if !s.valued_at(q, omega) {
+                for f in &mut s.forms {
+                    f.evaluate(&self.model.terms, &input, Want::Energy);
+                }
+                s.mark_valued(q, omega);
             }
-            s.mark_valued(q, omega);
-        }
-        s.value()
+            s.value()
+        })
     }
 
     /// `∇V` into `g` and `V` returned, from one pass over the terms.
     pub(crate) fn value_gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) -> f64 {
         self.check_len(g, "the gradient");
-        let input = self.inputs(omega, q, &[]);
-        let mut s = self.work();
-        s.refresh(q, &self.refresh_inputs());
-        for f in &mut s.forms {
-            f.evaluate(&self.model.terms, &input, Want::Gradient);
-        }
-        s.mark_valued(q, omega);
-        sum_vector(
-            &s.forms,
-            &|_| true,
-            self.model.bodies.free,
-            self.is_parallel(),
-            g,
-        );
-        s.value()
+        self.inside(q, &[], Some(g), |q, _, g| {
+            let g = g.expect("an output");
+            let input = self.inputs(omega, q, &[]);
+            let mut s = self.work();
+            s.refresh(q, &self.refresh_inputs());
+            for f in &mut s.forms {
+                f.evaluate(&self.model.terms, &input, Want::Gradient);
+            }
+            s.mark_valued(q, omega);
+            sum_vector(
+                &s.forms,
+                &|_| true,
+                self.model.bodies.free,
+                self.is_parallel(),
+                g,
+            );
+            s.value()
+        })
     }
 
     pub(crate) fn gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) {
-        self.check_len(g, "the gradient");
-        let input = self.inputs(omega, q, &[]);
-        let mut s = self.work();
-        s.refresh(q, &self.refresh_inputs());
-        for f in &mut s.forms {
-            f.evaluate(&self.model.terms, &input, Want::Gradient);
-        }
-        s.mark_valued(q, omega);
-        sum_vector(
-            &s.forms,
-            &|_| true,
-            self.model.bodies.free,
-            self.is_parallel(),
-            g,
-        );
+        self.value_gradient(omega, q, g);
     }
 
     /// The gradient (if asked) and the Hessian of `want` into `h`.
@@ -83,95 +120,110 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         h: &mut SparseMatrix,
         want: Want,
     ) {
-        let input = self.inputs(omega, q, &[]);
-        let part = if want == Want::GradientStiffHessian {
-            HessianPart::Stiff
-        } else {
-            HessianPart::Full
-        };
-        let mut s = self.work();
-        s.refresh(q, &self.refresh_inputs());
-        let layout = s.layout(part, self.model.bodies.free);
-        if h.layout().id() != layout.id() {
-            assert!(
-                s.follows[part.index()],
-                "the matrix was not made for this Hessian (Model::new_matrix with the matching part)"
-            );
-            // The neighbour list was rebuilt: the matrix takes the new pattern (the caller
-            // sees the new `matrix_layout` and remakes its solver).
-            *h = SparseMatrix::zeros(layout.clone());
-        }
-        if !s.forms.iter().all(|f| f.has_hessians(part)) {
-            // A matrix made elsewhere: the buffers were not reserved at set-up.
-            s.reserve_hessians(self.model.bodies.free, part);
-        }
-        for f in &mut s.forms {
-            f.evaluate(&self.model.terms, &input, want);
-        }
-        s.mark_valued(q, omega);
-        if want == Want::GradientHessianThird {
-            s.mark_kept(q, omega);
-        }
-        if let Some(g) = g {
+        if let Some(g) = &g {
             self.check_len(g, "the gradient");
-            sum_vector(
-                &s.forms,
-                &|_| true,
-                self.model.bodies.free,
-                self.is_parallel(),
-                g,
-            );
         }
-        sum_hessian(
-            &s.forms,
-            part,
-            layout.blocks(),
-            self.is_parallel(),
-            h.values_mut(),
-        );
+        self.inside(q, &[], g, |q, _, g| {
+            let input = self.inputs(omega, q, &[]);
+            let part = if want == Want::GradientStiffHessian {
+                HessianPart::Stiff
+            } else {
+                HessianPart::Full
+            };
+            let mut s = self.work();
+            s.refresh(q, &self.refresh_inputs());
+            let layout = s.layout(part, self.model.bodies.free, self.to_user());
+            if h.layout().id() != layout.id() {
+                assert!(
+                    s.follows[part.index()],
+                    "the matrix was not made for this Hessian (Model::new_matrix with the matching part)"
+                );
+                // The neighbour list was rebuilt: the matrix takes the new pattern (the caller
+                // sees the new `matrix_layout` and remakes its solver).
+                *h = SparseMatrix::zeros(layout.clone());
+            }
+            if !s.forms.iter().all(|f| f.has_hessians(part)) {
+                // A matrix made elsewhere: the buffers were not reserved at set-up.
+                s.reserve_hessians(self.model.bodies.free, part);
+            }
+            for f in &mut s.forms {
+                f.evaluate(&self.model.terms, &input, want);
+            }
+            s.mark_valued(q, omega);
+            if want == Want::GradientHessianThird {
+                s.mark_kept(q, omega);
+            }
+            if let Some(g) = g {
+                sum_vector(
+                    &s.forms,
+                    &|_| true,
+                    self.model.bodies.free,
+                    self.is_parallel(),
+                    g,
+                );
+            }
+            sum_hessian(
+                &s.forms,
+                part,
+                layout.blocks(),
+                self.is_parallel(),
+                h.values_mut(),
+            );
+        });
     }
 
     pub(crate) fn third(&self, omega: f64, q: &[f64], a: &[f64], out: &mut [f64]) {
         self.check_len(a, "the direction");
         self.check_len(out, "the third contraction");
-        let input = self.inputs(omega, q, a);
-        let mut s = self.work();
-        s.refresh(q, &self.refresh_inputs());
-        let kept = s.tensors_kept_at(q, omega);
-        for f in &mut s.forms {
-            f.evaluate(&self.model.terms, &input, Want::Third { kept });
-        }
-        let nonzero = |f: &dyn FormOps<T, D>| f.info().third != ThirdForm::Zero;
-        sum_vector(
-            &s.forms,
-            &nonzero,
-            self.model.bodies.free,
-            self.is_parallel(),
-            out,
-        );
+        self.inside(q, a, Some(out), |q, a, out| {
+            let input = self.inputs(omega, q, a);
+            let mut s = self.work();
+            s.refresh(q, &self.refresh_inputs());
+            let kept = s.tensors_kept_at(q, omega);
+            for f in &mut s.forms {
+                f.evaluate(&self.model.terms, &input, Want::Third { kept });
+            }
+            let nonzero = |f: &dyn FormOps<T, D>| f.info().third != ThirdForm::Zero;
+            sum_vector(
+                &s.forms,
+                &nonzero,
+                self.model.bodies.free,
+                self.is_parallel(),
+                out.expect("an output"),
+            );
+        });
     }
 
     /// `Hess V_ω(q) · a` into `out`, term by term (no matrix).
     pub(crate) fn hessian_vector(&self, omega: f64, q: &[f64], a: &[f64], out: &mut [f64]) {
         self.check_len(a, "the direction");
         self.check_len(out, "the Hessian-vector product");
-        let input = self.inputs(omega, q, a);
-        let mut s = self.work();
-        s.refresh(q, &self.refresh_inputs());
-        for f in &mut s.forms {
-            f.evaluate(&self.model.terms, &input, Want::HessianVector);
-        }
-        sum_vector(
-            &s.forms,
-            &|_| true,
-            self.model.bodies.free,
-            self.is_parallel(),
-            out,
-        );
+        self.inside(q, a, Some(out), |q, a, out| {
+            let input = self.inputs(omega, q, a);
+            let mut s = self.work();
+            s.refresh(q, &self.refresh_inputs());
+            for f in &mut s.forms {
+                f.evaluate(&self.model.terms, &input, Want::HessianVector);
+            }
+            sum_vector(
+                &s.forms,
+                &|_| true,
+                self.model.bodies.free,
+                self.is_parallel(),
+                out.expect("an output"),
+            );
+        });
     }
 
     fn make_matrix(&self, part: HessianPart) -> SparseMatrix {
         self.work().reserve_hessians(self.model.bodies.free, part);
+        {
+            // A step that makes a matrix may take third contractions: their direction's
+            // inner vector is made now, at set-up.
+            let mut inside = self.inside.borrow_mut();
+            let n = inside.len();
+            inside.a.resize(n, 0.0);
+        }
         SparseMatrix::zeros(self.hessian_layout(part))
     }
 

@@ -175,6 +175,17 @@ impl Forms {
             || self.pair14.typed
     }
 
+    /// Some form has constraints.
+    pub const fn any_constraints(&self) -> bool {
+        self.site.constraints
+            + self.bond.constraints
+            + self.pair.constraints
+            + self.angle.constraints
+            + self.dihedral.constraints
+            + self.pair14.constraints
+            > 0
+    }
+
     /// The entry of the form over `over` (one form per kind of tuples): a constant function,
     /// so that the assembly decides at compile time which forms a definition has.
     pub const fn of(&self, over: Over) -> FormInfo {

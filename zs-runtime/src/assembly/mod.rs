@@ -65,6 +65,7 @@ mod evaluate;
 pub mod forms;
 pub mod jacobian;
 mod neighbors;
+mod order;
 mod plan;
 pub mod system;
 pub mod terms;
@@ -77,6 +78,7 @@ pub use forms::{
     Angle, Bond, Dihedral, Form, FormInfo, Forms, Over, Pair, Pair14, Site, ThirdForm,
 };
 pub use jacobian::{SparseConstraintSolver, SparseJacobian};
+pub use order::BodyOrder;
 pub use system::{Assembled, PARALLEL_BY_DEFAULT_ABOVE};
 pub use terms::{Body, Kernel, Kinds, Local, LocalHessian, LocalThird, Terms};
 pub use topology::{Topology, TopologyError};

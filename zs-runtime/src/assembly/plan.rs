@@ -552,10 +552,17 @@ pub(crate) struct HessianGather<const K: usize> {
 }
 
 impl<const K: usize> HessianGather<K> {
-    pub fn new(list: &TermList<K>, layout: &BlockLayout) -> Self {
+    /// The gathers of `list` into `layout`, which is over the free indices `to_user[f]` of
+    /// the terms' free indices `f` when given (a system in spatial order).
+    pub fn new(list: &TermList<K>, layout: &BlockLayout, to_user: Option<&[u32]>) -> Self {
         let mut pairs = Vec::new();
         let mut dest = vec![[[NOWHERE; K]; K]; list.len()];
+        let map = |f: u32| match to_user {
+            Some(to) if f != PINNED => to[f as usize],
+            _ => f,
+        };
         for (t, fr) in list.free.iter().enumerate() {
+            let fr = fr.map(map);
             for a in 0..K {
                 for b in 0..K {
                     let (i, j) = (fr[a], fr[b]);

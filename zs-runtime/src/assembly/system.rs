@@ -11,6 +11,7 @@ use super::eval::pairs::{CutoffPairs, PairStrategy};
 use super::eval::{Absent, FormList, FormOps, FormState, Inputs, CHUNK};
 use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Pair14, Site};
 use super::neighbors::Neighbors;
+use super::order::{self, BodyOrder, Inside, Order};
 use super::plan::{Bodies, PINNED};
 use super::terms::{Kernel, Terms};
 use super::topology::{Topology, TopologyError};
@@ -93,6 +94,10 @@ pub(crate) struct Assembly<T, const D: usize> {
     pub counts: Vec<(&'static str, usize, usize)>,
     /// The periodic box, when the topology has one.
     pub cell: Option<Cell>,
+    /// The spatial order the bodies are held in inside, when not the topology's
+    /// ([`BodyOrder`]): then `bodies`, `pins`, `kinds`, the forms and the neighbour list are
+    /// of the relabeled topology, while `topology` and `masses` are the user's.
+    pub order: Option<Order>,
 }
 
 /// A mechanical system of `B` bodies with `D` coordinates each, assembled from the per-term
@@ -129,6 +134,8 @@ pub(crate) struct Assembly<T, const D: usize> {
 pub struct Assembled<T, const D: usize> {
     pub(crate) model: Arc<Assembly<T, D>>,
     work: AtomicRefCell<Workspace<T, D>>,
+    /// In spatial order, this state's vectors in the inner order (else empty).
+    pub(crate) inside: AtomicRefCell<Inside>,
     parallel: bool,
     /// The SIMD instruction set of the energy and gradient passes.
     isa: Isa,
@@ -156,6 +163,78 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// A [`TopologyError`] when the topology is invalid for bodies of `D` coordinates.
     pub fn new(terms: T, topology: Topology) -> Result<Self, TopologyError> {
         topology.validate(D)?;
+        Self::build(terms, topology, None)
+    }
+
+    /// Assemble `terms` over `topology` with its bodies held inside in `order` ([`BodyOrder`]),
+    /// decided from `start`, the coordinates the run starts from (in the topology's order, as
+    /// every vector of the system). The system's interface is the same as [`Assembled::new`]'s
+    /// in every order; the spatial order makes the pair passes of a large system whose
+    /// topology numbers its bodies in no spatial order read the caches instead of main
+    /// memory. The order is a function of `topology` and `start`: a run set up again from the
+    /// same input (a resumed run) evaluates in the same order.
+    ///
+    /// # Errors
+    /// What [`Assembled::new`] reports; [`TopologyError::OrderDoesNotApply`] for
+    /// [`BodyOrder::Cells`] on a system without a pair cutoff or with constraints, or a
+    /// `start` of the wrong length.
+    pub fn ordered(
+        terms: T,
+        topology: Topology,
+        order: BodyOrder,
+        start: &[f64],
+    ) -> Result<Self, TopologyError> {
+        topology.validate(D)?;
+        let user = Bodies::new(&topology);
+        if start.len() != user.free * D {
+            return Err(TopologyError::OrderDoesNotApply(format!(
+                "the start has {} coordinates, the system {}",
+                start.len(),
+                user.free * D
+            )));
+        }
+        let applies = match (topology.pair_cutoff(), T::FORMS.any_constraints()) {
+            (None, _) => Err("it has no pair cutoff"),
+            (_, true) => Err("it has constraints (their rows are in the topology's order)"),
+            (Some((rc, skin)), false) => Ok(rc + skin),
+        };
+        let reach = match (order, applies) {
+            (BodyOrder::Given, _) | (BodyOrder::Auto, Err(_)) => None,
+            (BodyOrder::Cells, Err(why)) => {
+                return Err(TopologyError::OrderDoesNotApply(format!(
+                    "the spatial order does not apply to this system: {why}"
+                )))
+            }
+            (_, Ok(reach)) => Some(reach),
+        };
+        let Some(reach) = reach else {
+            return Self::build(terms, topology, None);
+        };
+        let cell = topology.box_lengths().map(Cell::new);
+        let sites: Vec<[f64; 3]> = (0..topology.bodies())
+            .map(|b| match user.free_of[b] {
+                PINNED => {
+                    let p = &topology.pinned()[&b];
+                    [p[0], p[1], p[2]]
+                }
+                f => core::array::from_fn(|a| start[f as usize * D + a]),
+            })
+            .collect();
+        if order == BodyOrder::Auto && order::locality(&sites, cell.as_ref(), reach) >= 0.5 {
+            return Self::build(terms, topology, None);
+        }
+        let rank = order::cell_rank(&sites, cell.as_ref(), reach);
+        drop(sites);
+        Self::build(terms, topology, Some((rank, user)))
+    }
+
+    /// Set-up over `topology` (validated), relabeled by `rank` when given (with the user's
+    /// bodies `user`).
+    fn build(
+        terms: T,
+        topology: Topology,
+        relabel: Option<(Vec<u32>, Bodies)>,
+    ) -> Result<Self, TopologyError> {
         // The per-body arrays (free indices, pinned positions, masses, the energy cache) are
         // reserved first: a topology too large for memory is an error, not an abort.
         let n = topology.bodies();
@@ -164,8 +243,11 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             .try_reserve_exact(n.saturating_mul(3 * D + 1))
             .map_err(|_| TopologyError::TooLarge("the number of bodies"))?;
         drop(probe);
-        let bodies = Bodies::new(&topology);
-        let forms = forms_of::<T, D>(&topology, &bodies)?;
+        // In spatial order, everything of the engine is made of the relabeled topology.
+        let inner = relabel.as_ref().map(|(rank, _)| topology.relabeled(rank));
+        let engine = inner.as_ref().unwrap_or(&topology);
+        let bodies = Bodies::new(engine);
+        let forms = forms_of::<T, D>(engine, &bodies)?;
         for f in &forms {
             // Local slots `t·K²` of the gather lists are 32-bit.
             if f.len() >= u32::MAX as usize / (f.arity() * f.arity()).max(4) {
@@ -173,14 +255,19 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             }
         }
         let mut pins = vec![[0.0; D]; topology.bodies()];
-        for (&b, p) in topology.pinned() {
+        for (&b, p) in engine.pinned() {
             pins[b].copy_from_slice(p);
         }
-        let masses = masses(&terms, &topology, &bodies)?;
+        let order = relabel.map(|(rank, user)| Order::new(&rank, &user, &bodies));
+        // The masses are the interface's: in the user's order.
+        let masses = match &order {
+            Some(o) => masses_of(&terms, &topology, &o.user_free_of)?,
+            None => masses_of(&terms, &topology, &bodies.free_of)?,
+        };
         // Every body's type when a form reads them (type 0 for all without `types`): the lane
         // kernels of a typed form index one row per lane.
         let kinds = if T::FORMS.any_typed() {
-            (0..n).map(|b| topology.kind_of(b)).collect()
+            (0..n).map(|b| engine.kind_of(b)).collect()
         } else {
             Vec::new()
         };
@@ -196,7 +283,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                     .iter()
                     .any(|f| f.name() == <Pair as Form>::NAME && f.enters(part))
         });
-        let work = Workspace::new(forms, follows, Neighbors::new(&topology), bodies.free);
+        let work = Workspace::new(forms, follows, Neighbors::new(engine), bodies.free);
+        drop(inner);
+        let inside = Inside::new(order.as_ref().map_or(0, |_| bodies.free * D));
         Ok(Self {
             model: Arc::new(Assembly {
                 cell: topology.box_lengths().map(Cell::new),
@@ -207,8 +296,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 masses,
                 kinds,
                 counts,
+                order,
             }),
             work: AtomicRefCell::new(work),
+            inside: AtomicRefCell::new(inside),
             parallel: terms_count >= PARALLEL_BY_DEFAULT_ABOVE,
             isa: simd::selected(),
             backend: Backend::Auto,
@@ -224,6 +315,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         Self {
             model: self.model.clone(),
             work: AtomicRefCell::new(self.work().replica()),
+            inside: AtomicRefCell::new(Inside::new(self.inside.borrow().len())),
             parallel: self.parallel,
             isa: self.isa,
             backend: self.backend,
@@ -327,7 +419,11 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// The coordinate block of `body` (its coordinates are `D·k .. D·k + D`), or `None` for a
     /// pinned body.
     pub fn free_index(&self, body: usize) -> Option<usize> {
-        match self.model.bodies.free_of.get(body) {
+        let free_of = match &self.model.order {
+            Some(o) => &o.user_free_of,
+            None => &self.model.bodies.free_of,
+        };
+        match free_of.get(body) {
             Some(&f) if f != PINNED => Some(f as usize),
             _ => None,
         }
@@ -353,6 +449,15 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             .find(|c| c.0 == form)
             .map_or(0, |c| c.1)
     }
+    /// The order its bodies are held in inside: [`BodyOrder::Cells`] or [`BodyOrder::Given`]
+    /// (what [`BodyOrder::Auto`] decided, [`Assembled::ordered`]).
+    pub fn body_order(&self) -> BodyOrder {
+        if self.model.order.is_some() {
+            BodyOrder::Cells
+        } else {
+            BodyOrder::Given
+        }
+    }
     /// True when the terms are evaluated on rayon's pool.
     pub fn is_parallel(&self) -> bool {
         self.parallel
@@ -376,7 +481,8 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// The block pattern of `Hess V` (`HessianPart::Full`) or of the stiff Hessian, as of the
     /// last neighbour list (see [`Assembled::hessian_follows_neighbors`]).
     pub fn hessian_layout(&self, part: HessianPart) -> Arc<BlockLayout> {
-        self.work().layout(part, self.model.bodies.free)
+        self.work()
+            .layout(part, self.model.bodies.free, self.to_user())
     }
 
     /// Every body's position, pinned ones included, from the coordinates `q`.
@@ -388,7 +494,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         (0..self.model.topology.bodies())
             .map(|b| match self.free_index(b) {
                 Some(f) => core::array::from_fn(|d| q[f * D + d]),
-                None => self.model.pins[b],
+                None => core::array::from_fn(|d| self.model.topology.pinned()[&b][d]),
             })
             .collect()
     }
@@ -430,11 +536,20 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         let p = T::PARAMETERS.len();
         let n = self.model.bodies.free * D;
         let (mut dv, mut dg) = (vec![0.0; p], vec![0.0; p * n]);
-        let input = self.inputs(0.0, q, q);
-        let mut s = self.work();
-        s.refresh(q, &self.refresh_inputs());
-        for f in &s.forms {
-            f.add_parameter_derivatives(&self.model.terms, &input, &mut dv, &mut dg);
+        self.inside(q, &[], None, |q, _, _| {
+            let input = self.inputs(0.0, q, q);
+            let mut s = self.work();
+            s.refresh(q, &self.refresh_inputs());
+            for f in &s.forms {
+                f.add_parameter_derivatives(&self.model.terms, &input, &mut dv, &mut dg);
+            }
+        });
+        if let Some(order) = &self.model.order {
+            // Rows over the inner coordinates, back into the user's order.
+            for row in dg.chunks_mut(n.max(1)) {
+                let inner = row.to_vec();
+                order.scatter::<D>(&inner, row, false);
+            }
         }
         (
             dv,
@@ -461,6 +576,11 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                  give each thread (each trajectory) its own Assembled::replica()"
             )
         })
+    }
+
+    /// In spatial order, the user's free index of every inner one (the Hessian pattern's).
+    pub(crate) fn to_user(&self) -> Option<&[u32]> {
+        self.model.order.as_ref().map(|o| &o.to_user[..])
     }
 
     /// What a neighbour-list build reads.
@@ -507,13 +627,14 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 
 /// Every free body's masses, by its type: each type's checked once (and its tables:
 /// [`Terms::has_type`]).
-fn masses<T: Terms<D>, const D: usize>(
+fn masses_of<T: Terms<D>, const D: usize>(
     terms: &T,
     topology: &Topology,
-    bodies: &Bodies,
+    free_of: &[u32],
 ) -> Result<Vec<f64>, TopologyError> {
     let mut by_kind: std::collections::BTreeMap<u32, [f64; D]> = Default::default();
-    let mut masses = Vec::with_capacity(bodies.free * D);
+    let free = free_of.iter().filter(|&&f| f != PINNED).count();
+    let mut masses = Vec::with_capacity(free * D);
     for b in 0..topology.bodies() {
         let kind = topology.kind_of(b);
         let m = match by_kind.get(&kind) {
@@ -534,7 +655,7 @@ fn masses<T: Terms<D>, const D: usize>(
                 m
             }
         };
-        if bodies.free_of[b] != PINNED {
+        if free_of[b] != PINNED {
             masses.extend(m);
         }
     }

@@ -122,6 +122,9 @@ pub enum TopologyError {
         /// The shortest side.
         side: f64,
     },
+    /// An order of the bodies inside that cannot be made ([`super::Assembled::ordered`]).
+    #[error("{0}")]
+    OrderDoesNotApply(String),
 }
 
 /// The bodies of an assembled system and how its terms apply to them
@@ -455,6 +458,54 @@ impl Topology {
                 .within(i, limit)
                 .iter()
                 .any(|&(c, _)| c == j)
+    }
+
+    /// The same topology with body `b` renumbered `rank[b]` (a permutation of the bodies, of a
+    /// topology that [`Topology::validate`] accepted): every bonded list, exclusion, pin and
+    /// type follows its bodies; each bonded list is sorted by its terms' least new number (a
+    /// stable sort: terms of one body keep their order), so that terms near in the new order
+    /// are near in the list. A term keeps the order of its bodies (a bond still sees its first
+    /// body first). What an [`super::Assembled`] in spatial order is built from
+    /// ([`super::BodyOrder`]).
+    pub(crate) fn relabeled(&self, rank: &[u32]) -> Topology {
+        debug_assert_eq!(rank.len(), self.bodies);
+        let r = |b: usize| rank[b] as usize;
+        fn sorted<T: Copy, const K: usize>(
+            terms: impl Iterator<Item = [usize; K]>,
+            make: impl Fn([usize; K]) -> T,
+        ) -> Vec<T> {
+            let mut v: Vec<[usize; K]> = terms.collect();
+            v.sort_by_key(|t| t.iter().copied().min());
+            v.into_iter().map(make).collect()
+        }
+        let bonds = sorted(self.bonds.iter().map(|&(i, j)| [r(i), r(j)]), |b| (b[0], b[1]));
+        let angles = sorted(self.angles.iter().map(|a| a.map(r)), |a| a);
+        let dihedrals = sorted(self.dihedrals.iter().map(|a| a.map(r)), |a| a);
+        Topology {
+            bodies: self.bodies,
+            bonds,
+            angles,
+            dihedrals,
+            exclude_within: self.exclude_within,
+            exclusions: (self.exclusions.iter())
+                .map(|&(i, j)| (r(i).min(r(j)), r(i).max(r(j))))
+                .collect(),
+            exclude_bonded: self.exclude_bonded,
+            pinned: (self.pinned.iter())
+                .map(|(&b, p)| (r(b), p.clone()))
+                .collect(),
+            pinned_twice: self.pinned_twice.map(r),
+            unallocated: self.unallocated,
+            periodic: self.periodic,
+            cutoff: self.cutoff,
+            types: self.types.as_ref().map(|t| {
+                let mut by_rank = vec![0; t.len()];
+                for (b, &k) in t.iter().enumerate() {
+                    by_rank[r(b)] = k;
+                }
+                by_rank
+            }),
+        }
     }
 
     /// Check the topology for a system whose bodies have `dim` coordinates.

@@ -49,14 +49,21 @@ fn attached_layout<T, const D: usize>(
     forms: &mut FormList<T, D>,
     part: HessianPart,
     free: usize,
+    to_user: Option<&[u32]>,
 ) -> Arc<BlockLayout> {
     let mut coupled = Vec::new();
     for f in forms.iter().filter(|f| f.enters(part)) {
         f.couplings(&mut coupled);
     }
+    if let Some(to) = to_user {
+        // A system in spatial order: its matrices are in the user's order.
+        for c in &mut coupled {
+            *c = (to[c.0] as usize, to[c.1] as usize);
+        }
+    }
     let layout = BlockLayout::new(D, free, coupled);
     for f in forms.iter_mut() {
-        f.attach(part, &layout);
+        f.attach(part, &layout, to_user);
     }
     layout
 }
@@ -199,13 +206,19 @@ impl<T, const D: usize> Workspace<T, D> {
     /// The pattern of `part`, made the first time, and remade from the current pair list when
     /// it follows the list and the list has changed: every pair of the list (within cutoff +
     /// skin) has its block, so the pattern holds until the next rebuild, and every form's
-    /// gathers are attached to it anew.
-    pub fn layout(&mut self, part: HessianPart, free: usize) -> Arc<BlockLayout> {
+    /// gathers are attached to it anew. Over the free indices `to_user[f]` of the inner ones
+    /// `f` when given (a system in spatial order).
+    pub fn layout(
+        &mut self,
+        part: HessianPart,
+        free: usize,
+        to_user: Option<&[u32]>,
+    ) -> Arc<BlockLayout> {
         let p = part.index();
         match &self.layouts[p] {
             Some(layout) if !self.stale[p] => layout.clone(),
             _ => {
-                let layout = attached_layout(&mut self.forms, part, free);
+                let layout = attached_layout(&mut self.forms, part, free, to_user);
                 self.layouts[p] = Some(layout.clone());
                 self.stale[p] = false;
                 layout

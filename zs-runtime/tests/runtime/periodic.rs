@@ -596,3 +596,160 @@ fn pair_terms_apply_only_within_the_cutoff_whatever_the_skin() {
         }
     }
 }
+
+/// The melt numbered in random order, its topology and coordinates relabeled by `perm`
+/// (`perm[b]`: the new number of body `b`).
+fn relabeled(
+    q: &[f64],
+    bonds: &[(usize, usize)],
+    perm: &[usize],
+) -> (Vec<f64>, Vec<(usize, usize)>) {
+    let mut out = vec![0.0; q.len()];
+    for (b, &p) in perm.iter().enumerate() {
+        out[3 * p..3 * p + 3].copy_from_slice(&q[3 * b..3 * b + 3]);
+    }
+    // Each bond as (smaller, larger): the double loop's exclusion test.
+    let bonds = bonds
+        .iter()
+        .map(|&(i, j)| (perm[i].min(perm[j]), perm[i].max(perm[j])))
+        .collect();
+    (out, bonds)
+}
+
+/// A melt numbered in random order is held in spatial order inside ([`BodyOrder::Auto`]) and
+/// nothing outside sees it: energy and gradient equal the double loop over nearest images in
+/// the user's numbering; the Hessian (in the user's order), the third contraction and the
+/// Hessian-vector product equal those of the same system held in the given order; a replica
+/// and the parallel pass give the same bits; Zhang–Skeel through neighbour-list rebuilds
+/// follows the given order's trajectory. A melt numbered along its chains keeps its order
+/// (and its bits); the spatial order is refused where it does not apply.
+#[test]
+fn a_melt_in_random_order_is_held_in_spatial_order_and_nothing_outside_sees_it() {
+    use zs_runtime::assembly::BodyOrder;
+    use zs_runtime::ZhangSkeel;
+    let rc = 1.5;
+    let n = CHAINS * BEADS;
+    let mut rng = Rng(0x0BAD_5EED_0F0F);
+    let chain_q = melt(&mut rng);
+    let chain_bonds: Vec<(usize, usize)> = (0..CHAINS)
+        .flat_map(|c| (1..BEADS).map(move |b| (c * BEADS + b - 1, c * BEADS + b)))
+        .collect();
+    // A random relabeling (Fisher–Yates).
+    let mut perm: Vec<usize> = (0..n).collect();
+    for k in (1..n).rev() {
+        perm.swap(k, rng.below(k + 1));
+    }
+    let (q0, bonds) = relabeled(&chain_q, &chain_bonds, &perm);
+    let topology = |bonds: &[(usize, usize)]| {
+        Topology::new(n)
+            .bonds_from(bonds.iter().copied())
+            .exclude_bonded()
+            .periodic(SIDE)
+            .cutoff(rc, 0.3)
+    };
+    let given = Assembled::new(Beads { rc }, topology(&bonds))
+        .expect("valid")
+        .with_parallel(false);
+    let spatial = Assembled::ordered(Beads { rc }, topology(&bonds), BodyOrder::Auto, &q0)
+        .expect("valid")
+        .with_parallel(false);
+    assert_eq!(spatial.body_order(), BodyOrder::Cells);
+    assert_eq!(given.body_order(), BodyOrder::Given);
+    let parallel = Assembled::ordered(Beads { rc }, topology(&bonds), BodyOrder::Cells, &q0)
+        .expect("valid")
+        .with_parallel(true);
+    let replica = spatial.replica();
+    assert_eq!(spatial.masses_slice(), given.masses_slice());
+
+    let close = |a: &[f64], b: &[f64], what: &str| {
+        let scale = b.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+        for (k, (x, y)) in a.iter().zip(b).enumerate() {
+            assert!((x - y).abs() <= 1e-12 * scale, "{what}[{k}]: {x} vs {y}");
+        }
+    };
+    let mut q = q0.clone();
+    let (mut g, mut gg) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
+    let (mut hs, mut hg) = (
+        spatial.new_matrix(HessianPart::Full),
+        given.new_matrix(HessianPart::Full),
+    );
+    for round in 0..12 {
+        let v = spatial.value_gradient_into(&q, &mut g);
+        let (e, gd) = direct(&q, rc, &bonds);
+        assert!((v - e).abs() <= 1e-12 * e.abs().max(1.0), "round {round}");
+        close(&g, &gd, "gradient against the double loop");
+        for other in [&parallel, &replica] {
+            let mut go = vec![0.0; 3 * n];
+            let vo = other.value_gradient_into(&q, &mut go);
+            assert_eq!(vo.to_bits(), v.to_bits(), "round {round}");
+            assert!(go.iter().zip(&g).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+        if round % 4 == 0 {
+            spatial.hessian_into(&q, &mut hs);
+            given.hessian_into(&q, &mut hg);
+            let (ds, dg) = (hs.to_dense(), hg.to_dense());
+            for (rs, rg) in ds.iter().zip(&dg) {
+                close(rs, rg, "Hessian row");
+            }
+            let a: Vec<f64> = (0..3 * n).map(|_| rng.next() - 0.5).collect();
+            let (mut ts, mut tg) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
+            spatial.third_contraction_into(&q, &a, &mut ts);
+            given.third_contraction_into(&q, &a, &mut tg);
+            close(&ts, &tg, "third contraction");
+            spatial.hessian_vector_into(&q, &a, &mut ts);
+            given.hessian_vector_into(&q, &a, &mut tg);
+            close(&ts, &tg, "Hessian-vector product");
+        }
+        given.gradient_into(&q, &mut gg);
+        close(&g, &gg, "gradient against the given order");
+        for x in q.iter_mut() {
+            *x += 0.08 * rng.next();
+        }
+    }
+    assert!(spatial.neighbor_builds() >= 3, "{}", spatial.neighbor_builds());
+
+    // Z&S through rebuilds: the spatial order's trajectory is the given order's, to rounding.
+    let v0: Vec<f64> = (0..3 * n).map(|_| rng.next() - 0.5).collect();
+    let (mut a, mut b) = (
+        spatial.state(q0.clone(), v0.clone()),
+        given.state(q0.clone(), v0),
+    );
+    let (mut za, mut zb) = (ZhangSkeel::new(0.4, 0.004), ZhangSkeel::new(0.4, 0.004));
+    for k in 0..100 {
+        za.step(&spatial, &mut a).expect("a step");
+        zb.step(&given, &mut b).expect("a step");
+        let scale = b.q.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+        let d =
+            a.q.iter()
+                .zip(&b.q)
+                .fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(d <= 1e-9 * scale, "step {k}: {d}");
+    }
+
+    // Numbered along its chains, the melt is local: Auto keeps its order and its bits.
+    let chains = Assembled::ordered(
+        Beads { rc },
+        topology(&chain_bonds),
+        BodyOrder::Auto,
+        &chain_q,
+    )
+    .expect("valid");
+    assert_eq!(chains.body_order(), BodyOrder::Given);
+    let plain = Assembled::new(Beads { rc }, topology(&chain_bonds)).expect("valid");
+    let (mut g1, mut g2) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
+    let v1 = chains.value_gradient_into(&chain_q, &mut g1);
+    let v2 = plain.value_gradient_into(&chain_q, &mut g2);
+    assert_eq!(v1.to_bits(), v2.to_bits());
+    assert!(g1.iter().zip(&g2).all(|(a, b)| a.to_bits() == b.to_bits()));
+
+    // Where it does not apply, the spatial order is refused with the reason.
+    let uncut = Topology::new(n).bonds_from(bonds.iter().copied());
+    match Assembled::ordered(Beads { rc }, uncut, BodyOrder::Cells, &q0) {
+        Err(TopologyError::OrderDoesNotApply(why)) => assert!(why.contains("cutoff"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    match Assembled::ordered(Beads { rc }, topology(&bonds), BodyOrder::Cells, &q0[3..]) {
+        Err(TopologyError::OrderDoesNotApply(why)) => assert!(why.contains("start"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}

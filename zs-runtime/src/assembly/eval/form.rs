@@ -332,10 +332,10 @@ where
     fn couplings(&self, out: &mut Vec<(usize, usize)>) {
         self.plan.list.couplings(out);
     }
-    fn attach(&mut self, part: HessianPart, layout: &BlockLayout) {
+    fn attach(&mut self, part: HessianPart, layout: &BlockLayout, to_user: Option<&[u32]>) {
         let gather = self
             .enters_part(part)
-            .then(|| Arc::new(HessianGather::new(&self.plan.list, layout)));
+            .then(|| Arc::new(HessianGather::new(&self.plan.list, layout, to_user)));
         self.gathers[part.index()] = gather;
     }
     fn reserve_hessians(&mut self, part: HessianPart) {

@@ -218,8 +218,10 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     fn enters(&self, part: HessianPart) -> bool;
     /// The pairs of free bodies its terms couple.
     fn couplings(&self, out: &mut Vec<(usize, usize)>);
-    /// Set-up: the gather lists into `layout`, the pattern of the Hessian `part`.
-    fn attach(&mut self, part: HessianPart, layout: &BlockLayout);
+    /// Set-up: the gather lists into `layout`, the pattern of the Hessian `part` (over the
+    /// free indices `to_user[f]` of the terms' free indices `f`, when given: a system in
+    /// spatial order, [`super::order`]).
+    fn attach(&mut self, part: HessianPart, layout: &BlockLayout, to_user: Option<&[u32]>);
     /// Set-up: room for the local Hessians (and kept tensors) of the Hessian `part`, when a
     /// matrix of that part is first made (nothing when the form does not enter it: the pairs of
     /// a cluster do not enter the stiff Hessian, and their local Hessians would be gigabytes).
@@ -303,7 +305,7 @@ impl<T, F: Form, const D: usize> FormOps<T, D> for Absent<F> {
         false
     }
     fn couplings(&self, _: &mut Vec<(usize, usize)>) {}
-    fn attach(&mut self, _: HessianPart, _: &BlockLayout) {}
+    fn attach(&mut self, _: HessianPart, _: &BlockLayout, _: Option<&[u32]>) {}
     fn reserve_hessians(&mut self, _: HessianPart) {}
     fn has_hessians(&self, _: HessianPart) -> bool {
         true

@@ -142,8 +142,8 @@ where
     fn couplings(&self, out: &mut Vec<(usize, usize)>) {
         FormOps::<T, D>::couplings(&self.terms, out);
     }
-    fn attach(&mut self, part: HessianPart, layout: &BlockLayout) {
-        FormOps::<T, D>::attach(&mut self.terms, part, layout);
+    fn attach(&mut self, part: HessianPart, layout: &BlockLayout, to_user: Option<&[u32]>) {
+        FormOps::<T, D>::attach(&mut self.terms, part, layout, to_user);
     }
     fn reserve_hessians(&mut self, part: HessianPart) {
         FormOps::<T, D>::reserve_hessians(&mut self.terms, part);
