@@ -12,7 +12,7 @@
 //!
 //! Both terms are piecewise, written with `if` on `r²`: each piece is differentiated on its own.
 
-use zs_runtime::assembly::{Assembled, Topology, TopologyError};
+use zs_runtime::assembly::{Assembled, BodyOrder, Topology, TopologyError};
 use zs_runtime::lammps::DataFile;
 use zs_runtime::mechanical_system;
 
@@ -153,9 +153,10 @@ impl KremerGrest {
             .exclude_bonded()
             .periodic(sides)
             .cutoff(self.rc, SKIN);
-        let system = Assembled::new(self, topology)?;
-        let q = data.positions.iter().flatten().copied().collect();
+        let q: Vec<f64> = data.positions.iter().flatten().copied().collect();
         let v = data.velocities.iter().flatten().copied().collect();
+        // Held in spatial order inside when the file's numbering is not local.
+        let system = Assembled::ordered(self, topology, BodyOrder::from_env(), &q)?;
         Ok((system, q, v))
     }
 

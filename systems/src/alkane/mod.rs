@@ -33,7 +33,7 @@ use rand::Rng as _;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
-use zs_runtime::assembly::{Assembled, Terms, Topology, TopologyError};
+use zs_runtime::assembly::{Assembled, BodyOrder, Terms, Topology, TopologyError};
 use zs_runtime::lammps::{AtomStyle, Bonded, DataFile};
 use zs_runtime::mechanical_system;
 
@@ -354,9 +354,11 @@ where
             .types(data.types.iter().map(|&t| t.saturating_sub(1) as u32))
             .periodic(data.box_lengths())
             .cutoff(self.rc, SKIN);
-        let system = Assembled::new(self.mixed(), topology)?;
-        let q = data.positions.iter().flatten().copied().collect();
+        let q: Vec<f64> = data.positions.iter().flatten().copied().collect();
         let v = data.velocities.iter().flatten().copied().collect();
+        // Held in spatial order inside when the file's numbering is not local (and the
+        // variant has no constraints).
+        let system = Assembled::ordered(self.mixed(), topology, BodyOrder::from_env(), &q)?;
         Ok((system, q, v, data.clone()))
     }
 
