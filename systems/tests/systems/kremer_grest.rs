@@ -27,6 +27,12 @@ fn uniform(s: &mut u64) -> f64 {
 /// A data file of random-walk chains (bonds 0.85–1.25 long, beads at least 0.8 apart) in
 /// several images of the box, with image flags.
 fn melt_text(seed: u64) -> String {
+    numbered_melt_text(seed, &(0..CHAINS * BEADS).collect::<Vec<_>>())
+}
+
+/// [`melt_text`] with bead `i` given atom ID `id[i] + 1` (the file's numbering; its lines in
+/// the walk's order).
+fn numbered_melt_text(seed: u64, id: &[usize]) -> String {
     let mut s = seed;
     let mut pos: Vec<[f64; 3]> = Vec::new();
     let near = |d: f64| d - (d / SIDE).round() * SIDE;
@@ -63,7 +69,7 @@ fn melt_text(seed: u64) -> String {
         let w: Vec<f64> = (0..3).map(|a| p[a] - image[a] * SIDE).collect();
         t += &format!(
             "{} {} 1 {:?} {:?} {:?} {} {} {}\n",
-            i + 1,
+            id[i] + 1,
             i / BEADS + 1,
             w[0],
             w[1],
@@ -78,7 +84,8 @@ fn melt_text(seed: u64) -> String {
     for c in 0..CHAINS {
         for k in 1..BEADS {
             b += 1;
-            t += &format!("{b} 1 {} {}\n", c * BEADS + k, c * BEADS + k + 1);
+            let (i, j) = (c * BEADS + k - 1, c * BEADS + k);
+            t += &format!("{b} 1 {} {}\n", id[i] + 1, id[j] + 1);
         }
     }
     t
@@ -569,4 +576,124 @@ fn zs_nma_of_a_melt_finds_the_translations_and_agrees_with_lanczos() {
             && header.ends_with("pbc=\"T T T\""),
         "{header}"
     );
+}
+
+/// A melt whose atom IDs are in random order: `zs run` holds it in spatial order inside and
+/// says so; nothing outside sees it — the CSV's first row is the file's configuration in
+/// atom-ID order, exactly, and the run follows the same file run in its own order
+/// (`ZS_BODY_ORDER=given`) to rounding; 1 and 2 threads write the same bytes; a run rebuilt
+/// from its checkpoint ends with the uninterrupted run's bytes; `zs eval` gives the file's
+/// order's energy and gradient to rounding.
+#[test]
+fn a_melt_numbered_at_random_runs_in_spatial_order_unseen_and_resumes_byte_for_byte() {
+    let d = temp("shuffled");
+    let n = CHAINS * BEADS;
+    let mut s = 0x5EED_u64;
+    let mut id: Vec<usize> = (0..n).collect();
+    for k in (1..n).rev() {
+        id.swap(k, (uniform(&mut s) * (k + 1) as f64) as usize);
+    }
+    std::fs::write(d.join("melt.data"), numbered_melt_text(7, &id)).expect("write");
+    let run = |args: &[&str], order: &str| {
+        Command::new(ZS)
+            .args(args)
+            .env("ZS_BODY_ORDER", order)
+            .current_dir(&d)
+            .output()
+            .expect("zs")
+    };
+    let base = |out: &'static str, threads: &'static str| {
+        vec![
+            "run",
+            "kremer-grest",
+            "--data",
+            "melt.data",
+            "--h",
+            "0.005",
+            "--t-end",
+            "0.5",
+            "--gamma",
+            "1",
+            "--kt",
+            "1",
+            "--seed",
+            "3",
+            "--every",
+            "5",
+            "--threads",
+            threads,
+            "--out",
+            out,
+        ]
+    };
+    let ok = |o: &std::process::Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let mut checkpointed = base("a.csv", "1");
+    checkpointed.extend(["--checkpoint", "a.ck", "--checkpoint-every", "40"]);
+    let said = ok(&run(&checkpointed, "auto"));
+    assert!(said.contains("spatial order"), "{said}");
+    let reference = std::fs::read(d.join("a.csv")).expect("a.csv");
+    ok(&run(&base("b.csv", "2"), "auto"));
+    assert_eq!(std::fs::read(d.join("b.csv")).expect("b.csv"), reference);
+    // Interrupted after the checkpoint at step 80, then resumed.
+    let xyz = std::fs::read(d.join("a.xyz")).expect("a.xyz");
+    for f in ["a.csv", "a.xyz"] {
+        std::fs::rename(d.join(f), d.join(format!("{f}.tmp"))).expect("rename");
+    }
+    let mut resumed = checkpointed.clone();
+    resumed.extend(["--resume", "a.ck"]);
+    let said = ok(&run(&resumed, "auto"));
+    assert!(said.contains("resumed at step"), "{said}");
+    assert_eq!(std::fs::read(d.join("a.csv")).expect("a.csv"), reference);
+    assert_eq!(std::fs::read(d.join("a.xyz")).expect("a.xyz"), xyz);
+    // The file's own order: the same start, the same run to rounding.
+    let said = ok(&run(&base("g.csv", "1"), "given"));
+    assert!(!said.contains("spatial order"), "{said}");
+    let rows = |f: &str| -> Vec<Vec<f64>> {
+        let text = std::fs::read_to_string(d.join(f)).expect("csv");
+        text.lines()
+            .skip(1)
+            .map(|l| l.split(',').map(|x| x.parse().expect("a number")).collect())
+            .collect()
+    };
+    let (a, g) = (rows("b.csv"), rows("g.csv"));
+    assert_eq!(a.len(), g.len());
+    // The state's columns (t, q, v) exactly; the energy's last bits are the sum's order.
+    assert!(
+        a[0][..1 + 6 * n] == g[0][..1 + 6 * n],
+        "the start, in the file's order"
+    );
+    let parsed = DataFile::parse(&numbered_melt_text(7, &id)).expect("parses");
+    for (k, p) in parsed.positions.iter().enumerate() {
+        for c in 0..3 {
+            assert_eq!(a[0][1 + 3 * k + c], p[c], "bead {k}");
+        }
+    }
+    for (ra, rg) in a.iter().zip(&g) {
+        for (x, y) in ra.iter().zip(rg) {
+            assert!((x - y).abs() <= 1e-8 * y.abs().max(1.0), "{x} vs {y}");
+        }
+    }
+    // zs eval in either order.
+    let eval = |order: &str| -> Vec<f64> {
+        ok(&run(
+            &[
+                "eval",
+                "kremer-grest",
+                "--data",
+                "melt.data",
+                "--out",
+                "e.csv",
+            ],
+            order,
+        ));
+        rows("e.csv").remove(0)
+    };
+    let (ea, eg) = (eval("auto"), eval("given"));
+    let scale = eg.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+    for (x, y) in ea.iter().zip(&eg) {
+        assert!((x - y).abs() <= 1e-12 * scale, "{x} vs {y}");
+    }
 }

@@ -478,7 +478,9 @@ impl Topology {
             v.sort_by_key(|t| t.iter().copied().min());
             v.into_iter().map(make).collect()
         }
-        let bonds = sorted(self.bonds.iter().map(|&(i, j)| [r(i), r(j)]), |b| (b[0], b[1]));
+        let bonds = sorted(self.bonds.iter().map(|&(i, j)| [r(i), r(j)]), |b| {
+            (b[0], b[1])
+        });
         let angles = sorted(self.angles.iter().map(|a| a.map(r)), |a| a);
         let dihedrals = sorted(self.dihedrals.iter().map(|a| a.map(r)), |a| a);
         Topology {

@@ -706,7 +706,11 @@ fn a_melt_in_random_order_is_held_in_spatial_order_and_nothing_outside_sees_it()
             *x += 0.08 * rng.next();
         }
     }
-    assert!(spatial.neighbor_builds() >= 3, "{}", spatial.neighbor_builds());
+    assert!(
+        spatial.neighbor_builds() >= 3,
+        "{}",
+        spatial.neighbor_builds()
+    );
 
     // Z&S through rebuilds: the spatial order's trajectory is the given order's, to rounding.
     let v0: Vec<f64> = (0..3 * n).map(|_| rng.next() - 0.5).collect();

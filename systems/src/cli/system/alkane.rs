@@ -146,10 +146,11 @@ where
             l[2]
         );
         say!(
-            "    set-up {:.2} s (neighbour list: cutoff 14 + skin {} Å; SIMD {})",
+            "    set-up {:.2} s (neighbour list: cutoff 14 + skin {} Å; SIMD {}){}",
             setup.elapsed().as_secs_f64(),
             alkane::SKIN,
-            system.simd().name()
+            system.simd().name(),
+            super::order_note(&system)
         );
         run_with_neighbors(&job, &system, state, names)
     }

@@ -107,10 +107,11 @@ impl CliSystem for KremerGrestCli {
             l[2]
         );
         say!(
-            "    set-up {:.2} s (neighbour list: cutoff 1.12 + skin {}, rebuilt when a bead moved more than half the skin; SIMD {})",
+            "    set-up {:.2} s (neighbour list: cutoff 1.12 + skin {}, rebuilt when a bead moved more than half the skin; SIMD {}){}",
             setup.elapsed().as_secs_f64(),
             kremer_grest::SKIN,
-            system.simd().name()
+            system.simd().name(),
+            super::order_note(&system)
         );
         run_with_neighbors(&job, &system, state, names)
     }

@@ -133,6 +133,19 @@ pub(super) fn write_final_data(
     Ok(())
 }
 
+/// What the set-up line says of the order an assembled system holds its bodies in: nothing
+/// for the file's own order, a note for the spatial order ([`zs_runtime::assembly::BodyOrder`]).
+pub(super) fn order_note<T: zs_runtime::assembly::Terms<D>, const D: usize>(
+    system: &zs_runtime::assembly::Assembled<T, D>,
+) -> &'static str {
+    match system.body_order() {
+        zs_runtime::assembly::BodyOrder::Cells => {
+            "\n    bodies held in spatial order inside (the file's numbering is not local); every output is in the file's order"
+        }
+        _ => "",
+    }
+}
+
 /// `zs eval` of a system read from a data file: the rows of `--in`, or, without it, the file's
 /// own configuration (`q`, `v`) as one row.
 ///
