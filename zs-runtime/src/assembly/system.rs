@@ -635,7 +635,7 @@ fn masses_of<T: Terms<D>, const D: usize>(
     let mut by_kind: std::collections::BTreeMap<u32, [f64; D]> = Default::default();
     let free = free_of.iter().filter(|&&f| f != PINNED).count();
     let mut masses = Vec::with_capacity(free * D);
-    for b in 0..topology.bodies() {
+    for (b, &f) in free_of.iter().enumerate() {
         let kind = topology.kind_of(b);
         let m = match by_kind.get(&kind) {
             Some(m) => *m,
@@ -655,7 +655,7 @@ fn masses_of<T: Terms<D>, const D: usize>(
                 m
             }
         };
-        if free_of[b] != PINNED {
+        if f != PINNED {
             masses.extend(m);
         }
     }
