@@ -21,10 +21,12 @@ special_bonds fene; neighbor 0.4 bin, neigh_modify every 1 delay 1 (check yes).
    written back with `write_data`, so that zs reads the very configuration LAMMPS steps), and
    with `--memory` the peak resident memory of each on 1 rank / thread (`/usr/bin/time -f %M`,
    the whole process: the same `--steps` of Langevin dynamics).
+4. With `--shuffle SEED`: both on the file with its atom IDs renumbered at random — LAMMPS sorts
+   its atoms in space itself; zs holds them in spatial order inside (`BodyOrder::Auto`).
 
 Usage (from the repository root; needs `apt-get install lammps lammps-examples openmpi-bin`):
     python3 benches/peers/lammps_kremer_grest.py [--data FILE] [--steps 500] [--repeat R] [--skip-speed] [--scaling]
-        [--replicate A,B,C] [--memory] [--verlet]
+        [--replicate A,B,C] [--shuffle SEED] [--verlet] [--memory]
 """
 import argparse
 import math
@@ -82,6 +84,34 @@ def replicated(data, rep, d):
         f"read_data {data}", f"read_data {data}\nreplicate {rep[0]} {rep[1]} {rep[2]}") + f"""
 write_data {out} nocoeff
 """, d)
+    return out
+
+
+def shuffled(data, seed, d):
+    """`data` with its atom IDs renumbered at random (`seed`): the same melt, its atoms in no
+    spatial order (IDs in the Atoms, Velocities and Bonds sections renumbered together)."""
+    import random
+    lines = open(data).read().split("\n")
+    head = {l.split("#")[0].strip(): k for k, l in enumerate(lines)
+            if l.split("#")[0].strip() in ("Atoms", "Velocities", "Bonds")}
+    n = next(int(l.split()[0]) for l in lines if l.strip().endswith(" atoms"))
+    new = list(range(1, n + 1))
+    random.Random(seed).shuffle(new)
+    ids = {}
+    k = head["Atoms"] + 2
+    while k < len(lines) and lines[k].strip():
+        ids[lines[k].split()[0]] = str(new[len(ids)])
+        k += 1
+    for section, at in (("Atoms", [0]), ("Velocities", [0]), ("Bonds", [2, 3])):
+        k = head[section] + 2
+        while k < len(lines) and lines[k].strip():
+            f = lines[k].split()
+            for a in at:
+                f[a] = ids[f[a]]
+            lines[k] = " ".join(f)
+            k += 1
+    out = os.path.join(d, os.path.basename(data) + f".shuffled{seed}")
+    open(out, "w").write("\n".join(lines))
     return out
 
 
@@ -208,6 +238,8 @@ def main():
     ap.add_argument("--verlet", action="store_true",
                     help="speed of plain velocity Verlet (fix nve alone) instead of Langevin dynamics")
     ap.add_argument("--memory", action="store_true", help="also the peak resident memory of each, 1 core")
+    ap.add_argument("--shuffle", type=int, metavar="SEED",
+                    help="compare on the file with its atom IDs renumbered at random (no spatial order)")
     args = ap.parse_args()
     if not os.path.exists(args.data):
         sys.exit(f"{args.data} is missing: apt-get install lammps lammps-examples")
@@ -219,6 +251,10 @@ def main():
         keep = tempfile.TemporaryDirectory()
         data = replicated(data, [int(x) for x in args.replicate.split(",")], keep.name)
         print(f"replicated {args.replicate}: {data}")
+    if args.shuffle is not None:
+        keep = keep or tempfile.TemporaryDirectory()
+        data = shuffled(data, args.shuffle, keep.name)
+        print(f"atom IDs shuffled (seed {args.shuffle}): {data}")
     check(zs, data)
     if not args.skip_speed:
         speed(zs, data, args.steps, args.repeat, args.verlet)
