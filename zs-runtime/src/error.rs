@@ -34,6 +34,32 @@ pub struct StepError {
     pub kind: StepErrorKind,
 }
 
+/// `x` for a person: 4 significant digits, trailing zeros dropped (`0.4406`, `0.4`, `1250`),
+/// in scientific notation outside `[1e-3, 1e6)` (`2.5e-7`).
+pub(crate) fn readable(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() || a == 0.0 {
+        return format!("{x}");
+    }
+    if !(1e-3..1e6).contains(&a) {
+        let s = format!("{x:.3e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = if m.contains('.') {
+            m.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            m
+        };
+        return format!("{m}e{e}");
+    }
+    let decimals = (3 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// What went wrong in a failed step (see [`StepError`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -56,7 +82,7 @@ pub enum StepErrorKind {
     /// residual beyond a user-set limit, see [`crate::guards`]). Reported by the driver, which
     /// discards the offending state: the caller holds the state *before* the step. (The
     /// stepper has counted the discarded step: its `steps_taken()` is `step + 1`.)
-    #[error("{what} = {value:e} exceeds the limit {limit:e}")]
+    #[error("{what} = {} exceeds the limit {}", readable(*.value), readable(*.limit))]
     GuardViolated {
         /// The guarded quantity (e.g. [`crate::guards::ENERGY_DRIFT`]).
         what: &'static str,
@@ -250,5 +276,22 @@ impl StepError {
     /// solve.
     pub fn is_non_finite(&self) -> bool {
         self.code() == "non-finite"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn numbers_read_as_a_person_writes_them() {
+        use super::readable;
+        assert_eq!(readable(4.406291083908534e-1), "0.4406");
+        assert_eq!(readable(0.4), "0.4");
+        assert_eq!(readable(5e-1), "0.5");
+        assert_eq!(readable(1250.0), "1250");
+        assert_eq!(readable(-12.3456), "-12.35");
+        assert_eq!(readable(2.5e-7), "2.5e-7");
+        assert_eq!(readable(3.0e8), "3e8");
+        assert_eq!(readable(0.0), "0");
+        assert_eq!(readable(f64::NAN), "NaN");
     }
 }

@@ -122,6 +122,10 @@ pub enum TopologyError {
         /// The shortest side.
         side: f64,
     },
+    /// [`Topology::ring`] of fewer than 3 bodies (its closing bond would repeat a bond or join
+    /// a body to itself).
+    #[error("a ring needs at least 3 bodies, not {0}")]
+    RingTooSmall(usize),
     /// An order of the bodies inside that cannot be made ([`super::Assembled::ordered`]).
     #[error("{0}")]
     OrderDoesNotApply(String),
@@ -157,6 +161,8 @@ pub struct Topology {
     pinned_twice: Option<usize>,
     /// A bond list too large to allocate (reported by `validate`).
     unallocated: bool,
+    /// A ring of fewer than 3 bodies was asked for (reported by `validate`).
+    small_ring: Option<usize>,
     periodic: Option<[f64; 3]>,
     cutoff: Option<(f64, f64)>,
     types: Option<Vec<u32>>,
@@ -176,12 +182,15 @@ impl Topology {
         Self::new(bodies).bonds_from((1..bodies).map(|k| (k - 1, k)))
     }
 
-    /// `bodies` bodies bonded in a ring: the chain plus `(n−1, 0)` (periodic boundaries; needs
-    /// at least 3 bodies to have distinct bonds).
+    /// `bodies` bodies bonded in a ring: the chain plus `(n−1, 0)` (periodic boundaries). A
+    /// ring needs at least 3 bodies to have distinct bonds: fewer is an error of
+    /// [`Topology::validate`] ([`TopologyError::RingTooSmall`]).
     pub fn ring(bodies: usize) -> Self {
         let mut t = Self::chain(bodies);
         if bodies >= 3 {
             t.bonds.push((bodies - 1, 0));
+        } else {
+            t.small_ring = Some(bodies);
         }
         t
     }
@@ -498,6 +507,7 @@ impl Topology {
                 .collect(),
             pinned_twice: self.pinned_twice.map(r),
             unallocated: self.unallocated,
+            small_ring: self.small_ring,
             periodic: self.periodic,
             cutoff: self.cutoff,
             types: self.types.as_ref().map(|t| {
@@ -521,6 +531,9 @@ impl Topology {
         }
         if self.unallocated {
             return Err(TopologyError::TooLarge("the number of bonds"));
+        }
+        if let Some(n) = self.small_ring {
+            return Err(TopologyError::RingTooSmall(n));
         }
         if n >= u32::MAX as usize {
             return Err(TopologyError::TooLarge("the number of bodies"));
@@ -698,7 +711,17 @@ mod tests {
         let t = Topology::ring(4);
         assert_eq!(t.bonds(), &[(0, 1), (1, 2), (2, 3), (3, 0)]);
         assert!(t.validate(1).is_ok());
-        assert_eq!(Topology::ring(2).bonds(), &[(0, 1)]);
+        for n in [0, 1, 2] {
+            assert_eq!(
+                Topology::ring(n).validate(1),
+                Err(if n == 0 {
+                    TopologyError::Empty
+                } else {
+                    TopologyError::RingTooSmall(n)
+                })
+            );
+        }
+        assert!(Topology::ring(3).validate(1).is_ok());
         assert_eq!(
             Topology::new(3).bond(0, 3).validate(1),
             Err(TopologyError::BodyOutOfRange {

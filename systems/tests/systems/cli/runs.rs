@@ -71,11 +71,7 @@ fn a_failed_run_keeps_its_rows_and_says_it_ended_early() {
         "0.5",
     ];
     let o = zs(&d, &args);
-    let guarded = one_line_error(
-        &o,
-        &args,
-        &["constraint residual", "exceeds the limit 5e-1"],
-    );
+    let guarded = one_line_error(&o, &args, &["constraint residual", "exceeds the limit 0.5"]);
     assert_ne!(line, guarded);
     let marker = std::fs::read_to_string(d.join("g.csv.incomplete")).unwrap();
     assert!(marker.contains("[guard-violated]"), "{marker}");

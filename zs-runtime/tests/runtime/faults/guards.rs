@@ -126,7 +126,7 @@ fn constraint_guard_stops_a_penalized_run_that_leaves_the_manifold() {
     assert_eq!(guard.limit(), limit);
     let text = summary.error.unwrap().to_string();
     assert!(
-        text.contains("constraint residual |g(q)|") && text.contains("exceeds the limit 4e-1"),
+        text.contains("constraint residual |g(q)|") && text.contains("exceeds the limit 0.4"),
         "{text}"
     );
 }
