@@ -529,3 +529,96 @@ fn the_liquid_builder_makes_the_liquid_it_is_asked_for() {
         "box smaller than the cutoff"
     );
 }
+
+/// A harmonic angle about θ0 = π written through `θ = acos(u)`: the chain rule meets
+/// `acos′(−1) = ∞` at an exactly straight triple.
+struct StraightByAcos;
+
+#[mechanical_system]
+impl StraightByAcos {
+    fn angle_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3]) -> f64 {
+        let (u, v) = (
+            [a[0] - b[0], a[1] - b[1], a[2] - b[2]],
+            [c[0] - b[0], c[1] - b[1], c[2] - b[2]],
+        );
+        let cos = (u[0] * v[0] + u[1] * v[1] + u[2] * v[2])
+            / ((u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
+                * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]))
+                .sqrt();
+        let theta = cos.acos();
+        50.0 * (theta - core::f64::consts::PI).powi(2)
+    }
+}
+
+/// The recipe of the README ("Angles at θ0 = π"): the same stiffness as `2k(1 + cos θ)`, a
+/// polynomial in `cos θ`, smooth at the straight triple.
+struct StraightByCosine;
+
+#[mechanical_system]
+impl StraightByCosine {
+    fn angle_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3]) -> f64 {
+        let (u, v) = (
+            [a[0] - b[0], a[1] - b[1], a[2] - b[2]],
+            [c[0] - b[0], c[1] - b[1], c[2] - b[2]],
+        );
+        let cos = (u[0] * v[0] + u[1] * v[1] + u[2] * v[2])
+            / ((u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
+                * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]))
+                .sqrt();
+        2.0 * 50.0 * (1.0 + cos)
+    }
+}
+
+/// At an exactly straight triple the `acos` form's gradient is NaN (a step there is a typed
+/// error), while the cosine recipe has a zero gradient and a finite Hessian equal to
+/// central differences of its gradient; a little off straight the two forms' Hessians agree
+/// to second order in the bend, as `k(θ − π)² = 2k(1 + cos θ) + O((θ − π)⁴)` says.
+#[test]
+fn a_straight_angle_is_smooth_written_in_its_cosine() {
+    let topology = || Topology::new(3).angle(0, 1, 2);
+    let by_acos = Assembled::new(StraightByAcos, topology()).expect("valid");
+    let by_cos = Assembled::new(StraightByCosine, topology()).expect("valid");
+    let straight = vec![-1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.3, 0.0, 0.0];
+    let mut g = vec![0.0; 9];
+    by_acos.gradient_into(&straight, &mut g);
+    assert!(g.iter().any(|x| x.is_nan()), "{g:?}");
+    by_cos.gradient_into(&straight, &mut g);
+    assert!(g.iter().all(|x| x.abs() < 1e-12), "{g:?}");
+    let mut h = by_cos.new_matrix(HessianPart::Full);
+    by_cos.hessian_into(&straight, &mut h);
+    let dense = h.to_dense();
+    let at: [f64; 9] = straight.clone().try_into().expect("9 coordinates");
+    let fd = fd_jacobian(
+        |x: &[f64; 9]| {
+            let mut g = vec![0.0; 9];
+            by_cos.gradient_into(&x.to_vec(), &mut g);
+            <[f64; 9]>::try_from(g).expect("9 entries")
+        },
+        &at,
+        1e-6,
+    );
+    let scale = dense.iter().flatten().fold(1.0_f64, |m, x| m.max(x.abs()));
+    for (r, row) in dense.iter().enumerate() {
+        for (c, x) in row.iter().enumerate() {
+            assert!(
+                x.is_finite() && (x - fd[r][c]).abs() <= 1e-6 * scale,
+                "[{r}][{c}] {x} vs {}",
+                fd[r][c]
+            );
+        }
+    }
+    // Bent by 1e-3 rad out of line: the two Hessians agree to about the square of the bend.
+    let bent = vec![-1.0, 1e-3, 0.0, 0.0, 0.0, 0.0, 1.3, 0.0, 0.0];
+    let (mut ha, mut hc) = (
+        by_acos.new_matrix(HessianPart::Full),
+        by_cos.new_matrix(HessianPart::Full),
+    );
+    by_acos.hessian_into(&bent, &mut ha);
+    by_cos.hessian_into(&bent, &mut hc);
+    let (da, dc) = (ha.to_dense(), hc.to_dense());
+    for (ra, rc) in da.iter().zip(&dc) {
+        for (x, y) in ra.iter().zip(rc) {
+            assert!((x - y).abs() <= 1e-4 * scale, "{x} vs {y}");
+        }
+    }
+}
