@@ -139,8 +139,10 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
 
     /// Reopen the `<path>.tmp` of an interrupted, checkpointed run to continue it: the driver's
     /// [`crate::driver::resume`] then restores the recorder from the checkpoint (truncating the
-    /// file to the length it had at the checkpoint). Configure it exactly as the original
-    /// recorder (`every`, [`CsvRecorder::with_energy`], ...): the header is compared.
+    /// file to the length it had at the checkpoint). Configure it as the original recorder
+    /// (`every`, [`CsvRecorder::with_energy`], its columns): the header is compared. The
+    /// coordinates' names need not be given again: without [`CsvRecorder::with_names`] the
+    /// recorder keeps those of the header it wrote.
     ///
     /// # Errors
     /// If `every` is 0 or `<path>.tmp` cannot be opened (e.g. it does not exist because the run
@@ -310,6 +312,35 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         }
     }
 
+    /// The coordinates' columns of the header `saved` (written by a recorder with this one's
+    /// energy and extra columns): their names when they are not `q0, q1, …`, else their number.
+    fn adopt_coordinates(&mut self, saved: &str) {
+        let fields: Vec<&str> = saved.split(',').collect();
+        let extra = usize::from(self.energy) + self.columns.len();
+        let Some(both) = fields.len().checked_sub(1 + extra) else {
+            return;
+        };
+        if fields.first() != Some(&"t") || both % 2 != 0 {
+            return;
+        }
+        let d = both / 2;
+        let coordinates = &fields[1..1 + d];
+        let numbered = coordinates
+            .iter()
+            .enumerate()
+            .all(|(i, f)| f.strip_prefix('q') == Some(i.to_string().as_str()));
+        if numbered {
+            self.dimension = d;
+        } else {
+            let mut held = Names::default();
+            for name in coordinates {
+                held.push(name);
+            }
+            self.dimension = d;
+            self.names = Some(held);
+        }
+    }
+
     /// The header row's fields joined by commas.
     fn header_line(&self) -> String {
         let mut line = String::new();
@@ -417,12 +448,14 @@ impl<V: Vector> CsvRecorder<'_, V> {
 
     fn restore(&mut self, from: &Scope<'_>) -> Result<(), CheckpointError> {
         let mismatch = |what: String| CheckpointError::Mismatch(format!("CSV recorder: {what}"));
-        let header = self.header_line();
         let saved = from.str("header")?;
+        if self.names.is_none() {
+            // Reopened without names: the coordinates' columns are those the file has.
+            self.adopt_coordinates(saved);
+        }
+        let header = self.header_line();
         if saved != header {
-            return Err(mismatch(format!(
-                "columns '{saved}' at the checkpoint, '{header}' now"
-            )));
+            return Err(mismatch(header_difference(saved, &header)));
         }
         let every = from.u64("every")?;
         if every != self.every {
@@ -455,6 +488,23 @@ impl<V: Vector> CsvRecorder<'_, V> {
         self.last_row_t = from.f64("last_row_t")?;
         Ok(())
     }
+}
+
+/// Where the header `saved` at a checkpoint and `now` differ, in one line: the first field
+/// that differs and the number of fields of each (a million coordinates have six million).
+fn header_difference(saved: &str, now: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (saved.split(',').collect(), now.split(',').collect());
+    let k = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let field = |f: &[&str]| f.get(k).map_or("(none)".to_string(), |x| format!("'{x}'"));
+    format!(
+        "the columns differ from column {}: {} at the checkpoint, {} now ({} columns at the \
+         checkpoint, {} now)",
+        k + 1,
+        field(&a),
+        field(&b),
+        a.len(),
+        b.len()
+    )
 }
 
 impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for CsvRecorder<'_, V> {

@@ -500,3 +500,111 @@ fn a_trajectory_file_shorter_than_at_the_checkpoint_is_rejected() {
     assert!(CsvRecorder::<[f64; 2]>::reopen(&csv_path, 1).is_err());
     std::fs::remove_file(&ck).unwrap();
 }
+
+/// A recorder reopened without the coordinates' names keeps those of the header it wrote (named
+/// or numbered), and the resumed file is the uninterrupted one; a recorder set up with other
+/// columns is refused in one line that names the first column that differs, not all of them.
+#[test]
+fn a_reopened_recorder_keeps_the_header_it_wrote() {
+    let sys = Pendulum;
+    let target = sys.penalized(10.0);
+    for named in [true, false] {
+        let tag = if named { "named" } else { "numbered" };
+        let (straight, csv_path, ck) = (
+            temp_path(&format!("header-{tag}-straight.csv")),
+            temp_path(&format!("header-{tag}.csv")),
+            temp_path(&format!("header-{tag}.ck")),
+        );
+        let recorder = |path: &Path| {
+            let csv = CsvRecorder::create(path, 1).unwrap().with_energy();
+            if named {
+                csv.with_names(["x", "y"])
+            } else {
+                csv
+            }
+        };
+        {
+            let mut csv = recorder(&straight);
+            let mut s = S0;
+            assert!(run(
+                &mut VelocityVerlet::new(0.01),
+                &target,
+                &mut s,
+                0.5,
+                &mut [&mut csv]
+            )
+            .is_ok());
+        }
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            let mut csv = recorder(&csv_path);
+            let mut n = 0;
+            let mut crash = FnObserver(|_: &_, _: &State<2>| {
+                n += 1;
+                assert!(n < 30, "simulated crash");
+            });
+            let mut s = S0;
+            run_checkpointed(
+                &mut VelocityVerlet::new(0.01),
+                &target,
+                &mut s,
+                0.5,
+                &mut [&mut csv, &mut crash],
+                &Checkpointing::new(&ck, 10),
+            )
+        }));
+        let cp = Checkpoint::read(&ck).unwrap();
+        // Other columns: refused, naming the first difference.
+        {
+            let mut csv = CsvRecorder::reopen(&csv_path, 1).unwrap();
+            let mut quiet = FnObserver(|_: &_, _: &State<2>| {});
+            let mut s = S0;
+            let e = resume(
+                &mut VelocityVerlet::new(0.01),
+                &target,
+                &mut s,
+                &cp,
+                &mut [&mut csv, &mut quiet],
+                None,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("the columns differ from column")
+                    && e.contains("(6 columns at the checkpoint, 5 now)"),
+                "{e}"
+            );
+            assert!(e.lines().count() == 1 && e.len() < 300, "{e}");
+        }
+        let mut csv = CsvRecorder::reopen(&csv_path, 1).unwrap().with_energy();
+        let mut quiet = FnObserver(|_: &_, _: &State<2>| {});
+        let mut s = S0;
+        let summary = resume(
+            &mut VelocityVerlet::new(0.01),
+            &target,
+            &mut s,
+            &cp,
+            &mut [&mut csv, &mut quiet],
+            None,
+        )
+        .unwrap();
+        assert!(summary.is_ok(), "{summary:?}");
+        assert_eq!(
+            std::fs::read(&csv_path).unwrap(),
+            std::fs::read(&straight).unwrap(),
+            "{tag}"
+        );
+        let header = std::fs::read_to_string(&csv_path).unwrap();
+        let first = header.lines().next().unwrap().to_string();
+        assert_eq!(
+            first,
+            if named {
+                "t,x,y,v_x,v_y,energy"
+            } else {
+                "t,q0,q1,v0,v1,energy"
+            }
+        );
+        for p in [straight, csv_path, ck] {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+}
