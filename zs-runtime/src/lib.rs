@@ -76,7 +76,7 @@ pub use multipliers::{PenalizedMultipliers, TimeSeries};
 pub use observers::{ConstraintObserver, EnergyObserver, MomentumObserver, Observer};
 pub use output::CsvRecorder;
 pub use state::{DynState, State, StateOf};
-pub use stepper::{Clock, Clocked, Stepper};
+pub use stepper::{Clock, Clocked, ResumableStepper, Stepper};
 pub use system::{
     ConstraintCurvature, ConstraintThirdContraction, FastPotential, MechanicalSystem,
     ParameterDerivatives, Penalized, Potential, StiffSplit,

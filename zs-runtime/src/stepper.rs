@@ -1,6 +1,6 @@
 //! The common shape of every integrator: a clock ([`Clocked`]) and a step ([`Stepper`]).
 
-use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
+use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::{StateOf, StepError};
 
 /// A stepper's clock: its step size and the number of steps it has completed (the index the
@@ -122,8 +122,42 @@ impl<S: Clocked + ?Sized> Clocked for Box<S> {
     }
 }
 
+/// A stepper that checkpoints: what a stepper chosen at run time is boxed as when the run is
+/// checkpointed and resumed — `Box<dyn ResumableStepper<P, V>>` steps, saves and restores like
+/// the stepper it holds (`Box<dyn Stepper<P, V>>` cannot be resumed: `Stepper` has no
+/// checkpoint). Every stepper of this crate is one (blanket implementation).
+///
+/// ```
+/// use zs_runtime::driver::{run_checkpointed, Checkpointing};
+/// use zs_runtime::{Potential, ResumableStepper, State, VelocityVerlet, ZhangSkeel};
+///
+/// struct Spring;
+/// impl Potential<1> for Spring {
+///     fn masses(&self) -> [f64; 1] { [1.0] }
+///     fn potential(&self, q: &[f64; 1]) -> f64 { 0.5 * q[0] * q[0] }
+///     fn gradient(&self, q: &[f64; 1]) -> [f64; 1] { [q[0]] }
+///     fn hessian(&self, _: &[f64; 1]) -> [[f64; 1]; 1] { [[1.0]] }
+///     fn third_contraction(&self, _: &[f64; 1], _: &[f64; 1]) -> [f64; 1] { [0.0] }
+/// }
+///
+/// let verlet = std::env::args().count() > 99; // chosen at run time
+/// let mut stepper: Box<dyn ResumableStepper<Spring, [f64; 1]>> = if verlet {
+///     Box::new(VelocityVerlet::new(0.1))
+/// } else {
+///     Box::new(ZhangSkeel::new(0.25, 0.1)) // β, h
+/// };
+/// let path = std::env::temp_dir().join(format!("zs-doc-{}.ck", std::process::id()));
+/// let mut state = State::new([1.0], [0.0]);
+/// let summary = run_checkpointed(&mut stepper, &Spring, &mut state, 1.0, &mut [], &Checkpointing::new(&path, 5));
+/// assert!(summary.is_ok() && summary.checkpoints >= 1, "{summary:?}");
+/// # let _ = std::fs::remove_file(&path);
+/// ```
+pub trait ResumableStepper<P: ?Sized, V>: Stepper<P, V> + Resumable {}
+
+impl<P: ?Sized, V, S: Stepper<P, V> + Resumable + ?Sized> ResumableStepper<P, V> for S {}
+
 /// A boxed stepper steps like the stepper it holds (for choosing one at run time, e.g. from a
-/// command line, as `Box<dyn Stepper<P, V>>`).
+/// command line, as `Box<dyn Stepper<P, V>>`, or [`ResumableStepper`] to checkpoint).
 impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
     fn step(&mut self, target: &P, state: &mut StateOf<V>) -> Result<(), StepError> {
         (**self).step(target, state)

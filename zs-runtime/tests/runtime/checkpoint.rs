@@ -15,8 +15,8 @@ use zs_runtime::driver::{resume, run, run_checkpointed, Checkpointing};
 use zs_runtime::observers::{FnObserver, Observer};
 use zs_runtime::{
     Checkpoint, CheckpointError, Clocked, ConstraintObserver, CsvRecorder, EnergyGuard,
-    EnergyObserver, Langevin, MechanicalSystem, Penalized, Potential, State, Stepper,
-    VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
+    EnergyObserver, Langevin, MechanicalSystem, Penalized, Potential, ResumableStepper, State,
+    Stepper, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
 };
 
 fn temp_path(name: &str) -> PathBuf {
@@ -275,6 +275,24 @@ fn zhang_skeel_simplified_resumes_bit_for_bit() {
 #[test]
 fn velocity_verlet_resumes_bit_for_bit() {
     straight_vs_resumed("verlet", || VelocityVerlet::new(0.01), 5.003, 100, 250);
+}
+
+/// A stepper chosen at run time, boxed as `dyn ResumableStepper` (Langevin around a boxed
+/// inner one too), checkpoints and resumes like the stepper it holds.
+#[test]
+fn boxed_resumable_steppers_resume_bit_for_bit() {
+    type Boxed = Box<dyn for<'a> ResumableStepper<Penalized<'a, Pendulum, 2, 1>, [f64; 2]>>;
+    for langevin in [false, true] {
+        let make = || -> Boxed {
+            let inner: Boxed = Box::new(ZhangSkeel::new(0.4, 0.05));
+            if langevin {
+                Box::new(Langevin::new(inner, 0.5, 0.2, 7))
+            } else {
+                inner
+            }
+        };
+        straight_vs_resumed(&format!("boxed-{langevin}"), make, 10.02, 40, 97);
+    }
 }
 
 #[test]
