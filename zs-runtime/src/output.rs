@@ -221,6 +221,8 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         for name in names {
             held.push(&name.into());
         }
+        // Grown by doubling: a million bodies' names would hold half again their size.
+        held.text.shrink_to_fit();
         self.dimension = held.len();
         self.names = Some(held);
         self

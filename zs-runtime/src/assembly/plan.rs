@@ -57,6 +57,37 @@ pub(crate) struct TermList<const K: usize> {
     pub decoded: Vec<[u32; K]>,
 }
 
+impl TermList<2> {
+    /// Where a neighbour-list build writes its pairs (bodies, `i < j`): with a pinned body, the
+    /// terms' bodies (their free indices follow, [`TermList::pairs_written`]); else the free
+    /// indices themselves, which then are the bodies — the list is held once, not copied.
+    pub fn pair_buffer(&mut self, bodies: &Bodies) -> &mut Vec<[u32; 2]> {
+        if bodies.free < bodies.free_of.len() {
+            &mut self.own_bodies
+        } else {
+            self.own_bodies = Vec::new();
+            &mut self.free
+        }
+    }
+
+    /// The pairs written into [`TermList::pair_buffer`] become the terms: with a pinned body,
+    /// those with a free body, and their free indices (the buffers keep their memory).
+    pub fn pairs_written(&mut self, bodies: &Bodies) {
+        if bodies.free == bodies.free_of.len() {
+            return;
+        }
+        let free_of = &bodies.free_of;
+        self.own_bodies
+            .retain(|p| p.iter().any(|&b| free_of[b as usize] != PINNED));
+        self.free.clear();
+        self.free.extend(
+            self.own_bodies
+                .iter()
+                .map(|p| p.map(|b| free_of[b as usize])),
+        );
+    }
+}
+
 impl<const K: usize> TermList<K> {
     /// The terms a form applying to `over` makes of `topology` (none when `present` is false).
     /// Terms whose bodies are all pinned are constant and left out.
@@ -169,36 +200,6 @@ impl<const K: usize> TermList<K> {
             &self.free
         } else {
             &self.own_bodies
-        }
-    }
-
-    /// The terms of a pair form become `pairs` (a neighbour list), those with a free body.
-    pub fn set_pairs(&mut self, pairs: &[[u32; 2]], bodies: &Bodies) {
-        debug_assert_eq!(K, 2, "pairs for a form of arity {K}");
-        if bodies.free == bodies.free_of.len() && pairs.len() >= PARALLEL_PLAN_FROM {
-            // No pinned body: every pair is a term; on the pool.
-            // No pinned body: every pair is a term, its bodies its free indices; on the pool.
-            use rayon::prelude::*;
-            self.own_bodies = Vec::new();
-            self.free.resize(pairs.len(), [0; K]);
-            self.free
-                .par_iter_mut()
-                .zip(pairs.par_iter())
-                .for_each(|(f, p)| *f = core::array::from_fn(|k| p[k]));
-            return;
-        }
-        let pinned = bodies.free < bodies.free_of.len();
-        self.own_bodies.clear();
-        self.free.clear();
-        for p in pairs {
-            let b: [u32; K] = core::array::from_fn(|k| p[k]);
-            let fr = b.map(|i| bodies.free_of[i as usize]);
-            if fr.iter().any(|&f| f != PINNED) {
-                if pinned {
-                    self.own_bodies.push(b);
-                }
-                self.free.push(fr);
-            }
         }
     }
 

@@ -86,6 +86,8 @@ pub(crate) struct Assembly<T, const D: usize> {
     pub terms: T,
     pub topology: Topology,
     pub bodies: Bodies,
+    /// Every body's position when some body is pinned (read for pinned bodies only), else
+    /// empty.
     pub pins: Vec<[f64; D]>,
     pub masses: Vec<f64>,
     /// Every body's type, when a form reads them (else empty: all 0).
@@ -211,20 +213,21 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             return Self::build(terms, topology, None);
         };
         let cell = topology.box_lengths().map(Cell::new);
-        let sites: Vec<[f64; 3]> = (0..topology.bodies())
-            .map(|b| match user.free_of[b] {
+        let site = |b: usize| -> [f64; 3] {
+            match user.free_of[b] {
                 PINNED => {
                     let p = &topology.pinned()[&b];
                     [p[0], p[1], p[2]]
                 }
                 f => core::array::from_fn(|a| start[f as usize * D + a]),
-            })
-            .collect();
-        if order == BodyOrder::Auto && order::locality(&sites, cell.as_ref(), reach) >= 0.5 {
+            }
+        };
+        let n = topology.bodies();
+        if order == BodyOrder::Auto && order::locality(n, site, cell.as_ref(), reach) >= 0.5 {
+            drop(user);
             return Self::build(terms, topology, None);
         }
-        let rank = order::cell_rank(&sites, cell.as_ref(), reach);
-        drop(sites);
+        let rank = order::cell_rank(n, site, cell.as_ref(), reach);
         Self::build(terms, topology, Some((rank, user)))
     }
 
@@ -254,7 +257,13 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 return Err(TopologyError::TooLarge("the number of terms of a form"));
             }
         }
-        let mut pins = vec![[0.0; D]; topology.bodies()];
+        // Every body's pin, read only for pinned bodies: none without one (a million free
+        // bodies need no 24 MB of zeros).
+        let mut pins = if engine.pinned().is_empty() {
+            Vec::new()
+        } else {
+            vec![[0.0; D]; topology.bodies()]
+        };
         for (&b, p) in engine.pinned() {
             pins[b].copy_from_slice(p);
         }

@@ -30,7 +30,8 @@ pub(crate) struct Workspace<T, const D: usize> {
     valued_omega: f64,
     valued: bool,
     /// The pair cutoff's neighbour list (which keeps the reference sites it is built from),
-    /// its pairs.
+    /// and where it writes its pairs when no pair form takes them (the pair form under the
+    /// cutoff holds them as its terms: [`FormOps::pair_buffer`]).
     pub neighbors: Option<Neighbors>,
     pairs: Vec<[u32; 2]>,
     /// The block patterns of `Hess V` and of the stiff Hessian (indexed by [`HessianPart::index`]),
@@ -170,7 +171,12 @@ impl<T, const D: usize> Workspace<T, D> {
         if !nb.stale_at(bodies.free_of.len(), site) {
             return;
         }
-        nb.build_from(bodies.free_of.len(), site, at.kinds, &mut self.pairs);
+        // Into the pair form's own term list (held once); else (no pair form) our own.
+        let out = match self.forms.iter_mut().find_map(|f| f.pair_buffer(bodies)) {
+            Some(buffer) => buffer,
+            None => &mut self.pairs,
+        };
+        nb.build_from(bodies.free_of.len(), site, at.kinds, out);
         self.give_pairs(at);
     }
 
@@ -181,7 +187,6 @@ impl<T, const D: usize> Workspace<T, D> {
         };
         let cell = nb.cell();
         let list = NewList {
-            pairs: &self.pairs,
             bodies: at.bodies,
             kinds: at.kinds,
             sites: (nb.sites(), cell.as_ref()),

@@ -185,10 +185,10 @@ impl<const D: usize> Inputs<'_, D> {
     }
 }
 
-/// A neighbour-list build, as the pair forms take it.
+/// A neighbour-list build, as the pair forms take it (the pairs themselves, `i < j` within
+/// cutoff + skin in the cell list's order, were written into the form's own buffer,
+/// [`FormOps::pair_buffer`]).
 pub(crate) struct NewList<'a> {
-    /// The pairs within cutoff + skin, `i < j`, in the cell list's order.
-    pub pairs: &'a [[u32; 2]],
     pub bodies: &'a Bodies,
     /// The bodies' types (empty: untyped).
     pub kinds: &'a [u32],
@@ -233,6 +233,13 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     /// new list) and chooses how its energy and gradient go; other forms ignore it.
     fn set_pairs(&mut self, list: &NewList<'_>) {
         let _ = list;
+    }
+    /// Where a neighbour-list build writes its pairs (bodies, `i < j`): a pair form under a
+    /// cutoff's own term list, so that the list is held once (a million beads' is 34 MB);
+    /// `None` for other forms.
+    fn pair_buffer(&mut self, bodies: &Bodies) -> Option<&mut Vec<[u32; 2]>> {
+        let _ = bodies;
+        None
     }
     /// A form like this one for another evaluation state of the same model: the same plans
     /// (shared, or for a pair form under a cutoff its own, empty until its first list), its own

@@ -19,6 +19,7 @@ mod rows;
 
 use super::super::forms::{Form, FormInfo};
 use super::super::jacobian::SparseJacobian;
+use super::super::plan::Bodies;
 use super::super::terms::Kernel;
 use super::{FormOps, FormState, Inputs, NewList, Outputs, Want};
 use crate::model::HessianPart;
@@ -96,8 +97,8 @@ pub(crate) fn choose(strategy: PairStrategy, facts: PairFacts) -> PairPass {
 /// A pair form under a cutoff: its half list as terms of the term engine (the Hessian passes,
 /// and the energy and gradient when they go term by term), its rows, and the pass of the last
 /// build.
-pub(crate) struct CutoffPairs<F, const D: usize, const K: usize> {
-    terms: FormState<F, D, K>,
+pub(crate) struct CutoffPairs<F, const D: usize> {
+    terms: FormState<F, D, 2>,
     rows: Rows,
     pass: PairPass,
     /// Where the last vector and energy passes left their outputs: [`Outputs::Rows`], or with
@@ -106,9 +107,9 @@ pub(crate) struct CutoffPairs<F, const D: usize, const K: usize> {
     energy: Outputs,
 }
 
-impl<F: Form, const D: usize, const K: usize> CutoffPairs<F, D, K> {
+impl<F: Form, const D: usize> CutoffPairs<F, D> {
     /// The pair form over `terms` (empty until the first neighbour list).
-    pub fn new(terms: FormState<F, D, K>) -> Self {
+    pub fn new(terms: FormState<F, D, 2>) -> Self {
         Self {
             terms,
             rows: Rows::default(),
@@ -119,9 +120,9 @@ impl<F: Form, const D: usize, const K: usize> CutoffPairs<F, D, K> {
     }
 }
 
-impl<T, F, const D: usize, const K: usize> FormOps<T, D> for CutoffPairs<F, D, K>
+impl<T, F, const D: usize> FormOps<T, D> for CutoffPairs<F, D>
 where
-    T: Kernel<D, K, F>,
+    T: Kernel<D, 2, F>,
     F: Form,
 {
     fn info(&self) -> FormInfo {
@@ -131,7 +132,7 @@ where
         F::NAME
     }
     fn arity(&self) -> usize {
-        K
+        2
     }
     fn len(&self) -> usize {
         self.terms.list().len()
@@ -152,26 +153,26 @@ where
         FormOps::<T, D>::has_hessians(&self.terms, part)
     }
 
+    fn pair_buffer(&mut self, bodies: &Bodies) -> Option<&mut Vec<[u32; 2]>> {
+        Some(self.terms.pair_buffer(bodies))
+    }
+
     fn set_pairs(&mut self, list: &NewList<'_>) {
-        let NewList {
-            pairs,
-            bodies,
-            kinds,
-            ..
-        } = *list;
+        let NewList { bodies, kinds, .. } = *list;
         let info = FormOps::<T, D>::info(&self.terms);
         let kinds = if info.typed { kinds } else { &[] };
-        self.terms.set_terms(pairs, bodies, kinds);
+        self.terms.set_terms(bodies, kinds);
+        let pairs = self.terms.list().bodies();
         let facts = PairFacts {
             lanes: crate::simd::detected().width(),
-            free_points: D == 3 && K == 2 && bodies.free == bodies.free_of.len(),
+            free_points: D == 3 && bodies.free == bodies.free_of.len(),
             pairs_per_body: pairs.len() as f64 / bodies.free.max(1) as f64,
             types: kinds.iter().max().map_or(0, |&k| k as usize + 1),
             within: list.within,
         };
         self.pass = choose(list.strategy, facts);
         let built = match self.pass {
-            _ if const { !(D == 3 && K == 2) } => false,
+            _ if const { D != 3 } => false,
             PairPass::FullRows => self.rows.build_full(pairs, bodies.free, kinds),
             PairPass::HalfRows => self.rows.build_half(pairs, bodies.free, kinds, list.sites),
             PairPass::PerTerm => false,
@@ -197,10 +198,10 @@ where
             };
         match input.cut2 {
             // Rows are of point bodies (a constant: no row pass is made for other bodies).
-            Some(cut2) if const { D == 3 && K == 2 } && by_rows => {
+            Some(cut2) if const { D == 3 } && by_rows => {
                 let gradient = want != Want::Energy;
                 self.rows
-                    .evaluate::<T, F, D, K>(terms, input, cut2, gradient);
+                    .evaluate::<T, F, D, 2>(terms, input, cut2, gradient);
                 self.vector = if gradient {
                     Outputs::Rows
                 } else {
