@@ -395,8 +395,7 @@ fn a_liquid_numbered_at_random_is_held_in_spatial_order_with_the_same_forces() {
         perm.swap(k, (next() % (k as u64 + 1)) as usize);
     }
     let mut shuffled = data.clone();
-    for i in 0..n {
-        let p = perm[i];
+    for (i, &p) in perm.iter().enumerate() {
         shuffled.positions[p] = data.positions[i];
         shuffled.velocities[p] = data.velocities[i];
         shuffled.types[p] = data.types[i];
@@ -421,8 +420,8 @@ fn a_liquid_numbered_at_random_is_held_in_spatial_order_with_the_same_forces() {
     assert_eq!(rigid.body_order(), BodyOrder::Given);
     let moved = |x: &[f64]| {
         let mut y = vec![0.0; x.len()];
-        for i in 0..n {
-            y[3 * perm[i]..3 * perm[i] + 3].copy_from_slice(&x[3 * i..3 * i + 3]);
+        for (i, &p) in perm.iter().enumerate() {
+            y[3 * p..3 * p + 3].copy_from_slice(&x[3 * i..3 * i + 3]);
         }
         y
     };
