@@ -494,6 +494,25 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             .layout(part, self.model.bodies.free, self.to_user())
     }
 
+    /// Names of the coordinates, for a CSV header ([`crate::CsvRecorder::with_names`]): per
+    /// free body `b` (numbered from 1, the topology's order), `x{b}, y{b}, z{b}` for a point;
+    /// `x{b}_{s}, …` for the site `s` of a body of several sites of 3; else `q{b}_{d}`.
+    pub fn coordinate_names(&self) -> Vec<String> {
+        let n = self.model.topology.bodies();
+        let mut names = Vec::with_capacity(self.model.bodies.free * D);
+        for b in (0..n).filter(|&b| self.free_index(b).is_some()) {
+            let b = b + 1;
+            for d in 0..D {
+                names.push(match (D % 3, D / 3) {
+                    (0, 1) => format!("{}{b}", ["x", "y", "z"][d]),
+                    (0, _) => format!("{}{b}_{}", ["x", "y", "z"][d % 3], d / 3 + 1),
+                    _ => format!("q{b}_{}", d + 1),
+                });
+            }
+        }
+        names
+    }
+
     /// Every body's position, pinned ones included, from the coordinates `q`.
     ///
     /// # Panics
