@@ -110,6 +110,8 @@ pub struct Langevin<S> {
     /// The noise stream's position before the last step's draws, while the inner stepper can
     /// take that step back ([`Stepper::undo`]).
     undo_word_pos: Option<u128>,
+    /// `langevin(<inner>)`.
+    name: &'static str,
 }
 
 /// The Ornstein–Uhlenbeck part of a step, exact, in place on `v` (masses `masses`): block `b` of
@@ -221,6 +223,7 @@ impl<S> Langevin<S> {
         check_parameters(gamma, kt);
         Self {
             clock: Clock::new(inner.h()),
+            name: around(inner.name()),
             inner,
             gamma,
             kt,
@@ -380,9 +383,28 @@ impl<S> Clocked for Langevin<S> {
     fn clock_mut(&mut self) -> &mut Clock {
         &mut self.clock
     }
+    /// `langevin(<inner>)`: the inner method named too (a summary's `stepper`, and a
+    /// checkpoint's, which a resume with another inner method then refuses).
     fn name(&self) -> &'static str {
-        "langevin"
+        self.name
     }
+}
+
+/// `langevin(<inner>)` as a `&'static str`: made once per inner method's name and kept (a
+/// few bytes per kind of stepper a process wraps).
+fn around(inner: &'static str) -> &'static str {
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<Vec<(&'static str, &'static str)>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(|| Mutex::new(Vec::new()))
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(&(_, name)) = names.iter().find(|(i, _)| *i == inner) {
+        return name;
+    }
+    let name: &'static str = Box::leak(format!("langevin({inner})").into_boxed_str());
+    names.push((inner, name));
+    name
 }
 
 /// A step is taken back through the inner stepper (which restores the state before it, its

@@ -401,6 +401,31 @@ fn resume_rejects_checkpoints_of_another_run() {
     .unwrap_err();
     assert!(matches!(e, CheckpointError::Mismatch(_)), "{e}");
     assert!(e.to_string().contains("'zhang-skeel'"), "{e}");
+    // Langevin names its inner method: a run of it around Z&S does not resume around Verlet.
+    let lck = temp_path("other-langevin.ck");
+    let mut s = S0;
+    let summary = run_checkpointed(
+        &mut Langevin::new(ZhangSkeel::new(0.4, 0.05), 1.0, 0.1, 3),
+        &target,
+        &mut s,
+        1.0,
+        &mut [],
+        &Checkpointing::new(&lck, 5),
+    );
+    assert_eq!(summary.stepper, "langevin(zhang-skeel)");
+    let lcp = Checkpoint::read(&lck).unwrap();
+    let mut s = S0;
+    let e = resume(
+        &mut Langevin::new(VelocityVerlet::new(0.05), 1.0, 0.1, 3),
+        &target,
+        &mut s,
+        &lcp,
+        &mut [],
+        None,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("'langevin(zhang-skeel)'"), "{e}");
+    std::fs::remove_file(&lck).unwrap();
     // Other observers.
     let e = resume(
         &mut ZhangSkeel::new(0.4, 0.05),

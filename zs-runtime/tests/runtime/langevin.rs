@@ -285,7 +285,7 @@ fn zero_friction_is_the_inner_stepper() {
     assert_eq!(gla.steps_taken(), 100);
     assert_eq!(gla.inner().steps_taken(), 100);
     assert_eq!((gla.gamma(), gla.kt()), (0.0, 1.0));
-    assert_eq!(Clocked::name(&gla), "langevin");
+    assert_eq!(Clocked::name(&gla), "langevin(zhang-skeel)");
     assert_eq!(Clocked::h(&gla), 0.1);
 }
 
