@@ -154,7 +154,7 @@ where
     let Some(n) = plan(&*stepper, state.t, t_end) else {
         return invalid_h(&*stepper, state, observers);
     };
-    let mut loop_ = Loop::new(n, Some(t_end), 0);
+    let mut loop_ = Loop::new(n, Some(t_end), 0).timed_from(state.t);
     loop_.run(stepper, target, state, observers, true, None)
 }
 
@@ -170,7 +170,7 @@ where
     P: ?Sized,
     S: Stepper<P, V> + ?Sized,
 {
-    let mut loop_ = Loop::new(n, None, 0);
+    let mut loop_ = Loop::new(n, None, 0).timed_from(state.t);
     loop_.run(stepper, target, state, observers, true, None)
 }
 
@@ -230,7 +230,7 @@ where
         return invalid_h(&*stepper, state, observers);
     };
     let t0 = state.t;
-    let mut loop_ = Loop::new(n, Some(t_end), 0);
+    let mut loop_ = Loop::new(n, Some(t_end), 0).timed_from(t0);
     let mut hook = |s: &S, st: &StateOf<V>, done: u64, obs: &mut [&mut dyn Observer<P, V>]| {
         write_checkpoint(s, st, t0, t_end, n, done, obs, checkpointing)
     };
@@ -303,7 +303,7 @@ where
         o.restore_checkpoint(&checkpoint.scope(&format!("observer.{i}")))?;
     }
     *state = restored;
-    let mut loop_ = Loop::new(planned, Some(t_end), done);
+    let mut loop_ = Loop::new(planned, Some(t_end), done).timed_from(t0);
     Ok(match checkpointing {
         Some(c) => {
             let mut hook = |s: &S, st: &StateOf<V>, d: u64, obs: &mut [&mut dyn Observer<P, V>]| {
@@ -393,6 +393,10 @@ type Hook<'h, P, S, V> =
 struct Loop {
     planned: u64,
     t_end: Option<f64>,
+    /// The time of the run's step 0: after step `k` the state's time is `t0 + k·h`, not the
+    /// sum of `k` steps (whose rounding accumulates: 1 000 steps of 0.01 would end at
+    /// 10.000000000000163; the last step of a run to `t_end` ends at exactly `t_end`).
+    t0: Option<f64>,
     first: u64,
     done: u64,
     checkpoints: u64,
@@ -405,12 +409,19 @@ impl Loop {
         Self {
             planned,
             t_end,
+            t0: None,
             first,
             done: first,
             checkpoints: 0,
             error: None,
             io_error: None,
         }
+    }
+
+    /// The state's time after step `k` is `t0 + k·h`.
+    fn timed_from(mut self, t0: f64) -> Self {
+        self.t0 = Some(t0);
+        self
     }
 
     fn run<P, S, V: Vector>(
@@ -450,7 +461,11 @@ impl Loop {
                 Some(t_end) if last => {
                     let h_last = t_end - state.t;
                     if h_last.to_bits() == h.to_bits() {
-                        stepper.step(target, state)
+                        let r = stepper.step(target, state);
+                        if r.is_ok() {
+                            state.t = t_end;
+                        }
+                        r
                     } else {
                         stepper.set_h(h_last);
                         let r = stepper.step(target, state);
@@ -462,7 +477,13 @@ impl Loop {
                         r
                     }
                 }
-                _ => stepper.step(target, state),
+                _ => {
+                    let r = stepper.step(target, state);
+                    if let (Ok(()), Some(t0)) = (&r, self.t0) {
+                        state.t = t0 + (self.done + 1) as f64 * h;
+                    }
+                    r
+                }
             };
             let stepped = result.is_ok();
             let result = result.and_then(|()| {

@@ -401,3 +401,51 @@ fn csv_recorder_rejects_bad_arguments_and_is_atomic() {
     assert_eq!(text, "t,q0,v0\n0,0.1,0.2\n");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// The state's time after step k is t0 + k·h, not k additions of h: 1 000 steps of 0.01 give
+/// the times 1, 2, …, 10 exactly (accumulated, the tenth would be 10.000000000000163), in the
+/// state and in the CSV.
+#[test]
+fn the_clock_is_t0_plus_k_h_not_an_accumulated_sum() {
+    let mut accumulated = 0.0_f64;
+    for _ in 0..1000 {
+        accumulated += 0.01;
+    }
+    assert_ne!(accumulated, 10.0, "the sum this test is about");
+    let mut times = Vec::new();
+    let mut s = State::new([1.0], [0.0]);
+    let mut seen = FnObserver(|_: &_, st: &State<1>| times.push(st.t));
+    let summary = run_steps(
+        &mut VelocityVerlet::new(0.01),
+        &Pendulum,
+        &mut s,
+        1000,
+        &mut [&mut seen],
+    );
+    assert!(summary.is_ok());
+    // The start, then every step.
+    assert_eq!(times.len(), 1001);
+    for (k, &t) in times.iter().enumerate() {
+        assert_eq!(t, k as f64 * 0.01, "step {k}");
+    }
+    assert_eq!(s.t, 10.0);
+    let path = temp_path("clock.csv");
+    let mut csv = CsvRecorder::create(&path, 100).unwrap();
+    let mut s = State::new([1.0], [0.0]);
+    assert!(run(
+        &mut VelocityVerlet::new(0.01),
+        &Pendulum,
+        &mut s,
+        10.0,
+        &mut [&mut csv]
+    )
+    .is_ok());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let ts: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(ts, ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -108,7 +108,9 @@ fn constraint_guard_stops_a_penalized_run_that_leaves_the_manifold() {
         100.0,
         &mut [&mut guard],
     );
-    let good = by_hand(ZhangSkeel::new(0.4, h), &target, s0, first_bad);
+    let mut good = by_hand(ZhangSkeel::new(0.4, h), &target, s0, first_bad);
+    // The driver's clock: after step k the time is t0 + k·h, not k additions of h.
+    good.t = s0.t + first_bad as f64 * h;
     assert_eq!(
         summary.error,
         Some(StepError::new(
