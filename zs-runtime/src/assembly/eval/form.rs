@@ -138,6 +138,35 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         &self.plan.list
     }
 
+    /// Its term list was just changed (a neighbour list's pairs, over `free` free bodies): the
+    /// list's gathers follow before the first pass that reads them, its buffers now; its
+    /// Hessian gathers are dropped until the system attaches them to the pattern it makes from
+    /// the new list.
+    fn terms_changed(&mut self, free: usize) {
+        let plan = Arc::make_mut(&mut self.plan);
+        plan.free = free;
+        if let Some(grad) = plan.grad.take() {
+            self.spare_grad = grad;
+        }
+        plan.partials_for = Some(free);
+        let n = plan.list.len();
+        if !self.g.is_empty() {
+            self.g.resize(n, [[0.0; D]; K]);
+        }
+        if !self.e.is_empty() {
+            self.e.resize(n, 0.0);
+        }
+        if !self.h.is_empty() {
+            self.h.resize(n, [[[[0.0; D]; D]; K]; K]);
+        }
+        if !self.t.is_empty() {
+            self.t.resize(n, [[[[[[0.0; D]; K]; D]; K]; D]; K]);
+        }
+        self.gathers = [None, None];
+        self.vector = Outputs::Terms;
+        self.energy = Outputs::Terms;
+    }
+
     /// Phase A for `want` ([`FormOps::evaluate`]); `WINDOWED`: the terms are a neighbour list's
     /// pairs under a cutoff, which the SIMD pass filters by the cutoff first (the pair
     /// engine's per-term pass; made only there).
@@ -283,36 +312,14 @@ impl<F: Form, const D: usize> FormState<F, D, 2> {
         Arc::make_mut(&mut self.plan).list.pair_buffer(bodies)
     }
 
-    /// The pairs of a neighbour list, written into [`FormState::pair_buffer`], become the terms: the list's gathers follow before the
-    /// first pass that reads them, its buffers now; its Hessian gathers are dropped until the
-    /// system attaches them to the pattern it makes from the new list. `kinds` are the
-    /// bodies' types (empty: untyped).
+    /// The pairs of a neighbour list, written into [`FormState::pair_buffer`], become the
+    /// terms ([`FormState::terms_changed`]). `kinds` are the bodies' types (empty: untyped).
     pub fn set_terms(&mut self, bodies: &Bodies, kinds: &[u32]) {
         let typed = self.info.typed;
         let plan = Arc::make_mut(&mut self.plan);
         plan.list.pairs_written(bodies);
         plan.list.set_codes(if typed { kinds } else { &[] });
-        plan.free = bodies.free;
-        if let Some(grad) = plan.grad.take() {
-            self.spare_grad = grad;
-        }
-        plan.partials_for = Some(bodies.free);
-        let n = plan.list.len();
-        if !self.g.is_empty() {
-            self.g.resize(n, [[0.0; D]; 2]);
-        }
-        if !self.e.is_empty() {
-            self.e.resize(n, 0.0);
-        }
-        if !self.h.is_empty() {
-            self.h.resize(n, [[[[0.0; D]; D]; 2]; 2]);
-        }
-        if !self.t.is_empty() {
-            self.t.resize(n, [[[[[[0.0; D]; 2]; D]; 2]; D]; 2]);
-        }
-        self.gathers = [None, None];
-        self.vector = Outputs::Terms;
-        self.energy = Outputs::Terms;
+        self.terms_changed(bodies.free);
     }
 }
 
