@@ -242,13 +242,22 @@ pub enum CliError {
     },
     /// `zs reproduce` failed.
     #[cfg(feature = "experiments")]
+    /// What a system's own description reports (one of a program's own systems, through
+    /// [`CliError::system`]).
+    #[error("{system}: {message}")]
+    System {
+        /// The system's name.
+        system: &'static str,
+        /// What went wrong, one line.
+        message: String,
+    },
     #[error(transparent)]
     Experiment(#[from] crate::experiments::ExperimentError),
 }
 
 impl CliError {
     /// `option` does not apply to `target`, for `reason`.
-    pub(crate) fn does_not_apply(
+    pub fn does_not_apply(
         option: impl Into<String>,
         target: impl Into<String>,
         reason: Option<&'static str>,
@@ -261,7 +270,7 @@ impl CliError {
     }
 
     /// `option` applies to `applies_to` only, not to `target`.
-    pub(crate) fn applies_only_to(
+    pub fn applies_only_to(
         option: impl Into<String>,
         applies_to: impl Into<String>,
         target: impl Into<String>,
@@ -270,6 +279,15 @@ impl CliError {
             option: option.into(),
             applies_to: applies_to.into(),
             target: target.into(),
+        }
+    }
+
+    /// What `system`'s own description reports: `message` (any error), shown as one line
+    /// `zs: <system>: <message>`.
+    pub fn system(system: &'static str, message: impl std::fmt::Display) -> Self {
+        CliError::System {
+            system,
+            message: message.to_string(),
         }
     }
 

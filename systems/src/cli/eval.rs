@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::error::CliError;
-use super::system::{check_eval_options, describe};
+use super::system::check_eval_options;
 use super::EvalArgs;
 
 /// Run `zs eval` with parsed arguments.
@@ -16,8 +16,8 @@ use super::EvalArgs;
 /// # Errors
 /// An option that does not apply, an unreadable state file, an output that cannot be written.
 pub fn eval(args: &EvalArgs) -> Result<(), CliError> {
-    let sys = describe(args.system);
-    check_eval_options(sys, args)?;
+    let sys = args.system.get();
+    check_eval_options(args)?;
     let text = sys.eval(args)?;
     match &args.out {
         None => {

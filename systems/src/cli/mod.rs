@@ -51,10 +51,14 @@ mod ranks;
 pub mod reproduce;
 pub mod run;
 pub mod state_file;
-mod system;
+pub mod system;
+pub mod systems;
 pub mod temper;
 
 pub use error::CliError;
+pub use job::{Job, Profile};
+pub use system::{builtin, Accepts, CliSystem, Count};
+pub use systems::{DescriptionError, SystemArg, SystemOptions, Systems};
 
 impl EvalArgs {
     /// `--in`, which every system but kremer-grest needs.
@@ -95,48 +99,6 @@ pub enum Command {
     Temper(Box<temper::TemperArgs>),
     /// An ensemble: the same run for R seeds, one CSV each and a summary across them.
     Ensemble(Box<ensemble::EnsembleArgs>),
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SystemName {
-    /// Planar double pendulum of Tao & Owhadi §4.1 (4 DOF, 2 constraints).
-    DoublePendulum,
-    /// Chain of n pendula of Tao & Owhadi §4.2 (2n DOF, n constraints; --n, default 10).
-    Chain,
-    /// DNA base-pair ring of Tao & Owhadi §4.4 (N DOF, unconstrained; --n, default 200).
-    Dna,
-    /// Cluster of rigid TIP3P waters, Tao & Owhadi §4.3 (9N DOF, 3N constraints; --n, default 7;
-    /// atoms O, H, H; Å, kcal/mol, AKMA time).
-    Water,
-    /// Magnetized rigid body of Tao & Owhadi §4.5, R relaxed to 9 coordinates R11…R33 with the
-    /// penalty ½ω²‖RᵀR − I‖² (ω = 10); --b-mu (default −1); lie-euler integrates on SO(3).
-    RigidBody,
-    /// FENE bead-spring polymer melt of LAMMPS's in.chain benchmark (LJ units; periodic box,
-    /// pair cutoff 1.12 with a neighbour list); needs --data FILE, a LAMMPS data file.
-    KremerGrest,
-    /// TraPPE united-atom n-alkane liquid (LAMMPS real units: Å, kcal/mol, fs; bonds, angles,
-    /// OPLS torsions, LJ mixed from CH3/CH2 types cut at 14 Å): --data FILE, or built with
-    /// --n-molecules, --length, --density, --seed.
-    Alkane,
-    /// The alkane liquid with its bonds held at 1.54 Å (TraPPE's own model): SHAKE, RATTLE
-    /// (the default, h = 2 fs) or the Z&S penalty.
-    AlkaneRigid,
-}
-
-impl SystemName {
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            SystemName::DoublePendulum => "double-pendulum",
-            SystemName::Chain => "chain",
-            SystemName::Dna => "dna",
-            SystemName::Water => "water",
-            SystemName::RigidBody => "rigid-body",
-            SystemName::KremerGrest => "kremer-grest",
-            SystemName::Alkane => "alkane",
-            SystemName::AlkaneRigid => "alkane-rigid",
-        }
-    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,8 +171,7 @@ pub enum MinimizerName {
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
     /// System to integrate.
-    #[arg(value_enum)]
-    pub system: SystemName,
+    pub system: SystemArg,
     /// Integrator (default: zs; verlet for kremer-grest).
     #[arg(long, value_enum)]
     pub integrator: Option<IntegratorName>,
@@ -244,15 +205,6 @@ pub struct RunArgs {
     /// positions wrapped with image flags, velocities, bonds; LAMMPS's `read_data` reads it.
     #[arg(long = "write-data", value_name = "FILE")]
     pub write_data: Option<PathBuf>,
-    /// Molecules of the liquid to build (alkane, without --data; default 2500).
-    #[arg(long = "n-molecules", value_name = "M", value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
-    pub n_molecules: Option<u64>,
-    /// Sites per molecule of the liquid to build (alkane: 4 is butane; default 4).
-    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u64).range(2..), allow_negative_numbers = true)]
-    pub length: Option<u64>,
-    /// Density of the liquid to build, g/cm³ (alkane; default 0.58, butane near 272 K).
-    #[arg(long, value_name = "D", value_parser = positive_f64, allow_negative_numbers = true)]
-    pub density: Option<f64>,
     /// Start from the last row of this state file (a CSV written by `zs run --out`: t, the
     /// coordinates, the velocities) instead of the paper's initial state.
     #[arg(long, value_name = "FILE")]
@@ -271,33 +223,10 @@ pub struct RunArgs {
     /// Langevin temperature kT (needs --gamma).
     #[arg(long, value_parser = nonnegative_f64, allow_negative_numbers = true)]
     pub kt: Option<f64>,
-    /// Sign of gravity in V (pendula).
-    #[arg(long, value_enum)]
-    pub gravity: Option<GravitySign>,
-    /// Field strength × dipole moment Bμ of the rigid body's V = Bμ R33 (default −1: R = I is
-    /// the minimum; the paper does not print it).
-    #[arg(long = "b-mu", value_name = "X", allow_negative_numbers = true, value_parser = finite_f64)]
-    pub b_mu: Option<f64>,
     /// Threads evaluating the terms of an assembled system (chain, dna, water; default: rayon's,
     /// one per core). The results are the same bits whatever the number.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub threads: Option<u64>,
-    /// Stop (typed error, trajectory kept and marked) when an oxygen gets farther than this from
-    /// the cluster's centroid, in Å (water): a molecule leaving the cluster.
-    #[arg(long, value_name = "R", value_parser = positive_f64, allow_negative_numbers = true)]
-    pub max_radius: Option<f64>,
-    /// Relax the start first (water): minimise the integrated potential (`--minimizer`) until
-    /// the root-mean-square force is below `--minimize-tol`, so that little energy is released
-    /// at the start.
-    #[arg(long)]
-    pub minimize: bool,
-    /// Force tolerance of `--minimize`, kcal/mol/Å: the root-mean-square of the force
-    /// components for L-BFGS (OpenMM's criterion), the largest component for FIRE.
-    #[arg(long = "minimize-tol", value_name = "F", default_value_t = 0.01, value_parser = positive_f64)]
-    pub minimize_tol: f64,
-    /// Minimiser of `--minimize`.
-    #[arg(long, value_enum, default_value_t = MinimizerName::Lbfgs)]
-    pub minimizer: MinimizerName,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -328,14 +257,16 @@ pub struct RunArgs {
     /// final OUT is byte-for-byte the same file.
     #[arg(long, value_name = "FILE")]
     pub resume: Option<PathBuf>,
+    /// The options the system declares ([`CliSystem::options`]).
+    #[arg(skip)]
+    pub options: SystemOptions,
 }
 
 /// Arguments of `zs eval`.
 #[derive(clap::Args, Debug)]
 pub struct EvalArgs {
     /// System whose potential to evaluate.
-    #[arg(value_enum)]
-    pub system: SystemName,
+    pub system: SystemArg,
     /// State file: a CSV with a header, t then the coordinates in the system's order (further
     /// columns — velocities, outputs — are ignored).
     #[arg(long = "in", value_name = "FILE")]
@@ -351,15 +282,12 @@ pub struct EvalArgs {
     /// Evaluate the penalized V + ½ω²|g|² (constrained systems).
     #[arg(long, value_parser = positive_f64, allow_negative_numbers = true)]
     pub omega: Option<f64>,
-    /// Sign of gravity in V (pendula).
-    #[arg(long, value_enum)]
-    pub gravity: Option<GravitySign>,
-    /// Bμ of the rigid body (default −1).
-    #[arg(long = "b-mu", value_name = "X", allow_negative_numbers = true, value_parser = finite_f64)]
-    pub b_mu: Option<f64>,
     /// Output CSV (default: standard output; a missing directory is created).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The options the system declares for `zs eval` ([`CliSystem::eval_options`]).
+    #[arg(skip)]
+    pub options: SystemOptions,
 }
 
 /// Arguments of `zs nma`.
@@ -367,8 +295,7 @@ pub struct EvalArgs {
 pub struct NmaArgs {
     /// System to analyse (water, dna, chain, double-pendulum; alkane, alkane-rigid,
     /// kremer-grest with --data).
-    #[arg(value_enum)]
-    pub system: SystemName,
+    pub system: SystemArg,
     /// Start from the last row of this state file (as `zs run --init`) instead of the
     /// system's own start.
     #[arg(long, value_name = "FILE")]
@@ -406,7 +333,8 @@ pub struct NmaArgs {
     pub shift: f64,
 }
 
-fn positive_f64(s: &str) -> Result<f64, String> {
+/// A value parser for declared options (its error says what it takes).
+pub fn positive_f64(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
         Ok(_) => Err(format!("must be a finite number > 0, got {s}")),
@@ -414,12 +342,14 @@ fn positive_f64(s: &str) -> Result<f64, String> {
     }
 }
 
-fn seed_u64(s: &str) -> Result<u64, String> {
+/// A value parser for declared options (its error says what it takes).
+pub fn seed_u64(s: &str) -> Result<u64, String> {
     s.parse::<u64>()
         .map_err(|_| format!("must be an integer from 0 to {}, got {s}", u64::MAX))
 }
 
-fn finite_f64(s: &str) -> Result<f64, String> {
+/// A value parser for declared options (its error says what it takes).
+pub fn finite_f64(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() => Ok(x),
         Ok(_) => Err(format!("must be a finite number, got {s}")),
@@ -427,7 +357,8 @@ fn finite_f64(s: &str) -> Result<f64, String> {
     }
 }
 
-fn at_least_one_f64(s: &str) -> Result<f64, String> {
+/// A value parser for declared options (its error says what it takes).
+pub fn at_least_one_f64(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x >= 1.0 => Ok(x),
         Ok(_) => Err(format!("must be a number >= 1, got {s}")),
@@ -435,7 +366,8 @@ fn at_least_one_f64(s: &str) -> Result<f64, String> {
     }
 }
 
-fn nonnegative_f64(s: &str) -> Result<f64, String> {
+/// A value parser for declared options (its error says what it takes).
+pub fn nonnegative_f64(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
         Ok(_) => Err(format!("must be a finite number >= 0, got {s}")),
@@ -443,9 +375,42 @@ fn nonnegative_f64(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Entry point of the `zs` binary.
+/// Entry point of the `zs` binary: [`main_with`] the built-in systems ([`builtin`]).
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    main_with(builtin())
+}
+
+/// The `zs` program over `systems`: `run`, `eval`, `nma` (feature `faer`), `ensemble`,
+/// `temper` and `reproduce`, with `zs`'s options, files, checkpoints, errors and exit codes, for
+/// the systems a program describes ([`CliSystem`]). A crate of one's own writes
+///
+/// ```text
+/// fn main() -> std::process::ExitCode {
+///     zs_systems::cli::main_with(vec![Box::new(MySystem)])
+/// }
+/// ```
+///
+/// (`examples/own-system/` in the repository is the template). Descriptions that contradict
+/// each other (a name used twice, an option clashing with one of `zs run`'s) are one line on
+/// stderr and exit status 1, before any argument is read.
+pub fn main_with(systems: Vec<Box<dyn CliSystem>>) -> ExitCode {
+    main_from(systems, std::env::args_os())
+}
+
+/// [`main_with`] on the command line `args` (its first word is the program's name).
+pub fn main_from<I, T>(systems: Vec<Box<dyn CliSystem>>, args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let systems = match Systems::new(systems) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("zs: {}", one_line(&e.to_string()));
+            return ExitCode::FAILURE;
+        }
+    };
+    let cli = match parse(systems, args) {
         Ok(cli) => cli,
         Err(e) => return parse_error(&e),
     };
@@ -474,6 +439,28 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The command line `args` of a program offering `systems`, with the values of the options
+/// the systems declared handed to the subcommand's arguments.
+fn parse<I, T>(systems: &'static Systems, args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = systems.command().try_get_matches_from(args)?;
+    let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)?;
+    if let Some((_, sub)) = matches.subcommand() {
+        let options = SystemOptions::new(sub.clone());
+        match &mut cli.command {
+            Command::Run(a) => a.options = options,
+            Command::Ensemble(a) => a.run.options = options,
+            Command::Temper(a) => a.run.options = options,
+            Command::Eval(a) => a.options = options,
+            Command::Nma(_) | Command::Reproduce(_) => {}
+        }
+    }
+    Ok(cli)
 }
 
 /// Report a command-line error: help and version go to stdout with exit 0; everything else is

@@ -16,7 +16,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::error::CliError;
-use super::system::describe;
 use super::system::modes::FRAMES;
 use super::NmaArgs;
 
@@ -26,7 +25,7 @@ use super::NmaArgs;
 /// An option that does not apply, an unreadable state, a failed minimisation or eigensolve,
 /// an output that cannot be written.
 pub fn nma(args: &NmaArgs) -> Result<(), CliError> {
-    let sys = describe(args.system);
+    let sys = args.system.get();
     if args.modes.is_some() && args.modes == args.out {
         return Err(CliError::SameFile {
             first: "--out",

@@ -12,7 +12,7 @@ use zs_runtime::{Checkpoint, CheckpointError};
 
 use super::error::CliError;
 use super::job::{in_pool, resume::run_meta, Job, Profile};
-use super::system::{describe, which, CliSystem};
+use super::system::CliSystem;
 use super::{IntegratorName, RunArgs};
 
 /// Run `zs run` with parsed arguments.
@@ -20,7 +20,7 @@ use super::{IntegratorName, RunArgs};
 /// # Errors
 /// An option that does not apply, an unusable state file or checkpoint, a failed step.
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
-    let sys = describe(args.system);
+    let sys = args.system.get();
     let method = args.integrator.unwrap_or_else(|| sys.default_integrator());
     match (args.gamma, args.kt) {
         (Some(_), None) => return Err(CliError::Requires("--gamma", "--kt")),
@@ -81,33 +81,22 @@ pub(super) fn check_options(
     method: IntegratorName,
 ) -> Result<(), CliError> {
     use IntegratorName as I;
-    let (a, name) = (sys.accepts(), sys.name());
+    let (a, name, all) = (sys.accepts(), sys.name(), args.system.all());
     let method_name = method.clap_name();
     if args.n.is_some() && a.n.is_none() {
         return Err(CliError::applies_only_to(
             "--n",
-            which(|a| a.n.is_some()),
+            all.which(|s| s.accepts().n.is_some()),
             name,
         ));
     }
     if args.threads.is_some() && !a.threads {
         return Err(CliError::applies_only_to(
             "--threads",
-            format!("the assembled systems {}", which(|a| a.threads)),
-            name,
-        ));
-    }
-    if args.gravity.is_some() && !a.gravity {
-        return Err(CliError::applies_only_to(
-            "--gravity",
-            format!("the pendula {}", which(|a| a.gravity)),
-            name,
-        ));
-    }
-    if args.b_mu.is_some() && !a.rigid_body {
-        return Err(CliError::applies_only_to(
-            "--b-mu",
-            which(|a| a.rigid_body),
+            format!(
+                "the assembled systems {}",
+                all.which(|s| s.accepts().threads)
+            ),
             name,
         ));
     }
@@ -116,30 +105,15 @@ pub(super) fn check_options(
         (args.write_data.is_some(), "--write-data"),
     ] {
         if given && !a.data {
-            return Err(CliError::applies_only_to(option, which(|a| a.data), name));
-        }
-    }
-    for (given, option) in [
-        (args.n_molecules.is_some(), "--n-molecules"),
-        (args.length.is_some(), "--length"),
-        (args.density.is_some(), "--density"),
-    ] {
-        if given && !a.builder {
             return Err(CliError::applies_only_to(
                 option,
-                which(|a| a.builder),
+                all.which(|s| s.accepts().data),
                 name,
-            ));
-        }
-        if given && args.data.is_some() {
-            return Err(CliError::does_not_apply(
-                option,
-                name,
-                Some("--data gives the liquid; these options build one instead"),
             ));
         }
     }
-    if method == I::LieEuler && !a.rigid_body {
+    args.options.check(all.run_options(), name)?;
+    if method == I::LieEuler && !a.lie_euler {
         return Err(CliError::does_not_apply(
             "--integrator lie-euler",
             name,
@@ -175,18 +149,6 @@ pub(super) fn check_options(
             }
         }
     }
-    for (given, option) in [
-        (args.max_radius.is_some(), "--max-radius"),
-        (args.minimize, "--minimize"),
-    ] {
-        if given && !a.cluster {
-            return Err(CliError::applies_only_to(
-                option,
-                which(|a| a.cluster),
-                name,
-            ));
-        }
-    }
     if !method.is_penalty_method() && args.omega.is_some() {
         return Err(CliError::does_not_apply(
             "--omega",
@@ -219,7 +181,7 @@ pub(super) fn check_options(
             "a resumed run continues from its checkpoint's state",
         ));
     }
-    Ok(())
+    sys.check(args)
 }
 
 /// Every file the run writes is a distinct file and none is a directory: refused before any
@@ -227,8 +189,7 @@ pub(super) fn check_options(
 fn check_outputs(sys: &dyn CliSystem, args: &RunArgs, out: &Path) -> Result<(), CliError> {
     let xyz = out.with_extension("xyz");
     let mut files: Vec<(&'static str, &Path)> = vec![("--out", out)];
-    if sys.accepts().cluster || sys.accepts().data {
-        // The systems that also write an extended XYZ trajectory beside the CSV.
+    if sys.accepts().xyz {
         files.push(("--out's XYZ trajectory", &xyz));
     }
     if let Some(c) = &args.checkpoint {

@@ -24,7 +24,6 @@ pub use super::job::TemperCheckpoint;
 use super::job::{in_pool, resume::run_meta, Job, TemperPlan};
 use super::ranks::Ranks;
 use super::run::{check_memory, check_named_checkpoint, check_options, ensure_dir, profile};
-use super::system::describe;
 use super::{positive_f64, IntegratorName, RunArgs};
 
 /// Arguments of `zs temper`.
@@ -51,7 +50,7 @@ pub struct TemperArgs {
 /// whose step failed (reported after the others finished).
 pub fn temper(args: &TemperArgs) -> Result<(), CliError> {
     let r = &args.run;
-    let sys = describe(r.system);
+    let sys = r.system.get();
     let method = r.integrator.unwrap_or_else(|| sys.default_integrator());
     let refused = [
         (

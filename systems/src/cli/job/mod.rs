@@ -34,7 +34,7 @@ pub(crate) type DynConstrained<'a> = dyn ConstrainedModel<Vec<f64>, Vec<f64>> + 
 pub(crate) type DynStiff<'a> = dyn StiffModel<Vec<f64>> + Sync + 'a;
 
 /// What a run does with its final `q` and `v` once it completed.
-pub(crate) type AtEnd<'a> = dyn Fn(&[f64], &[f64]) -> Result<(), CliError> + Sync + 'a;
+pub type AtEnd<'a> = dyn Fn(&[f64], &[f64]) -> Result<(), CliError> + Sync + 'a;
 
 /// Run `f` on a rayon pool of `threads` threads (`--threads`; rayon's default without it): a
 /// system is built there and its terms evaluated there, and nothing is allocated per step.
@@ -57,10 +57,14 @@ pub(crate) fn in_pool<T: Send>(threads: Option<u64>, f: impl FnOnce() -> T + Sen
 
 /// The paper's parameters of a system, overridden by the command line.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Profile {
+pub struct Profile {
+    /// The step.
     pub h: f64,
+    /// The final time.
     pub t_end: f64,
+    /// The penalty frequency ω.
     pub omega: f64,
+    /// Z&S's (and Newmark's) β.
     pub beta: f64,
     /// Record every `every`-th step.
     pub every: u64,
@@ -70,29 +74,29 @@ pub(crate) struct Profile {
 
 /// One `zs run` invocation: its arguments, output, checkpoint to resume, parameters, and what
 /// the system adds to the CSV.
-pub(crate) struct Job<'a> {
-    pub args: &'a RunArgs,
-    pub out: PathBuf,
-    pub resume: Option<&'a Checkpoint>,
-    pub p: Profile,
+pub struct Job<'a> {
+    pub(crate) args: &'a RunArgs,
+    pub(crate) out: PathBuf,
+    pub(crate) resume: Option<&'a Checkpoint>,
+    pub(crate) p: Profile,
     /// The arguments saved in checkpoints (and compared on resume).
-    pub meta: Checkpoint,
+    pub(crate) meta: Checkpoint,
     /// Atom symbols (one per 3 coordinates): also write an extended XYZ trajectory beside the
     /// CSV (`<out>.xyz`).
-    pub xyz: Option<Symbols>,
+    pub(crate) xyz: Option<Symbols>,
     /// `--max-radius` (water): stop when a molecule leaves the cluster.
-    pub cluster_guard: Option<ClusterGuard>,
+    pub(crate) cluster_guard: Option<ClusterGuard>,
     /// Under a pair cutoff: stop when a body moves more than the neighbour-list skin in a step.
-    pub move_guard: Option<MoveGuard>,
+    pub(crate) move_guard: Option<MoveGuard>,
     /// The rigid body: an `orthogonality_defect` column `‖RᵀR − I‖_F` and its maximum in the
     /// summary.
-    pub orthogonality: bool,
+    pub(crate) orthogonality: bool,
     /// A periodic box `(lo, sides)`: the XYZ frames carry `Lattice=` and wrapped positions.
-    pub lattice: Option<([f64; 3], [f64; 3])>,
+    pub(crate) lattice: Option<([f64; 3], [f64; 3])>,
     /// Called with the final `q` and `v` of a run that completed (`--write-data`).
-    pub at_end: Option<&'a AtEnd<'a>>,
+    pub(crate) at_end: Option<&'a AtEnd<'a>>,
     /// `zs temper`: replica exchange over this ladder instead of one run.
-    pub temper: Option<&'a TemperPlan<'a>>,
+    pub(crate) temper: Option<&'a TemperPlan<'a>>,
 }
 
 impl<'a> Job<'a> {
@@ -122,13 +126,43 @@ impl<'a> Job<'a> {
     }
 }
 
-impl Job<'_> {
+impl<'a> Job<'a> {
     /// How many evaluation states of the model the job steps at once ([`Job::run`] takes a
     /// system and a target for each): one for a run; for `zs temper`, one per replica this
     /// rank holds, stepped side by side on its pool.
     pub fn replicas(&self) -> usize {
         self.temper
             .map_or(1, |plan| plan.ranks.block(plan.kt.len()).len())
+    }
+
+    /// The run's parameters: the defaults of the system overridden by the command line.
+    pub fn profile(&self) -> Profile {
+        self.p
+    }
+
+    /// True when the run continues from a checkpoint (`--resume`): a start that is built
+    /// only once (a minimisation, thermal velocities) is not built again.
+    pub fn is_resumed(&self) -> bool {
+        self.resume.is_some()
+    }
+
+    /// A periodic box `(lo, sides)`: the XYZ frames carry `Lattice=` and wrapped positions.
+    pub fn with_lattice(mut self, lo: [f64; 3], sides: [f64; 3]) -> Self {
+        self.lattice = Some((lo, sides));
+        self
+    }
+
+    /// Stop (a typed error, the trajectory kept) when a body moves more than `guard` allows
+    /// in one step: under a pair cutoff, half the neighbour list's skin.
+    pub fn with_move_guard(mut self, guard: MoveGuard) -> Self {
+        self.move_guard = Some(guard);
+        self
+    }
+
+    /// Call `at_end` with the final `q` and `v` of a run that completed (`--write-data`).
+    pub fn with_at_end(mut self, at_end: &'a AtEnd<'a>) -> Self {
+        self.at_end = Some(at_end);
+        self
     }
 
     /// Also write the positions as extended XYZ, atoms named by `symbols`.

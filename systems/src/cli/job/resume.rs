@@ -7,7 +7,7 @@ use zs_runtime::Checkpoint;
 
 use super::Profile;
 use crate::cli::error::CliError;
-use crate::cli::{GravitySign, RunArgs};
+use crate::cli::RunArgs;
 
 /// The arguments that define the run, saved in every checkpoint (`cli.*`) and compared on
 /// resume. The names are the options' names.
@@ -21,10 +21,6 @@ pub(crate) fn run_meta(args: &RunArgs, system: &str, out: &Path, p: &Profile) ->
     m.set_f64("omega", p.omega);
     m.set_f64("beta", p.beta);
     m.set_u64("every", p.every);
-    m.set_str(
-        "gravity",
-        &format!("{:?}", args.gravity.unwrap_or(GravitySign::Physical)),
-    );
     m.set_str("out", &out.display().to_string());
     m.set_f64s(
         "n",
@@ -38,8 +34,15 @@ pub(crate) fn run_meta(args: &RunArgs, system: &str, out: &Path, p: &Profile) ->
     m.set_f64s("kt", args.kt.as_slice());
     m.set_f64s("max-energy-drift", args.max_energy_drift.as_slice());
     m.set_f64s("max-residual", args.max_residual.as_slice());
-    m.set_f64s("max-radius", args.max_radius.as_slice());
     m.set_f64s("max-condition", args.max_condition.as_slice());
+    // The options the system declares, as written (or their defaults): a value option is
+    // part of the run; a flag (water's `--minimize`) only acts before the first step.
+    for d in args.system.all().run_options() {
+        let id = d.arg.get_id().as_str();
+        if d.by.contains(&system) && d.arg.get_action().takes_values() {
+            m.set_str(id, &args.options.raw(id).unwrap_or_default());
+        }
+    }
     cp
 }
 

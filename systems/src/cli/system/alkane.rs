@@ -40,6 +40,37 @@ where
         })
 }
 
+/// The options that build a liquid (without `--data`).
+const BUILDER: [&str; 3] = ["n-molecules", "length", "density"];
+
+/// `--n-molecules`, `--length`, `--density`: the liquid the system builds without `--data`
+/// (both alkanes declare them, through this one function).
+fn builder_options() -> Vec<clap::Arg> {
+    use clap::{value_parser, Arg};
+    vec![
+        Arg::new("n-molecules")
+            .long("n-molecules")
+            .value_name("M")
+            .value_parser(value_parser!(u64).range(1..))
+            .allow_negative_numbers(true)
+            .help("Molecules of the liquid to build (alkane, without --data; default 2500)"),
+        Arg::new("length")
+            .long("length")
+            .value_name("C")
+            .value_parser(value_parser!(u64).range(2..))
+            .allow_negative_numbers(true)
+            .help("Sites per molecule of the liquid to build (alkane: 4 is butane; default 4)"),
+        Arg::new("density")
+            .long("density")
+            .value_name("D")
+            .value_parser(crate::cli::positive_f64)
+            .allow_negative_numbers(true)
+            .help(
+                "Density of the liquid to build, g/cm³ (alkane; default 0.58, butane near 272 K)",
+            ),
+    ]
+}
+
 /// The liquid of `--data`, or the one the builder options describe.
 fn liquid<V: Variant>(args: &RunArgs) -> Result<(Liquid<V>, String), CliError>
 where
@@ -48,8 +79,12 @@ where
     if let Some(path) = &args.data {
         return Ok((read(path)?, path.display().to_string()));
     }
-    let (m, c) = (args.n_molecules.unwrap_or(2500), args.length.unwrap_or(4));
-    let density = args.density.unwrap_or(0.58);
+    let o = &args.options;
+    let (m, c) = (
+        o.get::<u64>("n-molecules").unwrap_or(2500),
+        o.get::<u64>("length").unwrap_or(4),
+    );
+    let density = o.get::<f64>("density").unwrap_or(0.58);
     let temperature = args.kt.map_or(272.0, |kt| kt / KB);
     let seed = args.seed.unwrap_or(0);
     let built = Trappe::<V>::trappe()
@@ -75,24 +110,38 @@ where
     }
     fn accepts(&self) -> Accepts {
         Accepts {
-            n: None,
             constraints: if V::RIGID_BONDS {
                 Ok(())
             } else {
                 Err("its bonds are flexible (harmonic, K = 452.9 kcal/mol/Å²): alkane-rigid holds them at 1.54 Å")
             },
-            omega: false,
-            gravity: false,
-            rigid_body: false,
             threads: true,
-            cluster: false,
             data: true,
-            stiff_split: false,
-            builder: true,
+            xyz: true,
+            ..Accepts::default()
         }
     }
-    fn omega(&self) -> f64 {
-        0.0
+    fn about(&self) -> &'static str {
+        if V::RIGID_BONDS {
+            "The alkane liquid with its bonds held at 1.54 Å (TraPPE's own model): SHAKE, RATTLE (the default, h = 2 fs) or the Z&S penalty"
+        } else {
+            "TraPPE united-atom n-alkane liquid (LAMMPS real units: Å, kcal/mol, fs; bonds, angles, OPLS torsions, LJ mixed from CH3/CH2 types cut at 14 Å): --data FILE, or built with --n-molecules, --length, --density, --seed"
+        }
+    }
+    fn options(&self) -> Vec<clap::Arg> {
+        builder_options()
+    }
+    fn check(&self, args: &RunArgs) -> Result<(), CliError> {
+        for option in BUILDER {
+            if args.data.is_some() && args.options.given(option) {
+                return Err(CliError::does_not_apply(
+                    format!("--{option}"),
+                    self.name(),
+                    Some("--data gives the liquid; these options build one instead"),
+                ));
+            }
+        }
+        Ok(())
     }
     fn defaults(&self, _method: IntegratorName, _omega: f64) -> (f64, f64, f64) {
         // Flexible: 1 fs (the bonds' period is 27 fs); bonds fixed: 2 fs; 100 fs.

@@ -1,7 +1,7 @@
 //! `chain`: the chain of `n` pendula of Tao & Owhadi §4.2, assembled (a site term per mass, a
 //! bond constraint per rod, the pivot pinned).
 
-use super::{count, gravity, gravity_name, run_assembled, table, Accepts, CliSystem};
+use super::{count, gravity, gravity_name, run_assembled, table, Accepts, CliSystem, Count};
 use crate::chain::{self, PendulumChain};
 use crate::cli::error::CliError;
 use crate::cli::job::Job;
@@ -13,18 +13,27 @@ impl CliSystem for ChainCli {
     fn name(&self) -> &'static str {
         "chain"
     }
+    fn about(&self) -> &'static str {
+        "Chain of n pendula of Tao & Owhadi §4.2 (2n DOF, n constraints; --n, default 10)"
+    }
+    fn options(&self) -> Vec<clap::Arg> {
+        vec![super::gravity_option()]
+    }
+    fn eval_options(&self) -> Vec<clap::Arg> {
+        vec![super::gravity_option()]
+    }
     fn accepts(&self) -> Accepts {
         Accepts {
-            n: Some(("pendula", chain::N, 1)),
+            n: Some(Count {
+                what: "pendula",
+                default: chain::N,
+                least: 1,
+                too_few: "too few bodies",
+            }),
             constraints: Ok(()),
             omega: true,
-            gravity: true,
-            rigid_body: false,
             threads: true,
-            cluster: false,
-            data: false,
-            stiff_split: false,
-            builder: false,
+            ..Accepts::default()
         }
     }
     fn memory_estimate(&self, n: usize, _method: IntegratorName) -> f64 {
@@ -44,7 +53,7 @@ impl CliSystem for ChainCli {
     }
     fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
         let n = count(self, args.n)?;
-        let g = gravity(args.gravity);
+        let g = gravity(args.options.get("gravity"));
         let system = PendulumChain {
             gravity: g,
             ..PendulumChain::paper()
@@ -62,7 +71,7 @@ impl CliSystem for ChainCli {
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let n = count(self, args.n)?;
         let system = PendulumChain {
-            gravity: gravity(args.gravity),
+            gravity: gravity(args.options.get("gravity")),
             ..PendulumChain::paper()
         }
         .assemble(n);

@@ -1,7 +1,7 @@
 //! `dna`: the DNA base-pair ring of Tao & Owhadi §4.4, assembled (a site and a bond term,
 //! unconstrained).
 
-use super::{count, run_assembled, table, Accepts, CliSystem};
+use super::{count, run_assembled, table, Accepts, CliSystem, Count};
 use crate::cli::error::CliError;
 use crate::cli::job::Job;
 use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
@@ -13,18 +13,20 @@ impl CliSystem for DnaCli {
     fn name(&self) -> &'static str {
         "dna"
     }
+    fn about(&self) -> &'static str {
+        "DNA base-pair ring of Tao & Owhadi §4.4 (N DOF, unconstrained; --n, default 200)"
+    }
     fn accepts(&self) -> Accepts {
         Accepts {
-            n: Some(("base pairs", dna::N, 3)),
+            n: Some(Count {
+                what: "base pairs",
+                default: dna::N,
+                least: 3,
+                too_few: "a DNA ring needs at least 3 base pairs",
+            }),
             constraints: Err("it has no constraints (nor a stiff part)"),
-            omega: false,
-            gravity: false,
-            rigid_body: false,
             threads: true,
-            cluster: false,
-            data: false,
-            stiff_split: false,
-            builder: false,
+            ..Accepts::default()
         }
     }
     fn memory_estimate(&self, n: usize, _method: IntegratorName) -> f64 {

@@ -17,18 +17,20 @@ impl CliSystem for DoublePendulumCli {
     fn name(&self) -> &'static str {
         "double-pendulum"
     }
+    fn about(&self) -> &'static str {
+        "Planar double pendulum of Tao & Owhadi §4.1 (4 DOF, 2 constraints)"
+    }
+    fn options(&self) -> Vec<clap::Arg> {
+        vec![super::gravity_option()]
+    }
+    fn eval_options(&self) -> Vec<clap::Arg> {
+        vec![super::gravity_option()]
+    }
     fn accepts(&self) -> Accepts {
         Accepts {
-            n: None,
             constraints: Ok(()),
             omega: true,
-            gravity: true,
-            rigid_body: false,
-            threads: false,
-            cluster: false,
-            data: false,
-            stiff_split: false,
-            builder: false,
+            ..Accepts::default()
         }
     }
     fn omega(&self) -> f64 {
@@ -43,7 +45,7 @@ impl CliSystem for DoublePendulumCli {
         (h, 50.0, double_pendulum::BETA)
     }
     fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
-        let g = gravity(args.gravity);
+        let g = gravity(args.options.get("gravity"));
         let system = DoublePendulum {
             gravity: g,
             ..DoublePendulum::paper()
@@ -63,7 +65,7 @@ impl CliSystem for DoublePendulumCli {
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let system = DoublePendulum {
-            gravity: gravity(args.gravity),
+            gravity: gravity(args.options.get("gravity")),
             ..DoublePendulum::paper()
         };
         let names = NAMES.map(String::from);

@@ -47,18 +47,17 @@ impl CliSystem for KremerGrestCli {
     fn name(&self) -> &'static str {
         "kremer-grest"
     }
+    fn about(&self) -> &'static str {
+        "FENE bead-spring polymer melt of LAMMPS's in.chain benchmark (LJ units; periodic box, pair cutoff 1.12 with a neighbour list); needs --data FILE, a LAMMPS data file"
+    }
     fn accepts(&self) -> Accepts {
         Accepts {
-            n: None,
             constraints: Err("it has no constraints (its FENE bonds are flexible; zss-stiff puts them in its solve as the stiff part)"),
-            omega: false,
-            gravity: false,
-            rigid_body: false,
             threads: true,
-            cluster: false,
             data: true,
             stiff_split: true,
-            builder: false,
+            xyz: true,
+            ..Accepts::default()
         }
     }
     fn omega(&self) -> f64 {

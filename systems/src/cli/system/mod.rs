@@ -1,8 +1,10 @@
-//! The systems of the command line, one description each ([`CliSystem`]): its name, the
-//! options that apply to it ([`Accepts`]), the paper's defaults, how it is built from the
-//! arguments, what a run writes besides the CSV, and its `zs eval`. `zs run` and `zs eval` are
-//! written once over these descriptions; a new system is a file here, a [`SystemName`] variant
-//! and a line in [`describe`].
+//! The systems of the command line, one description each ([`CliSystem`]): its name, what the
+//! shared options mean for it ([`Accepts`]), the options it adds ([`CliSystem::options`]), the
+//! paper's defaults, how it is built from the arguments, what a run writes besides the CSV,
+//! and its `zs eval` and `zs nma`. `zs run`, `zs eval`, `zs nma`, `zs ensemble` and
+//! `zs temper` are written once over these descriptions; a program offers the systems it
+//! gives [`main_with`](super::main_with) (`zs`: [`builtin`]). A new built-in system is a file
+//! here and a line in [`builtin`].
 
 mod alkane;
 mod chain;
@@ -10,7 +12,7 @@ mod dna;
 mod double_pendulum;
 mod kremer_grest;
 #[cfg(feature = "faer")]
-pub(crate) mod modes;
+pub mod modes;
 mod rigid_body;
 mod water;
 
@@ -20,45 +22,98 @@ use zs_runtime::{Model, Vector};
 
 use super::error::CliError;
 use super::job::Job;
-use super::{state_file, EvalArgs, GravitySign, IntegratorName, RunArgs, SystemName};
+use super::{state_file, EvalArgs, GravitySign, IntegratorName, RunArgs};
 
-/// The options a system takes (each given to a system that does not take it is a one-line
-/// error naming the systems it applies to).
+/// `--n`: what it counts, its default, its least value and why fewer is refused.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Accepts {
-    /// `--n`: what it counts, its default, its least value.
-    pub n: Option<(&'static str, usize, usize)>,
+pub struct Count {
+    /// What `--n` counts ("pendula").
+    pub what: &'static str,
+    /// Its value when not given.
+    pub default: usize,
+    /// The least value taken.
+    pub least: usize,
+    /// Why fewer is refused ("a DNA ring needs at least 3 base pairs").
+    pub too_few: &'static str,
+}
+
+/// What the options every system shares mean for a system: which apply (each given to a
+/// system that does not take it is a one-line error naming the systems it applies to). The
+/// [`Default`] is a system without any: no `--n`, no constraints, no `--threads`, no `--data`.
+#[derive(Debug, Clone, Copy)]
+pub struct Accepts {
+    /// `--n`.
+    pub n: Option<Count>,
     /// Constraints: `--max-residual`, `--integrator shake|rattle|zss-stiff`, a penalty `--omega`.
     /// `Err(reason)`: why not.
     pub constraints: Result<(), &'static str>,
     /// `--omega` without constraints (the rigid body's penalty is part of its potential).
     pub omega: bool,
-    /// `--gravity` (the pendula).
-    pub gravity: bool,
-    /// `--b-mu` and `--integrator lie-euler` (the rigid body).
-    pub rigid_body: bool,
+    /// `--integrator lie-euler` (the rigid body, on SO(3)).
+    pub lie_euler: bool,
     /// `--threads` (the assembled systems).
     pub threads: bool,
-    /// `--minimize`, `--max-radius` (the water cluster).
-    pub cluster: bool,
     /// `--data`, `--write-data` (LAMMPS data files: the condensed-phase systems).
     pub data: bool,
-    /// `--n-molecules`, `--length`, `--density` (a liquid built by the system).
-    pub builder: bool,
     /// `--integrator zss-stiff` without constraints: the system splits its potential into a
     /// soft and a stiff part of its own (the Kremer–Grest melt's FENE bonds).
     pub stiff_split: bool,
+    /// A run also writes an extended XYZ trajectory beside the CSV (`<out>.xyz`).
+    pub xyz: bool,
 }
 
-/// One system of the command line (see the [module docs](self)).
-pub(crate) trait CliSystem: Sync {
-    /// The command-line name.
+impl Default for Accepts {
+    fn default() -> Self {
+        Accepts {
+            n: None,
+            constraints: Err("it has no constraints"),
+            omega: false,
+            lie_euler: false,
+            threads: false,
+            data: false,
+            stiff_split: false,
+            xyz: false,
+        }
+    }
+}
+
+/// One system of a `zs` program (see the [module docs](self)). The smallest description gives
+/// its name, its defaults, its run and its eval; everything else has a default.
+pub trait CliSystem: Sync {
+    /// The command-line name: a word (`ring-melt`).
     fn name(&self) -> &'static str;
-    /// The options it takes.
-    fn accepts(&self) -> Accepts;
+    /// One line for `--help`.
+    fn about(&self) -> &'static str {
+        ""
+    }
+    /// The shared options it takes.
+    fn accepts(&self) -> Accepts {
+        Accepts::default()
+    }
+    /// The options it adds to `zs run` (and so to `zs ensemble` and `zs temper`), read back
+    /// from [`RunArgs::options`]: `clap::Arg::new("bend").long("bend")` with its help, value
+    /// name, parser and default. A system that shares an option with another declares it
+    /// identically (one function both call).
+    fn options(&self) -> Vec<clap::Arg> {
+        Vec::new()
+    }
+    /// The options it adds to `zs eval`, read back from [`EvalArgs::options`].
+    fn eval_options(&self) -> Vec<clap::Arg> {
+        Vec::new()
+    }
+    /// Its own checks of a `zs run` command line, after the shared ones (two of its options
+    /// that exclude each other, a value out of its range).
+    ///
+    /// # Errors
+    /// What is wrong, one line.
+    fn check(&self, _args: &RunArgs) -> Result<(), CliError> {
+        Ok(())
+    }
     /// The paper's penalty frequency ω (the default of `--omega`; unused without constraints).
-    fn omega(&self) -> f64;
-    /// The paper's `(h, T, β)` for `method` with penalty `omega`.
+    fn omega(&self) -> f64 {
+        0.0
+    }
+    /// The default `(h, T, β)` for `method` with penalty `omega`.
     fn defaults(&self, method: IntegratorName, omega: f64) -> (f64, f64, f64);
     /// `zs run`: build the system, its start and its extra outputs, and drive it with `job`.
     ///
@@ -83,12 +138,13 @@ pub(crate) trait CliSystem: Sync {
     fn default_every(&self, _steps: u64) -> u64 {
         1
     }
-    /// `zs eval`: `V` (penalized with `--omega`) and `∇V` of every row of `--in`, as CSV.
+    /// `zs eval`: `V` (penalized with `--omega`) and `∇V` of every row of `--in`, as CSV
+    /// ([`table`]).
     ///
     /// # Errors
     /// An unreadable state file, an option that does not apply.
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError>;
-    /// `zs nma`: the normal modes at the state asked for ([`crate::cli::nma`]).
+    /// `zs nma`: the normal modes at the state asked for ([`modes::analyse`]).
     ///
     /// # Errors
     /// The system has none, an option that does not apply, what the analysis reports.
@@ -98,9 +154,31 @@ pub(crate) trait CliSystem: Sync {
         Err(CliError::does_not_apply(
             "zs nma",
             self.name(),
-            Some("its normal modes are not offered (water, dna, chain, double-pendulum, alkane, alkane-rigid, kremer-grest are)"),
+            Some("its description offers no normal modes"),
         ))
     }
+}
+
+/// The systems of the `zs` program, in the order of its help.
+pub fn builtin() -> Vec<Box<dyn CliSystem>> {
+    vec![
+        Box::new(double_pendulum::DoublePendulumCli),
+        Box::new(chain::ChainCli),
+        Box::new(dna::DnaCli),
+        Box::new(water::WaterCli),
+        Box::new(rigid_body::RigidBodyCli),
+        Box::new(kremer_grest::KremerGrestCli),
+        Box::new(alkane::FLEXIBLE),
+        Box::new(alkane::RIGID),
+    ]
+}
+
+/// `--gravity`, declared by the pendula (double-pendulum, chain) for `zs run` and `zs eval`.
+pub(crate) fn gravity_option() -> clap::Arg {
+    clap::Arg::new("gravity")
+        .long("gravity")
+        .value_parser(clap::value_parser!(GravitySign))
+        .help("Sign of gravity in V (pendula)")
 }
 
 /// `--write-data`: the final state `q`, `v` (sites of 3 coordinates, in `data`'s atom order)
@@ -108,7 +186,7 @@ pub(crate) trait CliSystem: Sync {
 ///
 /// # Errors
 /// The file cannot be written.
-pub(super) fn write_final_data(
+pub fn write_final_data(
     out: &std::path::Path,
     data: &zs_runtime::lammps::DataFile,
     title: String,
@@ -135,7 +213,7 @@ pub(super) fn write_final_data(
 
 /// What the set-up line says of the order an assembled system holds its bodies in: nothing
 /// for the file's own order, a note for the spatial order ([`zs_runtime::assembly::BodyOrder`]).
-pub(super) fn order_note<T: zs_runtime::assembly::Terms<D>, const D: usize>(
+pub fn order_note<T: zs_runtime::assembly::Terms<D>, const D: usize>(
     system: &zs_runtime::assembly::Assembled<T, D>,
 ) -> &'static str {
     match system.body_order() {
@@ -151,7 +229,7 @@ pub(super) fn order_note<T: zs_runtime::assembly::Terms<D>, const D: usize>(
 ///
 /// # Errors
 /// An unreadable state file.
-pub(super) fn eval_from_data<M: Model<Vec<f64>>>(
+pub fn eval_from_data<M: Model<Vec<f64>>>(
     args: &EvalArgs,
     system: &M,
     q: Vec<f64>,
@@ -174,7 +252,7 @@ pub(super) fn eval_from_data<M: Model<Vec<f64>>>(
 ///
 /// # Errors
 /// What the run reports.
-pub(super) fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync>(
+pub fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync>(
     job: &Job<'_>,
     system: &zs_runtime::assembly::Assembled<T, 3>,
     state: zs_runtime::DynState,
@@ -194,7 +272,7 @@ pub(super) fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync
 ///
 /// # Errors
 /// What the run reports.
-pub(super) fn run_assembled<T, const D: usize>(
+pub fn run_assembled<T, const D: usize>(
     job: &Job<'_>,
     system: &zs_runtime::assembly::Assembled<T, D>,
     omega: Option<f64>,
@@ -221,49 +299,6 @@ where
     }
 }
 
-/// The description of `name`.
-pub(crate) fn describe(name: SystemName) -> &'static dyn CliSystem {
-    match name {
-        SystemName::DoublePendulum => &double_pendulum::DoublePendulumCli,
-        SystemName::Chain => &chain::ChainCli,
-        SystemName::Dna => &dna::DnaCli,
-        SystemName::Water => &water::WaterCli,
-        SystemName::RigidBody => &rigid_body::RigidBodyCli,
-        SystemName::Alkane => &alkane::FLEXIBLE,
-        SystemName::AlkaneRigid => &alkane::RIGID,
-        SystemName::KremerGrest => &kremer_grest::KremerGrestCli,
-    }
-}
-
-/// Every system, in the order of [`SystemName`].
-fn all() -> impl Iterator<Item = &'static dyn CliSystem> {
-    [
-        SystemName::DoublePendulum,
-        SystemName::Chain,
-        SystemName::Dna,
-        SystemName::Water,
-        SystemName::RigidBody,
-        SystemName::KremerGrest,
-        SystemName::Alkane,
-        SystemName::AlkaneRigid,
-    ]
-    .into_iter()
-    .map(describe)
-}
-
-/// "chain, dna and water": the systems for which `has` holds.
-pub(crate) fn which(has: impl Fn(&Accepts) -> bool) -> String {
-    let names: Vec<&str> = all()
-        .filter(|s| has(&s.accepts()))
-        .map(|s| s.name())
-        .collect();
-    match names.split_last() {
-        None => String::new(),
-        Some((last, [])) => (*last).to_string(),
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-    }
-}
-
 /// The coefficient `gravity` of `V = -gravity·Σ y` for `--gravity` (physical: `-1`).
 pub(crate) fn gravity(sign: Option<GravitySign>) -> f64 {
     match sign.unwrap_or(GravitySign::Physical) {
@@ -283,60 +318,46 @@ pub(crate) fn gravity_name(g: f64) -> &'static str {
 
 /// `--n`, its default, checked against the least value the system takes.
 pub(crate) fn count(sys: &dyn CliSystem, n: Option<u64>) -> Result<usize, CliError> {
-    let (what, default, least) = sys.accepts().n.expect("a system with --n");
-    let n = n.map_or(default, |n| n as usize);
-    if n < least {
+    let c = sys.accepts().n.expect("a system with --n");
+    let n = n.map_or(c.default, |n| n as usize);
+    if n < c.least {
         return Err(CliError::BadValue {
             option: "--n",
             value: n.to_string(),
-            why: match what {
-                "base pairs" => "a DNA ring needs at least 3 base pairs",
-                "molecules" => "a water cluster needs at least one molecule",
-                _ => "too few bodies",
-            },
+            why: c.too_few,
         });
     }
     Ok(n)
 }
 
-/// The options `zs eval` shares with `zs run`, checked against what `sys` accepts.
-pub(crate) fn check_eval_options(sys: &dyn CliSystem, args: &EvalArgs) -> Result<(), CliError> {
-    let a = sys.accepts();
-    let name = sys.name();
-    if args.b_mu.is_some() && !a.rigid_body {
-        return Err(CliError::applies_only_to(
-            "--b-mu",
-            which(|a| a.rigid_body),
-            name,
-        ));
-    }
+/// The options `zs eval` shares with `zs run`, checked against what `args.system` accepts.
+pub(crate) fn check_eval_options(args: &EvalArgs) -> Result<(), CliError> {
+    let sys = args.system.get();
+    let (a, name, all) = (sys.accepts(), sys.name(), args.system.all());
     if args.n.is_some() && a.n.is_none() {
         return Err(CliError::applies_only_to(
             "--n",
-            which(|a| a.n.is_some()),
-            name,
-        ));
-    }
-    if args.gravity.is_some() && !a.gravity {
-        return Err(CliError::applies_only_to(
-            "--gravity",
-            which(|a| a.gravity),
+            all.which(|s| s.accepts().n.is_some()),
             name,
         ));
     }
     if args.data.is_some() && !a.data {
-        return Err(CliError::applies_only_to("--data", which(|a| a.data), name));
+        return Err(CliError::applies_only_to(
+            "--data",
+            all.which(|s| s.accepts().data),
+            name,
+        ));
     }
     if let (Some(_), Err(reason)) = (args.omega, a.constraints) {
         if !a.omega {
             return Err(CliError::does_not_apply("--omega", name, Some(reason)));
         }
     }
-    Ok(())
+    super::systems::check_eval(args)
 }
 
 /// The CSV text: header, then `V, ∇V` per row.
-pub(crate) fn table<P: Model<V>, V: Vector>(
+pub fn table<P: Model<V>, V: Vector>(
     target: &P,
     rows: &[state_file::Row],
     names: &[String],

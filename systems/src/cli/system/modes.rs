@@ -17,7 +17,7 @@ pub const FRAMES: usize = 16;
 pub const MAX_ANIMATED: usize = 100;
 
 /// The configuration as 3-D point sites, for the rigid motions and the animation.
-pub(crate) struct Sites {
+pub struct Sites {
     /// Element or bead symbols, one per site (coordinates `3s .. 3s + 3`).
     pub symbols: Vec<String>,
     /// The periodic box `(lo, sides)` of a condensed-phase system; `None` for an open cluster,
@@ -27,7 +27,7 @@ pub(crate) struct Sites {
 
 /// The frequency unit of a system: its name and the factor from `√λ` to it.
 #[derive(Clone, Copy)]
-pub(crate) struct Units {
+pub struct Units {
     pub name: &'static str,
     pub per_angular: f64,
 }
@@ -52,7 +52,7 @@ impl Units {
 }
 
 /// What a system hands to the analysis.
-pub(crate) struct Problem<'a, V: Vector, P: Model<V>> {
+pub struct Problem<'a, V: Vector, P: Model<V>> {
     pub model: &'a P,
     pub q: V,
     pub sites: Option<Sites>,
@@ -62,7 +62,7 @@ pub(crate) struct Problem<'a, V: Vector, P: Model<V>> {
 }
 
 /// The analysis, ready to write.
-pub(crate) struct Spectrum {
+pub struct Spectrum {
     pub modes: NormalModes,
     q: Vec<f64>,
     masses: Vec<f64>,
@@ -74,7 +74,7 @@ pub(crate) struct Spectrum {
 }
 
 /// The state of `--init` (its last row), or `start`.
-pub(crate) fn start<V: Vector>(args: &NmaArgs, names: &[String], start: V) -> Result<V, CliError> {
+pub fn start<V: Vector>(args: &NmaArgs, names: &[String], start: V) -> Result<V, CliError> {
     match &args.init {
         None => Ok(start),
         Some(path) => {
@@ -90,7 +90,7 @@ pub(crate) fn start<V: Vector>(args: &NmaArgs, names: &[String], start: V) -> Re
 }
 
 /// Minimise (with `--minimize`) and diagonalise.
-pub(crate) fn analyse<V: Vector, P: Model<V>>(
+pub fn analyse<V: Vector, P: Model<V>>(
     args: &NmaArgs,
     problem: Problem<'_, V, P>,
 ) -> Result<Spectrum, CliError> {

@@ -12,22 +12,35 @@ use crate::rigid_body::{self, cayley::CayleyEuler, MagnetizedRigidBody};
 
 pub(super) struct RigidBodyCli;
 
+/// `--b-mu`, for `zs run` and `zs eval`.
+fn b_mu_option() -> clap::Arg {
+    clap::Arg::new("b-mu")
+        .long("b-mu")
+        .value_name("X")
+        .allow_negative_numbers(true)
+        .value_parser(crate::cli::finite_f64)
+        .help("Field strength × dipole moment Bμ of the rigid body's V = Bμ R33 (default −1: R = I is the minimum; the paper does not print it)")
+}
+
 impl CliSystem for RigidBodyCli {
     fn name(&self) -> &'static str {
         "rigid-body"
     }
+    fn about(&self) -> &'static str {
+        "Magnetized rigid body of Tao & Owhadi §4.5, R relaxed to 9 coordinates R11…R33 with the penalty ½ω²‖RᵀR − I‖² (ω = 10); --b-mu (default −1); lie-euler integrates on SO(3)"
+    }
+    fn options(&self) -> Vec<clap::Arg> {
+        vec![b_mu_option()]
+    }
+    fn eval_options(&self) -> Vec<clap::Arg> {
+        vec![b_mu_option()]
+    }
     fn accepts(&self) -> Accepts {
         Accepts {
-            n: None,
             constraints: Err("its penalty is part of V (no constraints, no stiff split)"),
             omega: true,
-            gravity: false,
-            rigid_body: true,
-            threads: false,
-            cluster: false,
-            data: false,
-            stiff_split: false,
-            builder: false,
+            lie_euler: true,
+            ..Accepts::default()
         }
     }
     fn omega(&self) -> f64 {
@@ -37,7 +50,7 @@ impl CliSystem for RigidBodyCli {
         (rigid_body::H, 100.0, rigid_body::BETA_PAPER_SCHEME)
     }
     fn run(&self, args: &RunArgs, mut job: Job<'_>) -> Result<(), CliError> {
-        let b_mu = args.b_mu.unwrap_or(rigid_body::B_MU);
+        let b_mu = args.options.get::<f64>("b-mu").unwrap_or(rigid_body::B_MU);
         let omega = job.p.omega;
         let system = MagnetizedRigidBody { b_mu, omega };
         job.orthogonality = true;
@@ -72,7 +85,7 @@ impl CliSystem for RigidBodyCli {
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         // The penalty is part of the rigid body's potential: without --omega, V = Bμ R33.
         let system = MagnetizedRigidBody {
-            b_mu: args.b_mu.unwrap_or(rigid_body::B_MU),
+            b_mu: args.options.get::<f64>("b-mu").unwrap_or(rigid_body::B_MU),
             omega: args.omega.unwrap_or(0.0),
         };
         let rows = state_file::read(args.input()?, &rigid_body::coordinate_names())?;

@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use zs_runtime::minimize::{Fire, Lbfgs, MinimizeError, Minimized};
 use zs_runtime::Model;
 
-use super::{count, run_assembled, table, Accepts, CliSystem};
+use super::{count, run_assembled, table, Accepts, CliSystem, Count};
 use crate::cli::error::CliError;
 use crate::cli::job::Job;
 use crate::cli::{state_file, EvalArgs, IntegratorName, MinimizerName, RunArgs};
@@ -20,18 +20,49 @@ impl CliSystem for WaterCli {
     fn name(&self) -> &'static str {
         "water"
     }
+    fn about(&self) -> &'static str {
+        "Cluster of rigid TIP3P waters, Tao & Owhadi §4.3 (9N DOF, 3N constraints; --n, default 7; atoms O, H, H; Å, kcal/mol, AKMA time)"
+    }
+    fn options(&self) -> Vec<clap::Arg> {
+        use crate::cli::positive_f64;
+        use clap::{Arg, ArgAction};
+        vec![
+            Arg::new("max-radius")
+                .long("max-radius")
+                .value_name("R")
+                .value_parser(positive_f64)
+                .allow_negative_numbers(true)
+                .help("Stop (typed error, trajectory kept and marked) when an oxygen gets farther than this from the cluster's centroid, in Å (water): a molecule leaving the cluster"),
+            Arg::new("minimize")
+                .long("minimize")
+                .action(ArgAction::SetTrue)
+                .help("Relax the start first (water): minimise the integrated potential (--minimizer) until the root-mean-square force is below --minimize-tol, so that little energy is released at the start"),
+            Arg::new("minimize-tol")
+                .long("minimize-tol")
+                .value_name("F")
+                .value_parser(positive_f64)
+                .default_value("0.01")
+                .help("Force tolerance of --minimize, kcal/mol/Å: the root-mean-square of the force components for L-BFGS (OpenMM's criterion), the largest component for FIRE"),
+            Arg::new("minimizer")
+                .long("minimizer")
+                .value_parser(clap::value_parser!(MinimizerName))
+                .default_value("lbfgs")
+                .help("Minimiser of --minimize"),
+        ]
+    }
     fn accepts(&self) -> Accepts {
         Accepts {
-            n: Some(("molecules", water::N, 1)),
+            n: Some(Count {
+                what: "molecules",
+                default: water::N,
+                least: 1,
+                too_few: "a water cluster needs at least one molecule",
+            }),
             constraints: Ok(()),
             omega: true,
-            gravity: false,
-            rigid_body: false,
             threads: true,
-            cluster: true,
-            data: false,
-            stiff_split: false,
-            builder: false,
+            xyz: true,
+            ..Accepts::default()
         }
     }
     fn memory_estimate(&self, n: usize, method: IntegratorName) -> f64 {
@@ -65,7 +96,10 @@ impl CliSystem for WaterCli {
         let setup = setup.elapsed().as_secs_f64();
         let omega = job.p.omega;
         let mut job = job.with_xyz(Water::atom_symbols(n));
-        job.cluster_guard = args.max_radius.map(|limit| ClusterGuard { limit });
+        job.cluster_guard = args
+            .options
+            .get::<f64>("max-radius")
+            .map(|limit| ClusterGuard { limit });
         let built = w.cluster(n, water::SPACING, seed);
         let names = Water::coordinate_names(n);
         let mut state = job.initial_state(system.state(built, vec![0.0; 9 * n]), &names)?;
@@ -83,7 +117,7 @@ impl CliSystem for WaterCli {
             system.term_count("pair"),
             system.simd().name()
         );
-        if args.minimize && job.resume.is_none() {
+        if args.options.flag("minimize") && job.resume.is_none() {
             minimize(args, &penalized, &mut state.q)?;
         }
         if let (Some(kt), None, None) = (args.kt, job.resume, &args.init) {
@@ -141,7 +175,11 @@ fn minimize(
     penalized: &impl Model<Vec<f64>>,
     q: &mut Vec<f64>,
 ) -> Result<(), CliError> {
-    let tol = args.minimize_tol;
+    let tol = args.options.get::<f64>("minimize-tol").unwrap_or(0.01);
+    let minimizer = args
+        .options
+        .get::<MinimizerName>("minimizer")
+        .unwrap_or(MinimizerName::Lbfgs);
     let started = Instant::now();
     let bar = if args.quiet {
         ProgressBar::hidden()
@@ -164,13 +202,13 @@ fn minimize(
         ));
     };
     let e0 = penalized.potential_at(q);
-    let done: Result<Minimized, MinimizeError> = match args.minimizer {
+    let done: Result<Minimized, MinimizeError> = match minimizer {
         MinimizerName::Lbfgs => Lbfgs::new(tol, 100_000).minimize_with(penalized, q, &mut report),
         MinimizerName::Fire => Fire::new(1e-3, tol, 2_000_000).minimize(penalized, q),
     };
     bar.finish_and_clear();
     let done = done?;
-    let (name, what) = match args.minimizer {
+    let (name, what) = match minimizer {
         MinimizerName::Lbfgs => (
             "L-BFGS iterations",
             format!("RMS force {:.1e}", done.rms_force),
