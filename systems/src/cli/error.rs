@@ -240,8 +240,6 @@ pub enum CliError {
         /// The `.incomplete` marker.
         marker: PathBuf,
     },
-    /// `zs reproduce` failed.
-    #[cfg(feature = "experiments")]
     /// What a system's own description reports (one of a program's own systems, through
     /// [`CliError::system`]).
     #[error("{system}: {message}")]
@@ -251,6 +249,8 @@ pub enum CliError {
         /// What went wrong, one line.
         message: String,
     },
+    /// `zs reproduce` failed.
+    #[cfg(feature = "experiments")]
     #[error(transparent)]
     Experiment(#[from] crate::experiments::ExperimentError),
 }
@@ -275,9 +275,14 @@ impl CliError {
         applies_to: impl Into<String>,
         target: impl Into<String>,
     ) -> Self {
+        let applies_to: String = applies_to.into();
         CliError::AppliesOnlyTo {
             option: option.into(),
-            applies_to: applies_to.into(),
+            applies_to: if applies_to.is_empty() {
+                "none of this program's systems".into()
+            } else {
+                applies_to
+            },
             target: target.into(),
         }
     }

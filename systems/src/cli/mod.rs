@@ -33,7 +33,9 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// `println!` for what a run says: to stdout, or to the buffer of a replica running beside
-/// others ([`output`]).
+/// others (`zs ensemble`, `zs temper`: [`cli::output`](crate::cli::output)), so that replicas
+/// side by side do not interleave their lines. A system's description prints with it.
+#[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {
         $crate::cli::output::line(format_args!($($arg)*))
@@ -331,6 +333,9 @@ pub struct NmaArgs {
     /// the lowest eigenvalue (negative; below the most negative curvature off a minimum).
     #[arg(long, default_value_t = -1e-3, allow_negative_numbers = true, value_parser = finite_f64)]
     pub shift: f64,
+    /// The options the system declares for `zs nma` ([`CliSystem::nma_options`]).
+    #[arg(skip)]
+    pub options: SystemOptions,
 }
 
 /// A value parser for declared options (its error says what it takes).
@@ -403,16 +408,55 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let systems = match Systems::new(systems) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("zs: {}", one_line(&e.to_string()));
-            return ExitCode::FAILURE;
+    match execute(systems, args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("zs: {}", failure.message);
+            ExitCode::from(failure.status)
         }
+    }
+}
+
+/// Why a `zs` program failed: the one line it prints on stderr (after `zs: `) and its exit
+/// status (2: a command line clap rejects; 1: descriptions that contradict each other, a run
+/// that cannot start or that fails).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The message, one line.
+    pub message: String,
+    /// The exit status.
+    pub status: u8,
+}
+
+/// [`main_from`] without printing its failure: what a test of a program's descriptions checks.
+/// `--help` and `--version` print to stdout and succeed.
+///
+/// # Errors
+/// The one-line message and exit status of a failure.
+pub fn execute<I, T>(systems: Vec<Box<dyn CliSystem>>, args: I) -> Result<(), Failure>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let failed = |message: &str| Failure {
+        message: one_line(message),
+        status: 1,
     };
+    let systems = Systems::new(systems).map_err(|e| failed(&e.to_string()))?;
     let cli = match parse(systems, args) {
         Ok(cli) => cli,
-        Err(e) => return parse_error(&e),
+        Err(e) => {
+            return match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    Ok(())
+                }
+                _ => Err(Failure {
+                    message: clap_one_line(&e),
+                    status: u8::try_from(e.exit_code()).unwrap_or(2),
+                }),
+            }
+        }
     };
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
@@ -432,13 +476,7 @@ where
             ),
         }),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("zs: {}", one_line(&error.to_string()));
-            ExitCode::FAILURE
-        }
-    }
+    result.map_err(|e| failed(&e.to_string()))
 }
 
 /// The command line `args` of a program offering `systems`, with the values of the options
@@ -457,25 +495,11 @@ where
             Command::Ensemble(a) => a.run.options = options,
             Command::Temper(a) => a.run.options = options,
             Command::Eval(a) => a.options = options,
-            Command::Nma(_) | Command::Reproduce(_) => {}
+            Command::Nma(a) => a.options = options,
+            Command::Reproduce(_) => {}
         }
     }
     Ok(cli)
-}
-
-/// Report a command-line error: help and version go to stdout with exit 0; everything else is
-/// one line on stderr with clap's exit status (2).
-fn parse_error(e: &clap::Error) -> ExitCode {
-    match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = e.print();
-            ExitCode::SUCCESS
-        }
-        _ => {
-            eprintln!("zs: {}", clap_one_line(e));
-            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
-        }
-    }
 }
 
 /// `message` on one line (line breaks become "; ").

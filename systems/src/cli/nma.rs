@@ -34,12 +34,13 @@ pub fn nma(args: &NmaArgs) -> Result<(), CliError> {
         });
     }
     if args.data.is_some() && !sys.accepts().data {
-        return Err(CliError::does_not_apply(
+        return Err(CliError::applies_only_to(
             "--data",
+            args.system.all().which(|s| s.accepts().data),
             format!("zs nma {}", sys.name()),
-            Some("LAMMPS data files describe the condensed-phase systems (alkane, alkane-rigid, kremer-grest)"),
         ));
     }
+    super::systems::check_nma(args)?;
     let started = std::time::Instant::now();
     let spectrum = sys.nma(args)?;
     let seconds = started.elapsed().as_secs_f64();

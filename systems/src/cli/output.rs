@@ -25,7 +25,9 @@ pub fn line(args: std::fmt::Arguments<'_>) {
         None => false,
     });
     if !written {
-        println!("{args}");
+        use std::io::Write as _;
+        // A reader that stops early (`| head`) closes the pipe: the run goes on, unread.
+        let _ = writeln!(std::io::stdout().lock(), "{args}");
     }
 }
 

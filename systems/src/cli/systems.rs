@@ -1,7 +1,8 @@
 //! The systems a `zs` program offers ([`Systems`]): the descriptions given to
 //! [`main_with`](super::main_with), checked once, and the command line they make — the
 //! `<SYSTEM>` argument of every subcommand takes their names ([`SystemArg`]), and the options
-//! they declare ([`CliSystem::options`], [`CliSystem::eval_options`]) join the subcommands,
+//! they declare ([`CliSystem::options`], [`CliSystem::eval_options`],
+//! [`CliSystem::nma_options`]) join the subcommands,
 //! parsed by clap and read back through [`SystemOptions`].
 //!
 //! An option several systems declare is one option: they must declare it identically (one
@@ -43,6 +44,7 @@ pub struct Systems {
     list: Vec<&'static dyn CliSystem>,
     run_options: Vec<Declared>,
     eval_options: Vec<Declared>,
+    nma_options: Vec<Declared>,
 }
 
 /// What is wrong with the descriptions given to [`main_with`](super::main_with): a mistake of
@@ -101,10 +103,12 @@ impl Systems {
         let run_builtin: Vec<String> = RUN_COMMANDS.iter().flat_map(|c| builtin(c)).collect();
         let run_options = declared(&list, |s| s.options(), "zs run", &run_builtin)?;
         let eval_options = declared(&list, |s| s.eval_options(), "zs eval", &builtin("eval"))?;
+        let nma_options = declared(&list, |s| s.nma_options(), "zs nma", &builtin("nma"))?;
         Ok(Box::leak(Box::new(Systems {
             list,
             run_options,
             eval_options,
+            nma_options,
         })))
     }
 
@@ -146,6 +150,7 @@ impl Systems {
                 let mut c = c.mut_arg("system", |a| a.value_parser(parser));
                 let options = match sub {
                     "eval" => &self.eval_options[..],
+                    "nma" => &self.nma_options[..],
                     s if RUN_COMMANDS.contains(&s) => &self.run_options[..],
                     _ => &[],
                 };
@@ -318,4 +323,11 @@ impl SystemOptions {
 pub(crate) fn check_eval(args: &super::EvalArgs) -> Result<(), CliError> {
     args.options
         .check(&args.system.all().eval_options, args.system.name())
+}
+
+#[cfg(feature = "faer")]
+/// `check` of `zs nma`'s declared options.
+pub(crate) fn check_nma(args: &super::NmaArgs) -> Result<(), CliError> {
+    args.options
+        .check(&args.system.all().nma_options, args.system.name())
 }

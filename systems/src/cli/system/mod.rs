@@ -101,6 +101,10 @@ pub trait CliSystem: Sync {
     fn eval_options(&self) -> Vec<clap::Arg> {
         Vec::new()
     }
+    /// The options it adds to `zs nma`, read back from [`NmaArgs::options`](super::NmaArgs).
+    fn nma_options(&self) -> Vec<clap::Arg> {
+        Vec::new()
+    }
     /// Its own checks of a `zs run` command line, after the shared ones (two of its options
     /// that exclude each other, a value out of its range).
     ///

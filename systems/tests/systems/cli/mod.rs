@@ -8,6 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod arguments;
+mod descriptions;
 mod modes;
 mod runs;
 
