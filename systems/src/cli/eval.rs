@@ -18,6 +18,7 @@ use super::EvalArgs;
 pub fn eval(args: &EvalArgs) -> Result<(), CliError> {
     let sys = args.system.get();
     check_eval_options(args)?;
+    super::systems::check_eval(args)?;
     let text = sys.eval(args)?;
     match &args.out {
         None => {

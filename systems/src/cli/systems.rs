@@ -252,7 +252,7 @@ impl fmt::Debug for SystemArg {
 
 impl ValueParserFactory for SystemArg {
     type Parser = fn(&str) -> Result<SystemArg, String>;
-    /// The parser of a command line made without [`Systems::command`]: no system is known.
+    /// The parser of a command line made without the program's systems: no system is known.
     fn value_parser() -> Self::Parser {
         |name| Err(format!("no system {name}: the program offers none"))
     }

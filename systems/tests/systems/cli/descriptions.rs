@@ -69,7 +69,10 @@ fn contradictory_descriptions_are_refused_with_one_line_naming_the_mistake() {
     assert!(m.contains("the system name a is used twice"), "{m}");
     let m = refused(vec![tiny("a", || vec![Arg::new("h").long("h")])]);
     assert!(m.contains("--h of a clashes with zs run's own --h"), "{m}");
-    let m = refused(vec![tiny("a", || vec![Arg::new("threads").long("threads")])]);
+    let m = refused(vec![tiny(
+        "a",
+        || vec![Arg::new("threads").long("threads")],
+    )]);
     assert!(m.contains("clashes"), "{m}");
     let m = refused(vec![tiny("a", || {
         vec![Arg::new("k").long("k"), Arg::new("k").long("k")]
@@ -79,7 +82,10 @@ fn contradictory_descriptions_are_refused_with_one_line_naming_the_mistake() {
         tiny("a", knob),
         tiny("b", || vec![Arg::new("knob").long("knob").help("another")]),
     ]);
-    assert!(m.contains("--knob is declared differently by a and b"), "{m}");
+    assert!(
+        m.contains("--knob is declared differently by a and b"),
+        "{m}"
+    );
     let m = refused(vec![tiny("a", || vec![Arg::new("k").long("kk")])]);
     assert!(m.contains("Arg::new(\"k\").long(\"k\")"), "{m}");
     let m = refused(vec![tiny("-a", none)]);
@@ -118,7 +124,11 @@ fn declared_options_are_parsed_and_reach_the_system_that_declares_them() {
     // A value clap rejects: exit 2, the option named with what it takes.
     let f = execute(systems(), ["p", "run", "a", "--knob", "0"]).unwrap_err();
     assert_eq!(f.status, 2);
-    assert!(f.message.contains("--knob") && f.message.contains("> 0"), "{}", f.message);
+    assert!(
+        f.message.contains("--knob") && f.message.contains("> 0"),
+        "{}",
+        f.message
+    );
     // A system the program does not offer: exit 2 and the names it does.
     let f = execute(systems(), ["p", "run", "c"]).unwrap_err();
     assert_eq!(f.status, 2);
@@ -131,7 +141,17 @@ fn declared_options_are_parsed_and_reach_the_system_that_declares_them() {
     // The ensemble and temper take run's options.
     let f = execute(
         systems(),
-        ["p", "ensemble", "b", "--replicas", "2", "--out-dir", out, "--knob", "1"],
+        [
+            "p",
+            "ensemble",
+            "b",
+            "--replicas",
+            "2",
+            "--out-dir",
+            out,
+            "--knob",
+            "1",
+        ],
     )
     .unwrap_err();
     assert_eq!(f.message, "--knob applies to a, not to b");
