@@ -37,12 +37,19 @@ pub struct StepError {
 /// `x` for a person: 4 significant digits, trailing zeros dropped (`0.4406`, `0.4`, `1250`),
 /// in scientific notation outside `[1e-3, 1e6)` (`2.5e-7`).
 pub(crate) fn readable(x: f64) -> String {
+    readable_to(x, 4)
+}
+
+/// `x` with `digits` significant digits (trailing zeros dropped; scientific outside
+/// `1e-3 ..< 1e6`).
+fn readable_to(x: f64, digits: i32) -> String {
     let a = x.abs();
     if !x.is_finite() || a == 0.0 {
         return format!("{x}");
     }
     if !(1e-3..1e6).contains(&a) {
-        let s = format!("{x:.3e}");
+        let precision = (digits - 1).max(0) as usize;
+        let s = format!("{x:.precision$e}");
         let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
         let m = if m.contains('.') {
             m.trim_end_matches('0').trim_end_matches('.')
@@ -51,13 +58,23 @@ pub(crate) fn readable(x: f64) -> String {
         };
         return format!("{m}e{e}");
     }
-    let decimals = (3 - a.log10().floor() as i32).max(0) as usize;
+    let decimals = (digits - 1 - a.log10().floor() as i32).max(0) as usize;
     let s = format!("{x:.decimals$}");
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         s
     }
+}
+
+/// `value` readable, with as many more digits as it takes not to read as `limit` (a guard's
+/// value just past its limit: "1.0503 exceeds the limit 1.05", not "1.05 … 1.05").
+pub(crate) fn readable_beyond(value: f64, limit: f64) -> String {
+    let shown = readable(limit);
+    (4..=17)
+        .map(|d| readable_to(value, d))
+        .find(|v| *v != shown)
+        .unwrap_or_else(|| format!("{value}"))
 }
 
 /// What went wrong in a failed step (see [`StepError`]).
@@ -82,7 +99,7 @@ pub enum StepErrorKind {
     /// residual beyond a user-set limit, see [`crate::guards`]). Reported by the driver, which
     /// discards the offending state: the caller holds the state *before* the step. (The
     /// stepper has counted the discarded step: its `steps_taken()` is `step + 1`.)
-    #[error("{what} = {} exceeds the limit {}", readable(*.value), readable(*.limit))]
+    #[error("{what} = {} exceeds the limit {}", readable_beyond(*.value, *.limit), readable(*.limit))]
     GuardViolated {
         /// The guarded quantity (e.g. [`crate::guards::ENERGY_DRIFT`]).
         what: &'static str,
@@ -283,7 +300,7 @@ impl StepError {
 mod tests {
     #[test]
     fn numbers_read_as_a_person_writes_them() {
-        use super::readable;
+        use super::{readable, readable_beyond};
         assert_eq!(readable(4.406291083908534e-1), "0.4406");
         assert_eq!(readable(0.4), "0.4");
         assert_eq!(readable(5e-1), "0.5");
@@ -292,6 +309,9 @@ mod tests {
         assert_eq!(readable(2.5e-7), "2.5e-7");
         assert_eq!(readable(3.0e8), "3e8");
         assert_eq!(readable(0.0), "0");
+        assert_eq!(readable_beyond(1.0503, 1.05), "1.0503");
+        assert_eq!(readable_beyond(1.05000001, 1.05), "1.05000001");
+        assert_eq!(readable_beyond(0.4406291, 0.4), "0.4406");
         assert_eq!(readable(f64::NAN), "NaN");
     }
 }

@@ -24,7 +24,7 @@ use zs_runtime::lammps::{AtomStyle, Bonded, DataFile};
 use zs_runtime::{mechanical_system, MoveGuard};
 use zs_systems::cli::system::{eval_from_data, run_with_neighbors, write_final_data};
 use zs_systems::cli::{
-    positive_f64, Accepts, CliError, CliSystem, EvalArgs, IntegratorName, Job, RunArgs,
+    positive_f64, Accepts, CliError, CliSystem, EvalArgs, IntegratorName, Job, RunArgs, Watch,
 };
 use zs_systems::say;
 
@@ -81,6 +81,57 @@ fn bend_option() -> Arg {
         .value_name("K")
         .value_parser(positive_f64)
         .help("Bending stiffness K of K (1 + cos θ) (ring-melt; default 5)")
+}
+
+/// The longest bond of the run (a summary line) and, with `--max-bond L`, a guard: the run
+/// stops, its trajectory kept, when a bond gets longer than `L`.
+struct LongestBond {
+    bonds: Vec<[usize; 2]>,
+    sides: [f64; 3],
+    limit: f64,
+    longest: f64,
+}
+
+impl LongestBond {
+    /// The longest bond of `q` (nearest image).
+    fn of(&self, q: &[f64]) -> f64 {
+        let mut longest = 0.0_f64;
+        for &[i, j] in &self.bonds {
+            let r2: f64 = (0..3)
+                .map(|a| {
+                    let d = q[3 * j + a] - q[3 * i + a];
+                    let d = d - (d / self.sides[a]).round() * self.sides[a];
+                    d * d
+                })
+                .sum();
+            longest = longest.max(r2.sqrt());
+        }
+        longest
+    }
+}
+
+impl Watch for LongestBond {
+    fn check(&mut self, q: &[f64]) -> Result<(), zs_runtime::GuardViolation> {
+        let r = self.of(q);
+        if r <= self.limit {
+            Ok(())
+        } else {
+            Err(zs_runtime::GuardViolation {
+                what: "longest bond",
+                value: r,
+                limit: self.limit,
+            })
+        }
+    }
+    fn observe(&mut self, q: &[f64]) {
+        self.longest = self.longest.max(self.of(q));
+    }
+    fn summary(&self) -> Option<String> {
+        Some(format!(
+            "  longest bond     {:>14.4}   (over the run, nearest image)",
+            self.longest
+        ))
+    }
 }
 
 /// `n` rings of `beads` beads, each a regular polygon of side 1 in its own plane, stacked in
@@ -201,6 +252,11 @@ impl CliSystem for RingMelt {
                 .value_name("B")
                 .value_parser(clap::value_parser!(u64).range(4..))
                 .help("Beads per ring to build (ring-melt, without --data; default 20)"),
+            Arg::new("max-bond")
+                .long("max-bond")
+                .value_name("L")
+                .value_parser(positive_f64)
+                .help("Guard: stop (trajectory kept) when a bond gets longer than L (ring-melt)"),
         ]
     }
     fn eval_options(&self) -> Vec<Arg> {
@@ -256,10 +312,23 @@ impl CliSystem for RingMelt {
             ),
             None => Ok(()),
         };
+        let (bonds, limit) = (
+            data.bonds.iter().map(|b| b.atoms).collect::<Vec<_>>(),
+            o.get::<f64>("max-bond").unwrap_or(f64::INFINITY),
+        );
+        let watch = || -> Box<dyn Watch> {
+            Box::new(LongestBond {
+                bonds: bonds.clone(),
+                sides,
+                limit,
+                longest: 0.0,
+            })
+        };
         let job = job
             .with_xyz(core::iter::repeat_n("C", n).collect::<zs_runtime::Symbols>())
             .with_lattice(data.lo, sides)
             .with_move_guard(MoveGuard::new(SKIN, 3))
+            .with_watch(&watch)
             .with_at_end(&write_data);
         let names = system.coordinate_names();
         let state = job.initial_state(system.state(q, v), &names)?;

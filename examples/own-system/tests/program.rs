@@ -101,6 +101,7 @@ fn every_subcommand_runs_the_ring_melt() {
         ],
     );
     assert!(said.contains("bending K = 8"), "{said}");
+    assert!(said.contains("longest bond"), "{said}");
     let a = rows(&d.join("a.csv"));
     assert!(a[0].starts_with("t,x1,y1,z1,x2"), "{}", &a[0][..40]);
     assert_eq!(a.len(), 1 + 11);
@@ -199,6 +200,43 @@ fn every_subcommand_runs_the_ring_melt() {
         ],
     );
     assert!(d.join("tmp/exchanges.csv").exists());
+}
+
+/// The system's own guard stops a run whose bonds stretch beyond `--max-bond`, keeping the
+/// trajectory up to the last good step.
+#[test]
+fn its_own_guard_stops_a_run_and_keeps_the_trajectory() {
+    let t = dir("guard");
+    let d = t.0.as_path();
+    rings(d);
+    let args = [
+        "run",
+        "ring-melt",
+        "--data",
+        "rings.data",
+        "--gamma",
+        "1",
+        "--kt",
+        "1",
+        "--t-end",
+        "1",
+        "--max-bond",
+        "1.05",
+        "--quiet",
+        "--out",
+        "g.csv",
+    ];
+    let o = program(d, &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("longest bond") && err.contains("exceeds the limit 1.05"),
+        "{err}"
+    );
+    assert!(
+        d.join("g.csv").exists() && d.join("g.csv.incomplete").exists(),
+        "{err}"
+    );
 }
 
 #[test]

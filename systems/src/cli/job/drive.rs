@@ -15,9 +15,20 @@ use zs_runtime::{
     StateOf, Vector,
 };
 
-use super::{CliStepper, Job};
+use super::{CliStepper, Job, Watch};
 use crate::cli::error::CliError;
-use crate::rigid_body;
+
+/// A system's [`Watch`] as one of the run's observers.
+struct Watching(Box<dyn Watch>);
+
+impl<P: ?Sized, V: Vector> Observer<P, V> for Watching {
+    fn check(&mut self, _: &P, state: &StateOf<V>) -> Result<(), zs_runtime::GuardViolation> {
+        self.0.check(state.q.as_slice())
+    }
+    fn observe(&mut self, _: &P, state: &StateOf<V>) {
+        self.0.observe(state.q.as_slice());
+    }
+}
 
 impl Job<'_> {
     /// Run `stepper` on `target` to `t_end` (or resume it) with energy, constraint, CSV, guard
@@ -58,16 +69,10 @@ impl Job<'_> {
             }
         };
         let mut csv = run_columns(csv, names, system);
-        let defect = |q: &V| {
-            <&[f64; 9]>::try_from(q.as_slice()).map_or(f64::NAN, rigid_body::orthogonality_defect)
-        };
-        if self.orthogonality {
-            csv = csv.with_column("orthogonality_defect", defect);
+        let mut watching = self.watch.map(|make| Watching(make()));
+        if let Some((name, f)) = watching.as_ref().and_then(|w| w.0.column()) {
+            csv = csv.with_column(name, move |q: &V| f(q.as_slice()));
         }
-        let mut max_defect = 0.0_f64;
-        let mut defect_observer = FnObserver(|_: &T, s: &StateOf<V>| {
-            max_defect = max_defect.max(defect(&s.q));
-        });
         let xyz_path = out.with_extension("xyz");
         let mut xyz = match &self.xyz {
             None => None,
@@ -85,7 +90,6 @@ impl Job<'_> {
         };
         let mut energy_guard = args.max_energy_drift.map(EnergyGuard::new);
         let mut residual_guard = args.max_residual.map(|r| ConstraintGuard::new(system, r));
-        let mut cluster_guard = self.cluster_guard;
         let mut move_guard = self.move_guard.clone();
         let first = match self.resume {
             Some(cp) => cp.u64("run.done").unwrap_or(0),
@@ -127,14 +131,11 @@ impl Job<'_> {
             if let Some(g) = residual_guard.as_mut() {
                 observers.push(g);
             }
-            if let Some(g) = cluster_guard.as_mut() {
-                observers.push(g);
-            }
             if let Some(g) = move_guard.as_mut() {
                 observers.push(g);
             }
-            if self.orthogonality {
-                observers.push(&mut defect_observer);
+            if let Some(w) = watching.as_mut() {
+                observers.push(w);
             }
             observers.push(&mut ticker);
             let stepper = stepper.as_mut();
@@ -198,8 +199,8 @@ impl Job<'_> {
                 residual.last_residual()
             );
         }
-        if self.orthogonality {
-            say!("  max ‖RᵀR − I‖    {max_defect:>14.3e}   (distance from SO(3), Frobenius)");
+        if let Some(line) = watching.as_ref().and_then(|w| w.0.summary()) {
+            say!("{line}");
         }
         if let Some((cholesky, fallbacks)) = stepper.solves() {
             say!(

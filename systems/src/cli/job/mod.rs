@@ -16,8 +16,8 @@ mod temper;
 use std::path::PathBuf;
 
 use zs_runtime::{
-    Checkpoint, ConstrainedModel, ConstraintSpace, MoveGuard, Rattle, Shake, ShakeSolver, StateOf,
-    StiffModel, Symbols, Vector,
+    Checkpoint, ConstrainedModel, ConstraintSpace, GuardViolation, MoveGuard, Rattle, Shake,
+    ShakeSolver, StateOf, StiffModel, Symbols, Vector,
 };
 
 pub(crate) use stepper::CliStepper;
@@ -26,12 +26,41 @@ pub(crate) use temper::TemperPlan;
 
 use super::error::CliError;
 use super::{state_file, IntegratorName, RunArgs};
-use crate::water::ClusterGuard;
 
 /// An assembled system's constrained model, type-erased (see the [module docs](self)).
 pub(crate) type DynConstrained<'a> = dyn ConstrainedModel<Vec<f64>, Vec<f64>> + Sync + 'a;
 /// An assembled system's (penalized) potential, type-erased.
 pub(crate) type DynStiff<'a> = dyn StiffModel<Vec<f64>> + Sync + 'a;
+
+/// What a system watches in a run beside the shared observers ([`Job::with_watch`]): a guard
+/// on the positions, a CSV column, a summary line. Each method has a default that does
+/// nothing.
+pub trait Watch: Send {
+    /// A CSV column of the positions, after the shared ones: its name and value.
+    fn column(&self) -> Option<(&'static str, fn(&[f64]) -> f64)> {
+        None
+    }
+    /// Guard: reject the positions a step produced; the run stops with a typed error and
+    /// keeps its trajectory up to the last good step.
+    ///
+    /// # Errors
+    /// The violated limit.
+    fn check(&mut self, q: &[f64]) -> Result<(), GuardViolation> {
+        let _ = q;
+        Ok(())
+    }
+    /// Every recorded-or-not state, the start included.
+    fn observe(&mut self, q: &[f64]) {
+        let _ = q;
+    }
+    /// A line of the run's summary (after the shared ones).
+    fn summary(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Makes a run's [`Watch`].
+pub type MakeWatch<'a> = dyn Fn() -> Box<dyn Watch> + Sync + 'a;
 
 /// What a run does with its final `q` and `v` once it completed.
 pub type AtEnd<'a> = dyn Fn(&[f64], &[f64]) -> Result<(), CliError> + Sync + 'a;
@@ -84,13 +113,13 @@ pub struct Job<'a> {
     /// Atom symbols (one per 3 coordinates): also write an extended XYZ trajectory beside the
     /// CSV (`<out>.xyz`).
     pub(crate) xyz: Option<Symbols>,
-    /// `--max-radius` (water): stop when a molecule leaves the cluster.
-    pub(crate) cluster_guard: Option<ClusterGuard>,
+    /// What the system watches beside the shared observers (water's cluster guard, the rigid
+    /// body's orthogonality): made fresh for each run.
+    pub(crate) watch: Option<&'a MakeWatch<'a>>,
+    /// The set-up line's name for the integrated potential when the system gives one.
+    pub(crate) potential: Option<String>,
     /// Under a pair cutoff: stop when a body moves more than the neighbour-list skin in a step.
     pub(crate) move_guard: Option<MoveGuard>,
-    /// The rigid body: an `orthogonality_defect` column `‖RᵀR − I‖_F` and its maximum in the
-    /// summary.
-    pub(crate) orthogonality: bool,
     /// A periodic box `(lo, sides)`: the XYZ frames carry `Lattice=` and wrapped positions.
     pub(crate) lattice: Option<([f64; 3], [f64; 3])>,
     /// Called with the final `q` and `v` of a run that completed (`--write-data`).
@@ -116,9 +145,9 @@ impl<'a> Job<'a> {
             p,
             meta,
             xyz: None,
-            cluster_guard: None,
+            watch: None,
+            potential: None,
             move_guard: None,
-            orthogonality: false,
             lattice: None,
             at_end: None,
             temper: None,
@@ -156,6 +185,19 @@ impl<'a> Job<'a> {
     /// in one step: under a pair cutoff, half the neighbour list's skin.
     pub fn with_move_guard(mut self, guard: MoveGuard) -> Self {
         self.move_guard = Some(guard);
+        self
+    }
+
+    /// Watch the run with what `make` makes ([`Watch`]: a guard, a column, a summary line).
+    pub fn with_watch(mut self, make: &'a MakeWatch<'a>) -> Self {
+        self.watch = Some(make);
+        self
+    }
+
+    /// Name the integrated potential on the set-up line (default: "V (no constraints)" or the
+    /// penalized potential).
+    pub fn with_potential(mut self, text: impl Into<String>) -> Self {
+        self.potential = Some(text.into());
         self
     }
 
@@ -226,11 +268,8 @@ impl<'a> Job<'a> {
             "the constrained system (Lagrange multipliers)".to_string()
         } else if system.constraint_count() > 0 {
             format!("the penalized potential V + ½ω²|g|², ω = {}", p.omega)
-        } else if self.orthogonality {
-            format!(
-                "V = Bμ R33 + ½ω²‖RᵀR − I‖², ω = {} (the penalty is part of V)",
-                p.omega
-            )
+        } else if let Some(text) = &self.potential {
+            text.clone()
         } else {
             "V (no constraints)".to_string()
         };

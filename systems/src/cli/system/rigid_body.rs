@@ -6,11 +6,34 @@ use zs_runtime::Clocked;
 
 use super::{table, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::job::{CliStepper, Job};
+use crate::cli::job::{CliStepper, Job, Watch};
 use crate::cli::{state_file, EvalArgs, IntegratorName, RunArgs};
 use crate::rigid_body::{self, cayley::CayleyEuler, MagnetizedRigidBody};
 
 pub(super) struct RigidBodyCli;
+
+/// The distance of `R` from SO(3), `‖RᵀR − I‖_F`: a CSV column, and its maximum in the summary.
+struct Orthogonality(f64);
+
+/// `‖RᵀR − I‖_F` of the 9 coordinates.
+fn defect(q: &[f64]) -> f64 {
+    <&[f64; 9]>::try_from(q).map_or(f64::NAN, rigid_body::orthogonality_defect)
+}
+
+impl Watch for Orthogonality {
+    fn column(&self) -> Option<(&'static str, fn(&[f64]) -> f64)> {
+        Some(("orthogonality_defect", defect))
+    }
+    fn observe(&mut self, q: &[f64]) {
+        self.0 = self.0.max(defect(q));
+    }
+    fn summary(&self) -> Option<String> {
+        Some(format!(
+            "  max ‖RᵀR − I‖    {:>14.3e}   (distance from SO(3), Frobenius)",
+            self.0
+        ))
+    }
+}
 
 /// `--b-mu`, for `zs run` and `zs eval`.
 fn b_mu_option() -> clap::Arg {
@@ -49,11 +72,14 @@ impl CliSystem for RigidBodyCli {
     fn defaults(&self, _method: IntegratorName, _omega: f64) -> (f64, f64, f64) {
         (rigid_body::H, 100.0, rigid_body::BETA_PAPER_SCHEME)
     }
-    fn run(&self, args: &RunArgs, mut job: Job<'_>) -> Result<(), CliError> {
+    fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
         let b_mu = args.options.get::<f64>("b-mu").unwrap_or(rigid_body::B_MU);
         let omega = job.p.omega;
         let system = MagnetizedRigidBody { b_mu, omega };
-        job.orthogonality = true;
+        let make = || -> Box<dyn Watch> { Box::new(Orthogonality(0.0)) };
+        let job = job.with_watch(&make).with_potential(format!(
+            "V = Bμ R33 + ½ω²‖RᵀR − I‖², ω = {omega} (the penalty is part of V)"
+        ));
         let state = job.initial_state(
             MagnetizedRigidBody::initial_state(),
             &rigid_body::coordinate_names(),

@@ -10,11 +10,29 @@ use zs_runtime::Model;
 
 use super::{count, run_assembled, table, Accepts, CliSystem, Count};
 use crate::cli::error::CliError;
-use crate::cli::job::Job;
+use crate::cli::job::{Job, Watch};
 use crate::cli::{state_file, EvalArgs, IntegratorName, MinimizerName, RunArgs};
 use crate::water::{self, ClusterGuard, Water};
 
 pub(super) struct WaterCli;
+
+/// `--max-radius`: the cluster guard, watching the run.
+struct Cluster(ClusterGuard);
+
+impl Watch for Cluster {
+    fn check(&mut self, q: &[f64]) -> Result<(), zs_runtime::GuardViolation> {
+        let r = ClusterGuard::radius(q);
+        if r <= self.0.limit {
+            Ok(())
+        } else {
+            Err(zs_runtime::GuardViolation {
+                what: ClusterGuard::WHAT,
+                value: r,
+                limit: self.0.limit,
+            })
+        }
+    }
+}
 
 impl CliSystem for WaterCli {
     fn name(&self) -> &'static str {
@@ -96,10 +114,15 @@ impl CliSystem for WaterCli {
         let setup = setup.elapsed().as_secs_f64();
         let omega = job.p.omega;
         let mut job = job.with_xyz(Water::atom_symbols(n));
-        job.cluster_guard = args
-            .options
-            .get::<f64>("max-radius")
-            .map(|limit| ClusterGuard { limit });
+        let limit = args.options.get::<f64>("max-radius");
+        let make = move || -> Box<dyn Watch> {
+            Box::new(Cluster(ClusterGuard {
+                limit: limit.unwrap_or(f64::INFINITY),
+            }))
+        };
+        if limit.is_some() {
+            job = job.with_watch(&make);
+        }
         let built = w.cluster(n, water::SPACING, seed);
         let names = Water::coordinate_names(n);
         let mut state = job.initial_state(system.state(built, vec![0.0; 9 * n]), &names)?;
