@@ -37,7 +37,7 @@ pub(crate) type DynStiff<'a> = dyn StiffModel<Vec<f64>> + Sync + 'a;
 /// nothing.
 pub trait Watch: Send {
     /// A CSV column of the positions, after the shared ones: its name and value.
-    fn column(&self) -> Option<(&'static str, fn(&[f64]) -> f64)> {
+    fn column(&self) -> Option<Column> {
         None
     }
     /// Guard: reject the positions a step produced; the run stops with a typed error and
@@ -58,6 +58,9 @@ pub trait Watch: Send {
         None
     }
 }
+
+/// A CSV column of the positions: its name and its value.
+pub type Column = (&'static str, fn(&[f64]) -> f64);
 
 /// Makes a run's [`Watch`].
 pub type MakeWatch<'a> = dyn Fn() -> Box<dyn Watch> + Sync + 'a;

@@ -21,7 +21,7 @@ fn defect(q: &[f64]) -> f64 {
 }
 
 impl Watch for Orthogonality {
-    fn column(&self) -> Option<(&'static str, fn(&[f64]) -> f64)> {
+    fn column(&self) -> Option<crate::cli::job::Column> {
         Some(("orthogonality_defect", defect))
     }
     fn observe(&mut self, q: &[f64]) {
