@@ -244,7 +244,39 @@ fn errors_are_one_line_with_a_nonzero_status() {
     let t = dir("errors");
     let d = t.0.as_path();
     rings(d);
+    // One ring of 20 beads (diameter 6.39) in a box 6.45 wide: it reaches its own image.
+    ok(
+        d,
+        &[
+            "run",
+            "ring-melt",
+            "--rings",
+            "1",
+            "--beads",
+            "20",
+            "--t-end",
+            "0.01",
+            "--quiet",
+            "--out",
+            "one.csv",
+            "--write-data",
+            "one.data",
+        ],
+    );
+    let mut one = zs_runtime::lammps::DataFile::read(&d.join("one.data")).unwrap();
+    one.hi[0] = one.lo[0] + 6.45;
+    std::fs::write(d.join("narrow.data"), one.to_text()).unwrap();
     for (args, status, says) in [
+        (
+            &["run", "ring-melt", "--data", "narrow.data"][..],
+            1,
+            "of one molecule are 0.05",
+        ),
+        (
+            &["eval", "ring-melt", "--data", "narrow.data"][..],
+            1,
+            "reaches its own periodic image",
+        ),
         (
             &["run", "ring-melt", "--data", "rings.data", "--rings", "3"][..],
             1,

@@ -66,6 +66,7 @@ pub mod forms;
 pub mod jacobian;
 mod neighbors;
 mod order;
+mod overlap;
 mod plan;
 pub mod system;
 pub mod terms;

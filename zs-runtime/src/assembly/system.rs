@@ -179,7 +179,8 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// # Errors
     /// What [`Assembled::new`] reports; [`TopologyError::OrderDoesNotApply`] for
     /// [`BodyOrder::Cells`] on a system without a pair cutoff or with constraints, or a
-    /// `start` of the wrong length.
+    /// `start` of the wrong length; [`TopologyError::OverlapsOwnImage`] for a start that
+    /// overlaps its own periodic images ([`Assembled::check_start`]).
     pub fn ordered(
         terms: T,
         topology: Topology,
@@ -210,7 +211,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             (_, Ok(reach)) => Some(reach),
         };
         let Some(reach) = reach else {
-            return Self::build(terms, topology, None);
+            return Self::build(terms, topology, None).and_then(|s| s.checked(start));
         };
         let cell = topology.box_lengths().map(Cell::new);
         let site = |b: usize| -> [f64; 3] {
@@ -225,10 +226,16 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         let n = topology.bodies();
         if order == BodyOrder::Auto && order::locality(n, site, cell.as_ref(), reach) >= 0.5 {
             drop(user);
-            return Self::build(terms, topology, None);
+            return Self::build(terms, topology, None).and_then(|s| s.checked(start));
         }
         let rank = order::cell_rank(n, site, cell.as_ref(), reach);
-        Self::build(terms, topology, Some((rank, user)))
+        Self::build(terms, topology, Some((rank, user))).and_then(|s| s.checked(start))
+    }
+
+    /// `self` once its start `q` is checked ([`Assembled::check_start`]).
+    fn checked(self, q: &[f64]) -> Result<Self, TopologyError> {
+        self.check_start(q)?;
+        Ok(self)
     }
 
     /// Set-up over `topology` (validated), relabeled by `rank` when given (with the user's
@@ -525,6 +532,29 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 None => core::array::from_fn(|d| self.model.topology.pinned()[&b][d]),
             })
             .collect()
+    }
+
+    /// Check a start: `Err(`[`TopologyError::OverlapsOwnImage`]`)` when two bodies of one
+    /// molecule meet through the periodic box closer than half the shortest bond — a molecule
+    /// wider than the box, which its pair terms would see on top of itself. Nothing to check
+    /// without a periodic box or bonds. [`Assembled::ordered`] checks its start; a run built
+    /// with [`Assembled::new`] checks its own (`zs run` does).
+    ///
+    /// # Errors
+    /// The closest such pair, named.
+    ///
+    /// # Panics
+    /// If `q` does not have [`crate::Model::dimension`] entries.
+    pub fn check_start(&self, q: &[f64]) -> Result<(), TopologyError> {
+        self.check_len(q, "q");
+        if D != 3 {
+            return Ok(());
+        }
+        let topology = self.topology();
+        super::overlap::check(topology, |b| match self.free_index(b) {
+            Some(f) => core::array::from_fn(|a| q[f * D + a]),
+            None => core::array::from_fn(|a| topology.pinned()[&b][a]),
+        })
     }
 
     /// The coordinates `q` of the free bodies from every body's position (the inverse of

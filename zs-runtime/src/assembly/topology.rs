@@ -129,6 +129,25 @@ pub enum TopologyError {
     /// An order of the bodies inside that cannot be made ([`super::Assembled::ordered`]).
     #[error("{0}")]
     OrderDoesNotApply(String),
+    /// The start overlaps its own periodic images ([`super::Assembled::check_start`]): two
+    /// bodies of one molecule meet through the periodic box closer than half its shortest bond.
+    #[error(
+        "bodies {i} and {j} (numbered from 0) of one molecule are {} apart through the periodic box, under half the shortest bond ({}): the molecule reaches its own periodic image ({shift:?} box lengths along its bonds); give a box wider than the molecule, or fold it",
+        crate::error::readable(*.distance),
+        crate::error::readable(*.shortest_bond)
+    )]
+    OverlapsOwnImage {
+        /// The first body.
+        i: usize,
+        /// The second body.
+        j: usize,
+        /// Their distance through the box (nearest image).
+        distance: f64,
+        /// The shortest bond of the start.
+        shortest_bond: f64,
+        /// How many box lengths apart, along each axis, the bonds place them.
+        shift: [i64; 3],
+    },
 }
 
 /// The bodies of an assembled system and how its terms apply to them

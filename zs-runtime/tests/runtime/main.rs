@@ -28,6 +28,7 @@ mod macro_split;
 mod multipliers;
 mod newmark;
 mod output_safety;
+mod own_image;
 mod periodic;
 mod piecewise;
 mod properties;

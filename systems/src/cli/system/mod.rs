@@ -287,6 +287,7 @@ where
     T: zs_runtime::assembly::Terms<D> + Send + Sync,
 {
     use super::job::{DynConstrained, DynStiff};
+    system.check_start(state.q.as_slice())?;
     let more: Vec<_> = (1..job.replicas()).map(|_| system.replica()).collect();
     let states: Vec<_> = core::iter::once(system).chain(&more).collect();
     let systems: Vec<&DynConstrained<'_>> = states.iter().map(|&s| s as _).collect();
