@@ -43,7 +43,8 @@ pub struct RunSummary<V: Vector> {
     /// Steps planned for the whole run (a resumed run counts the steps before its checkpoint).
     pub planned_steps: u64,
     /// Good steps completed, counted from the start of the run (a resumed run counts the steps
-    /// before its checkpoint): the index of [`RunSummary::last_state`].
+    /// before its checkpoint): the index of the last good state, which the caller's state
+    /// holds.
     pub steps: u64,
     /// Steps already completed when this invocation started (0, or the checkpoint's count for
     /// [`resume`]).
@@ -60,8 +61,10 @@ pub struct RunSummary<V: Vector> {
     /// be written (the run goes on after a failed checkpoint; the previous checkpoint file
     /// stays valid).
     pub output_error: Option<std::io::Error>,
-    /// The last good state (the final one when the run succeeded).
-    pub last_state: StateOf<V>,
+    /// The last good state when a step failed (a copy of the caller's state, kept for
+    /// [`RunSummary::failure`]). A run that succeeds makes no copy: the caller's state is the
+    /// final one (a million bodies' state is 48 MB).
+    last_good: Option<StateOf<V>>,
 }
 
 /// A run that stopped on a failed step: the error (with the failing step's index and start
@@ -97,9 +100,10 @@ impl<V: Vector> RunSummary<V> {
 
     /// The failure, if a step failed.
     pub fn failure(&self) -> Option<RunFailure<V>> {
-        self.error.clone().map(|error| RunFailure {
+        let (error, last_good) = (self.error.clone()?, self.last_good.clone()?);
+        Some(RunFailure {
             error,
-            last_good: self.last_state.clone(),
+            last_good,
             steps: self.steps,
         })
     }
@@ -567,9 +571,9 @@ impl Loop {
             } else {
                 0.0
             },
+            last_good: self.error.is_some().then(|| state.clone()),
             error: self.error.take(),
             output_error,
-            last_state: state.clone(),
         }
     }
 }

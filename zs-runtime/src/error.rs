@@ -14,9 +14,9 @@
 //! - the [`crate::driver`] additionally rejects states that a stepper returned as `Ok` but that
 //!   are not finite ([`Quantity::StateAfterStep`]) or that violate a guard
 //!   ([`StepErrorKind::GuardViolated`], see [`crate::guards`]): it restores the state from
-//!   before the step, so after any failed run the caller's `state`, the summary's
-//!   [`crate::RunSummary::last_state`] and [`crate::driver::RunFailure::last_good`] all hold the
-//!   last good state, and the observers (CSV rows included) have seen exactly the states up to
+//!   before the step, so after any failed run the caller's `state` and
+//!   [`crate::driver::RunFailure::last_good`] (the summary's [`crate::RunSummary::failure`])
+//!   both hold the last good state, and the observers (CSV rows included) have seen exactly the states up to
 //!   it.
 
 pub use crate::linalg::{Operand, SolveFailure};

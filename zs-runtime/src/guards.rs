@@ -35,9 +35,9 @@
 //! let mut state = State::new([1.0], [0.0]);
 //! let mut guard = EnergyGuard::relative(0.5);
 //! let summary = run(&mut vv, &Spring, &mut state, 100.0, &mut [&mut guard]);
-//! let error = summary.error.expect("the guard stopped the run");
-//! assert!(matches!(error.kind, StepErrorKind::GuardViolated { .. }));
-//! assert_eq!(summary.last_state, state); // the state before the offending step
+//! let failure = summary.failure().expect("the guard stopped the run");
+//! assert!(matches!(failure.error.kind, StepErrorKind::GuardViolated { .. }));
+//! assert_eq!(failure.last_good, state); // the state before the offending step
 //! ```
 
 use core::marker::PhantomData;

@@ -215,6 +215,37 @@ pub(crate) fn same_bits_slices(a: &[f64], b: &[f64]) -> bool {
         }
 }
 
+/// A 64-bit fingerprint of the bit patterns of `x`, position by position: the key of a cache
+/// that must not hold a copy of a long vector (a million bodies' positions are 24 MB).
+///
+/// It is `Σ_i mix(bits(x_i), i)` (wrapping), `mix` the SplitMix64 finalizer of the bits
+/// offset by the position — a bijection of the bits for each position, so a vector that differs
+/// from another in one entry always has another fingerprint, and two that differ in several
+/// (entries changed or moved) have the same one with probability 2⁻⁶⁴. A sum: the same value
+/// whatever the chunks it is summed in (rayon's pool when long).
+pub(crate) fn fingerprint(x: &[f64]) -> u64 {
+    use rayon::prelude::*;
+    let part = |at: usize, x: &[f64]| -> u64 {
+        x.iter().enumerate().fold(0u64, |h, (i, v)| {
+            let mut z = v.to_bits() ^ ((at + i) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            h.wrapping_add(z ^ (z >> 31))
+        })
+    };
+    let n = x.len() as u64;
+    let sum = if x.len() < PARALLEL_FROM {
+        part(0, x)
+    } else {
+        x.par_chunks(VECTOR_CHUNK)
+            .enumerate()
+            .map(|(c, x)| part(c * VECTOR_CHUNK, x))
+            .reduce(|| 0, u64::wrapping_add)
+    };
+    // The length enters too (a prefix of zeros is not the empty vector).
+    sum ^ n.wrapping_mul(0xD6E8_FEB8_6659_FD93)
+}
+
 /// True when `a` and `b` hold the same bit patterns (so `-0.0 ≠ 0.0`, and NaNs of equal bits
 /// are equal): the key of the steppers' caches.
 #[inline]

@@ -144,7 +144,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             }
             if !s.forms.iter().all(|f| f.has_hessians(part)) {
                 // A matrix made elsewhere: the buffers were not reserved at set-up.
-                s.reserve_hessians(self.model.bodies.free, part);
+                s.reserve_hessians(part);
             }
             for f in &mut s.forms {
                 f.evaluate(&self.model.terms, &input, want);
@@ -216,7 +216,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     fn make_matrix(&self, part: HessianPart) -> SparseMatrix {
-        self.work().reserve_hessians(self.model.bodies.free, part);
+        self.work().reserve_hessians(part);
         {
             // A step that makes a matrix may take third contractions: their direction's
             // inner vector is made now, at set-up.

@@ -50,7 +50,6 @@ pub(crate) struct Neighbors {
     sorted: Sorted,
     /// Per z-layer of cells: its pairs, a stencil buffer and the candidates of a cell.
     layers: Vec<Layer>,
-    wrapped: Vec<[f64; 3]>,
     cell_of: Vec<u32>,
 }
 
@@ -157,6 +156,12 @@ fn concatenate(layers: &[Layer], out: &mut [[u32; 2]]) {
 #[derive(Debug, Default)]
 struct Layer {
     pairs: Vec<[u32; 2]>,
+    scratch: Scratch,
+}
+
+/// The scratch of a layer's task.
+#[derive(Debug, Default)]
+struct Scratch {
     stencil: Vec<usize>,
     runs: Vec<Run>,
     /// Candidates of one body, kept when within reach (branch-free compaction).
@@ -208,7 +213,6 @@ impl Neighbors {
             fill: Vec::new(),
             sorted: Sorted::default(),
             layers: Vec::new(),
-            wrapped: Vec::new(),
             cell_of: Vec::new(),
         })
     }
@@ -234,7 +238,6 @@ impl Neighbors {
             fill: Vec::new(),
             sorted: Sorted::default(),
             layers: Vec::new(),
-            wrapped: Vec::new(),
             cell_of: Vec::new(),
         }
     }
@@ -331,14 +334,16 @@ impl Neighbors {
         // difference is within one box side of its nearest image), and their cells; on the
         // pool when there are many bodies (each body's by the same operations).
         let box_ = self.cell;
-        let place = |p: &[f64; 3], w: &mut [f64; 3], cell: &mut u32| {
-            *w = core::array::from_fn(|a| {
+        let wrap = |p: &[f64; 3]| -> [f64; 3] {
+            core::array::from_fn(|a| {
                 let x = p[a] - origin[a];
                 match &box_ {
                     Some(c) => x - floor(x * c.inv[a]) * c.len[a],
                     None => x,
                 }
-            });
+            })
+        };
+        let cell_at = |w: [f64; 3]| -> u32 {
             let c: [usize; 3] = core::array::from_fn(|a| {
                 let k = w[a] / size[a];
                 // Rounding at the top edge of a periodic box, or a NaN: the last cell.
@@ -348,18 +353,18 @@ impl Neighbors {
                     0
                 }
             });
-            *cell = index(c) as u32;
+            index(c) as u32
         };
-        self.wrapped.resize(n, [0.0; 3]);
+        // The cells first; the wrapped positions are made again where they are stored (the
+        // same operations, the same bits), so that they are not held twice.
         self.cell_of.resize(n, 0);
         if 3 * n >= crate::vector::PARALLEL_FROM {
             pos.par_iter()
-                .zip(self.wrapped.par_iter_mut())
                 .zip(self.cell_of.par_iter_mut())
-                .for_each(|((p, w), c)| place(p, w, c));
+                .for_each(|(p, c)| *c = cell_at(wrap(p)));
         } else {
-            for ((p, w), c) in pos.iter().zip(&mut self.wrapped).zip(&mut self.cell_of) {
-                place(p, w, c);
+            for (p, c) in pos.iter().zip(&mut self.cell_of) {
+                *c = cell_at(wrap(p));
             }
         }
         // Bodies sorted by cell (a counting sort, stable: each cell's bodies increasing), their
@@ -383,7 +388,7 @@ impl Neighbors {
         for (i, &c) in self.cell_of.iter().enumerate() {
             let c = c as usize;
             let k = self.fill[c] as usize;
-            let w = self.wrapped[i];
+            let w = wrap(&pos[i]);
             (sorted.id[k], sorted.x[k], sorted.y[k], sorted.z[k]) = (i as u32, w[0], w[1], w[2]);
             self.fill[c] += 1;
         }
@@ -399,15 +404,13 @@ impl Neighbors {
         let mut layers = core::mem::take(&mut self.layers);
         layers.resize_with(dims[2], Default::default);
         let this = &*self;
-        let layer = |cz: usize, l: &mut Layer| {
-            let Layer {
-                pairs,
+        let layer = |cz: usize, l: &mut Scratch, pairs: &mut Vec<[u32; 2]>| {
+            let Scratch {
                 stencil,
                 runs,
                 hits,
                 grouping,
             } = l;
-            pairs.clear();
             let sorted = &this.sorted;
             for cy in 0..dims[1] {
                 for cx in 0..dims[0] {
@@ -467,13 +470,26 @@ impl Neighbors {
                 }
             }
         };
-        layers[..dims[2]]
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(cz, l)| layer(cz, l));
-        let total = layers[..dims[2]].iter().map(|l| l.pairs.len()).sum();
-        out.resize(total, [0; 2]);
-        concatenate(&layers[..dims[2]], out);
+        if rayon::current_num_threads() == 1 {
+            // One thread: the layers in order straight into `out` (the same pairs in the same
+            // order as joined layer lists, without holding them twice).
+            out.clear();
+            let scratch = &mut layers[0].scratch;
+            for cz in 0..dims[2] {
+                layer(cz, scratch, out);
+            }
+        } else {
+            layers[..dims[2]]
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(cz, l)| {
+                    l.pairs.clear();
+                    layer(cz, &mut l.scratch, &mut l.pairs);
+                });
+            let total = layers[..dims[2]].iter().map(|l| l.pairs.len()).sum();
+            out.resize(total, [0; 2]);
+            concatenate(&layers[..dims[2]], out);
+        }
         self.layers = layers;
     }
 

@@ -19,16 +19,21 @@ use crate::sparse::BlockLayout;
 pub(crate) struct Workspace<T, const D: usize> {
     pub forms: Vec<Box<dyn FormOps<T, D>>>,
     /// The tensors of the [`super::ThirdForm::Tensor`] forms were kept by a
-    /// `GradientHessianThird` pass at `kept_q` and `kept_omega` (when `kept`).
-    kept_q: Vec<f64>,
+    /// `GradientHessianThird` pass at the positions of fingerprint `kept_q`
+    /// ([`crate::vector::fingerprint`]: a key, not a copy of a long vector) and `kept_omega`
+    /// (when `kept`).
+    kept_q: u64,
     kept_omega: f64,
     kept: bool,
-    /// Every form's term energies are those at `valued_q` and `valued_omega` (when `valued`):
-    /// the last energy, gradient or Hessian pass computed them (the energy comes with the
-    /// gradient from the same kernel pass), so `V` there is their sum, without a pass.
-    valued_q: Vec<f64>,
+    /// Every form's term energies are those at the positions of fingerprint `valued_q` and at
+    /// `valued_omega` (when `valued`): the last energy, gradient or Hessian pass computed them
+    /// (the energy comes with the gradient from the same kernel pass), so `V` there is their
+    /// sum, without a pass.
+    valued_q: u64,
     valued_omega: f64,
     valued: bool,
+    /// The number of free bodies.
+    free: usize,
     /// The pair cutoff's neighbour list (which keeps the reference sites it is built from),
     /// and where it writes its pairs when no pair form takes them (the pair form under the
     /// cutoff holds them as its terms: [`FormOps::pair_buffer`]).
@@ -69,11 +74,6 @@ fn attached_layout<T, const D: usize>(
     layout
 }
 
-/// True when `stored` is exactly `q` (bit for bit).
-fn same_bits(stored: &[f64], q: &[f64]) -> bool {
-    crate::vector::same_bits_slices(stored, q)
-}
-
 impl<T, const D: usize> Workspace<T, D> {
     /// The state of freshly set-up `forms` (`follows`: the Hessian patterns made anew from each
     /// neighbour list), the list `neighbors`, for `free` free bodies.
@@ -85,12 +85,13 @@ impl<T, const D: usize> Workspace<T, D> {
     ) -> Self {
         Self {
             forms,
-            kept_q: Vec::new(),
+            kept_q: 0,
             kept_omega: 0.0,
             kept: false,
-            valued_q: vec![0.0; free * D],
+            valued_q: 0,
             valued_omega: 0.0,
             valued: false,
+            free,
             neighbors,
             pairs: Vec::new(),
             layouts: [None, None],
@@ -108,21 +109,22 @@ impl<T, const D: usize> Workspace<T, D> {
             forms,
             self.follows,
             self.neighbors.as_ref().map(Neighbors::fresh),
-            self.valued_q.len() / D,
+            self.free,
         );
         r.layouts.clone_from(&self.layouts);
-        r.kept_q.resize(self.kept_q.len(), 0.0);
         r
     }
 
     /// True when the tensors were kept at exactly `q` and `omega` (bit for bit).
     pub fn tensors_kept_at(&self, q: &[f64], omega: f64) -> bool {
-        self.kept && self.kept_omega.to_bits() == omega.to_bits() && same_bits(&self.kept_q, q)
+        self.kept
+            && self.kept_omega.to_bits() == omega.to_bits()
+            && self.kept_q == crate::vector::fingerprint(q)
     }
 
     /// The tensors were just kept at `q` and `omega`.
     pub fn mark_kept(&mut self, q: &[f64], omega: f64) {
-        self.kept_q.copy_from_slice(q);
+        self.kept_q = crate::vector::fingerprint(q);
         self.kept_omega = omega;
         self.kept = true;
     }
@@ -131,12 +133,12 @@ impl<T, const D: usize> Workspace<T, D> {
     pub fn valued_at(&self, q: &[f64], omega: f64) -> bool {
         self.valued
             && self.valued_omega.to_bits() == omega.to_bits()
-            && same_bits(&self.valued_q, q)
+            && self.valued_q == crate::vector::fingerprint(q)
     }
 
     /// The term energies were just computed at `q` and `omega`.
     pub fn mark_valued(&mut self, q: &[f64], omega: f64) {
-        crate::vector::copy_long(&mut self.valued_q, q);
+        self.valued_q = crate::vector::fingerprint(q);
         self.valued_omega = omega;
         self.valued = true;
     }
@@ -232,11 +234,10 @@ impl<T, const D: usize> Workspace<T, D> {
     }
 
     /// Make room for the local Hessians of `part` (set-up, when a matrix is made).
-    pub fn reserve_hessians(&mut self, free: usize, part: HessianPart) {
+    pub fn reserve_hessians(&mut self, part: HessianPart) {
         for f in &mut self.forms {
             f.reserve_hessians(part);
         }
-        self.kept_q.resize(free * D, 0.0);
         self.kept = false;
     }
 }

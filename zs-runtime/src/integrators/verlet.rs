@@ -1,11 +1,11 @@
 //! Velocity Verlet (Störmer–Verlet), `docs/INTEGRATORS.md` §1 — the paper's "variational Euler" on
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
-use super::{check_finite, check_h, check_state, par_pairs, same_bits, Buffers, StepStats};
+use super::{check_finite, check_h, check_state, par_pairs, Buffers, StepStats};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::stepper::{Clock, Clocked};
-use crate::vector::Vector;
+use crate::vector::{fingerprint, Vector};
 use crate::{Model, StateOf, StepError, Stepper};
 
 /// Velocity Verlet:
@@ -48,15 +48,16 @@ pub struct VelocityVerlet<V: Vector> {
 
 /// The step's vectors, as few as the step needs (a million bodies' vector is 24 MB): the new
 /// positions go to `prev.q` and the half-step velocities to `prev.v`, which then become the
-/// new velocities in place; the new acceleration overwrites the old in `a0`. Committing
-/// exchanges `prev` with the state, so that `prev` holds the state the step replaced.
+/// new velocities in place; the gradient at the new positions is written into `a0` and turned
+/// into the new acceleration there. Committing exchanges `prev` with the state, so that `prev`
+/// holds the state the step replaced. The cached acceleration is keyed by a fingerprint of the
+/// positions it belongs to ([`crate::vector::fingerprint`]), not a copy of them.
 #[derive(Debug)]
 struct Work<V> {
     m: V,
-    g: V,
     a0: V,
     prev: StateOf<V>,
-    cache_q: V,
+    cache_key: u64,
     cached: bool,
     /// `prev` is the state the last step replaced and can be taken back ([`Stepper::undo`]).
     undoable: bool,
@@ -99,24 +100,22 @@ impl<V: Vector> VelocityVerlet<V> {
         let n = potential.dimension();
         let Work {
             m: copied,
-            g,
             a0,
             prev,
-            cache_q,
+            cache_key,
             cached,
             undoable,
         } = self.work.get(
             |w| w.m.len() == n,
             || Work {
                 m: V::zeros(n),
-                g: V::zeros(n),
                 a0: V::zeros(n),
                 prev: StateOf {
                     q: V::zeros(n),
                     v: V::zeros(n),
                     t: 0.0,
                 },
-                cache_q: V::zeros(n),
+                cache_key: 0,
                 cached: false,
                 undoable: false,
             },
@@ -132,11 +131,11 @@ impl<V: Vector> VelocityVerlet<V> {
             Some(m) => m,
             None => copied.as_slice(),
         };
-        if !(*cached && same_bits(cache_q, &state.q)) {
+        if !(*cached && *cache_key == fingerprint(state.q.as_slice())) {
             *cached = false;
             self.stats.gradient_evaluations += 1;
-            acceleration(potential, &state.q, m, g, a0, k, t)?;
-            cache_q.copy_from(&state.q);
+            acceleration(potential, &state.q, m, a0, k, t)?;
+            *cache_key = fingerprint(state.q.as_slice());
             *cached = true;
         }
         let half = 0.5 * h;
@@ -157,26 +156,27 @@ impl<V: Vector> VelocityVerlet<V> {
             return Err(StepError::non_finite(k, t, Quantity::NewPosition));
         }
         self.stats.gradient_evaluations += 1;
-        potential.gradient_into(x1, g);
-        // The acceleration and the second kick in one pass, in place (`a0` and `v_half` are
-        // not read again); on a non-finite entry, the first quantity that is not finite is
-        // named (gradient, acceleration, velocity), and the acceleration is no longer `q`'s.
-        let finite = {
-            let gs = g.as_slice();
-            par_pairs(a0.as_mut_slice(), v_half.as_mut_slice(), &|at, a1, v1| {
+        // The gradient into `a0` (the old acceleration is not read again), then the
+        // acceleration in place and the second kick in one pass; on a non-finite entry, the
+        // first quantity that is not finite is named (gradient, acceleration, velocity), and
+        // the acceleration is no longer `q`'s.
+        potential.gradient_into(x1, a0);
+        *cached = false;
+        let gradient_finite = crate::vector::all_finite(a0);
+        let finite = gradient_finite
+            && par_pairs(a0.as_mut_slice(), v_half.as_mut_slice(), &|at, a1, v1| {
                 let mut finite = true;
                 for (i, (a1, v1)) in a1.iter_mut().zip(v1.iter_mut()).enumerate() {
-                    let g = gs[at + i];
-                    *a1 = -g / m[at + i];
+                    *a1 = -*a1 / m[at + i];
                     *v1 += half * *a1;
-                    finite &= v1.is_finite() & g.is_finite();
+                    finite &= v1.is_finite() & a1.is_finite();
                 }
                 finite
-            })
-        };
+            });
         if !finite {
-            *cached = false;
-            check_finite(g, Quantity::Gradient, k, t)?;
+            if !gradient_finite {
+                return Err(StepError::non_finite(k, t, Quantity::Gradient));
+            }
             check_finite(a0, Quantity::Acceleration, k, t)?;
             return Err(StepError::non_finite(k, t, Quantity::NewVelocity));
         }
@@ -186,26 +186,26 @@ impl<V: Vector> VelocityVerlet<V> {
         prev.t = t;
         state.t = t + h;
         *undoable = true;
-        crate::vector::copy_long(cache_q.as_mut_slice(), state.q.as_slice());
+        *cache_key = fingerprint(state.q.as_slice());
+        *cached = true;
         self.clock.steps += 1;
         Ok(())
     }
 }
 
-/// `a = -M⁻¹∇V(q)`, with `g` as scratch for the gradient.
+/// `a = -M⁻¹∇V(q)`, the gradient written into `a` and divided in place.
 fn acceleration<V: Vector, P: Model<V> + ?Sized>(
     potential: &P,
     q: &V,
     m: &[f64],
-    g: &mut V,
     a: &mut V,
     step: u64,
     t: f64,
 ) -> Result<(), StepError> {
-    potential.gradient_into(q, g);
-    check_finite(g, Quantity::Gradient, step, t)?;
-    for i in 0..g.len() {
-        a[i] = -g[i] / m[i];
+    potential.gradient_into(q, a);
+    check_finite(a, Quantity::Gradient, step, t)?;
+    for i in 0..a.len() {
+        a[i] = -a[i] / m[i];
     }
     check_finite(a, Quantity::Acceleration, step, t)
 }

@@ -207,7 +207,7 @@ impl Job<'_> {
                 "  linear solves    {cholesky:>14} Cholesky, {fallbacks} fallbacks (M + βh²H indefinite: LDLᵀ or pivoted LU)"
             );
         }
-        let q = summary.last_state.q.as_slice();
+        let q = state.q.as_slice();
         let fmt = |x: f64| {
             if x.abs() < 1e6 {
                 format!("{x:.5}")
@@ -218,7 +218,7 @@ impl Job<'_> {
         let shown: Vec<String> = q.iter().take(4).map(|&x| fmt(x)).collect();
         say!(
             "  final state      t = {:.4}, q = ({}{})",
-            summary.last_state.t,
+            state.t,
             shown.join(", "),
             if q.len() > 4 { ", …" } else { "" }
         );
