@@ -317,10 +317,11 @@ impl DataFile {
     }
 }
 
-/// The line-by-line reader.
+/// The line-by-line reader (the lines are read as they come: a million atoms' file has two
+/// million lines, whose list would be 48 MB).
 struct Parser<'t> {
-    lines: Vec<(usize, &'t str)>,
-    at: usize,
+    text: &'t str,
+    lines: core::iter::Enumerate<core::str::Lines<'t>>,
 }
 
 /// A data line without its comment, trimmed.
@@ -382,30 +383,25 @@ const SECTIONS: &[&str] = &[
 impl<'t> Parser<'t> {
     fn new(text: &'t str) -> Self {
         Self {
-            lines: text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect(),
-            at: 0,
+            text,
+            lines: text.lines().enumerate(),
         }
     }
 
     /// The next line with content (number, raw line), skipping blank and comment lines.
     fn next_content(&mut self) -> Option<(usize, &'t str)> {
-        while self.at < self.lines.len() {
-            let (no, line) = self.lines[self.at];
-            self.at += 1;
-            if !content(line).is_empty() {
-                return Some((no, line));
-            }
-        }
-        None
+        self.lines
+            .by_ref()
+            .find(|(_, line)| !content(line).is_empty())
+            .map(|(i, line)| (i + 1, line))
     }
 
     fn last_line(&self) -> usize {
-        self.lines.len()
+        self.text.lines().count()
     }
 
     fn parse(mut self) -> Result<DataFile, DataError> {
-        let title = self.lines.first().map_or("", |l| l.1).to_string();
-        self.at = 1;
+        let title = self.lines.next().map_or("", |l| l.1).to_string();
         let mut h = Header::default();
         // The header: count and box lines until the first section keyword.
         let first_section = loop {
@@ -464,9 +460,11 @@ impl<'t> Parser<'t> {
             angles: Vec::new(),
             dihedrals: Vec::new(),
         };
+        // Every list sized by the header's counts: no list is grown by doubling (a million
+        // atoms' rows held twice while they move).
         let mut rows: Vec<AtomRow> = Vec::new();
         let mut velocity_rows: Vec<(usize, u64, [f64; 3])> = Vec::new();
-        let mut raw_bonds: Vec<(usize, usize, Vec<u64>, usize)> = Vec::new();
+        let mut raw_bonds: Vec<(usize, usize, [u64; 4], usize)> = Vec::new();
         let mut section = Some(first_section);
         let mut seen: Vec<String> = Vec::new();
         while let Some((no, name, raw)) = section.take() {
@@ -489,6 +487,12 @@ impl<'t> Parser<'t> {
                 _ => h.dihedral_types,
             };
             let style_hint = raw.split_once('#').map(|(_, s)| s.trim().to_string());
+            match name.as_str() {
+                "Atoms" => rows.reserve_exact(count),
+                "Velocities" => velocity_rows.reserve_exact(count),
+                "Bonds" | "Angles" | "Dihedrals" => raw_bonds.reserve_exact(count),
+                _ => {}
+            }
             for k in 0..count {
                 let Some((lno, line)) = self.next_content() else {
                     return Err(err(
@@ -587,9 +591,11 @@ impl<'t> Parser<'t> {
                             ));
                         }
                         let kind = int(&f, 1, lno)?;
-                        let atoms: Result<Vec<u64>, _> =
-                            (0..k).map(|c| uint(&f, 2 + c, lno)).collect();
-                        raw_bonds.push((lno, k, atoms?, kind as usize));
+                        let mut atoms = [0u64; 4];
+                        for (c, a) in atoms.iter_mut().take(k).enumerate() {
+                            *a = uint(&f, 2 + c, lno)?;
+                        }
+                        raw_bonds.push((lno, k, atoms, kind as usize));
                         let types = match k {
                             2 => h.bond_types,
                             3 => h.angle_types,
@@ -631,6 +637,11 @@ impl<'t> Parser<'t> {
             }
         }
         let len = file.box_lengths();
+        file.ids.reserve_exact(atoms);
+        file.molecules.reserve_exact(atoms);
+        file.types.reserve_exact(atoms);
+        file.charges.reserve_exact(atoms);
+        file.positions.reserve_exact(atoms);
         for (_, id, mol, t, q, x, image) in &rows {
             file.ids.push(*id);
             file.molecules.push(*mol);
@@ -649,12 +660,13 @@ impl<'t> Parser<'t> {
             file.velocities[i] = v;
         }
         file.has_velocities = seen.iter().any(|s| s == "Velocities");
-        let mut bonds = Vec::new();
-        let mut angles = Vec::new();
-        let mut dihedrals = Vec::new();
+        drop(rows);
+        let mut bonds = Vec::with_capacity(h.bonds);
+        let mut angles = Vec::with_capacity(h.angles);
+        let mut dihedrals = Vec::with_capacity(h.dihedrals);
         for (lno, k, ids, kind) in raw_bonds {
             let mut at = [0usize; 4];
-            for (c, &id) in ids.iter().enumerate() {
+            for (c, &id) in ids.iter().take(k).enumerate() {
                 at[c] = index(id, lno)?;
             }
             match k {

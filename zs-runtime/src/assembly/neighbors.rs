@@ -474,6 +474,19 @@ impl Neighbors {
             // One thread: the layers in order straight into `out` (the same pairs in the same
             // order as joined layer lists, without holding them twice).
             out.clear();
+            // Room for the pairs a uniform density would give, and a twentieth more: a list
+            // grown by doubling would hold its pairs twice while it moves (a million bodies'
+            // list is 40 MB).
+            if let Some(c) = &self.cell {
+                let volume = c.len[0] * c.len[1] * c.len[2];
+                let expected = n as f64
+                    * (n as f64 / volume)
+                    * (4.0 / 3.0 * core::f64::consts::PI * self.reach.powi(3))
+                    / 2.0;
+                if expected.is_finite() {
+                    out.reserve((1.05 * expected) as usize);
+                }
+            }
             let scratch = &mut layers[0].scratch;
             for cz in 0..dims[2] {
                 layer(cz, scratch, out);
