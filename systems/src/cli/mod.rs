@@ -399,7 +399,32 @@ pub fn main() -> ExitCode {
 /// each other (a name used twice, an option clashing with one of `zs run`'s) are one line on
 /// stderr and exit status 1, before any argument is read.
 pub fn main_with(systems: Vec<Box<dyn CliSystem>>) -> ExitCode {
+    large_allocations_mapped();
     main_from(systems, std::env::args_os())
+}
+
+/// glibc's allocator serves a block above a threshold by its own mapping, returned to the
+/// system when freed and grown in place (`mremap`) — but raises the threshold, up to 32 MB, each
+/// time such a block is freed, after which a large run's long vectors come from the heap,
+/// where a grown vector leaves its old pages behind. A fixed threshold of 1 MiB keeps them
+/// mapped: 864 000 beads of the Kremer–Grest melt peak at 367 MB instead of 397 (BENCHMARKS.md).
+fn large_allocations_mapped() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            /// glibc: `int mallopt(int param, int value)`.
+            fn mallopt(param: core::ffi::c_int, value: core::ffi::c_int) -> core::ffi::c_int;
+        }
+        /// `M_MMAP_THRESHOLD` of glibc's `malloc.h`.
+        const M_MMAP_THRESHOLD: core::ffi::c_int = -3;
+        // SAFETY: `mallopt` is glibc's, with this C signature; it changes a parameter of the
+        // allocator under the allocator's own lock and touches no memory of ours, so calling
+        // it at any time is sound (here, first in `main`). A refusal (0) leaves glibc's
+        // default: only memory use, never behaviour, depends on it.
+        unsafe {
+            mallopt(M_MMAP_THRESHOLD, 1 << 20);
+        }
+    }
 }
 
 /// [`main_with`] on the command line `args` (its first word is the program's name).

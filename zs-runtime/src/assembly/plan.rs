@@ -273,6 +273,16 @@ impl<const K: usize> TermList<K> {
     }
 }
 
+/// `v` resized to `n` (new entries `fill`); when it must grow, to an eighth more than `n`, so
+/// that the slowly growing lists of neighbour-list rebuilds reallocate seldom (each
+/// reallocation of a long list leaves its old pages behind in the process's memory).
+pub(crate) fn resize_with_room<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) {
+    if v.capacity() < n {
+        v.reserve_exact(n + n / 8 - v.len());
+    }
+    v.resize(n, fill);
+}
+
 /// Bodies per side of the tiles in which the pair terms are listed.
 pub(crate) const PAIR_TILE: usize = 16;
 
@@ -331,7 +341,7 @@ impl<const K: usize> PartialPlan<K> {
         let n = list.len();
         let chunks = n.div_ceil(chunk);
         // Every slot is written by `distinct`: sized, not cleared.
-        self.slot.resize(n, [NO_SLOT; K]);
+        resize_with_room(&mut self.slot, n, [NO_SLOT; K]);
         // Per chunk: the number of its distinct free bodies.
         let counts = &mut scratch.counts;
         counts.clear();
@@ -361,8 +371,8 @@ impl<const K: usize> PartialPlan<K> {
             offsets.push(offsets[offsets.len() - 1] + c);
         }
         // Each chunk's bodies in order of first appearance, read back from its slots.
-        self.body
-            .resize(*offsets.last().expect("offsets start with 0") as usize, 0);
+        let partials = *offsets.last().expect("offsets start with 0") as usize;
+        resize_with_room(&mut self.body, partials, 0);
         let at = Firsts {
             slot: &self.slot,
             free: &list.free,
@@ -521,7 +531,7 @@ impl Csr {
             offsets[i + 1] += offsets[i];
         }
         self.src.clear();
-        self.src.resize(len, 0);
+        resize_with_room(&mut self.src, len, 0);
         // `offsets[t]` counts up while target `t` is filled, then is put back.
         for (t, s) in pairs() {
             self.src[offsets[t as usize] as usize] = s;

@@ -292,7 +292,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             plan.partials
                 .rebuild(&plan.list, free, lane_chunk::<F>(), &mut self.scratch);
             plan.partials_for = None;
-            self.part.resize(plan.partials.len() * D, 0.0);
+            crate::assembly::plan::resize_with_room(&mut self.part, plan.partials.len() * D, 0.0);
         }
         if per_term_vector {
             let plan = &*self.plan;
