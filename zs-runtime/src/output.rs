@@ -45,15 +45,39 @@ type Residual<'a, V> = Box<dyn Fn(&V) -> f64 + Send + Sync + 'a>;
 
 /// The coordinates' names as one text, each ended by a NUL (one in a name is written as
 /// U+FFFD): a name per coordinate of a million bodies would otherwise cost a heap allocation
-/// each.
+/// each. Names that are `x1, y1, z1, x2, …` (3-D bodies numbered from 1, what
+/// [`crate::assembly::Assembled::coordinate_names`] gives) are not held at all, only counted:
+/// 21 MB for a million bodies.
 #[derive(Debug, Default)]
 struct Names {
     text: String,
     len: usize,
+    /// Every name so far is the `x1, y1, z1, …` name of its position (`text` is empty).
+    numbered_xyz: bool,
+}
+
+/// The `k`-th (from 0) of `x1, y1, z1, x2, …`.
+fn xyz_name(k: usize) -> String {
+    format!("{}{}", ["x", "y", "z"][k % 3], k / 3 + 1)
 }
 
 impl Names {
     fn push(&mut self, name: &str) {
+        if self.len == 0 {
+            self.numbered_xyz = true;
+        }
+        if self.numbered_xyz {
+            if name == xyz_name(self.len) {
+                self.len += 1;
+                return;
+            }
+            // The pattern ends here: the names so far written out.
+            self.numbered_xyz = false;
+            for k in 0..self.len {
+                self.text.push_str(&xyz_name(k));
+                self.text.push('\0');
+            }
+        }
         if name.contains('\0') {
             self.text.push_str(&name.replace('\0', "\u{FFFD}"));
         } else {
@@ -67,8 +91,15 @@ impl Names {
         self.len
     }
 
-    fn iter(&self) -> impl Iterator<Item = &str> {
-        self.text.split_terminator('\0')
+    fn iter(&self) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+        let (numbered, held) = if self.numbered_xyz {
+            (0..self.len, "")
+        } else {
+            (0..0, self.text.as_str())
+        };
+        numbered
+            .map(|k| std::borrow::Cow::Owned(xyz_name(k)))
+            .chain(held.split_terminator('\0').map(std::borrow::Cow::Borrowed))
     }
 }
 
@@ -288,11 +319,11 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         let mut f = String::new();
         match &self.names {
             Some(names) => {
-                names.iter().for_each(&mut field);
+                names.iter().for_each(|n| field(&n));
                 for n in names.iter() {
                     f.clear();
                     f.push_str("v_");
-                    f.push_str(n);
+                    f.push_str(&n);
                     field(&f);
                 }
             }
@@ -565,11 +596,41 @@ mod tests {
             names.push(n);
         }
         assert_eq!(names.len(), given.len());
-        let back: Vec<&str> = names.iter().collect();
+        let back: Vec<String> = names.iter().map(String::from).collect();
         assert_eq!(
             back,
             ["x1", "", "long name, with a comma", "a\u{FFFD}b", "z"]
         );
         assert_eq!(Names::default().iter().count(), 0);
+    }
+
+    #[test]
+    fn numbered_xyz_names_are_counted_not_held_until_one_differs() {
+        let xyz: Vec<String> = (1..=4)
+            .flat_map(|i| ["x", "y", "z"].map(|c| format!("{c}{i}")))
+            .collect();
+        let mut names = Names::default();
+        for n in &xyz {
+            names.push(n);
+        }
+        assert!(names.text.is_empty() && names.numbered_xyz);
+        assert_eq!(names.iter().map(String::from).collect::<Vec<_>>(), xyz);
+        // One that breaks the pattern: everything written out, in order.
+        names.push("x5");
+        names.push("theta");
+        let mut expected = xyz.clone();
+        expected.extend(["x5".to_string(), "theta".to_string()]);
+        assert!(!names.numbered_xyz);
+        assert_eq!(names.len(), 14);
+        assert_eq!(names.iter().map(String::from).collect::<Vec<_>>(), expected);
+        // A pattern broken at once.
+        let mut other = Names::default();
+        for n in ["y1", "x1"] {
+            other.push(n);
+        }
+        assert_eq!(
+            other.iter().map(String::from).collect::<Vec<_>>(),
+            ["y1", "x1"]
+        );
     }
 }
