@@ -227,13 +227,9 @@ pub(crate) fn fingerprint(x: &[f64]) -> u64 {
     use rayon::prelude::*;
     let part = |at: usize, x: &[f64]| -> u64 {
         x.iter().enumerate().fold(0u64, |h, (i, v)| {
-            let mut z = v.to_bits() ^ ((at + i) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            h.wrapping_add(z ^ (z >> 31))
+            h.wrapping_add(fingerprint_term(at + i, *v))
         })
     };
-    let n = x.len() as u64;
     let sum = if x.len() < PARALLEL_FROM {
         part(0, x)
     } else {
@@ -242,8 +238,25 @@ pub(crate) fn fingerprint(x: &[f64]) -> u64 {
             .map(|(c, x)| part(c * VECTOR_CHUNK, x))
             .reduce(|| 0, u64::wrapping_add)
     };
-    // The length enters too (a prefix of zeros is not the empty vector).
-    sum ^ n.wrapping_mul(0xD6E8_FEB8_6659_FD93)
+    fingerprint_of_sum(sum, x.len())
+}
+
+/// The term of entry `x` at position `i` in [`fingerprint`]'s sum (for a pass that computes
+/// the fingerprint of a vector while it writes it: sum the terms with `wrapping_add`, in any
+/// order, then [`fingerprint_of_sum`]).
+#[inline]
+pub(crate) fn fingerprint_term(i: usize, x: f64) -> u64 {
+    let mut z = x.to_bits() ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// [`fingerprint`] from the sum of its terms over a vector of `len` entries (the length enters
+/// too: a prefix of zeros is not the empty vector).
+#[inline]
+pub(crate) fn fingerprint_of_sum(sum: u64, len: usize) -> u64 {
+    sum ^ (len as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93)
 }
 
 /// True when `a` and `b` hold the same bit patterns (so `-0.0 ≠ 0.0`, and NaNs of equal bits

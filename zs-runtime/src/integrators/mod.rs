@@ -237,6 +237,27 @@ pub(crate) fn par_pairs(
         .reduce(|| true, |x, y| x & y)
 }
 
+/// A chunk's pass of [`par_triples`]: its offset, its two slices → its flag and two sums.
+pub(crate) type TriplePass<'a> =
+    dyn Fn(usize, &mut [f64], &mut [f64]) -> (bool, u64, u64) + Sync + 'a;
+
+/// [`par_pairs`] whose chunks also return two 64-bit sums (fingerprints' terms): the flags are
+/// and-ed, the sums added (wrapping) — the same results whatever the chunks' schedule.
+pub(crate) fn par_triples(a: &mut [f64], b: &mut [f64], f: &TriplePass<'_>) -> (bool, u64, u64) {
+    use rayon::prelude::*;
+    if a.len() < PARALLEL_FROM {
+        return f(0, a, b);
+    }
+    a.par_chunks_mut(VECTOR_CHUNK)
+        .zip(b.par_chunks_mut(VECTOR_CHUNK))
+        .enumerate()
+        .map(|(c, (a, b))| f(c * VECTOR_CHUNK, a, b))
+        .reduce(
+            || (true, 0, 0),
+            |x, y| (x.0 & y.0, x.1.wrapping_add(y.1), x.2.wrapping_add(y.2)),
+        )
+}
+
 /// `Err(NonFinite { what })` unless every entry of `x` is finite.
 #[inline]
 pub(crate) fn check_finite<V: Vector>(

@@ -1,11 +1,11 @@
 //! Velocity Verlet (Störmer–Verlet), `docs/INTEGRATORS.md` §1 — the paper's "variational Euler" on
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
-use super::{check_finite, check_h, check_state, par_pairs, Buffers, StepStats};
+use super::{check_finite, check_h, check_state, par_pairs, par_triples, Buffers, StepStats};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::stepper::{Clock, Clocked};
-use crate::vector::{fingerprint, Vector};
+use crate::vector::{fingerprint_of_sum, fingerprint_term, Vector};
 use crate::{Model, StateOf, StepError, Stepper};
 
 /// Velocity Verlet:
@@ -131,28 +131,47 @@ impl<V: Vector> VelocityVerlet<V> {
             Some(m) => m,
             None => copied.as_slice(),
         };
-        if !(*cached && *cache_key == fingerprint(state.q.as_slice())) {
+        let half = 0.5 * h;
+        // Kick and drift in one pass (the positions' finiteness checked on the way), which
+        // also takes the fingerprints of `q` (is the cached acceleration `q`'s?) and of the
+        // new positions (the key of the acceleration this step leaves): no pass of their own.
+        let kick_drift = |a0: &V, x1: &mut V, v_half: &mut V| -> (bool, u64, u64) {
+            let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), a0.as_slice());
+            let (finite, key_q, key_x1) =
+                par_triples(v_half.as_mut_slice(), x1.as_mut_slice(), &|at, vh, x1| {
+                    let (mut finite, mut key_q, mut key_x1) = (true, 0u64, 0u64);
+                    for (i, (vh, x1)) in vh.iter_mut().zip(x1.iter_mut()).enumerate() {
+                        let j = at + i;
+                        *vh = v[j] + half * a0[j];
+                        *x1 = q[j] + h * *vh;
+                        finite &= x1.is_finite();
+                        key_q = key_q.wrapping_add(fingerprint_term(j, q[j]));
+                        key_x1 = key_x1.wrapping_add(fingerprint_term(j, *x1));
+                    }
+                    (finite, key_q, key_x1)
+                });
+            let n = q.len();
+            (
+                finite,
+                fingerprint_of_sum(key_q, n),
+                fingerprint_of_sum(key_x1, n),
+            )
+        };
+        let mut pass = (false, 0, 0);
+        if *cached {
+            pass = kick_drift(a0, x1, v_half);
+        }
+        if !(*cached && pass.1 == *cache_key) {
+            // No acceleration of `q` kept (the first step, or `q` changed since): made, and
+            // the pass made again with it.
             *cached = false;
             self.stats.gradient_evaluations += 1;
             acceleration(potential, &state.q, m, a0, k, t)?;
-            *cache_key = fingerprint(state.q.as_slice());
-            *cached = true;
+            pass = kick_drift(a0, x1, v_half);
         }
-        let half = 0.5 * h;
-        // Kick and drift in one pass (the positions' finiteness checked on the way).
-        let finite = {
-            let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), a0.as_slice());
-            par_pairs(v_half.as_mut_slice(), x1.as_mut_slice(), &|at, vh, x1| {
-                let mut finite = true;
-                for (i, (vh, x1)) in vh.iter_mut().zip(x1.iter_mut()).enumerate() {
-                    *vh = v[at + i] + half * a0[at + i];
-                    *x1 = q[at + i] + h * *vh;
-                    finite &= x1.is_finite();
-                }
-                finite
-            })
-        };
+        let (finite, _, key_x1) = pass;
         if !finite {
+            *cached = false;
             return Err(StepError::non_finite(k, t, Quantity::NewPosition));
         }
         self.stats.gradient_evaluations += 1;
@@ -186,7 +205,7 @@ impl<V: Vector> VelocityVerlet<V> {
         prev.t = t;
         state.t = t + h;
         *undoable = true;
-        *cache_key = fingerprint(state.q.as_slice());
+        *cache_key = key_x1;
         *cached = true;
         self.clock.steps += 1;
         Ok(())
