@@ -226,15 +226,7 @@ pub(crate) fn par_pairs(
     b: &mut [f64],
     f: &(dyn Fn(usize, &mut [f64], &mut [f64]) -> bool + Sync),
 ) -> bool {
-    use rayon::prelude::*;
-    if a.len() < PARALLEL_FROM {
-        return f(0, a, b);
-    }
-    a.par_chunks_mut(VECTOR_CHUNK)
-        .zip(b.par_chunks_mut(VECTOR_CHUNK))
-        .enumerate()
-        .map(|(c, (a, b))| f(c * VECTOR_CHUNK, a, b))
-        .reduce(|| true, |x, y| x & y)
+    par_triples(a, b, &|at, a, b| (f(at, a, b), 0, 0)).0
 }
 
 /// A chunk's pass of [`par_triples`]: its offset, its two slices → its flag and two sums.
