@@ -407,7 +407,8 @@ pub fn main_with(systems: Vec<Box<dyn CliSystem>>) -> ExitCode {
 /// system when freed and grown in place (`mremap`) — but raises the threshold, up to 32 MB, each
 /// time such a block is freed, after which a large run's long vectors come from the heap,
 /// where a grown vector leaves its old pages behind. A fixed threshold of 1 MiB keeps them
-/// mapped: 864 000 beads of the Kremer–Grest melt peak at 367 MB instead of 397 (BENCHMARKS.md).
+/// mapped, and a long run's peak memory stays what its first step needs (figures:
+/// BENCHMARKS.md, "Memory per bead").
 fn large_allocations_mapped() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
