@@ -43,6 +43,7 @@ pub mod guards;
 pub mod integrators;
 pub mod lammps;
 pub mod linalg;
+pub mod masses;
 pub mod minimize;
 pub mod model;
 #[cfg(feature = "faer")]
@@ -71,6 +72,7 @@ pub use integrators::{
     ZhangSkeel, ZhangSkeelSimplified, ZhangSkeelStiff,
 };
 pub use linalg::Factorization;
+pub use masses::Masses;
 pub use model::{ConstrainedModel, ConstraintSpace, HessianPart, Jacobian, Model, StiffModel};
 pub use multipliers::{PenalizedMultipliers, TimeSeries};
 pub use observers::{ConstraintObserver, EnergyObserver, MomentumObserver, Observer};

@@ -13,6 +13,7 @@
 //! imported together without ambiguity.
 
 use crate::linalg::{SolveFailure, SolveOptions};
+use crate::masses::Masses;
 use crate::vector::Vector;
 use crate::{MechanicalSystem, Potential, StiffSplit};
 
@@ -59,10 +60,10 @@ pub trait Model<V: Vector> {
     /// The diagonal of `M` into a slice of length `n` (for steppers that keep type-independent
     /// buffers, such as [`crate::Langevin`]).
     fn masses_into_slice(&self, m: &mut [f64]);
-    /// The diagonal of `M` in place, when the model stores it (assembled systems): steppers
-    /// read it there instead of copying it every step. `None` (the default): use
-    /// [`Model::masses_into`].
-    fn masses_slice(&self) -> Option<&[f64]> {
+    /// The diagonal of `M` where the model stores it (assembled systems: a table of the
+    /// distinct bodies' masses, [`Masses::Rows`]): steppers read it there instead of copying
+    /// it every step. `None` (the default): use [`Model::masses_into`].
+    fn masses_lent(&self) -> Option<Masses<'_>> {
         None
     }
     /// `½ vᵀ M v`.

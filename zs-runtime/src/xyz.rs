@@ -20,27 +20,33 @@ use crate::vector::Vector;
 use crate::{StateOf, StepError};
 
 /// One symbol per atom, held as the distinct symbols and each atom's index among them: a
-/// million atoms of a few elements take 4 bytes each, not a string each.
+/// million atoms of a few elements take 4 bytes each, not a string each, and atoms of one
+/// element nothing each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Symbols {
     distinct: Vec<String>,
+    /// Each atom's index in `distinct`; empty while there is one distinct symbol.
     of: Vec<u32>,
+    atoms: usize,
 }
 
 impl Symbols {
     /// Atoms.
     pub fn len(&self) -> usize {
-        self.of.len()
+        self.atoms
     }
 
     /// True when there are no atoms.
     pub fn is_empty(&self) -> bool {
-        self.of.is_empty()
+        self.atoms == 0
     }
 
     /// Each atom's symbol, in order.
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
-        self.of.iter().map(|&k| self.distinct[k as usize].as_str())
+        (0..self.atoms).map(|a| {
+            let k = self.of.get(a).map_or(0, |&k| k as usize);
+            self.distinct[k].as_str()
+        })
     }
 }
 
@@ -57,10 +63,17 @@ impl<S: AsRef<str>> FromIterator<S> for Symbols {
                     let k = held.distinct.len() as u32;
                     held.distinct.push(s.to_string());
                     index.insert(s.to_string(), k);
+                    if k == 1 {
+                        // A second symbol: every atom before it had the first.
+                        held.of.resize(held.atoms, 0);
+                    }
                     k
                 }
             };
-            held.of.push(k);
+            if held.distinct.len() > 1 {
+                held.of.push(k);
+            }
+            held.atoms += 1;
         }
         held
     }
@@ -314,6 +327,12 @@ mod tests {
         let from_vec = Symbols::from(atoms.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(from_vec, held);
         assert!(Symbols::from(Vec::new()).is_empty());
+        // One element: nothing per atom, until a second one comes.
+        let carbon: Symbols = core::iter::repeat_n("C", 1000).collect();
+        assert!(carbon.of.is_empty() && carbon.len() == 1000);
+        assert!(carbon.iter().all(|s| s == "C"));
+        let mixed: Symbols = ["C", "C", "C", "N", "C"].iter().collect();
+        assert!(mixed.iter().eq(["C", "C", "C", "N", "C"]));
     }
 
     #[test]

@@ -99,7 +99,8 @@ fn per_type_parameters_equal_the_mixture_written_out() {
     let same = Mixture::two().by_hand(&q, &vec![0; n], None);
     assert!(rel_err(&[same], &[want]) > 1e-3);
     // The masses follow the types.
-    let m = sys.masses_slice().expect("masses");
+    let mut m = vec![0.0; 3 * n];
+    sys.masses_into(&mut m);
     for (k, &kind) in kinds.iter().enumerate() {
         assert_eq!(m[3 * k..3 * k + 3], [Mixture::two().mass[kind as usize]; 3]);
     }

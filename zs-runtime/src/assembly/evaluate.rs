@@ -233,13 +233,16 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 
     fn kinetic(&self, v: &[f64]) -> f64 {
         self.check_len(v, "v");
-        let masses = &self.model.masses;
+        let masses = self.model.masses.lent();
         0.5 * crate::vector::tree_sum(0..v.len(), &|r| {
-            v[r.clone()]
-                .iter()
-                .zip(&masses[r])
-                .map(|(v, m)| m * v * v)
-                .sum::<f64>()
+            // One running sum through the blocks, from `Sum`'s own start: the bits of
+            // `Iterator::sum` over the range.
+            let mut sum: f64 = core::iter::empty::<f64>().sum();
+            masses.in_blocks(r.start, r.len(), |at, m| {
+                let v = &v[r.start + at..];
+                sum = v.iter().zip(m).fold(sum, |s, (v, m)| s + m * v * v);
+            });
+            sum
         })
     }
 }
@@ -278,13 +281,13 @@ macro_rules! assembled_model {
                 self.as_system().make_solver(part)
             }
             fn masses_into(&self, m: &mut Vec<f64>) {
-                crate::vector::copy_long(m, &self.as_system().model.masses);
+                self.as_system().model.masses.lent().copy_into(m);
             }
             fn masses_into_slice(&self, m: &mut [f64]) {
-                crate::vector::copy_long(m, &self.as_system().model.masses);
+                self.as_system().model.masses.lent().copy_into(m);
             }
-            fn masses_slice(&self) -> Option<&[f64]> {
-                Some(&self.as_system().model.masses)
+            fn masses_lent(&self) -> Option<crate::Masses<'_>> {
+                Some(self.as_system().model.masses.lent())
             }
             fn kinetic_energy(&self, v: &Vec<f64>) -> f64 {
                 self.as_system().kinetic(v)

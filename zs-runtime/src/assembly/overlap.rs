@@ -23,7 +23,7 @@ pub(crate) fn check(
     let (Some(sides), bonds) = (topology.box_lengths(), topology.bonds()) else {
         return Ok(());
     };
-    if bonds.is_empty() {
+    if bonds.len() == 0 {
         return Ok(());
     }
     let nearest = |d: [f64; 3]| -> [f64; 3] {
@@ -34,15 +34,14 @@ pub(crate) fn check(
         let (p, q) = (site(i), site(j));
         core::array::from_fn(|a| q[a] - p[a])
     };
-    let shortest = bonds
-        .iter()
-        .map(|&(i, j)| norm(nearest(between(i, j))))
+    let shortest = (bonds.clone())
+        .map(|(i, j)| norm(nearest(between(i, j))))
         .fold(f64::INFINITY, f64::min);
     let reach = 0.5 * shortest;
     let n = topology.bodies();
     // The bonds of each body, compressed: `next[start[b]..start[b + 1]]`.
     let mut start = vec![0_u32; n + 1];
-    for &(i, j) in bonds {
+    for (i, j) in bonds.clone() {
         start[i + 1] += 1;
         start[j + 1] += 1;
     }
@@ -51,7 +50,7 @@ pub(crate) fn check(
     }
     let mut next = vec![0_u32; 2 * bonds.len()];
     let mut fill = start.clone();
-    for &(i, j) in bonds {
+    for (i, j) in bonds {
         for (from, to) in [(i, j), (j, i)] {
             next[fill[from] as usize] = to as u32;
             fill[from] += 1;

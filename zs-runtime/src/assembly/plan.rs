@@ -136,7 +136,7 @@ impl<const K: usize> TermList<K> {
         match (over, K) {
             (Over::Bodies, 1) => (0..topology.bodies()).for_each(|b| push([b; K])),
             (Over::Bonds, 2) => {
-                for &(i, j) in topology.bonds() {
+                for (i, j) in topology.bonds() {
                     push(core::array::from_fn(|k| [i, j][k]));
                 }
             }
@@ -305,8 +305,13 @@ pub(crate) struct PartialPlan<const K: usize> {
     pub offsets: Vec<u32>,
     /// Per partial, the free body it lands on.
     pub body: Vec<u32>,
-    /// Per piece of [`PIECE`] free bodies, the partials landing in it, in storage order.
+    /// Per piece of [`PIECE`] free bodies, the partials landing in it, in storage order: made
+    /// when the plan is made in a pool of more than one thread (`pieces`), which then sums the
+    /// pieces in parallel; one thread streams the partials in storage order instead (the same
+    /// sums) and holds no 4 bytes a partial for it.
     pub by_piece: Csr,
+    /// `by_piece` is made.
+    pub pieces: bool,
 }
 
 /// Free bodies per piece of a [`PartialPlan`]'s sum: the unit of its parallel work (the bits
@@ -320,6 +325,7 @@ impl<const K: usize> PartialPlan<K> {
             offsets: Vec::new(),
             body: Vec::new(),
             by_piece: Csr::default(),
+            pieces: false,
         };
         plan.rebuild(list, free, chunk, &mut PlanScratch::default());
         plan
@@ -381,11 +387,16 @@ impl<const K: usize> PartialPlan<K> {
         };
         at.fill(parallel, 0..chunks, &mut self.body);
         let body = &self.body;
-        self.by_piece.rebuild_with(free.div_ceil(PIECE), || {
-            (0u32..)
-                .zip(body)
-                .map(|(p, &b)| ((b as usize / PIECE) as u32, p))
-        });
+        self.pieces = rayon::current_num_threads() > 1;
+        if self.pieces {
+            self.by_piece.rebuild_with(free.div_ceil(PIECE), || {
+                (0u32..)
+                    .zip(body)
+                    .map(|(p, &b)| ((b as usize / PIECE) as u32, p))
+            });
+        } else {
+            self.by_piece = Csr::default();
+        }
     }
 
     /// Number of partials (bodies).

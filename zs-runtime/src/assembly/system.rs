@@ -16,6 +16,7 @@ use super::plan::{Bodies, PINNED};
 use super::terms::{Kernel, Terms};
 use super::topology::{Topology, TopologyError};
 use super::workspace::{Refresh, Workspace};
+use crate::masses::BodyMasses;
 use crate::model::HessianPart;
 use crate::simd::{self, Isa};
 use crate::sparse::{Backend, BlockLayout};
@@ -89,7 +90,7 @@ pub(crate) struct Assembly<T, const D: usize> {
     /// Every body's position when some body is pinned (read for pinned bodies only), else
     /// empty.
     pub pins: Vec<[f64; D]>,
-    pub masses: Vec<f64>,
+    pub masses: BodyMasses<D>,
     /// Every body's type, when a form reads them (else empty: all 0).
     pub kinds: Vec<u32>,
     /// Per form, in table order: name, number of terms at set-up, constraint rows.
@@ -684,38 +685,36 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 }
 
 /// Every free body's masses, by its type: each type's checked once (and its tables:
-/// [`Terms::has_type`]).
+/// [`Terms::has_type`]), held as the rows of a table of the distinct ones ([`BodyMasses`]).
 fn masses_of<T: Terms<D>, const D: usize>(
     terms: &T,
     topology: &Topology,
     free_of: &[u32],
-) -> Result<Vec<f64>, TopologyError> {
+) -> Result<BodyMasses<D>, TopologyError> {
     let mut by_kind: std::collections::BTreeMap<u32, [f64; D]> = Default::default();
-    let free = free_of.iter().filter(|&&f| f != PINNED).count();
-    let mut masses = Vec::with_capacity(free * D);
-    for (b, &f) in free_of.iter().enumerate() {
+    for b in 0..free_of.len() {
         let kind = topology.kind_of(b);
-        let m = match by_kind.get(&kind) {
-            Some(m) => *m,
-            None => {
-                if !terms.has_type(kind) {
-                    return Err(TopologyError::UnknownType { body: b, kind });
-                }
-                let m = terms.body_masses(kind);
-                if let Some((coordinate, &mass)) = m
-                    .iter()
-                    .enumerate()
-                    .find(|(_, m)| !(m.is_finite() && **m > 0.0))
-                {
-                    return Err(TopologyError::BadMass { coordinate, mass });
-                }
-                by_kind.insert(kind, m);
-                m
-            }
-        };
-        if f != PINNED {
-            masses.extend(m);
+        if by_kind.contains_key(&kind) {
+            continue;
         }
+        if !terms.has_type(kind) {
+            return Err(TopologyError::UnknownType { body: b, kind });
+        }
+        let m = terms.body_masses(kind);
+        if let Some((coordinate, &mass)) = m
+            .iter()
+            .enumerate()
+            .find(|(_, m)| !(m.is_finite() && **m > 0.0))
+        {
+            return Err(TopologyError::BadMass { coordinate, mass });
+        }
+        by_kind.insert(kind, m);
     }
-    Ok(masses)
+    Ok(BodyMasses::new(
+        free_of
+            .iter()
+            .enumerate()
+            .filter(|(_, &f)| f != PINNED)
+            .map(|(b, _)| by_kind[&topology.kind_of(b)]),
+    ))
 }

@@ -163,12 +163,16 @@ pub enum TopologyError {
 /// assert_eq!(chain.bonds().len(), 10);
 /// // A DNA ring of 200 base pairs: bonds k-(k+1) and 199-0.
 /// let ring = Topology::ring(200);
-/// assert_eq!(ring.bonds().last(), Some(&(199, 0)));
+/// assert_eq!(ring.bonds().last(), Some((199, 0)));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Topology {
     bodies: usize,
-    bonds: Vec<(usize, usize)>,
+    /// The bonds' bodies as 32-bit numbers (a million bonds are 8 MB, not 16: the bodies
+    /// are fewer than `u32::MAX`, [`Topology::validate`]); a number too large to hold is kept
+    /// in `bond_beyond` and reported.
+    bonds: Vec<[u32; 2]>,
+    bond_beyond: Option<usize>,
     angles: Vec<[usize; 3]>,
     dihedrals: Vec<[usize; 4]>,
     /// Pairs joined by at most this many bonds are excluded (0: none).
@@ -207,7 +211,7 @@ impl Topology {
     pub fn ring(bodies: usize) -> Self {
         let mut t = Self::chain(bodies);
         if bodies >= 3 {
-            t.bonds.push((bodies - 1, 0));
+            t = t.bond(bodies - 1, 0);
         } else {
             t.small_ring = Some(bodies);
         }
@@ -216,7 +220,8 @@ impl Topology {
 
     /// Add the bond `(i, j)` (order kept: a bond term sees body `i` first).
     pub fn bond(mut self, i: usize, j: usize) -> Self {
-        self.bonds.push((i, j));
+        let beyond = &mut self.bond_beyond;
+        self.bonds.push([i, j].map(|b| narrow(b, beyond)));
         self
     }
 
@@ -224,7 +229,9 @@ impl Topology {
     /// [`Topology::validate`] ([`TopologyError::TooLarge`]), not an abort: `Topology::chain(n)`
     /// of an absurd `n`.
     pub fn bonds_from(mut self, bonds: impl IntoIterator<Item = (usize, usize)>) -> Self {
-        self.unallocated |= !extend_checked(&mut self.bonds, bonds);
+        let beyond = &mut self.bond_beyond;
+        let narrowed = (bonds.into_iter()).map(|(i, j)| [i, j].map(|b| narrow(b, beyond)));
+        self.unallocated |= !extend_checked(&mut self.bonds, narrowed);
         self
     }
 
@@ -315,7 +322,7 @@ impl Topology {
     /// reports them), each list sorted.
     fn adjacency(&self) -> Vec<Vec<usize>> {
         let mut adjacency = vec![Vec::new(); self.bodies];
-        for &(i, j) in &self.bonds {
+        for (i, j) in self.bonds() {
             if i < self.bodies && j < self.bodies && i != j {
                 adjacency[i].push(j);
                 adjacency[j].push(i);
@@ -435,7 +442,7 @@ impl Topology {
             add(i, j);
         }
         if self.exclude_bonded {
-            for &(i, j) in &self.bonds {
+            for (i, j) in self.bonds() {
                 add(i, j);
             }
         }
@@ -452,8 +459,10 @@ impl Topology {
     }
 
     /// The bonds, in the order given.
-    pub fn bonds(&self) -> &[(usize, usize)] {
-        &self.bonds
+    pub fn bonds(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = (usize, usize)> + ExactSizeIterator + Clone + '_ {
+        self.bonds.iter().map(|&[i, j]| (i as usize, j as usize))
     }
 
     /// The angles, in the order given.
@@ -475,7 +484,7 @@ impl Topology {
     pub fn is_excluded(&self, i: usize, j: usize) -> bool {
         let key = (i.min(j), i.max(j));
         self.exclusions.contains(&key)
-            || (self.exclude_bonded && self.bonds.iter().any(|&(a, b)| (a.min(b), a.max(b)) == key))
+            || (self.exclude_bonded && self.bonds().any(|(a, b)| (a.min(b), a.max(b)) == key))
             || (self.exclude_within > 0 && self.bond_distance(i, j, self.exclude_within))
     }
 
@@ -506,14 +515,15 @@ impl Topology {
             v.sort_by_key(|t| t.iter().copied().min());
             v.into_iter().map(make).collect()
         }
-        let bonds = sorted(self.bonds.iter().map(|&(i, j)| [r(i), r(j)]), |b| {
-            (b[0], b[1])
+        let bonds = sorted(self.bonds().map(|(i, j)| [r(i), r(j)]), |b| {
+            b.map(|b| b as u32)
         });
         let angles = sorted(self.angles.iter().map(|a| a.map(r)), |a| a);
         let dihedrals = sorted(self.dihedrals.iter().map(|a| a.map(r)), |a| a);
         Topology {
             bodies: self.bodies,
             bonds,
+            bond_beyond: self.bond_beyond,
             angles,
             dihedrals,
             exclude_within: self.exclude_within,
@@ -574,8 +584,11 @@ impl Topology {
                 })
             }
         };
+        if let Some(body) = self.bond_beyond {
+            range("bond", body)?;
+        }
         let mut seen = BTreeSet::new();
-        for &(i, j) in &self.bonds {
+        for (i, j) in self.bonds() {
             range("bond", i)?;
             range("bond", j)?;
             if i == j {
@@ -670,6 +683,15 @@ impl Topology {
 
 /// Extend `list` with `items`, reserving first; `false` (nothing added) when the reservation
 /// fails: a list too large to allocate is reported by [`Topology::validate`], not an abort.
+/// `b` as a bond's 32-bit body number, or `u32::MAX` (out of range of any valid topology)
+/// with the first such number kept in `beyond`.
+fn narrow(b: usize, beyond: &mut Option<usize>) -> u32 {
+    u32::try_from(b).unwrap_or_else(|_| {
+        beyond.get_or_insert(b);
+        u32::MAX
+    })
+}
+
 fn extend_checked<T>(list: &mut Vec<T>, items: impl IntoIterator<Item = T>) -> bool {
     let items = items.into_iter();
     if list.try_reserve(items.size_hint().0).is_err() {
@@ -728,7 +750,7 @@ mod tests {
     #[test]
     fn builders_and_validation() {
         let t = Topology::ring(4);
-        assert_eq!(t.bonds(), &[(0, 1), (1, 2), (2, 3), (3, 0)]);
+        assert!(t.bonds().eq([(0, 1), (1, 2), (2, 3), (3, 0)]));
         assert!(t.validate(1).is_ok());
         for n in [0, 1, 2] {
             assert_eq!(
@@ -746,6 +768,16 @@ mod tests {
             Err(TopologyError::BodyOutOfRange {
                 what: "bond",
                 body: 3,
+                bodies: 3
+            })
+        );
+        // A body number beyond 32 bits (the bonds hold 32-bit numbers) is reported as given.
+        let far = u32::MAX as usize + 7;
+        assert_eq!(
+            Topology::new(3).bond(0, 1).bond(2, far).validate(1),
+            Err(TopologyError::BodyOutOfRange {
+                what: "bond",
+                body: far,
                 bodies: 3
             })
         );

@@ -9,7 +9,7 @@ use super::composition::{restamp, restore, save};
 use crate::error::{Quantity, StepErrorKind};
 use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
-use crate::{Model, StateOf, StepError, Stepper};
+use crate::{Masses, Model, StateOf, StepError, Stepper};
 
 /// Where a [`Langevin`] integrator's noise stream stands: enough to restart it bit for bit.
 ///
@@ -103,7 +103,7 @@ pub struct Langevin<S> {
     rng: ChaCha8Rng,
     clock: Clock,
     /// The state before the step (restored when the Ornstein–Uhlenbeck update fails), and the
-    /// masses of a model that does not lend them ([`Model::masses_slice`]): sized at the first
+    /// masses of a model that does not lend them ([`Model::masses_lent`]): sized at the first
     /// step.
     saved: (Vec<f64>, Vec<f64>),
     masses: Vec<f64>,
@@ -121,34 +121,35 @@ pub struct Langevin<S> {
 /// stepper and system, rayon's machinery with it.
 fn ornstein_uhlenbeck(
     v: &mut [f64],
-    masses: &[f64],
+    masses: Masses<'_>,
     rng: &mut ChaCha8Rng,
     (gamma, h, kt): (f64, f64, f64),
 ) -> bool {
     let word_pos = rng.get_word_pos();
     // In place, finiteness checked on the way (the saved state restores a failure).
-    let ou = |b: usize, v: &mut [f64], m: &[f64], rng: &mut ChaCha8Rng| {
+    let ou = |b: usize, v: &mut [f64], rng: &mut ChaCha8Rng| {
         rng.set_word_pos(word_pos + b as u128 * BLOCK_WORDS);
         let mut coefficients = Coefficients::new(gamma, h, kt);
         let mut finite = true;
-        for (v, &m) in v.iter_mut().zip(m) {
-            let (c, sigma) = coefficients.of(m);
-            let xi: f64 = StandardNormal.sample(rng);
-            *v = c * *v + sigma * xi;
-            finite &= v.is_finite();
-        }
+        masses.in_blocks(b * NOISE_BLOCK, v.len(), |o, m| {
+            for (v, &m) in v[o..].iter_mut().zip(m) {
+                let (c, sigma) = coefficients.of(m);
+                let xi: f64 = StandardNormal.sample(rng);
+                *v = c * *v + sigma * xi;
+                finite &= v.is_finite();
+            }
+        });
         finite
     };
     let blocks = v.len().div_ceil(NOISE_BLOCK);
     let finite = if blocks <= 1 {
-        ou(0, v, masses, rng)
+        ou(0, v, rng)
     } else {
         use rayon::prelude::*;
         let stream = &*rng;
         v.par_chunks_mut(NOISE_BLOCK)
-            .zip(masses.par_chunks(NOISE_BLOCK))
             .enumerate()
-            .map(|(b, (v, m))| ou(b, v, m, &mut stream.clone()))
+            .map(|(b, v)| ou(b, v, &mut stream.clone()))
             .reduce(|| true, |a, b| a & b)
     };
     rng.set_word_pos(word_pos + blocks.max(1) as u128 * BLOCK_WORDS);
@@ -342,12 +343,12 @@ impl<S> Langevin<S> {
             .step(target, state)
             .map_err(|e| restamp(e, k, t))?;
         let n = state.v.len();
-        let masses: &[f64] = match target.masses_slice() {
+        let masses = match target.masses_lent() {
             Some(m) => m,
             None => {
                 self.masses.resize(n, 0.0);
                 target.masses_into_slice(&mut self.masses);
-                &self.masses
+                Masses::PerCoordinate(&self.masses)
             }
         };
         let word_pos = self.rng.get_word_pos();

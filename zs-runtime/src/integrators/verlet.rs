@@ -6,7 +6,7 @@ use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::stepper::{Clock, Clocked};
 use crate::vector::{fingerprint_of_sum, fingerprint_term, Vector};
-use crate::{Model, StateOf, StepError, Stepper};
+use crate::{Masses, Model, StateOf, StepError, Stepper};
 
 /// Velocity Verlet:
 ///
@@ -106,9 +106,10 @@ impl<V: Vector> VelocityVerlet<V> {
             cached,
             undoable,
         } = self.work.get(
-            |w| w.m.len() == n,
+            |w| w.a0.len() == n,
             || Work {
-                m: V::zeros(n),
+                // Sized on first use: a model that lends its masses needs no copy.
+                m: V::zeros(0),
                 a0: V::zeros(n),
                 prev: StateOf {
                     q: V::zeros(n),
@@ -123,14 +124,14 @@ impl<V: Vector> VelocityVerlet<V> {
         *undoable = false;
         let (x1, v_half) = (&mut prev.q, &mut prev.v);
         // The masses where the model keeps them, else copied (a pass saved per step).
-        let lent = potential.masses_slice();
+        let lent = potential.masses_lent();
         if lent.is_none() {
+            if copied.len() != n {
+                *copied = V::zeros(n);
+            }
             potential.masses_into(copied);
         }
-        let m: &[f64] = match lent {
-            Some(m) => m,
-            None => copied.as_slice(),
-        };
+        let m = lent.unwrap_or(Masses::PerCoordinate(copied.as_slice()));
         let half = 0.5 * h;
         // Kick and drift in one pass (the positions' finiteness checked on the way), which
         // also takes the fingerprints of `q` (is the cached acceleration `q`'s?) and of the
@@ -185,11 +186,13 @@ impl<V: Vector> VelocityVerlet<V> {
         let finite = gradient_finite
             && par_pairs(a0.as_mut_slice(), v_half.as_mut_slice(), &|at, a1, v1| {
                 let mut finite = true;
-                for (i, (a1, v1)) in a1.iter_mut().zip(v1.iter_mut()).enumerate() {
-                    *a1 = -*a1 / m[at + i];
-                    *v1 += half * *a1;
-                    finite &= v1.is_finite() & a1.is_finite();
-                }
+                m.in_blocks(at, a1.len(), |o, m| {
+                    for ((a1, v1), m) in a1[o..].iter_mut().zip(&mut v1[o..]).zip(m) {
+                        *a1 = -*a1 / m;
+                        *v1 += half * *a1;
+                        finite &= v1.is_finite() & a1.is_finite();
+                    }
+                });
                 finite
             });
         if !finite {
@@ -216,16 +219,19 @@ impl<V: Vector> VelocityVerlet<V> {
 fn acceleration<V: Vector, P: Model<V> + ?Sized>(
     potential: &P,
     q: &V,
-    m: &[f64],
+    m: Masses<'_>,
     a: &mut V,
     step: u64,
     t: f64,
 ) -> Result<(), StepError> {
     potential.gradient_into(q, a);
     check_finite(a, Quantity::Gradient, step, t)?;
-    for i in 0..a.len() {
-        a[i] = -a[i] / m[i];
-    }
+    let slice = a.as_mut_slice();
+    m.in_blocks(0, slice.len(), |o, m| {
+        for (a, m) in slice[o..].iter_mut().zip(m) {
+            *a = -*a / m;
+        }
+    });
     check_finite(a, Quantity::Acceleration, step, t)
 }
 

@@ -458,6 +458,10 @@ where
         }
     }
 
+    fn gathers_by_piece(&self) -> bool {
+        self.vector != Outputs::Chunks || self.plan.partials.pieces
+    }
+
     fn scatter_vector(&self, out: &mut [f64], first: bool) {
         if self.vector == Outputs::Chunks {
             // The gather visits each body's partials in chunk order: the scatter's order.

@@ -263,6 +263,11 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool);
     /// Phase B on one thread: the same sums, term by term (scatter).
     fn scatter_vector(&self, out: &mut [f64], first: bool);
+    /// True when [`FormOps::gather_vector`] can take any chunk of bodies (false: only all of
+    /// them at once, [`crate::assembly::plan::PartialPlan::pieces`]).
+    fn gathers_by_piece(&self) -> bool {
+        true
+    }
     /// Phase B for the Hessian `part`, one chunk of stored blocks from `first_block`: add each
     /// block's contributions (local blocks) in term order.
     fn gather_hessian(&self, part: HessianPart, first_block: usize, values: &mut [f64]);

@@ -202,6 +202,19 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
     if first {
         out.fill(0.0);
     }
+    if first_body == 0 && !plan.pieces {
+        // Every body at once (one thread): a stream through the partials in storage order,
+        // each body's added in the order the pieces would add them.
+        debug_assert!(plan.body.iter().all(|&b| (b as usize) < out.len() / D));
+        for (&b, v) in plan.body.iter().zip(part.chunks_exact(D)) {
+            let o = b as usize * D;
+            for d in 0..D {
+                out[o + d] += v[d];
+            }
+        }
+        return;
+    }
+    debug_assert!(plan.pieces, "the pieces are made for a pool of threads");
     let pieces = first_body / PIECE..(first_body + out.len() / D).div_ceil(PIECE);
     for piece in pieces {
         for &p in plan.by_piece.row(piece) {
@@ -233,7 +246,7 @@ pub(crate) fn sum_vector<T, const D: usize>(
     };
     if included().next().is_none() {
         out.fill(0.0);
-    } else if parallel && free > PIECE {
+    } else if parallel && free > PIECE && included().all(|f| f.gathers_by_piece()) {
         in_chunks(out, PIECE * D, &|c, piece| {
             for (i, f) in included().enumerate() {
                 f.gather_vector(c * PIECE, piece, i == 0);

@@ -254,6 +254,10 @@ where
         }
     }
 
+    fn gathers_by_piece(&self) -> bool {
+        self.vector == Outputs::Rows || FormOps::<T, D>::gathers_by_piece(&self.terms)
+    }
+
     fn scatter_vector(&self, out: &mut [f64], first: bool) {
         if self.vector == Outputs::Rows {
             FormOps::<T, D>::gather_vector(self, 0, out, first);
