@@ -235,8 +235,10 @@ run {steps}
                                   "--t-end", str(steps), "--threads", str(np), "--quiet",
                                   "--out", os.path.join(d, "a.csv")],
                                  check=True, capture_output=True, text=True).stdout
+            alone = re.search(r"steps alone\s+\S+\s+steps/s of the steps themselves \(([0-9.]+) s\)", out)
             return (float(re.search(r"wall time\s+([0-9.]+) s", out).group(1)),
-                    re.search(r"neighbour lists\s+(\d+)", out).group(1))
+                    re.search(r"neighbour lists\s+(\d+)", out).group(1),
+                    float(alone.group(1)) if alone else None)
 
     alternated(run_lammps, run_zs, steps, repeat)
 

@@ -40,19 +40,29 @@ def alternated(run_lammps, run_zs, steps, repeat):
     """Steps per second of LAMMPS and zs on 1 and 2 cores, `repeat` times each, alternated: the
     machine is shared and noisy, so each pair of runs gives one ratio and the median of the
     ratios is the figure. `run_lammps(np)` returns its loop time in seconds, `run_zs(np)` its
-    wall time and its number of neighbour-list builds."""
+    wall time, its number of neighbour-list builds and, when it reports it, the time of its
+    steps alone (`steps alone` of the summary: without writing the last CSV row and XYZ frame,
+    as LAMMPS's loop time is without output)."""
+    def median(r):
+        r = sorted(r)
+        m = len(r) // 2
+        return r[m] if len(r) % 2 else 0.5 * (r[m - 1] + r[m])
+
     for np in (1, 2):
-        ratios = []
+        ratios, alone = [], []
         for _ in range(repeat):
             t_l = run_lammps(np)
-            t_z, builds = run_zs(np)
+            t_z, builds, *rest = run_zs(np)
             ratios.append(t_l / t_z)
-            print(f"  {steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} "
-                  f"steps/s, zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), "
-                  f"zs / LAMMPS (speed) = {t_l / t_z:.2f}")
+            line = (f"  {steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} "
+                    f"steps/s, zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), "
+                    f"zs / LAMMPS (speed) = {t_l / t_z:.2f}")
+            if rest and rest[0]:
+                alone.append(t_l / rest[0])
+                line += f"; steps alone {steps / rest[0]:.1f} steps/s, ratio {t_l / rest[0]:.2f}"
+            print(line)
         if repeat > 1:
-            ratios.sort()
-            m = len(ratios) // 2
-            median = ratios[m] if len(ratios) % 2 else 0.5 * (ratios[m - 1] + ratios[m])
             print(f"  {np} {'rank' if np == 1 else 'ranks'}/threads, {repeat} alternated pairs: zs / LAMMPS "
-                  f"median {median:.2f} (from {ratios[0]:.2f} to {ratios[-1]:.2f})")
+                  f"median {median(ratios):.2f} (from {min(ratios):.2f} to {max(ratios):.2f})"
+                  + (f"; steps alone median {median(alone):.2f} (from {min(alone):.2f} to {max(alone):.2f})"
+                     if alone else ""))

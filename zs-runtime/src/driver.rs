@@ -55,6 +55,10 @@ pub struct RunSummary<V: Vector> {
     pub wall_time: Duration,
     /// `(steps - resumed_at) / wall_time`.
     pub steps_per_second: f64,
+    /// The part of `wall_time` spent in the stepper's steps: without the observers (CSV rows,
+    /// XYZ frames, the energies they evaluate), guards and checkpoints — what an engine's own
+    /// loop time counts (LAMMPS's "Loop time" leaves out its output but its thermo lines).
+    pub stepping_time: Duration,
     /// The failed step's error, if the run stopped early.
     pub error: Option<StepError>,
     /// The first I/O error: an observer's [`Observer::finish`], or a checkpoint that could not
@@ -406,6 +410,8 @@ struct Loop {
     checkpoints: u64,
     error: Option<StepError>,
     io_error: Option<std::io::Error>,
+    /// Time spent in the stepper's steps ([`RunSummary::stepping_time`]).
+    stepping: Duration,
 }
 
 impl Loop {
@@ -419,6 +425,7 @@ impl Loop {
             checkpoints: 0,
             error: None,
             io_error: None,
+            stepping: Duration::ZERO,
         }
     }
 
@@ -449,6 +456,7 @@ impl Loop {
         let h = stepper.h();
         let n = self.planned;
         let clock = Instant::now();
+        let mut stepping = Duration::ZERO;
         // The state before each step (restored when the driver rejects a state), allocated
         // once: `clone_from` reuses its storage. A stepper that can take its step back and
         // names the state it replaced (`Stepper::keeps_replaced`) keeps that state itself: no
@@ -461,6 +469,7 @@ impl Loop {
             }
             let k = stepper.steps_taken();
             let last = self.done + 1 == n;
+            let step_clock = Instant::now();
             let result = match self.t_end {
                 Some(t_end) if last => {
                     let h_last = t_end - state.t;
@@ -489,6 +498,7 @@ impl Loop {
                     r
                 }
             };
+            stepping += step_clock.elapsed();
             let stepped = result.is_ok();
             let result = result.and_then(|()| {
                 let from = match &before {
@@ -532,6 +542,7 @@ impl Loop {
         let wall = clock.elapsed();
         // The summary's copy of the last state takes the place of this one.
         drop(before);
+        self.stepping = stepping;
         self.finish(stepper, observers, state, wall)
     }
 
@@ -571,6 +582,7 @@ impl Loop {
             } else {
                 0.0
             },
+            stepping_time: self.stepping,
             last_good: self.error.is_some().then(|| state.clone()),
             error: self.error.take(),
             output_error,

@@ -79,12 +79,22 @@ impl Masses<'_> {
     pub fn in_blocks(&self, from: usize, len: usize, mut f: impl FnMut(usize, &[f64])) {
         match *self {
             Masses::PerCoordinate(m) => f(0, &m[from..from + len]),
-            Masses::Rows { .. } => {
+            Masses::Rows { dimension, row, .. } => {
                 let mut buffer = [0.0; BLOCK];
+                // Whole bodies per block, so that every block starts at the same coordinate
+                // of a body: with one row, every block's masses are the first block's, filled
+                // once.
+                let whole = BLOCK - BLOCK % dimension.clamp(1, BLOCK);
+                let once = row.is_empty() && dimension <= BLOCK;
+                if once {
+                    self.fill(from, &mut buffer[..whole.min(len)]);
+                }
                 let mut offset = 0;
                 while offset < len {
-                    let block = &mut buffer[..BLOCK.min(len - offset)];
-                    self.fill(from + offset, block);
+                    let block = &mut buffer[..whole.min(len - offset)];
+                    if !once {
+                        self.fill(from + offset, block);
+                    }
                     f(offset, block);
                     offset += block.len();
                 }

@@ -342,6 +342,8 @@ fn scalar_rhs(ins: &Instr) -> TokenStream {
                 Unary::Acos => quote!(f64::acos(#a)),
                 Unary::Asin => quote!(f64::asin(#a)),
                 Unary::Atan => quote!(f64::atan(#a)),
+                Unary::Erf => quote!(::zs_runtime::special::erf(#a)),
+                Unary::Erfc => quote!(::zs_runtime::special::erfc(#a)),
             }
         }
         Instr::Binary { op, a, b, .. } => {
@@ -394,6 +396,8 @@ fn lane_rhs(ins: &Instr) -> TokenStream {
                 Unary::Acos => lanewise(quote!(f64::acos)),
                 Unary::Asin => lanewise(quote!(f64::asin)),
                 Unary::Atan => lanewise(quote!(f64::atan)),
+                Unary::Erf => lanewise(quote!(::zs_runtime::special::erf)),
+                Unary::Erfc => lanewise(quote!(::zs_runtime::special::erfc)),
             }
         }
         Instr::Binary { op, a, b, .. } => {

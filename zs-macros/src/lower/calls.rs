@@ -64,6 +64,33 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                     other => self.err(e, format!("`f64::from` of {}", other.describe())),
                 })
             }
+            [.., last] if matches!(*last, "erf" | "erfc") => {
+                // The error functions, as `zs_runtime::special::{erf, erfc}` (or any path
+                // ending in them: `libm::erfc`): the body stays ordinary Rust.
+                if c.args.len() != 1 {
+                    return Ok(self.err(
+                        e,
+                        format!("`{last}` takes 1 argument, {} given", c.args.len()),
+                    ));
+                }
+                let x = match self.lower_expr(&c.args[0], env)? {
+                    Value::Scalar(x) => x,
+                    Value::Poison => return Ok(Value::Poison),
+                    Value::Int(_) => return Ok(self.int_on_f64(&c.args[0])),
+                    other => {
+                        return Ok(self.err(
+                            &c.args[0],
+                            format!("expected an f64, found {}", other.describe()),
+                        ))
+                    }
+                };
+                let g = &mut self.graph;
+                Ok(Value::Scalar(if *last == "erf" {
+                    g.erf(x)
+                } else {
+                    g.erfc(x)
+                }))
+            }
             [.., "f64", _] => {
                 let name = &p.path.segments.last().expect("two segments").ident;
                 if c.args.is_empty() {
@@ -98,8 +125,9 @@ impl<'c, 'a> Lowerer<'c, 'a> {
                     &c.func,
                     format!(
                         "unsupported function `{shown}`{hint}: a #[mechanical_system] body can \
-                         only call methods of its own impl block{own} and the f64 methods \
-                         {SUPPORTED_F64_METHODS} (as `x.sin()` or `f64::sin(x)`)"
+                         only call methods of its own impl block{own}, the f64 methods \
+                         {SUPPORTED_F64_METHODS} (as `x.sin()` or `f64::sin(x)`) and the error \
+                         functions `erf`, `erfc` (`zs_runtime::special`)"
                     ),
                 ))
             }

@@ -194,6 +194,17 @@ impl Graph {
                 let den = self.add(one, a2);
                 self.div(da, den)
             }
+            // ±a' · 2/√π · e^{−a²} (erfc = 1 − erf); the higher derivatives follow from
+            // differentiating this expression again (−2a times it, …).
+            Unary::Erf | Unary::Erfc => {
+                let a2 = self.powi(a, 2);
+                let m = self.neg(a2);
+                let e = self.exp(m);
+                let sign = if op == Unary::Erf { 1.0 } else { -1.0 };
+                let c = self.constant(sign * core::f64::consts::FRAC_2_SQRT_PI);
+                let ce = self.mul(c, e);
+                self.mul(da, ce)
+            }
         }
     }
 

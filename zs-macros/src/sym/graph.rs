@@ -453,6 +453,14 @@ impl Graph {
     pub fn atan(&mut self, a: NodeId) -> NodeId {
         self.unary(Unary::Atan, a)
     }
+    /// `erf(a)`.
+    pub fn erf(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Erf, a)
+    }
+    /// `erfc(a)`.
+    pub fn erfc(&mut self, a: NodeId) -> NodeId {
+        self.unary(Unary::Erfc, a)
+    }
 
     /// Sum of `terms` (the constant 0 when empty).
     pub fn sum(&mut self, terms: impl IntoIterator<Item = NodeId>) -> NodeId {

@@ -109,6 +109,11 @@ pub enum Unary {
     Acos,
     Asin,
     Atan,
+    /// The error function `erf(a) = 2/√π ∫₀ᵃ e^{−t²} dt`.
+    Erf,
+    /// `erfc(a) = 1 − erf(a)`, evaluated directly (no cancellation for large `a`: the
+    /// real-space Ewald term `erfc(αr)/r`).
+    Erfc,
 }
 
 /// Binary functions supported by the engine.

@@ -56,6 +56,8 @@ pub(super) fn apply_unary(op: Unary, a: f64) -> f64 {
         Unary::Acos => a.acos(),
         Unary::Asin => a.asin(),
         Unary::Atan => a.atan(),
+        Unary::Erf => libm::erf(a),
+        Unary::Erfc => libm::erfc(a),
     }
 }
 
@@ -135,12 +137,12 @@ impl Graph {
                 Some(self.unary(op, x))
             }
             // Odd functions: f(-x) → -f(x).
-            Unary::Sin | Unary::Tan | Unary::Tanh | Unary::Asin | Unary::Atan => {
+            Unary::Sin | Unary::Tan | Unary::Tanh | Unary::Asin | Unary::Atan | Unary::Erf => {
                 let x = self.neg_operand(a)?;
                 let fx = self.unary(op, x);
                 Some(self.neg(fx))
             }
-            Unary::Sqrt | Unary::Exp | Unary::Ln | Unary::Acos => None,
+            Unary::Sqrt | Unary::Exp | Unary::Ln | Unary::Acos | Unary::Erfc => None,
         }
     }
 
@@ -517,6 +519,8 @@ mod tests {
             Unary::Tan,
             Unary::Tanh,
             Unary::Atan,
+            Unary::Erf,
+            Unary::Erfc,
         ] {
             let n = g.unary(op, two);
             assert_eq!(g.as_const(n), Some(super::apply_unary(op, 2.0)), "{op:?}");

@@ -109,7 +109,7 @@ impl<V: Vector> VelocityVerlet<V> {
             |w| w.a0.len() == n,
             || Work {
                 // Sized on first use: a model that lends its masses needs no copy.
-                m: V::zeros(0),
+                m: V::default_zeros(),
                 a0: V::zeros(n),
                 prev: StateOf {
                     q: V::zeros(n),

@@ -175,6 +175,26 @@ fn short_run_conserves_energy_and_ends_at_t_end() {
     assert_eq!(energy.last_energy(), total_energy(&Pendulum, &state));
 }
 
+/// The stepping time counts the steps and not the observers: observers that sleep 2 ms after
+/// each of 20 steps leave at least 40 ms of the wall time outside it.
+#[test]
+fn the_stepping_time_leaves_out_the_observers() {
+    let mut zs = ZhangSkeel::new(0.4, 0.01);
+    let mut state = State::new([2.0], [0.0]);
+    let nap = std::time::Duration::from_millis(2);
+    let mut slow = FnObserver(|_: &Pendulum, _: &State<1>| std::thread::sleep(nap));
+    let summary = run(&mut zs, &Pendulum, &mut state, 0.2, &mut [&mut slow]);
+    assert!(summary.is_ok(), "{summary:?}");
+    assert_eq!(summary.steps, 20);
+    assert!(summary.stepping_time > std::time::Duration::ZERO);
+    assert!(
+        summary.wall_time >= summary.stepping_time + 20 * nap,
+        "wall {:?}, stepping {:?}",
+        summary.wall_time,
+        summary.stepping_time
+    );
+}
+
 #[test]
 fn last_step_is_adjusted_to_land_on_t_end() {
     assert_eq!(planned_steps(0.0, 1.0, 0.3), Some(3));

@@ -17,6 +17,8 @@ mod checkpoint;
 mod composition;
 mod constraint_third;
 mod driver;
+mod error_function;
+mod ewald;
 mod faults;
 mod impulse;
 mod integrators;

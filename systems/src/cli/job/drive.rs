@@ -178,6 +178,15 @@ impl Job<'_> {
             "  steps/s          {:>14.0}   (observers and CSV output included)",
             summary.steps_per_second
         );
+        let stepping = summary.stepping_time.as_secs_f64();
+        let taken = summary.steps - summary.resumed_at;
+        if stepping > 0.0 && taken > 0 {
+            say!(
+                "  steps alone      {:>14.0}   steps/s of the steps themselves ({:.3} s)",
+                taken as f64 / stepping,
+                stepping
+            );
+        }
         let energy_name = if p.method.is_penalty_method() && constrained {
             "penalized energy ½vᵀMv + V + ½ω²|g|²"
         } else {

@@ -31,6 +31,13 @@ macro_rules! dual_scalar {
                     Unary::Acos => DualNum::acos(self),
                     Unary::Asin => DualNum::asin(self),
                     Unary::Atan => DualNum::atan(self),
+                    // num-dual has no error function: its Taylor expansion, as for tanh.
+                    Unary::Erf | Unary::Erfc => {
+                        let f = taylor(op, self.re);
+                        let d = *self - self.re;
+                        let d2 = d * d;
+                        d2 * d * (f[3] / 6.0) + d2 * (f[2] / 2.0) + d * f[1] + f[0]
+                    }
                 }
             }
             fn binary(&self, op: Binary, b: &Self) -> Self {

@@ -172,6 +172,23 @@ pub(super) fn taylor(op: Unary, x: f64) -> [f64; 5] {
                 24.0 * x * (1.0 - x * x) * w.powi(4),
             ]
         }
+        // erf' = 2/√π e^{−x²}, each further derivative −2x times the last plus its own
+        // derivative; erfc's are the negatives.
+        Unary::Erf | Unary::Erfc => {
+            let (f0, s) = if op == Unary::Erf {
+                (libm::erf(x), 1.0)
+            } else {
+                (libm::erfc(x), -1.0)
+            };
+            let g = s * core::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp();
+            [
+                f0,
+                g,
+                -2.0 * x * g,
+                (4.0 * x * x - 2.0) * g,
+                (12.0 * x - 8.0 * x.powi(3)) * g,
+            ]
+        }
     }
 }
 
