@@ -48,6 +48,7 @@ pub mod stiff_spring;
 pub mod testing;
 pub mod triatomic;
 pub mod water;
+pub mod water_box;
 
 pub use chain::PendulumChain;
 pub use dna::DnaChain;

@@ -15,6 +15,7 @@ mod kremer_grest;
 pub mod modes;
 mod rigid_body;
 mod water;
+mod water_box;
 
 use std::fmt::Write as _;
 
@@ -172,6 +173,7 @@ pub fn builtin() -> Vec<Box<dyn CliSystem>> {
         Box::new(water::WaterCli),
         Box::new(rigid_body::RigidBodyCli),
         Box::new(kremer_grest::KremerGrestCli),
+        Box::new(water_box::WaterBoxCli),
         Box::new(alkane::FLEXIBLE),
         Box::new(alkane::RIGID),
     ]
@@ -367,17 +369,31 @@ pub fn table<P: Model<V>, V: Vector>(
     rows: &[state_file::Row],
     names: &[String],
 ) -> String {
+    let mut g = V::zeros(names.len());
+    table_of(rows, names, |q, out| {
+        let q = V::try_from_slice(q).expect("rows have the system's size");
+        target.gradient_into(&q, &mut g);
+        out.copy_from_slice(g.as_slice());
+        target.potential_at(&q)
+    })
+}
+
+/// [`table`] of a potential that is not one [`Model`]: `value_gradient(q, ∇V)` returns `V`.
+pub fn table_of(
+    rows: &[state_file::Row],
+    names: &[String],
+    mut value_gradient: impl FnMut(&[f64], &mut [f64]) -> f64,
+) -> String {
     let mut out = String::from("potential");
     for n in names {
         let _ = write!(out, ",dV_{n}");
     }
     out.push('\n');
-    let mut g = V::zeros(names.len());
+    let mut g = vec![0.0; names.len()];
     for row in rows {
-        let q = V::try_from_slice(&row.q).expect("rows have the system's size");
-        target.gradient_into(&q, &mut g);
-        let _ = write!(out, "{:e}", target.potential_at(&q));
-        for x in g.as_slice() {
+        let v = value_gradient(&row.q, &mut g);
+        let _ = write!(out, "{v:e}");
+        for x in &g {
             let _ = write!(out, ",{x:e}");
         }
         out.push('\n');
