@@ -31,3 +31,4 @@ mod temper_checkpoint;
 mod types;
 mod variational;
 mod water;
+mod water_box;

@@ -1,0 +1,338 @@
+//! SPC/E water in a periodic box: the assembled short-range part (real-space Coulomb, O–O
+//! Lennard-Jones, bonds and angles with the excluded pairs' corrections) against the same
+//! terms written as a nearest-image double loop; the whole potential's gradient against
+//! central differences at random displacements; data files that are not SPC/E water and bad
+//! Ewald parameters refused with one line; and `zs eval water-box` / `zs run water-box`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use zs_runtime::lammps::DataFile;
+use zs_runtime::special::{erf, erfc};
+use zs_runtime::Model;
+use zs_systems::water_box::{SpcE, WaterBox, WaterBoxError, COULOMB};
+
+const ZS: &str = env!("CARGO_BIN_EXE_zs");
+/// 4 × 4 × 4 molecules on a lattice 3.1 Å apart (about water's density), box 12.4 Å.
+const PER_SIDE: usize = 4;
+const SPACING: f64 = 3.1;
+const RC: f64 = 4.0;
+
+/// Uniform in [-1, 1) (xorshift: reproducible).
+fn uniform(s: &mut u64) -> f64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    2.0 * ((*s >> 11) as f64 / (1u64 << 53) as f64) - 1.0
+}
+
+/// A LAMMPS data file (`atom_style full`) of the lattice, each molecule turned at random and
+/// its bonds and angle off their rest values; `charges` false writes `atom_style bond`.
+fn box_text(seed: u64, charges: bool) -> String {
+    let mut s = seed;
+    let side = SPACING * PER_SIDE as f64;
+    let (mut atoms, mut bonds, mut angles) = (String::new(), String::new(), String::new());
+    let mut id = 0;
+    let mut mol = 0;
+    for i in 0..PER_SIDE {
+        for j in 0..PER_SIDE {
+            for k in 0..PER_SIDE {
+                mol += 1;
+                let o = [i, j, k].map(|c| (c as f64 + 0.5) * SPACING + 0.2 * uniform(&mut s));
+                // Two O–H directions about 109° apart, turned at random.
+                let axis = {
+                    let a = [uniform(&mut s), uniform(&mut s), uniform(&mut s)];
+                    let n = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
+                    a.map(|x| x / n)
+                };
+                let other = {
+                    let b = [axis[1], -axis[0] + 0.3, axis[2] + 0.5];
+                    let dot = b[0] * axis[0] + b[1] * axis[1] + b[2] * axis[2];
+                    let p = [0, 1, 2].map(|a| b[a] - dot * axis[a]);
+                    let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+                    p.map(|x| x / n)
+                };
+                let half = 0.5 * (109.47_f64 + 4.0 * uniform(&mut s)).to_radians();
+                let (c, sn) = (half.cos(), half.sin());
+                let h1 = [0, 1, 2]
+                    .map(|a| o[a] + (1.0 + 0.03 * uniform(&mut s)) * (c * axis[a] + sn * other[a]));
+                let h2 = [0, 1, 2]
+                    .map(|a| o[a] + (1.0 + 0.03 * uniform(&mut s)) * (c * axis[a] - sn * other[a]));
+                for (t, q, x) in [(1, -0.8472, o), (2, 0.4236, h1), (2, 0.4236, h2)] {
+                    id += 1;
+                    let charge = if charges {
+                        format!(" {q}")
+                    } else {
+                        String::new()
+                    };
+                    atoms += &format!("{id} {mol} {t}{charge} {} {} {}\n", x[0], x[1], x[2]);
+                }
+                let n = mol * 2;
+                bonds += &format!(
+                    "{} 1 {} {}\n{} 1 {} {}\n",
+                    n - 1,
+                    id - 2,
+                    id - 1,
+                    n,
+                    id - 2,
+                    id
+                );
+                angles += &format!("{mol} 1 {} {} {}\n", id - 1, id - 2, id);
+            }
+        }
+    }
+    let n = PER_SIDE.pow(3);
+    format!(
+        "test water\n\n{} atoms\n{} bonds\n{} angles\n2 atom types\n1 bond types\n1 angle types\n\n\
+         0 {side} xlo xhi\n0 {side} ylo yhi\n0 {side} zlo zhi\n\nMasses\n\n1 15.9994\n2 1.00794\n\n\
+         Atoms # {}\n\n{atoms}\nBonds\n\n{bonds}\nAngles\n\n{angles}",
+        3 * n,
+        2 * n,
+        n,
+        if charges { "full" } else { "bond" }
+    )
+}
+
+/// The short-range terms written out: a nearest-image double loop over pairs of different
+/// molecules within `rc`, the bonds and angles with their erf corrections.
+fn by_hand(f: &SpcE, data: &DataFile, q: &[f64]) -> (f64, Vec<f64>) {
+    let n = data.len();
+    let side = data.box_lengths();
+    let x = |i: usize| [q[3 * i], q[3 * i + 1], q[3 * i + 2]];
+    let mut e = 0.0;
+    let mut g = vec![0.0; 3 * n];
+    let mut radial = |i: usize, j: usize, d: [f64; 3], v: f64, dv: f64, g: &mut Vec<f64>| {
+        let r = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        e += v;
+        for a in 0..3 {
+            g[3 * j + a] += dv * d[a] / r;
+            g[3 * i + a] -= dv * d[a] / r;
+        }
+    };
+    let c2 = 2.0 * f.alpha / core::f64::consts::PI.sqrt();
+    for i in 0..n {
+        for j in i + 1..n {
+            if data.molecules[i] == data.molecules[j] {
+                continue;
+            }
+            let d: [f64; 3] = core::array::from_fn(|a| {
+                let d = x(j)[a] - x(i)[a];
+                d - (d / side[a]).round() * side[a]
+            });
+            let r = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+            if r >= f.rc {
+                continue;
+            }
+            let (ti, tj) = (data.types[i] - 1, data.types[j] - 1);
+            let qq = COULOMB * f.charge[ti] * f.charge[tj];
+            let (a, ar) = (f.alpha, f.alpha * r);
+            let mut v = qq * erfc(ar) / r;
+            let mut dv = qq * (-c2 * (-ar * ar).exp() / r - erfc(ar) / (r * r));
+            let _ = a;
+            if ti == 0 && tj == 0 {
+                let s6 = (f.sigma2[0][0] / (r * r)).powi(3);
+                v += f.eps4[0][0] * (s6 * s6 - s6);
+                dv += f.eps4[0][0] * (-12.0 * s6 * s6 + 6.0 * s6) / r;
+            }
+            radial(i, j, d, v, dv, &mut g);
+        }
+    }
+    let excluded = |i: usize, j: usize, qq: f64, g: &mut Vec<f64>, e: &mut f64| {
+        let d: [f64; 3] = core::array::from_fn(|a| x(j)[a] - x(i)[a]);
+        let r = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        let ar = f.alpha * r;
+        *e -= qq * erf(ar) / r;
+        let dv = -qq * (c2 * (-ar * ar).exp() / r - erf(ar) / (r * r));
+        for a in 0..3 {
+            g[3 * j + a] += dv * d[a] / r;
+            g[3 * i + a] -= dv * d[a] / r;
+        }
+    };
+    for b in &data.bonds {
+        let [i, j] = b.atoms;
+        let d: [f64; 3] = core::array::from_fn(|a| x(j)[a] - x(i)[a]);
+        let r = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        e += f.bond.0 * (r - f.bond.1).powi(2);
+        for a in 0..3 {
+            let dv = 2.0 * f.bond.0 * (r - f.bond.1) * d[a] / r;
+            g[3 * j + a] += dv;
+            g[3 * i + a] -= dv;
+        }
+        excluded(i, j, COULOMB * f.charge[0] * f.charge[1], &mut g, &mut e);
+    }
+    for an in &data.angles {
+        let [i, o, j] = an.atoms;
+        let u: [f64; 3] = core::array::from_fn(|a| x(i)[a] - x(o)[a]);
+        let v: [f64; 3] = core::array::from_fn(|a| x(j)[a] - x(o)[a]);
+        let (lu, lv) = (
+            (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt(),
+            (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt(),
+        );
+        let cos = (u[0] * v[0] + u[1] * v[1] + u[2] * v[2]) / (lu * lv);
+        let th = cos.acos();
+        e += f.angle.0 * (th - f.angle.1).powi(2);
+        let dth = -2.0 * f.angle.0 * (th - f.angle.1) / (1.0 - cos * cos).sqrt();
+        for a in 0..3 {
+            let gu = dth * (v[a] / (lu * lv) - cos / (lu * lu) * u[a]);
+            let gv = dth * (u[a] / (lu * lv) - cos / (lv * lv) * v[a]);
+            g[3 * i + a] += gu;
+            g[3 * j + a] += gv;
+            g[3 * o + a] -= gu + gv;
+        }
+        excluded(i, j, COULOMB * f.charge[1] * f.charge[1], &mut g, &mut e);
+    }
+    (e, g)
+}
+
+#[test]
+fn the_assembled_short_range_part_equals_the_double_loop_and_the_gradient_its_differences() {
+    let data = DataFile::parse(&box_text(7, true)).expect("parses");
+    let mut water = WaterBox::from_data(&data, RC, 1e-5).expect("SPC/E water");
+    let field = SpcE::new(RC, water.long.parameters().alpha);
+    let mut s = 0x77A7_E4B0_u64;
+    for round in 0..2 {
+        let q: Vec<f64> = water.q.iter().map(|x| x + 0.05 * uniform(&mut s)).collect();
+        let (want, want_g) = by_hand(&field, &data, &q);
+        let mut g = vec![0.0; q.len()];
+        let v = water.short.value_gradient_into(&q, &mut g);
+        let scale = want_g.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        assert!(
+            (v - want).abs() <= 1e-11 * want.abs(),
+            "round {round}: {v} vs {want}"
+        );
+        for (k, (a, b)) in g.iter().zip(&want_g).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-11 * scale,
+                "round {round}, ∂{k}: {a} vs {b}"
+            );
+        }
+        // The whole potential (with the Ewald sum's long-range part) against differences.
+        let mut total_g = vec![0.0; q.len()];
+        water.value_gradient(&q, &mut total_g);
+        let h = 1e-5;
+        let big = total_g.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        let mut scratch = vec![0.0; q.len()];
+        for k in (0..q.len()).step_by(37) {
+            let mut up = q.clone();
+            up[k] += h;
+            let mut down = q.clone();
+            down[k] -= h;
+            let fd = (water.value_gradient(&up, &mut scratch)
+                - water.value_gradient(&down, &mut scratch))
+                / (2.0 * h);
+            assert!(
+                (total_g[k] - fd).abs() <= 1e-6 * big,
+                "round {round}, ∂{k}: {} vs {fd}",
+                total_g[k]
+            );
+        }
+    }
+}
+
+#[test]
+fn files_that_are_not_spce_water_and_bad_ewald_parameters_are_refused() {
+    let text = box_text(3, true);
+    let data = DataFile::parse(&text).expect("parses");
+    let refused = |data: &DataFile, rc: f64, tol: f64| match WaterBox::from_data(data, rc, tol) {
+        Ok(_) => panic!("accepted rc {rc}, tolerance {tol}"),
+        Err(e) => e.to_string(),
+    };
+    let no_charges = DataFile::parse(&box_text(3, false)).expect("parses");
+    assert!(refused(&no_charges, RC, 1e-5).contains("no charges"));
+    let wrong = DataFile::parse(&text.replacen(" -0.8472 ", " -0.8 ", 1)).expect("parses");
+    assert!(refused(&wrong, RC, 1e-5).contains("charge -0.8"));
+    assert!(refused(&data, 6.3, 1e-5).contains("half the shortest box side"));
+    for tol in [0.0, 1.0, 2.0] {
+        assert!(refused(&data, RC, tol).contains("tolerance"));
+    }
+    assert!(matches!(
+        WaterBox::from_data(&data, RC, 0.0),
+        Err(WaterBoxError::Ewald(_))
+    ));
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("zs-wb-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("a temporary directory");
+    d
+}
+
+#[test]
+fn zs_eval_gives_the_potential_and_zs_run_says_what_is_not_built() {
+    let d = temp("eval");
+    let text = box_text(11, true);
+    std::fs::write(d.join("w.data"), &text).expect("write");
+    let zs = |args: &[&str]| {
+        Command::new(ZS)
+            .args(args)
+            .current_dir(&d)
+            .output()
+            .expect("zs")
+    };
+    let out = zs(&[
+        "eval",
+        "water-box",
+        "--data",
+        "w.data",
+        "--rc",
+        "4",
+        "--ewald-tolerance",
+        "1e-8",
+        "--out",
+        "e.csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(d.join("e.csv")).expect("e.csv");
+    let row: Vec<f64> = csv
+        .lines()
+        .nth(1)
+        .expect("a row")
+        .split(',')
+        .map(|x| x.parse().expect("a number"))
+        .collect();
+    let data = DataFile::parse(&text).expect("parses");
+    let mut water = WaterBox::from_data(&data, 4.0, 1e-8).expect("water");
+    let q = water.q.clone();
+    let mut g = vec![0.0; q.len()];
+    let v = water.value_gradient(&q, &mut g);
+    assert_eq!(row.len(), 1 + q.len());
+    assert_eq!(row[0], v);
+    assert!(row[1..].iter().zip(&g).all(|(a, b)| a == b));
+    // One line each, nothing written.
+    for (args, says) in [
+        (
+            vec!["run", "water-box", "--data", "w.data", "--out", "r.csv"],
+            "not built yet",
+        ),
+        (
+            vec!["eval", "water-box", "--data", "w.data", "--kspace", "pme"],
+            "pme is not built yet",
+        ),
+        (
+            vec![
+                "eval",
+                "water-box",
+                "--data",
+                "w.data",
+                "--ewald-tolerance",
+                "2",
+            ],
+            "tolerance",
+        ),
+        (vec!["eval", "water-box"], "--data"),
+    ] {
+        let out = zs(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!d.join("r.csv").exists());
+}
