@@ -335,4 +335,31 @@ fn zs_eval_gives_the_potential_and_zs_run_says_what_is_not_built() {
         );
     }
     assert!(!d.join("r.csv").exists());
+    // A lone oxygen more: a charged box, evaluated with a neutralising background and a warning.
+    let side = SPACING * PER_SIDE as f64;
+    let charged = text
+        .replacen("192 atoms", "193 atoms", 1)
+        .replacen(
+            "\nBonds",
+            &format!("193 65 1 -0.8472 {} 0.1 0.1\n\nBonds", side - 0.1),
+            1,
+        )
+        .replacen("\n\n193 65", "\n193 65", 1);
+    std::fs::write(d.join("c.data"), &charged).expect("write");
+    let out = zs(&[
+        "eval",
+        "water-box",
+        "--data",
+        "c.data",
+        "--rc",
+        "4",
+        "--out",
+        "c.csv",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("net charge of -0.847200 e") && err.contains("neutralising background"),
+        "{err}"
+    );
 }

@@ -101,6 +101,15 @@ impl CliSystem for WaterBoxCli {
         let data = DataFile::read(path)?;
         let mut water = WaterBox::from_data(&data, rc, tolerance)
             .map_err(|e| CliError::system("water-box", format!("{}: {e}", path.display())))?;
+        let net: f64 = data.charges.iter().sum();
+        if net.abs() > 1e-9 {
+            // As LAMMPS and OpenMM: the Ewald sum of a charged box is made finite by a uniform
+            // neutralising background (`E_bg = −π Q² / (2 V α²)`), said, not refused.
+            eprintln!(
+                "zs: warning: {} has a net charge of {net:.6} e: the Ewald sum adds a uniform neutralising background",
+                path.display()
+            );
+        }
         let names = KremerGrest::coordinate_names(data.len());
         let rows = match &args.input {
             Some(input) => state_file::read(input, &names)?,
