@@ -35,6 +35,7 @@ mod periodic;
 mod piecewise;
 mod properties;
 mod rattle;
+mod settle;
 mod shake;
 mod sparse_backends;
 mod stiff;
