@@ -2,10 +2,9 @@
 //! ([`crate::Model::masses_lent`]) so that they read it where it is instead of copying it.
 //!
 //! A condensed-phase system has a handful of distinct masses (one per site type) over a
-//! million coordinates: held per coordinate they are 8 bytes a coordinate (21 MB for a melt of
-//! 864 000 beads, a sixth of what LAMMPS holds in all); held as the rows of a table of the
-//! distinct bodies' masses, nothing per body for a melt of identical beads and 4 bytes a body
-//! otherwise. The steppers read them in blocks ([`Masses::in_blocks`]): a block's masses are
+//! million coordinates: held per coordinate they are 8 bytes a coordinate, as much as one more
+//! state vector; held as the rows of a table of the distinct bodies' masses, nothing per body
+//! for a melt of identical beads and 4 bytes a body otherwise. The steppers read them in blocks ([`Masses::in_blocks`]): a block's masses are
 //! written into a buffer on the stack from the table, and each stepper's loop over a block is
 //! the loop it had over a slice.
 
