@@ -133,6 +133,9 @@ pub struct WaterBox {
     pub q: Vec<f64>,
     /// Velocities, 3 per atom.
     pub v: Vec<f64>,
+    /// The positions and the short-range gradient of the last evaluation (kept: no allocation
+    /// per evaluation).
+    scratch: (Vec<f64>, Vec<f64>),
 }
 
 impl WaterBox {
@@ -203,17 +206,26 @@ impl WaterBox {
         let v = data.velocities.iter().flatten().copied().collect();
         let short = Assembled::ordered(field, topology, BodyOrder::from_env(), &q)?;
         let long = Ewald::new(data.charges.clone(), sides, params)?;
-        Ok(Self { short, long, q, v })
+        Ok(Self {
+            short,
+            long,
+            q,
+            v,
+            scratch: (Vec::new(), Vec::new()),
+        })
     }
 
     /// `V(q)` (kcal/mol) and its gradient into `g`: the assembled terms and `C` times the Ewald
     /// sum's, added.
     pub fn value_gradient(&mut self, q: &[f64], g: &mut [f64]) -> f64 {
         use zs_runtime::Model;
-        let mut short = q.to_vec();
-        let v = self.short.value_gradient_into(&q.to_vec(), &mut short);
+        let (at, short) = &mut self.scratch;
+        at.clear();
+        at.extend_from_slice(q);
+        short.resize(q.len(), 0.0);
+        let v = self.short.value_gradient_into(at, short);
         let e = self.long.energy_gradient(q, g);
-        for (g, s) in g.iter_mut().zip(&short) {
+        for (g, s) in g.iter_mut().zip(short.iter()) {
             *g = s + COULOMB * *g;
         }
         v + COULOMB * e
