@@ -61,6 +61,17 @@ pub enum EwaldError {
         "{0} reciprocal vectors per axis are too many for plain Ewald; use a larger tolerance"
     )]
     TooManyVectors(usize),
+    /// A particle-mesh grid larger than memory allows (a tolerance too small for the box).
+    #[error("a {}×{}×{} mesh is too large (at most {} points); use a larger tolerance", .0[0], .0[1], .0[2], crate::pme::MAX_POINTS)]
+    GridTooLarge([usize; 3]),
+    /// A particle-mesh grid side smaller than the spline order, or an order outside 4 ..= 8.
+    #[error("a {grid:?} mesh with B-splines of order {order}: the order must be in 4 ..= 8 and each side at least the order")]
+    Mesh {
+        /// Points per axis.
+        grid: [usize; 3],
+        /// The spline order.
+        order: usize,
+    },
 }
 
 /// The splitting parameter and the reciprocal vectors of one accuracy.
@@ -82,15 +93,7 @@ impl EwaldParameters {
     /// A tolerance outside `(0, 1)`, a box side not finite and positive, a cutoff beyond half
     /// the shortest side, more than 512 vectors per axis.
     pub fn from_tolerance(rc: f64, sides: [f64; 3], tolerance: f64) -> Result<Self, EwaldError> {
-        if !(tolerance > 0.0 && tolerance < 1.0) {
-            return Err(EwaldError::Tolerance(tolerance));
-        }
-        check_box(sides)?;
-        let half = 0.5 * sides.iter().fold(f64::INFINITY, |m, &s| m.min(s));
-        if !(rc > 0.0 && rc <= half) {
-            return Err(EwaldError::Cutoff { rc, half });
-        }
-        let alpha = (-(2.0 * tolerance).ln()).max(f64::MIN_POSITIVE).sqrt() / rc;
+        let alpha = splitting(rc, sides, tolerance)?;
         let reach = (-tolerance.ln()).sqrt() / PI;
         let mut kmax = [0; 3];
         for (k, &l) in kmax.iter_mut().zip(&sides) {
@@ -104,12 +107,43 @@ impl EwaldParameters {
     }
 }
 
-fn check_box(sides: [f64; 3]) -> Result<(), EwaldError> {
+/// `α = √(−ln 2δ) / rc` after checking the tolerance, the box and the cutoff: the splitting of
+/// every reciprocal-space method (the real-space term left out beyond the cutoff, `erfc(α rc)`,
+/// is about `δ`).
+pub(crate) fn splitting(rc: f64, sides: [f64; 3], tolerance: f64) -> Result<f64, EwaldError> {
+    if !(tolerance > 0.0 && tolerance < 1.0) {
+        return Err(EwaldError::Tolerance(tolerance));
+    }
+    check_box(sides)?;
+    let half = 0.5 * sides.iter().fold(f64::INFINITY, |m, &s| m.min(s));
+    if !(rc > 0.0 && rc <= half) {
+        return Err(EwaldError::Cutoff { rc, half });
+    }
+    Ok((-(2.0 * tolerance).ln()).max(f64::MIN_POSITIVE).sqrt() / rc)
+}
+
+pub(crate) fn check_box(sides: [f64; 3]) -> Result<(), EwaldError> {
     if sides.iter().all(|s| s.is_finite() && *s > 0.0) {
         Ok(())
     } else {
         Err(EwaldError::Box(sides))
     }
+}
+
+/// The self and background terms, `−α/√π Σ q² − π Q² / (2 V α²)`, after checking that every
+/// charge is finite.
+pub(crate) fn constant_terms(
+    charges: &[f64],
+    sides: [f64; 3],
+    alpha: f64,
+) -> Result<f64, EwaldError> {
+    if let Some((site, &charge)) = charges.iter().enumerate().find(|(_, q)| !q.is_finite()) {
+        return Err(EwaldError::Charge { site, charge });
+    }
+    let volume = sides[0] * sides[1] * sides[2];
+    let total: f64 = charges.iter().sum();
+    let squares: f64 = charges.iter().map(|q| q * q).sum();
+    Ok(-alpha / PI.sqrt() * squares - PI * total * total / (2.0 * volume * alpha * alpha))
 }
 
 /// The reciprocal-space, self and background terms of the Ewald sum of fixed charges in an
@@ -139,9 +173,7 @@ impl Ewald {
         params: EwaldParameters,
     ) -> Result<Self, EwaldError> {
         check_box(sides)?;
-        if let Some((site, &charge)) = charges.iter().enumerate().find(|(_, q)| !q.is_finite()) {
-            return Err(EwaldError::Charge { site, charge });
-        }
+        let constant = constant_terms(&charges, sides, params.alpha)?;
         let alpha = params.alpha;
         let volume = sides[0] * sides[1] * sides[2];
         let [kx, ky, kz] = params.kmax.map(|k| k as i32);
@@ -163,10 +195,6 @@ impl Ewald {
                 }
             }
         }
-        let total: f64 = charges.iter().sum();
-        let squares: f64 = charges.iter().map(|q| q * q).sum();
-        let constant =
-            -alpha / PI.sqrt() * squares - PI * total * total / (2.0 * volume * alpha * alpha);
         let n = charges.len();
         let powers = core::array::from_fn(|a| vec![(0.0, 0.0); n * (params.kmax[a] + 1)]);
         Ok(Self {

@@ -52,6 +52,7 @@ pub mod modes;
 pub mod multipliers;
 pub mod observers;
 pub mod output;
+pub mod pme;
 pub mod settle;
 pub mod simd;
 pub mod sparse;

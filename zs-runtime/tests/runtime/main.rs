@@ -33,6 +33,7 @@ mod output_safety;
 mod own_image;
 mod periodic;
 mod piecewise;
+mod pme;
 mod properties;
 mod rattle;
 mod settle;

@@ -1,0 +1,580 @@
+//! Smooth particle-mesh Ewald (Essmann et al. 1995): the reciprocal-space sum of
+//! [`crate::ewald`] with the structure factor interpolated on a mesh by cardinal B-splines and
+//! summed by a 3-D FFT, in `O(N + K log K)` for `K` mesh points instead of `O(N K)`; with the
+//! self and background terms, the gradient, and the exact product of the Hessian with a vector.
+//!
+//! Each charge is spread onto the mesh by a product of three B-splines of order `n` in its
+//! scaled fractional coordinates `u_a = K_a x_a / L_a` (eq. 4.6):
+//! `Q(k) = Σ_i q_i Π_a M_n(u_ia − k_a)`, periodic in `k`. With `Ŝ = FFT(Q)` and the influence
+//! function (eqs. 4.7–4.8, in units where the Coulomb constant is 1)
+//!
+//! ```text
+//! C(m) = e^{−π²|m̃|²/α²} / (π V |m̃|²) · B₁(m₁) B₂(m₂) B₃(m₃),   m̃ = (m₁/L₁, m₂/L₂, m₃/L₃),
+//! B_a(m) = |Σ_{k=0}^{n−2} M_n(k+1) e^{2πi m k/K_a}|⁻²,          C(0) = 0,
+//! ```
+//!
+//! the energy is `E = ½ Σ_m C(m) |Ŝ(m)|² = ½ Σ_k Q(k) φ(k)` with the mesh potential
+//! `φ = FFT⁻¹(C · Ŝ)` (unnormalised). `Q` is linear in the charges, so
+//!
+//! ```text
+//! ∇_i E     = q_i Σ_k ∇W_i(k) φ(k),                    W_i(k) = Π_a M_n(u_ia − k_a)
+//! (H v)_i   = q_i Σ_k ∇W_i(k) ψ(k) + q_i Σ_k φ(k) ∇∇W_i(k) v_i,
+//!             ψ = FFT⁻¹(C · FFT(D)),  D(k) = Σ_j q_j ∇W_j(k) · v_j
+//! ```
+//!
+//! — the Hessian of the interpolated energy itself (so that it is the derivative of the
+//! gradient a step uses), through the B-splines' first and second derivatives
+//! (`M_n' (u) = M_{n−1}(u) − M_{n−1}(u−1)`, eq. 4.2's recursion once more): two FFTs more than
+//! the gradient.
+//!
+//! Everything runs in one thread in a fixed order: the same bits at every pool size. The mesh,
+//! its spectrum and the FFTs' scratch are made at set-up; an evaluation allocates nothing.
+
+use core::f64::consts::PI;
+use std::sync::Arc;
+
+use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
+use rustfft::num_complex::Complex;
+use rustfft::{Fft, FftPlanner};
+
+use crate::ewald::{check_box, constant_terms, splitting, EwaldError};
+
+/// The largest B-spline order.
+pub const MAX_ORDER: usize = 8;
+
+/// The most mesh points a [`Pme`] accepts: 2²⁷, about 3 GiB of meshes and spectrum.
+pub const MAX_POINTS: usize = 1 << 27;
+
+/// The splitting parameter, the mesh and the spline order of one accuracy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PmeParameters {
+    /// The splitting parameter α (1/length).
+    pub alpha: f64,
+    /// Mesh points per axis.
+    pub grid: [usize; 3],
+    /// The order `n` of the cardinal B-splines (4 ..= 8; cubic is 4).
+    pub order: usize,
+}
+
+impl PmeParameters {
+    /// OpenMM's choice for relative force accuracy `tolerance` (its `ewaldErrorTolerance`;
+    /// the "Ewald summation" section of its user guide): `α = √(−ln 2δ) / rc`, splines of
+    /// order 5, and per axis the smallest size with prime factors 2, 3, 5 and 7 that is at
+    /// least `max(6, 2αL / (3 δ^{1/5}))`.
+    ///
+    /// # Errors
+    /// A tolerance outside `(0, 1)`, a box side not finite and positive, a cutoff beyond half
+    /// the shortest side, more than [`MAX_POINTS`] mesh points.
+    pub fn from_tolerance(rc: f64, sides: [f64; 3], tolerance: f64) -> Result<Self, EwaldError> {
+        let alpha = splitting(rc, sides, tolerance)?;
+        let mut grid = [0; 3];
+        for (k, &l) in grid.iter_mut().zip(&sides) {
+            let want = (2.0 * alpha * l / (3.0 * tolerance.powf(0.2))).ceil();
+            if want > MAX_POINTS as f64 {
+                return Err(EwaldError::GridTooLarge([usize::MAX; 3]));
+            }
+            *k = fft_size((want as usize).max(6));
+        }
+        let params = Self {
+            alpha,
+            grid,
+            order: 5,
+        };
+        params.check()?;
+        Ok(params)
+    }
+
+    fn check(&self) -> Result<(), EwaldError> {
+        let [a, b, c] = self.grid;
+        let points = a.checked_mul(b).and_then(|ab| ab.checked_mul(c));
+        if points.is_none_or(|p| p > MAX_POINTS) {
+            return Err(EwaldError::GridTooLarge(self.grid));
+        }
+        if !(4..=MAX_ORDER).contains(&self.order) || self.grid.iter().any(|&k| k < self.order) {
+            return Err(EwaldError::Mesh {
+                grid: self.grid,
+                order: self.order,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The smallest `k ≥ n` whose prime factors are 2, 3, 5 and 7 (sizes the FFT does fastest).
+fn fft_size(n: usize) -> usize {
+    (n..)
+        .find(|&k| {
+            let mut r = k;
+            for p in [2, 3, 5, 7] {
+                while r % p == 0 {
+                    r /= p;
+                }
+            }
+            r == 1
+        })
+        .expect("a 7-smooth number follows every n")
+}
+
+/// `M_p(w + j)` for `j < p` at `p = n − 2, n − 1, n` (rows 0, 1, 2), `0 ≤ w < 1`, by the
+/// recursion `M_p(x) = (x M_{p−1}(x) + (p − x) M_{p−1}(x − 1)) / (p − 1)` from `M_1 = 1` on
+/// `[0, 1)` (Essmann et al., eq. 4.1).
+fn cardinal(w: f64, n: usize) -> [[f64; MAX_ORDER]; 3] {
+    let mut v = [0.0; MAX_ORDER];
+    v[0] = 1.0;
+    let mut rows = [[0.0; MAX_ORDER]; 3];
+    for p in 2..=n {
+        let inv = 1.0 / (p - 1) as f64;
+        for j in (0..p).rev() {
+            let x = w + j as f64;
+            let below = if j > 0 { v[j - 1] } else { 0.0 };
+            v[j] = (x * v[j] + (p as f64 - x) * below) * inv;
+        }
+        if p + 2 >= n {
+            rows[p + 2 - n] = v;
+        }
+    }
+    rows
+}
+
+/// One charge's B-spline weights along one axis: values, first and second derivatives in `u`
+/// at `w + j` for mesh point `base − j` (mod `K`), `j < n`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Axis {
+    base: usize,
+    w: [f64; MAX_ORDER],
+    dw: [f64; MAX_ORDER],
+    ddw: [f64; MAX_ORDER],
+}
+
+impl Axis {
+    fn at(u: f64, k: usize, n: usize) -> Self {
+        let f = u.floor();
+        let base = (f as i64).rem_euclid(k as i64) as usize;
+        let [r0, r1, r2] = cardinal(u - f, n);
+        let mut a = Self {
+            base,
+            w: r2,
+            ..Self::default()
+        };
+        for j in 0..n {
+            let at = |r: &[f64; MAX_ORDER], d: usize| if j >= d { r[j - d] } else { 0.0 };
+            a.dw[j] = r1[j] - at(&r1, 1);
+            a.ddw[j] = r0[j] - 2.0 * at(&r0, 1) + at(&r0, 2);
+        }
+        a
+    }
+
+    /// The mesh index of `base − j`.
+    #[inline]
+    fn index(&self, j: usize, k: usize) -> usize {
+        if j <= self.base {
+            self.base - j
+        } else {
+            self.base + k - j
+        }
+    }
+}
+
+/// One charge's share of a mesh: up to three products of per-axis factors (values or
+/// derivatives of its splines), each with a coefficient.
+type Share = [([f64; MAX_ORDER], [f64; MAX_ORDER], [f64; MAX_ORDER], f64); 3];
+
+/// `mesh = Σ_i share_i`: `Q` (one product of values, coefficient `q_i`) or `D` (three, one
+/// derivative each), in the charges' order.
+fn spread(
+    splines: &[[Axis; 3]],
+    mesh: &mut [f64],
+    [k0, k1, k2]: [usize; 3],
+    n: usize,
+    share: impl Fn(usize, &[Axis; 3]) -> Share,
+) {
+    mesh.fill(0.0);
+    for (i, s) in splines.iter().enumerate() {
+        for (x, y, z, c) in share(i, s) {
+            if c == 0.0 {
+                continue;
+            }
+            for j0 in 0..n {
+                let i0 = s[0].index(j0, k0);
+                let w0 = c * x[j0];
+                for j1 in 0..n {
+                    let row = (i0 * k1 + s[1].index(j1, k1)) * k2;
+                    let w01 = w0 * y[j1];
+                    for j2 in 0..n {
+                        mesh[row + s[2].index(j2, k2)] += w01 * z[j2];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The reciprocal-space, self and background terms of the Ewald sum of fixed charges in an
+/// orthorhombic box by smooth PME, over positions `q` (3 coordinates per charge, in order).
+#[derive(Clone)]
+pub struct Pme {
+    params: PmeParameters,
+    sides: [f64; 3],
+    charges: Vec<f64>,
+    constant: f64,
+    /// `C(m)` over the half spectrum `[K₀][K₁][K₂/2 + 1]`.
+    influence: Vec<f64>,
+    /// Per charge and axis, its spline weights at the last positions.
+    splines: Vec<[Axis; 3]>,
+    /// The charge mesh `Q` (or `D`), `[K₀][K₁][K₂]`, the last axis contiguous.
+    mesh: Vec<f64>,
+    /// The mesh potential `φ`.
+    phi: Vec<f64>,
+    /// `ψ`, for the Hessian's product.
+    psi: Vec<f64>,
+    spectrum: Vec<Complex<f64>>,
+    /// A slab of lines along axis 0 or 1, gathered contiguous.
+    lines: Vec<Complex<f64>>,
+    row: Vec<f64>,
+    scratch: Vec<Complex<f64>>,
+    r2c: Arc<dyn RealToComplex<f64>>,
+    c2r: Arc<dyn ComplexToReal<f64>>,
+    forward: [Arc<dyn Fft<f64>>; 2],
+    inverse: [Arc<dyn Fft<f64>>; 2],
+}
+
+impl core::fmt::Debug for Pme {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Pme")
+            .field("params", &self.params)
+            .field("sides", &self.sides)
+            .field("charges", &self.charges.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pme {
+    /// The sum over `charges` in a box of `sides` with `params`: the FFT plans, the influence
+    /// function and every mesh made here.
+    ///
+    /// # Errors
+    /// A side not finite and positive, a charge not finite, a mesh too large, an order outside
+    /// 4 ..= 8 or above a mesh side.
+    pub fn new(
+        charges: Vec<f64>,
+        sides: [f64; 3],
+        params: PmeParameters,
+    ) -> Result<Self, EwaldError> {
+        check_box(sides)?;
+        params.check()?;
+        let constant = constant_terms(&charges, sides, params.alpha)?;
+        let [k0, k1, k2] = params.grid;
+        let half = k2 / 2 + 1;
+        let mut real = RealFftPlanner::<f64>::new();
+        let (r2c, c2r) = (real.plan_fft_forward(k2), real.plan_fft_inverse(k2));
+        let mut planner = FftPlanner::<f64>::new();
+        let forward = [planner.plan_fft_forward(k0), planner.plan_fft_forward(k1)];
+        let inverse = [planner.plan_fft_inverse(k0), planner.plan_fft_inverse(k1)];
+        let scratch_len = [r2c.get_scratch_len(), c2r.get_scratch_len()]
+            .into_iter()
+            .chain(
+                forward
+                    .iter()
+                    .chain(&inverse)
+                    .map(|f| f.get_inplace_scratch_len()),
+            )
+            .max()
+            .unwrap_or(0);
+        let points = k0 * k1 * k2;
+        let mut pme = Self {
+            params,
+            sides,
+            splines: vec![[Axis::default(); 3]; charges.len()],
+            charges,
+            constant,
+            influence: vec![0.0; k0 * k1 * half],
+            mesh: vec![0.0; points],
+            phi: vec![0.0; points],
+            psi: vec![0.0; points],
+            spectrum: vec![Complex::default(); k0 * k1 * half],
+            lines: vec![Complex::default(); k0.max(k1) * half],
+            row: vec![0.0; k2],
+            scratch: vec![Complex::default(); scratch_len],
+            r2c,
+            c2r,
+            forward,
+            inverse,
+        };
+        pme.make_influence();
+        Ok(pme)
+    }
+
+    /// The parameters.
+    pub fn parameters(&self) -> PmeParameters {
+        self.params
+    }
+
+    /// Number of coordinates (3 per charge).
+    pub fn dimension(&self) -> usize {
+        3 * self.charges.len()
+    }
+
+    /// `C(m)` over the half spectrum (eqs. 4.7–4.8; `B_a` at a zero of its denominator, which
+    /// odd orders have at `m = K/2`, is the mean of its neighbours, as OpenMM does).
+    fn make_influence(&mut self) {
+        let PmeParameters { alpha, grid, order } = self.params;
+        let moduli: [Vec<f64>; 3] = core::array::from_fn(|a| {
+            let k = grid[a];
+            let m_int = cardinal(0.0, order)[2];
+            let mut b: Vec<f64> = (0..k)
+                .map(|m| {
+                    let (mut re, mut im) = (0.0, 0.0);
+                    for (j, &mj) in m_int[1..order].iter().enumerate() {
+                        let (s, c) = (2.0 * PI * (m * j) as f64 / k as f64).sin_cos();
+                        re += mj * c;
+                        im += mj * s;
+                    }
+                    re * re + im * im
+                })
+                .collect();
+            for m in 0..k {
+                if b[m] < 1e-7 {
+                    b[m] = 0.5 * (b[(m + k - 1) % k] + b[(m + 1) % k]);
+                }
+            }
+            b.into_iter().map(|d| 1.0 / d).collect()
+        });
+        let [k0, k1, k2] = grid;
+        let half = k2 / 2 + 1;
+        let volume = self.sides.iter().product::<f64>();
+        let fold = |m: usize, k: usize| {
+            if m <= k / 2 {
+                m as f64
+            } else {
+                m as f64 - k as f64
+            }
+        };
+        for m0 in 0..k0 {
+            for m1 in 0..k1 {
+                for m2 in 0..half {
+                    let mt = [fold(m0, k0), fold(m1, k1), m2 as f64];
+                    let m2sq: f64 = (0..3).map(|a| (mt[a] / self.sides[a]).powi(2)).sum();
+                    let c = if m2sq == 0.0 {
+                        0.0
+                    } else {
+                        (-PI * PI * m2sq / (alpha * alpha)).exp() / (PI * volume * m2sq)
+                            * moduli[0][m0]
+                            * moduli[1][m1]
+                            * moduli[2][m2]
+                    };
+                    self.influence[(m0 * k1 + m1) * half + m2] = c;
+                }
+            }
+        }
+    }
+
+    /// Every charge's spline weights at `q`.
+    fn make_splines(&mut self, q: &[f64]) {
+        assert_eq!(q.len(), self.dimension(), "PME: positions of another size");
+        let (grid, n) = (self.params.grid, self.params.order);
+        for (i, s) in self.splines.iter_mut().enumerate() {
+            *s = core::array::from_fn(|a| {
+                Axis::at(grid[a] as f64 * q[3 * i + a] / self.sides[a], grid[a], n)
+            });
+        }
+    }
+
+    /// `φ` (or `ψ`) `= FFT⁻¹(C · FFT(mesh))`, unnormalised (the mesh is kept).
+    fn convolve(&mut self, into_psi: bool) {
+        let k2 = self.params.grid[2];
+        let half = k2 / 2 + 1;
+        for (row, spec) in self
+            .mesh
+            .chunks_exact(k2)
+            .zip(self.spectrum.chunks_exact_mut(half))
+        {
+            self.row.copy_from_slice(row);
+            self.r2c
+                .process_with_scratch(&mut self.row, spec, &mut self.scratch)
+                .expect("PME: the planned lengths");
+        }
+        self.along(1, true);
+        self.along(0, true);
+        for (s, c) in self.spectrum.iter_mut().zip(&self.influence) {
+            *s *= *c;
+        }
+        self.along(0, false);
+        self.along(1, false);
+        let out = if into_psi {
+            &mut self.psi
+        } else {
+            &mut self.phi
+        };
+        for (spec, row) in self
+            .spectrum
+            .chunks_exact_mut(half)
+            .zip(out.chunks_exact_mut(k2))
+        {
+            // The result is real: the imaginary parts the inverse transform of a real mesh's
+            // spectrum leaves at m₂ = 0 and K₂/2 are rounding.
+            spec[0].im = 0.0;
+            if k2 % 2 == 0 {
+                spec[half - 1].im = 0.0;
+            }
+            self.c2r
+                .process_with_scratch(spec, row, &mut self.scratch)
+                .expect("PME: the planned lengths, real ends");
+        }
+    }
+
+    /// The complex FFT along `axis` (0 or 1) of the spectrum, a slab of lines at a time.
+    fn along(&mut self, axis: usize, forward: bool) {
+        let [k0, k1, k2] = self.params.grid;
+        let half = k2 / 2 + 1;
+        let (len, stride, outer, outer_stride) = if axis == 0 {
+            (k0, k1 * half, k1, half)
+        } else {
+            (k1, half, k0, k1 * half)
+        };
+        let fft = if forward {
+            &self.forward[axis]
+        } else {
+            &self.inverse[axis]
+        };
+        let lines = &mut self.lines[..len * half];
+        for o in 0..outer {
+            let base = o * outer_stride;
+            for t in 0..len {
+                for m2 in 0..half {
+                    lines[m2 * len + t] = self.spectrum[base + t * stride + m2];
+                }
+            }
+            fft.process_with_scratch(lines, &mut self.scratch);
+            for t in 0..len {
+                for m2 in 0..half {
+                    self.spectrum[base + t * stride + m2] = lines[m2 * len + t];
+                }
+            }
+        }
+    }
+
+    /// `Σ_k ∂_a W_i(k) f(k)` per axis `a` (derivatives in `u`) for charge `i`; with `dv`,
+    /// the second derivatives' `Σ_k Σ_b ∂_a∂_b W_i(k) f(k) dv_b` instead.
+    fn gather(&self, i: usize, f: &[f64], dv: Option<[f64; 3]>) -> [f64; 3] {
+        let [k0, k1, k2] = self.params.grid;
+        let n = self.params.order;
+        let s = &self.splines[i];
+        let mut g = [0.0; 3];
+        for j0 in 0..n {
+            let i0 = s[0].index(j0, k0);
+            for j1 in 0..n {
+                let row = (i0 * k1 + s[1].index(j1, k1)) * k2;
+                let (x, y) = (
+                    [s[0].w[j0], s[0].dw[j0], s[0].ddw[j0]],
+                    [s[1].w[j1], s[1].dw[j1], s[1].ddw[j1]],
+                );
+                for j2 in 0..n {
+                    let p = f[row + s[2].index(j2, k2)];
+                    let z = [s[2].w[j2], s[2].dw[j2], s[2].ddw[j2]];
+                    match dv {
+                        None => {
+                            g[0] += x[1] * y[0] * z[0] * p;
+                            g[1] += x[0] * y[1] * z[0] * p;
+                            g[2] += x[0] * y[0] * z[1] * p;
+                        }
+                        Some(d) => {
+                            g[0] += (x[2] * y[0] * z[0] * d[0]
+                                + x[1] * y[1] * z[0] * d[1]
+                                + x[1] * y[0] * z[1] * d[2])
+                                * p;
+                            g[1] += (x[1] * y[1] * z[0] * d[0]
+                                + x[0] * y[2] * z[0] * d[1]
+                                + x[0] * y[1] * z[1] * d[2])
+                                * p;
+                            g[2] += (x[1] * y[0] * z[1] * d[0]
+                                + x[0] * y[1] * z[1] * d[1]
+                                + x[0] * y[0] * z[2] * d[2])
+                                * p;
+                        }
+                    }
+                }
+            }
+        }
+        g
+    }
+
+    /// `K_a / L_a`: `du/dx` per axis.
+    fn scale(&self) -> [f64; 3] {
+        core::array::from_fn(|a| self.params.grid[a] as f64 / self.sides[a])
+    }
+
+    /// The charge mesh `Q` and its potential `φ` at `q`.
+    fn potential(&mut self, q: &[f64]) {
+        self.make_splines(q);
+        let charges = &self.charges;
+        let (grid, n) = (self.params.grid, self.params.order);
+        spread(&self.splines, &mut self.mesh, grid, n, |i, s| {
+            let none = ([0.0; MAX_ORDER], [0.0; MAX_ORDER], [0.0; MAX_ORDER], 0.0);
+            [(s[0].w, s[1].w, s[2].w, charges[i]), none, none]
+        });
+        self.convolve(false);
+    }
+
+    /// `E_recip + E_self + E_bg` at `q`.
+    pub fn energy(&mut self, q: &[f64]) -> f64 {
+        self.potential(q);
+        0.5 * self
+            .mesh
+            .iter()
+            .zip(&self.phi)
+            .map(|(a, b)| a * b)
+            .sum::<f64>()
+            + self.constant
+    }
+
+    /// The energy at `q`, and its gradient into `g` (overwritten).
+    pub fn energy_gradient(&mut self, q: &[f64], g: &mut [f64]) -> f64 {
+        assert_eq!(g.len(), self.dimension(), "PME: gradient of another size");
+        self.potential(q);
+        let scale = self.scale();
+        for (i, &qi) in self.charges.iter().enumerate() {
+            let d = self.gather(i, &self.phi, None);
+            for a in 0..3 {
+                g[3 * i + a] = qi * scale[a] * d[a];
+            }
+        }
+        0.5 * self
+            .mesh
+            .iter()
+            .zip(&self.phi)
+            .map(|(a, b)| a * b)
+            .sum::<f64>()
+            + self.constant
+    }
+
+    /// `H(q) v` into `out` (overwritten): the exact Hessian of the interpolated energy applied
+    /// to `v`.
+    pub fn hessian_times(&mut self, q: &[f64], v: &[f64], out: &mut [f64]) {
+        let n3 = self.dimension();
+        assert!(
+            v.len() == n3 && out.len() == n3,
+            "PME: vectors of another size"
+        );
+        self.potential(q);
+        let scale = self.scale();
+        let charges = &self.charges;
+        let (grid, n) = (self.params.grid, self.params.order);
+        spread(&self.splines, &mut self.mesh, grid, n, |i, s| {
+            let c = |a: usize| charges[i] * scale[a] * v[3 * i + a];
+            [
+                (s[0].dw, s[1].w, s[2].w, c(0)),
+                (s[0].w, s[1].dw, s[2].w, c(1)),
+                (s[0].w, s[1].w, s[2].dw, c(2)),
+            ]
+        });
+        self.convolve(true);
+        for (i, &qi) in self.charges.iter().enumerate() {
+            let first = self.gather(i, &self.psi, None);
+            let dv = core::array::from_fn(|b| scale[b] * v[3 * i + b]);
+            let second = self.gather(i, &self.phi, Some(dv));
+            for a in 0..3 {
+                out[3 * i + a] = qi * scale[a] * (first[a] + second[a]);
+            }
+        }
+    }
+}

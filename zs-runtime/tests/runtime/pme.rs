@@ -1,0 +1,198 @@
+//! Smooth PME: it converges to the plain Ewald sum as the mesh and the spline order grow; at
+//! OpenMM's recipe for a tolerance its forces are within that tolerance of the converged sum;
+//! its gradient and its Hessian's product equal central differences and the Hessian is
+//! symmetric; its mesh sizes are FFT-friendly; bad parameters are typed errors.
+
+use crate::support::fixtures::Rng;
+use zs_runtime::ewald::{Ewald, EwaldError, EwaldParameters};
+use zs_runtime::pme::{Pme, PmeParameters};
+
+/// `n` neutral random charges in a box of `sides`, at random positions (some outside the box:
+/// the mesh wraps them).
+fn charges_in(rng: &mut Rng, n: usize, sides: [f64; 3]) -> (Vec<f64>, Vec<f64>) {
+    let mut charges: Vec<f64> = (0..n).map(|_| rng.next()).collect();
+    let mean = charges.iter().sum::<f64>() / n as f64;
+    charges.iter_mut().for_each(|c| *c -= mean);
+    let q = (0..3 * n)
+        .map(|i| sides[i % 3] * 0.8 * rng.next())
+        .collect();
+    (charges, q)
+}
+
+/// Relative energy difference and largest gradient difference over the largest gradient.
+fn against_ewald(pme: &mut Pme, ewald: &mut Ewald, q: &[f64]) -> (f64, f64, f64) {
+    let n3 = q.len();
+    let (mut gp, mut ge) = (vec![0.0; n3], vec![0.0; n3]);
+    let (ep, ee) = (
+        pme.energy_gradient(q, &mut gp),
+        ewald.energy_gradient(q, &mut ge),
+    );
+    let big = ge.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    let worst = gp
+        .iter()
+        .zip(&ge)
+        .fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+    let rms = (gp
+        .iter()
+        .zip(&ge)
+        .map(|(a, b)| (a - b).powi(2))
+        .sum::<f64>()
+        / ge.iter().map(|b| b * b).sum::<f64>())
+    .sqrt();
+    (((ep - ee) / ee).abs(), worst / big, rms)
+}
+
+#[test]
+fn pme_converges_to_the_ewald_sum_and_meets_its_tolerance() {
+    let mut rng = Rng(0x5EED_0000_0000_0041);
+    let sides = [9.0, 10.0, 11.0];
+    let (charges, q) = charges_in(&mut rng, 60, sides);
+    let rc = 4.0;
+    // α = 0.8: the reciprocal sum converged at 40 vectors per axis (its first left-out term is
+    // e^{−(40π/(0.8 · 11))²}).
+    let exact = EwaldParameters {
+        alpha: 0.8,
+        kmax: [40; 3],
+    };
+    let mut ewald = Ewald::new(charges.clone(), sides, exact).expect("valid");
+    // A fine mesh and order 8 at the same α: the interpolation error all but gone.
+    let fine = PmeParameters {
+        alpha: exact.alpha,
+        grid: [120, 128, 144],
+        order: 8,
+    };
+    let mut pme = Pme::new(charges.clone(), sides, fine).expect("valid");
+    let (de, dg, _) = against_ewald(&mut pme, &mut ewald, &q);
+    assert!(de < 1e-11 && dg < 1e-10, "fine mesh: {de:e} {dg:e}");
+    // Coarser meshes and lower orders are less accurate, monotonically.
+    let mut last = dg;
+    for (grid, order) in [
+        ([60, 64, 72], 8),
+        ([60, 64, 72], 6),
+        ([30, 32, 36], 6),
+        ([30, 32, 36], 4),
+    ] {
+        let p = PmeParameters {
+            alpha: exact.alpha,
+            grid,
+            order,
+        };
+        let mut pme = Pme::new(charges.clone(), sides, p).expect("valid");
+        let (_, dg, _) = against_ewald(&mut pme, &mut ewald, &q);
+        assert!(dg > last, "{grid:?} order {order}: {dg:e} after {last:e}");
+        last = dg;
+    }
+    // OpenMM's recipe: the RMS relative force error within the tolerance, against the sum
+    // converged at the recipe's own α.
+    for tolerance in [5e-4, 1e-5] {
+        let p = PmeParameters::from_tolerance(rc, sides, tolerance).expect("valid");
+        let at_alpha = EwaldParameters {
+            alpha: p.alpha,
+            kmax: [40; 3],
+        };
+        let mut reference = Ewald::new(charges.clone(), sides, at_alpha).expect("valid");
+        let mut pme = Pme::new(charges.clone(), sides, p).expect("valid");
+        let (_, _, rms) = against_ewald(&mut pme, &mut reference, &q);
+        assert!(rms < tolerance, "δ = {tolerance:e}: RMS {rms:e}, {p:?}");
+    }
+}
+
+#[test]
+fn gradient_and_hessian_products_of_pme_equal_differences() {
+    let mut rng = Rng(0x5EED_0000_0000_4100);
+    let sides = [5.0, 5.5, 6.0];
+    let n = 10;
+    let (charges, q) = charges_in(&mut rng, n, sides);
+    let params = PmeParameters {
+        alpha: 0.9,
+        grid: [12, 15, 16],
+        order: 5,
+    };
+    let mut pme = Pme::new(charges, sides, params).expect("valid");
+    let mut g = vec![0.0; 3 * n];
+    let e = pme.energy_gradient(&q, &mut g);
+    assert_eq!(e.to_bits(), pme.energy(&q).to_bits());
+    let scale = g.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    let h = 1e-5;
+    let shifted = |i: usize, by: f64| {
+        let mut p = q.clone();
+        p[i] += by;
+        p
+    };
+    let mut hessian = vec![vec![0.0; 3 * n]; 3 * n];
+    for i in 0..3 * n {
+        let (up, down) = (shifted(i, h), shifted(i, -h));
+        let fd = (pme.energy(&up) - pme.energy(&down)) / (2.0 * h);
+        assert!((g[i] - fd).abs() < 1e-7 * scale, "∂{i}: {} vs {fd}", g[i]);
+        let mut unit = vec![0.0; 3 * n];
+        unit[i] = 1.0;
+        pme.hessian_times(&q, &unit, &mut hessian[i]);
+        let (mut gu, mut gd) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
+        pme.energy_gradient(&up, &mut gu);
+        pme.energy_gradient(&down, &mut gd);
+        for j in 0..3 * n {
+            let fd = (gu[j] - gd[j]) / (2.0 * h);
+            let hs = hessian[i][j].abs().max(scale);
+            assert!(
+                (hessian[i][j] - fd).abs() < 1e-6 * hs,
+                "H[{j}][{i}]: {} vs {fd}",
+                hessian[i][j]
+            );
+        }
+    }
+    let big = hessian
+        .iter()
+        .flatten()
+        .fold(0.0_f64, |m, x| m.max(x.abs()));
+    for (i, row) in hessian.iter().enumerate() {
+        for (j, column) in hessian.iter().enumerate().take(i) {
+            assert!((row[j] - column[i]).abs() < 1e-12 * big, "{i} {j}");
+        }
+    }
+}
+
+#[test]
+fn pme_meshes_are_fft_friendly_and_bad_parameters_are_typed_errors() {
+    let sides = [31.0, 35.5, 47.3];
+    for tolerance in [1e-2, 5e-4, 1e-6] {
+        let p = PmeParameters::from_tolerance(9.0, sides, tolerance).expect("valid");
+        for (k, l) in p.grid.into_iter().zip(sides) {
+            let mut r = k;
+            for f in [2, 3, 5, 7] {
+                while r % f == 0 {
+                    r /= f;
+                }
+            }
+            assert_eq!(r, 1, "{k}");
+            let want = 2.0 * p.alpha * l / (3.0 * tolerance.powf(0.2));
+            assert!(
+                k as f64 >= want && (k as f64) < 1.2 * want + 6.0,
+                "{k} for {want}"
+            );
+        }
+    }
+    assert!(matches!(
+        PmeParameters::from_tolerance(2.0, [1e4; 3], 1e-12),
+        Err(EwaldError::GridTooLarge(_))
+    ));
+    assert!(matches!(
+        PmeParameters::from_tolerance(20.0, sides, 1e-4),
+        Err(EwaldError::Cutoff { .. })
+    ));
+    for (grid, order) in [([8, 8, 8], 3), ([8, 8, 8], 9), ([8, 4, 8], 5)] {
+        let p = PmeParameters {
+            alpha: 1.0,
+            grid,
+            order,
+        };
+        assert!(matches!(
+            Pme::new(vec![1.0, -1.0], sides, p),
+            Err(EwaldError::Mesh { .. })
+        ));
+    }
+    let p = PmeParameters::from_tolerance(9.0, sides, 1e-3).expect("valid");
+    assert!(matches!(
+        Pme::new(vec![1.0, f64::INFINITY], sides, p),
+        Err(EwaldError::Charge { site: 1, .. })
+    ));
+}
