@@ -194,14 +194,14 @@ fn spread(
             if c == 0.0 {
                 continue;
             }
-            for j0 in 0..n {
+            for (j0, x) in x[..n].iter().enumerate() {
                 let i0 = s[0].index(j0, k0);
-                let w0 = c * x[j0];
-                for j1 in 0..n {
+                let w0 = c * x;
+                for (j1, y) in y[..n].iter().enumerate() {
                     let row = (i0 * k1 + s[1].index(j1, k1)) * k2;
-                    let w01 = w0 * y[j1];
-                    for j2 in 0..n {
-                        mesh[row + s[2].index(j2, k2)] += w01 * z[j2];
+                    let w01 = w0 * y;
+                    for (j2, z) in z[..n].iter().enumerate() {
+                        mesh[row + s[2].index(j2, k2)] += w01 * z;
                     }
                 }
             }
@@ -413,7 +413,7 @@ impl Pme {
             // The result is real: the imaginary parts the inverse transform of a real mesh's
             // spectrum leaves at m₂ = 0 and K₂/2 are rounding.
             spec[0].im = 0.0;
-            if k2 % 2 == 0 {
+            if k2.is_multiple_of(2) {
                 spec[half - 1].im = 0.0;
             }
             self.c2r
