@@ -16,11 +16,18 @@
 use zs_runtime::assembly::{Assembled, BodyOrder, Topology, TopologyError};
 use zs_runtime::ewald::{Ewald, EwaldError, EwaldParameters};
 use zs_runtime::lammps::DataFile;
+use zs_runtime::long_range::{LongRange, WithLongRange};
 use zs_runtime::mechanical_system;
+use zs_runtime::pme::{Pme, PmeParameters};
 use zs_runtime::special::{erf, erfc};
 
 /// LAMMPS's `qqr2e` in `real` units: the Coulomb constant in kcal·Å/(mol·e²).
 pub const COULOMB: f64 = 332.063_71;
+
+/// LAMMPS's `mvv2e` in `real` units: one g/mol·(Å/fs)² in kcal/mol. Masses are held times it,
+/// so that a step in fs moves positions in Å under energies in kcal/mol (kinetic energy
+/// `½ m v²` in kcal/mol with `v` in Å/fs).
+pub const MVV2E: f64 = 48.888_212_91 * 48.888_212_91;
 
 /// The neighbour-list skin (Å), LAMMPS's default in `real` units (`neighbor 2.0 bin`).
 pub const SKIN: f64 = 2.0;
@@ -28,6 +35,17 @@ pub const SKIN: f64 = 2.0;
 /// The real-space and Lennard-Jones cutoff of LAMMPS's SPC/E benchmark
 /// (`bench/POTENTIALS/in.spce`), Å.
 pub const RC: f64 = 9.8;
+
+/// SPC/E's O–H distance (Å).
+pub const R_OH: f64 = 1.0;
+
+/// SPC/E's H–O–H angle (degrees).
+pub const THETA_HOH: f64 = 109.47;
+
+/// The H–H distance of a rigid SPC/E molecule (Å).
+pub fn r_hh() -> f64 {
+    2.0 * R_OH * (0.5 * THETA_HOH.to_radians()).sin()
+}
 
 /// The default relative accuracy of the Ewald sum: OpenMM's `ewaldErrorTolerance`.
 pub const TOLERANCE: f64 = 5e-4;
@@ -41,14 +59,18 @@ pub struct SpcE {
     pub rc: f64,
     /// Charge per type (e): O, H.
     pub charge: Vec<f64>,
-    /// Mass per type (g/mol): O, H.
+    /// Mass per type (g/mol): O, H (held times [`MVV2E`]).
     pub mass: Vec<f64>,
     /// `4ε` per pair of types (kcal/mol): O–O only.
     pub eps4: Vec<Vec<f64>>,
     /// `σ²` per pair of types (Å²).
     pub sigma2: Vec<Vec<f64>>,
-    /// Bond `K` (kcal/mol/Å², no ½) and `r0` (Å).
-    pub bond: (f64, f64),
+    /// Bond `K` (kcal/mol/Å², no ½) per pair of types: O–H's; zero for the H–H distance a
+    /// rigid molecule holds.
+    pub bond_k: Vec<Vec<f64>>,
+    /// Bond length per pair of types (Å): O–H's `r0`, and for H–H the distance of the rigid
+    /// molecule, `2 r0 sin(θ0/2)`.
+    pub bond_r0: Vec<Vec<f64>>,
     /// Angle `K` (kcal/mol/rad², no ½) and `θ0` (rad).
     pub angle: (f64, f64),
 }
@@ -64,16 +86,18 @@ impl SpcE {
             mass: vec![15.9994, 1.00794],
             eps4: vec![vec![4.0 * eps, 0.0], vec![0.0, 0.0]],
             sigma2: vec![vec![sigma * sigma, 1.0], vec![1.0, 1.0]],
-            bond: (1000.0, 1.0),
-            angle: (100.0, 109.47_f64.to_radians()),
+            bond_k: vec![vec![0.0, 1000.0], vec![1000.0, 0.0]],
+            bond_r0: vec![vec![0.0, R_OH], vec![R_OH, r_hh()]],
+            angle: (100.0, THETA_HOH.to_radians()),
         }
     }
 }
 
 #[mechanical_system]
 impl SpcE {
+    /// In kcal·fs²/(mol·Å²), so that time is in fs with energies in kcal/mol.
     fn body_masses(&self, kind: usize) -> [f64; 3] {
-        [self.mass[kind]; 3]
+        [self.mass[kind] * MVV2E; 3]
     }
     /// Real-space Coulomb and O–O Lennard-Jones within the cutoff.
     fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
@@ -87,11 +111,18 @@ impl SpcE {
             0.0
         }
     }
-    /// The O–H bond, and the reciprocal sum's share of the excluded O–H pair taken back.
-    fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+    /// The O–H bond (or a rigid molecule's H–H distance, without energy), and the reciprocal
+    /// sum's share of the excluded pair taken back.
+    fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
         let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();
-        self.bond.0 * (r - self.bond.1).powi(2)
-            - COULOMB * self.charge[0] * self.charge[1] * erf(self.alpha * r) / r
+        self.bond_k[ka][kb] * (r - self.bond_r0[ka][kb]).powi(2)
+            - COULOMB * self.charge[ka] * self.charge[kb] * erf(self.alpha * r) / r
+    }
+    /// A rigid molecule's distances (SHAKE, RATTLE, or the penalty `½ω²|g|²`):
+    /// `|b − a|² − d²`.
+    fn bond_constraints(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> [f64; 1] {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+        [r2 - self.bond_r0[ka][kb] * self.bond_r0[ka][kb]]
     }
     /// The H–O–H angle (apex `b`), and the excluded H–H pair's share taken back.
     fn angle_potential(&self, a: &[f64; 3], b: &[f64; 3], c: &[f64; 3]) -> f64 {
@@ -121,14 +152,127 @@ pub enum WaterBoxError {
     Ewald(#[from] EwaldError),
 }
 
-/// A water box: the short-range part (assembled: real-space Coulomb, LJ, bonds and angles with
-/// the exclusions' corrections) and the Ewald sum's long-range part, both in the file's atom
-/// order; with the file's unwrapped positions and velocities (Å, Å/fs).
+/// How the molecules are held together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Water {
+    /// The data file's harmonic O–H bonds and H–O–H angles.
+    Flexible,
+    /// Three distance constraints per molecule (O–H, O–H, H–H) at SPC/E's geometry: SHAKE,
+    /// RATTLE, or their penalty `½ω²|g|²` (Z&Ss-stiff). The O–H bonds keep their harmonic
+    /// term, zero on the constraint; the H–H pair is a bond without energy; no angle term.
+    Rigid,
+}
+
+/// The reciprocal-space method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kspace {
+    /// The plain Ewald sum ([`Ewald`]): the accurate reference, `O(N^{3/2})` at best.
+    Ewald,
+    /// Smooth particle-mesh Ewald ([`Pme`]).
+    Pme,
+}
+
+/// A reciprocal-space term: the method [`Kspace`] names.
+#[derive(Debug, Clone)]
+pub enum Reciprocal {
+    /// The plain sum.
+    Ewald(Ewald),
+    /// Smooth PME.
+    Pme(Pme),
+}
+
+impl LongRange for Reciprocal {
+    fn dimension(&self) -> usize {
+        match self {
+            Reciprocal::Ewald(e) => e.dimension(),
+            Reciprocal::Pme(p) => p.dimension(),
+        }
+    }
+    fn energy(&mut self, q: &[f64]) -> f64 {
+        match self {
+            Reciprocal::Ewald(e) => e.energy(q),
+            Reciprocal::Pme(p) => p.energy(q),
+        }
+    }
+    fn energy_gradient(&mut self, q: &[f64], g: &mut [f64]) -> f64 {
+        match self {
+            Reciprocal::Ewald(e) => e.energy_gradient(q, g),
+            Reciprocal::Pme(p) => p.energy_gradient(q, g),
+        }
+    }
+    fn hessian_times(&mut self, q: &[f64], v: &[f64], out: &mut [f64]) {
+        match self {
+            Reciprocal::Ewald(e) => e.hessian_times(q, v, out),
+            Reciprocal::Pme(p) => p.hessian_times(q, v, out),
+        }
+    }
+}
+
+impl Reciprocal {
+    /// The splitting parameter α (1/Å).
+    pub fn alpha(&self) -> f64 {
+        match self {
+            Reciprocal::Ewald(e) => e.parameters().alpha,
+            Reciprocal::Pme(p) => p.parameters().alpha,
+        }
+    }
+
+    /// What the set-up line says of it: α, and the vectors or the mesh.
+    pub fn describe(&self) -> String {
+        match self {
+            Reciprocal::Ewald(e) => {
+                let p = e.parameters();
+                format!(
+                    "Ewald sum, α = {:.6} 1/Å, |n| ≤ {:?} ({} vectors)",
+                    p.alpha,
+                    p.kmax,
+                    e.vectors()
+                )
+            }
+            Reciprocal::Pme(m) => {
+                let p = m.parameters();
+                format!(
+                    "smooth PME, α = {:.6} 1/Å, mesh {} × {} × {}, B-splines of order {}",
+                    p.alpha, p.grid[0], p.grid[1], p.grid[2], p.order
+                )
+            }
+        }
+    }
+}
+
+/// What a water box is built with.
+#[derive(Debug, Clone, Copy)]
+pub struct WaterBoxOptions {
+    /// The real-space and Lennard-Jones cutoff (Å).
+    pub rc: f64,
+    /// The relative accuracy of the reciprocal sum.
+    pub tolerance: f64,
+    /// The reciprocal-space method.
+    pub kspace: Kspace,
+    /// Rigid or flexible molecules.
+    pub water: Water,
+}
+
+impl Default for WaterBoxOptions {
+    /// LAMMPS's SPC/E benchmark's cutoff, OpenMM's tolerance, PME, rigid water.
+    fn default() -> Self {
+        Self {
+            rc: RC,
+            tolerance: TOLERANCE,
+            kspace: Kspace::Pme,
+            water: Water::Rigid,
+        }
+    }
+}
+
+/// A water box: the short-range part (assembled: real-space Coulomb, LJ, bonds and angles or
+/// constraints, with the exclusions' corrections) and the long-range part, both in the file's
+/// atom order; with the file's unwrapped positions and velocities (Å, Å/fs).
 pub struct WaterBox {
-    /// Pair, bond and angle terms.
+    /// Pair, bond and angle terms (and constraints, for rigid water).
     pub short: Assembled<SpcE, 3>,
     /// Reciprocal, self and background terms (in units of `C = 1`: times [`COULOMB`]).
-    pub long: Ewald,
+    pub long: Reciprocal,
     /// Positions, 3 per atom.
     pub q: Vec<f64>,
     /// Velocities, 3 per atom.
@@ -139,73 +283,71 @@ pub struct WaterBox {
 }
 
 impl WaterBox {
+    /// Flexible water with the plain Ewald sum: [`WaterBox::from_data_with`].
+    ///
+    /// # Errors
+    /// As [`WaterBox::from_data_with`].
+    pub fn from_data(data: &DataFile, rc: f64, tolerance: f64) -> Result<Self, WaterBoxError> {
+        let options = WaterBoxOptions {
+            rc,
+            tolerance,
+            kspace: Kspace::Ewald,
+            water: Water::Flexible,
+        };
+        Self::from_data_with(data, &options)
+    }
+
     /// The box of a LAMMPS data file (`atom_style full`: type 1 = O, 2 = H, their charges and
-    /// masses as SPC/E's; one bond type, one angle type), cut at `rc`, the Ewald sum at
-    /// relative accuracy `tolerance` (α and the reciprocal vectors from it,
-    /// [`EwaldParameters::from_tolerance`]).
+    /// masses as SPC/E's; one bond type, one angle type), cut at `options.rc`, the
+    /// reciprocal sum at relative accuracy `options.tolerance` (α and the vectors or the mesh
+    /// from it: [`EwaldParameters::from_tolerance`], [`PmeParameters::from_tolerance`]).
     ///
     /// # Errors
     /// Another model's charges or masses, a molecule that is not one O bonded to two H, a
-    /// cutoff beyond half the box, a tolerance outside (0, 1).
-    pub fn from_data(data: &DataFile, rc: f64, tolerance: f64) -> Result<Self, WaterBoxError> {
+    /// cutoff beyond half the box, a tolerance outside (0, 1), a mesh too large.
+    pub fn from_data_with(
+        data: &DataFile,
+        options: &WaterBoxOptions,
+    ) -> Result<Self, WaterBoxError> {
+        let &WaterBoxOptions {
+            rc,
+            tolerance,
+            kspace,
+            water,
+        } = options;
         let sides = data.box_lengths();
-        let params = EwaldParameters::from_tolerance(rc, sides, tolerance)?;
-        let field = SpcE::new(rc, params.alpha);
-        if data.style != zs_runtime::lammps::AtomStyle::Full {
-            return Err(WaterBoxError::NotWater(
-                "the file has no charges (atom_style full: id mol type q x y z)".to_string(),
-            ));
-        }
-        for (k, (&t, &q)) in data.types.iter().zip(&data.charges).enumerate() {
-            let Some(&want) = field.charge.get(t.wrapping_sub(1)) else {
-                return Err(WaterBoxError::NotWater(format!(
-                    "atom {} has type {t} (1 = O, 2 = H)",
-                    data.ids.get(k).copied().unwrap_or(k as u64 + 1)
-                )));
-            };
-            if (q - want).abs() > 1e-9 {
-                return Err(WaterBoxError::NotWater(format!(
-                    "atom {} of type {t} has charge {q}, SPC/E's is {want}",
-                    data.ids.get(k).copied().unwrap_or(k as u64 + 1)
-                )));
+        let (alpha, long) = match kspace {
+            Kspace::Ewald => {
+                let params = EwaldParameters::from_tolerance(rc, sides, tolerance)?;
+                let sum = Ewald::new(data.charges.clone(), sides, params)?;
+                (params.alpha, Reciprocal::Ewald(sum))
             }
-        }
-        for (t, (&m, &want)) in data.masses.iter().zip(&field.mass).enumerate() {
-            if (m - want).abs() > 1e-6 * want {
-                return Err(WaterBoxError::NotWater(format!(
-                    "type {} has mass {m}, SPC/E's is {want}",
-                    t + 1
-                )));
+            Kspace::Pme => {
+                let params = PmeParameters::from_tolerance(rc, sides, tolerance)?;
+                let mesh = Pme::new(data.charges.clone(), sides, params)?;
+                (params.alpha, Reciprocal::Pme(mesh))
             }
+        };
+        let field = SpcE::new(rc, alpha);
+        check_water(data, &field)?;
+        let topology = match water {
+            Water::Flexible => Topology::new(data.len())
+                .bonds_from(data.bonds.iter().map(|b| (b.atoms[0], b.atoms[1])))
+                .angles_from(data.angles.iter().map(|a| a.atoms)),
+            Water::Rigid => Topology::new(data.len()).bonds_from(
+                data.bonds
+                    .iter()
+                    .map(|b| (b.atoms[0], b.atoms[1]))
+                    .chain(data.angles.iter().map(|a| (a.atoms[0], a.atoms[2]))),
+            ),
         }
-        let kind = |a: usize| data.types[a];
-        if let Some(b) = data.bonds.iter().find(|b| {
-            let mut k = [kind(b.atoms[0]), kind(b.atoms[1])];
-            k.sort_unstable();
-            k != [1, 2]
-        }) {
-            return Err(WaterBoxError::NotWater(format!(
-                "bond {:?} does not join an O to an H",
-                b.atoms
-            )));
-        }
-        if let Some(a) = data.angles.iter().find(|a| a.atoms.map(kind) != [2, 1, 2]) {
-            return Err(WaterBoxError::NotWater(format!(
-                "angle {:?} is not H–O–H",
-                a.atoms
-            )));
-        }
-        let topology = Topology::new(data.len())
-            .bonds_from(data.bonds.iter().map(|b| (b.atoms[0], b.atoms[1])))
-            .angles_from(data.angles.iter().map(|a| a.atoms))
-            .exclude_within(2)
-            .types(data.types.iter().map(|&t| t.saturating_sub(1) as u32))
-            .periodic(sides)
-            .cutoff(rc, SKIN);
+        .exclude_within(2)
+        .types(data.types.iter().map(|&t| t.saturating_sub(1) as u32))
+        .periodic(sides)
+        .cutoff(rc, SKIN);
         let q: Vec<f64> = data.positions.iter().flatten().copied().collect();
         let v = data.velocities.iter().flatten().copied().collect();
         let short = Assembled::ordered(field, topology, BodyOrder::from_env(), &q)?;
-        let long = Ewald::new(data.charges.clone(), sides, params)?;
         Ok(Self {
             short,
             long,
@@ -215,8 +357,13 @@ impl WaterBox {
         })
     }
 
-    /// `V(q)` (kcal/mol) and its gradient into `g`: the assembled terms and `C` times the Ewald
-    /// sum's, added.
+    /// The whole model, `short + C · long`, for the steppers.
+    pub fn model(&self) -> WithLongRange<'_, Assembled<SpcE, 3>, Reciprocal> {
+        WithLongRange::new(&self.short, self.long.clone(), COULOMB)
+    }
+
+    /// `V(q)` (kcal/mol) and its gradient into `g`: the assembled terms and `C` times the
+    /// reciprocal sum's, added.
     pub fn value_gradient(&mut self, q: &[f64], g: &mut [f64]) -> f64 {
         use zs_runtime::Model;
         let (at, short) = &mut self.scratch;
@@ -230,4 +377,53 @@ impl WaterBox {
         }
         v + COULOMB * e
     }
+}
+
+/// The file is SPC/E water as `data.spce` writes it: charges, types, masses, bonds and angles.
+fn check_water(data: &DataFile, field: &SpcE) -> Result<(), WaterBoxError> {
+    if data.style != zs_runtime::lammps::AtomStyle::Full {
+        return Err(WaterBoxError::NotWater(
+            "the file has no charges (atom_style full: id mol type q x y z)".to_string(),
+        ));
+    }
+    for (k, (&t, &q)) in data.types.iter().zip(&data.charges).enumerate() {
+        let Some(&want) = field.charge.get(t.wrapping_sub(1)) else {
+            return Err(WaterBoxError::NotWater(format!(
+                "atom {} has type {t} (1 = O, 2 = H)",
+                data.ids.get(k).copied().unwrap_or(k as u64 + 1)
+            )));
+        };
+        if (q - want).abs() > 1e-9 {
+            return Err(WaterBoxError::NotWater(format!(
+                "atom {} of type {t} has charge {q}, SPC/E's is {want}",
+                data.ids.get(k).copied().unwrap_or(k as u64 + 1)
+            )));
+        }
+    }
+    for (t, (&m, &want)) in data.masses.iter().zip(&field.mass).enumerate() {
+        if (m - want).abs() > 1e-6 * want {
+            return Err(WaterBoxError::NotWater(format!(
+                "type {} has mass {m}, SPC/E's is {want}",
+                t + 1
+            )));
+        }
+    }
+    let kind = |a: usize| data.types[a];
+    if let Some(b) = data.bonds.iter().find(|b| {
+        let mut k = [kind(b.atoms[0]), kind(b.atoms[1])];
+        k.sort_unstable();
+        k != [1, 2]
+    }) {
+        return Err(WaterBoxError::NotWater(format!(
+            "bond {:?} does not join an O to an H",
+            b.atoms
+        )));
+    }
+    if let Some(a) = data.angles.iter().find(|a| a.atoms.map(kind) != [2, 1, 2]) {
+        return Err(WaterBoxError::NotWater(format!(
+            "angle {:?} is not H–O–H",
+            a.atoms
+        )));
+    }
+    Ok(())
 }

@@ -44,6 +44,7 @@ pub mod guards;
 pub mod integrators;
 pub mod lammps;
 pub mod linalg;
+pub mod long_range;
 pub mod masses;
 pub mod minimize;
 pub mod model;

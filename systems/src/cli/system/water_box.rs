@@ -1,18 +1,22 @@
-//! `water-box`: SPC/E water in a periodic box with its long-range electrostatics (an Ewald
-//! sum), read from a LAMMPS data file (`--data`: LAMMPS's `examples/rdf-adf/data.spce`).
-//! `zs eval` gives the potential and its gradient; stepping it (the long-range term inside a
-//! step, rigid water by SETTLE) is not built yet.
+//! `water-box`: SPC/E water in a periodic box with its long-range electrostatics (smooth PME
+//! or the plain Ewald sum), read from a LAMMPS data file (`--data`: LAMMPS's
+//! `examples/rdf-adf/data.spce`). `zs run` steps rigid water (RATTLE or SHAKE on three
+//! distances per molecule, or Z&Ss-stiff on their penalty) or flexible water (Verlet on the
+//! file's harmonic bonds and angles), the long-range term inside every step
+//! ([`zs_runtime::long_range::WithLongRange`]); `zs eval` gives the potential and its gradient.
 
 use std::path::{Path, PathBuf};
 
 use zs_runtime::lammps::DataFile;
+use zs_runtime::long_range::WithLongRange;
+use zs_runtime::{MoveGuard, Symbols};
 
 use super::{state_file, table_of, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::job::Job;
+use crate::cli::job::{DynConstrained, DynStiff, Job};
 use crate::cli::{positive_f64, EvalArgs, IntegratorName, RunArgs};
 use crate::kremer_grest::KremerGrest;
-use crate::water_box::{self, WaterBox};
+use crate::water_box::{self, Kspace, Water, WaterBox, WaterBoxOptions};
 
 pub(super) struct WaterBoxCli;
 
@@ -40,9 +44,9 @@ fn electrostatics() -> Vec<clap::Arg> {
         Arg::new("kspace")
             .long("kspace")
             .value_name("METHOD")
-            .value_parser(["ewald", "pme"])
-            .default_value("ewald")
-            .help("Reciprocal-space method (water-box): ewald, the plain Ewald sum; pme (smooth particle-mesh Ewald) is not built yet"),
+            .value_parser(["pme", "ewald"])
+            .default_value("pme")
+            .help("Reciprocal-space method (water-box): pme, smooth particle-mesh Ewald (B-splines of order 5, OpenMM's mesh for the tolerance); ewald, the plain Ewald sum (the accurate reference)"),
         Arg::new("ewald-tolerance")
             .long("ewald-tolerance")
             .value_name("D")
@@ -53,21 +57,68 @@ fn electrostatics() -> Vec<clap::Arg> {
     ]
 }
 
+/// `--water`, for `zs run`.
+fn water_option() -> clap::Arg {
+    clap::Arg::new("water")
+        .long("water")
+        .value_name("MODEL")
+        .value_parser(["rigid", "flexible"])
+        .default_value("rigid")
+        .help("water-box: rigid (three distances per molecule held by RATTLE or SHAKE, or by the penalty ½ω²|g|² with zss-stiff) or flexible (the file's harmonic bonds and angles)")
+}
+
+/// The options of `args` (`run` or `eval`): cutoff, tolerance, method, water model.
+fn options_of(options: &crate::cli::SystemOptions, water: Water) -> WaterBoxOptions {
+    WaterBoxOptions {
+        rc: options.get::<f64>("rc").unwrap_or(water_box::RC),
+        tolerance: options
+            .get::<f64>("ewald-tolerance")
+            .unwrap_or(water_box::TOLERANCE),
+        kspace: match options.get::<String>("kspace").as_deref() {
+            Some("ewald") => Kspace::Ewald,
+            _ => Kspace::Pme,
+        },
+        water,
+    }
+}
+
+/// The box of the file at `path` with `options`, and its net charge said when there is one.
+fn load(path: &Path, options: &WaterBoxOptions) -> Result<(DataFile, WaterBox), CliError> {
+    let data = DataFile::read(path)?;
+    let water = WaterBox::from_data_with(&data, options)
+        .map_err(|e| CliError::system("water-box", format!("{}: {e}", path.display())))?;
+    let net: f64 = data.charges.iter().sum();
+    if net.abs() > 1e-9 {
+        // As LAMMPS and OpenMM: the Ewald sum of a charged box is made finite by a uniform
+        // neutralising background (`E_bg = −π Q² / (2 V α²)`), said, not refused.
+        eprintln!(
+            "zs: warning: {} has a net charge of {net:.6} e: the Ewald sum adds a uniform neutralising background",
+            path.display()
+        );
+    }
+    Ok((data, water))
+}
+
 impl CliSystem for WaterBoxCli {
     fn name(&self) -> &'static str {
         "water-box"
     }
     fn about(&self) -> &'static str {
-        "SPC/E water in a periodic box with Ewald electrostatics (LAMMPS real units: Å, kcal/mol, fs); needs --data FILE, a LAMMPS data file (atom_style full); zs eval only for now"
+        "SPC/E water in a periodic box with PME or Ewald electrostatics (LAMMPS real units: Å, kcal/mol, fs), rigid or flexible; needs --data FILE, a LAMMPS data file (atom_style full)"
     }
     fn accepts(&self) -> Accepts {
         Accepts {
+            constraints: Ok(()),
+            threads: true,
             data: true,
+            xyz: true,
             ..Accepts::default()
         }
     }
     fn options(&self) -> Vec<clap::Arg> {
-        electrostatics()
+        let mut options = electrostatics();
+        options.push(water_option());
+        options
     }
     fn eval_options(&self) -> Vec<clap::Arg> {
         electrostatics()
@@ -76,40 +127,118 @@ impl CliSystem for WaterBoxCli {
         0.0
     }
     fn defaults(&self, _method: IntegratorName, _omega: f64) -> (f64, f64, f64) {
-        // LAMMPS's SPC/E benchmark: 2 fs.
+        // LAMMPS's SPC/E benchmark: 2 fs, 100 steps.
         (2.0, 200.0, 0.25)
     }
-    fn run(&self, _args: &RunArgs, _job: Job<'_>) -> Result<(), CliError> {
-        Err(CliError::system(
-            "water-box",
-            "zs run water-box is not built yet: the long-range term does not enter a step (zs eval water-box gives the potential and its gradient)",
-        ))
+    fn default_integrator(&self) -> IntegratorName {
+        IntegratorName::Rattle
+    }
+    fn default_every(&self, steps: u64) -> u64 {
+        steps.div_ceil(10).max(1)
+    }
+    fn run(&self, args: &RunArgs, job: Job<'_>) -> Result<(), CliError> {
+        let path = data_path(&args.data)?;
+        let setup = std::time::Instant::now();
+        let water = match args.options.get::<String>("water").as_deref() {
+            Some("flexible") => Water::Flexible,
+            _ => Water::Rigid,
+        };
+        let p = job.profile();
+        match p.method {
+            IntegratorName::Verlet | IntegratorName::ZssStiff | IntegratorName::Shake | IntegratorName::Rattle => {}
+            other => {
+                return Err(CliError::system(
+                    "water-box",
+                    format!(
+                        "--integrator {} solves with the whole Hessian, and the long-range term's is dense: use rattle, shake, verlet or zss-stiff (the long-range term in its soft part)",
+                        other.clap_name()
+                    ),
+                ))
+            }
+        }
+        if water == Water::Rigid && p.method.is_penalty_method() && p.omega == 0.0 {
+            return Err(CliError::system(
+                "water-box",
+                format!(
+                    "rigid water under --integrator {} needs a penalty --omega W (rigid water has no bond energy): or use rattle, shake, or --water flexible",
+                    p.method.clap_name()
+                ),
+            ));
+        }
+        let options = options_of(&args.options, water);
+        let (data, boxed) = load(path, &options)?;
+        let (n, lo, sides) = (data.len(), data.lo, data.box_lengths());
+        let kept = args.write_data.as_ref().map(|_| data.clone());
+        let write_data = |q: &[f64], v: &[f64]| -> Result<(), CliError> {
+            let (Some(out), Some(data)) = (&args.write_data, &kept) else {
+                return Ok(());
+            };
+            let title = format!(
+                "LAMMPS data file written by zs (water-box, from {})",
+                path.display()
+            );
+            super::write_final_data(out, data, title, q, v)
+        };
+        let symbols: Symbols = data
+            .types
+            .iter()
+            .map(|&t| if t == 1 { "O" } else { "H" })
+            .collect();
+        let mut job = job.with_xyz(symbols);
+        job.lattice = Some((lo, sides));
+        job.at_end = Some(&write_data);
+        job.move_guard = Some(MoveGuard::new(water_box::SKIN, 3));
+        let names = KremerGrest::coordinate_names(n);
+        let state =
+            job.initial_state(boxed.short.state(boxed.q.clone(), boxed.v.clone()), &names)?;
+        say!(
+            "zs: SPC/E water, {} molecules from {} ({} water; LJ and real-space Coulomb cut at {} Å, {}; tolerance {}), periodic box {} × {} × {} Å, real units",
+            n / 3,
+            path.display(),
+            match water {
+                Water::Rigid => "rigid",
+                Water::Flexible => "flexible",
+            },
+            options.rc,
+            boxed.long.describe(),
+            options.tolerance,
+            sides[0],
+            sides[1],
+            sides[2]
+        );
+        say!(
+            "    set-up {:.2} s (neighbour list: cutoff {} + skin {} Å; SIMD {}){}",
+            setup.elapsed().as_secs_f64(),
+            options.rc,
+            water_box::SKIN,
+            boxed.short.simd().name(),
+            super::order_note(&boxed.short)
+        );
+        boxed.short.check_start(state.q.as_slice())?;
+        let more: Vec<_> = (1..job.replicas()).map(|_| boxed.short.replica()).collect();
+        let shorts: Vec<_> = core::iter::once(&boxed.short).chain(&more).collect();
+        let models: Vec<_> = shorts
+            .iter()
+            .map(|&s| WithLongRange::new(s, boxed.long.clone(), water_box::COULOMB))
+            .collect();
+        let penalized: Vec<_> = shorts.iter().map(|s| s.penalized(p.omega)).collect();
+        let targets: Vec<_> = penalized
+            .iter()
+            .map(|s| WithLongRange::new(s, boxed.long.clone(), water_box::COULOMB))
+            .collect();
+        let systems: Vec<&DynConstrained<'_>> = models.iter().map(|m| m as _).collect();
+        let targets: Vec<&DynStiff<'_>> = targets.iter().map(|m| m as _).collect();
+        let done = job.run(&systems, &targets, state, names);
+        say!(
+            "  neighbour lists  {:>14}   builds",
+            boxed.short.neighbor_builds()
+        );
+        done
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let path = data_path(&args.data)?;
-        let options = &args.options;
-        if options.get::<String>("kspace").as_deref() == Some("pme") {
-            return Err(CliError::system(
-                "water-box",
-                "--kspace pme is not built yet; --kspace ewald is",
-            ));
-        }
-        let rc = options.get::<f64>("rc").unwrap_or(water_box::RC);
-        let tolerance = options
-            .get::<f64>("ewald-tolerance")
-            .unwrap_or(water_box::TOLERANCE);
-        let data = DataFile::read(path)?;
-        let mut water = WaterBox::from_data(&data, rc, tolerance)
-            .map_err(|e| CliError::system("water-box", format!("{}: {e}", path.display())))?;
-        let net: f64 = data.charges.iter().sum();
-        if net.abs() > 1e-9 {
-            // As LAMMPS and OpenMM: the Ewald sum of a charged box is made finite by a uniform
-            // neutralising background (`E_bg = −π Q² / (2 V α²)`), said, not refused.
-            eprintln!(
-                "zs: warning: {} has a net charge of {net:.6} e: the Ewald sum adds a uniform neutralising background",
-                path.display()
-            );
-        }
+        let options = options_of(&args.options, Water::Flexible);
+        let (data, mut water) = load(path, &options)?;
         let names = KremerGrest::coordinate_names(data.len());
         let rows = match &args.input {
             Some(input) => state_file::read(input, &names)?,
