@@ -177,8 +177,8 @@ pub enum Kspace {
 pub enum Reciprocal {
     /// The plain sum.
     Ewald(Ewald),
-    /// Smooth PME.
-    Pme(Pme),
+    /// Smooth PME (boxed: its plans and meshes' handles are large beside the plain sum's).
+    Pme(Box<Pme>),
 }
 
 impl LongRange for Reciprocal {
@@ -325,7 +325,7 @@ impl WaterBox {
             Kspace::Pme => {
                 let params = PmeParameters::from_tolerance(rc, sides, tolerance)?;
                 let mesh = Pme::new(data.charges.clone(), sides, params)?;
-                (params.alpha, Reciprocal::Pme(mesh))
+                (params.alpha, Reciprocal::Pme(Box::new(mesh)))
             }
         };
         let field = SpcE::new(rc, alpha);

@@ -67,14 +67,18 @@ fn water_option() -> clap::Arg {
         .help("water-box: rigid (three distances per molecule held by RATTLE or SHAKE, or by the penalty ½ω²|g|² with zss-stiff) or flexible (the file's harmonic bonds and angles)")
 }
 
-/// The options of `args` (`run` or `eval`): cutoff, tolerance, method, water model.
-fn options_of(options: &crate::cli::SystemOptions, water: Water) -> WaterBoxOptions {
+/// The options of a `run` or an `eval` (`--rc`, `--ewald-tolerance`, `--kspace`, and the water
+/// model), their defaults where not given.
+fn options_of(
+    rc: Option<f64>,
+    tolerance: Option<f64>,
+    kspace: Option<String>,
+    water: Water,
+) -> WaterBoxOptions {
     WaterBoxOptions {
-        rc: options.get::<f64>("rc").unwrap_or(water_box::RC),
-        tolerance: options
-            .get::<f64>("ewald-tolerance")
-            .unwrap_or(water_box::TOLERANCE),
-        kspace: match options.get::<String>("kspace").as_deref() {
+        rc: rc.unwrap_or(water_box::RC),
+        tolerance: tolerance.unwrap_or(water_box::TOLERANCE),
+        kspace: match kspace.as_deref() {
             Some("ewald") => Kspace::Ewald,
             _ => Kspace::Pme,
         },
@@ -165,7 +169,13 @@ impl CliSystem for WaterBoxCli {
                 ),
             ));
         }
-        let options = options_of(&args.options, water);
+        let o = &args.options;
+        let options = options_of(
+            o.get("rc"),
+            o.get("ewald-tolerance"),
+            o.get("kspace"),
+            water,
+        );
         let (data, boxed) = load(path, &options)?;
         let (n, lo, sides) = (data.len(), data.lo, data.box_lengths());
         let kept = args.write_data.as_ref().map(|_| data.clone());
@@ -237,7 +247,13 @@ impl CliSystem for WaterBoxCli {
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let path = data_path(&args.data)?;
-        let options = options_of(&args.options, Water::Flexible);
+        let o = &args.options;
+        let options = options_of(
+            o.get("rc"),
+            o.get("ewald-tolerance"),
+            o.get("kspace"),
+            Water::Flexible,
+        );
         let (data, mut water) = load(path, &options)?;
         let names = KremerGrest::coordinate_names(data.len());
         let rows = match &args.input {
