@@ -119,6 +119,9 @@ pub enum StepErrorKind {
         /// The state's length.
         got: usize,
     },
+    /// SETTLE could not place a rigid molecule ([`crate::settle::SettleError`]).
+    #[error(transparent)]
+    Settle(#[from] crate::settle::SettleError),
     /// An iterative solve (Newton, SHAKE) did not converge.
     #[error("{solver} did not converge in {iterations} iterations (residual {residual:e})")]
     NotConverged {
@@ -285,6 +288,7 @@ impl StepError {
             StepErrorKind::GuardViolated { .. } => "guard-violated",
             StepErrorKind::InvalidStepSize { .. } => "invalid-step-size",
             StepErrorKind::NotConverged { .. } => "not-converged",
+            StepErrorKind::Settle(_) => "settle",
             StepErrorKind::WrongSize { .. } => "wrong-size",
         }
     }

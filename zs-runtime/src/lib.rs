@@ -73,8 +73,8 @@ pub use guards::{ConstraintGuard, EnergyGuard, GuardViolation, MoveGuard};
 pub use integrators::{
     Impulse, Langevin, LinearlyImplicitNewmark, MollifiedImpulse, Newmark, PhaseBSolver,
     ProjectedImpulse, ProjectedRungeKutta, ProjectionOptions, PushForwardNewmark, Rattle, RngState,
-    Shake, ShakeSolver, StepStats, Tableau, TableauError, Variational, VelocityVerlet, Yoshida4,
-    ZhangSkeel, ZhangSkeelSimplified, ZhangSkeelStiff,
+    Settle, Shake, ShakeSolver, StepStats, Tableau, TableauError, Variational, VelocityVerlet,
+    Yoshida4, ZhangSkeel, ZhangSkeelSimplified, ZhangSkeelStiff,
 };
 pub use linalg::Factorization;
 pub use masses::Masses;

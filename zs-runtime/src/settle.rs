@@ -39,6 +39,15 @@ pub enum SettleError {
         /// Its value.
         value: f64,
     },
+    /// The two hydrogens of a molecule have different masses (SETTLE's closed form assumes
+    /// equal ones).
+    #[error("SETTLE needs the two hydrogens' masses equal, not {first} and {second}")]
+    UnequalHydrogens {
+        /// The first hydrogen's mass.
+        first: f64,
+        /// The second's.
+        second: f64,
+    },
 }
 
 impl SettleGeometry {

@@ -123,6 +123,9 @@ pub enum IntegratorName {
     Shake,
     /// RATTLE (Fernández-Pendás): SHAKE with velocities projected onto the tangent space.
     Rattle,
+    /// SETTLE (Miyamoto & Kollman 1992): RATTLE for rigid three-site water, each molecule in
+    /// closed form (water-box).
+    Settle,
     /// Rigid body only: the Hamilton–Pontryagin / Cayley variational Euler on SO(3) (eq. 34),
     /// the paper's Lie-group comparison and benchmark.
     LieEuler,
@@ -138,7 +141,10 @@ impl IntegratorName {
     pub fn is_penalty_method(self) -> bool {
         !matches!(
             self,
-            IntegratorName::Shake | IntegratorName::Rattle | IntegratorName::LieEuler
+            IntegratorName::Shake
+                | IntegratorName::Rattle
+                | IntegratorName::Settle
+                | IntegratorName::LieEuler
         )
     }
     /// True for the linearly implicit methods (a shifted solve each step).
@@ -148,6 +154,7 @@ impl IntegratorName {
             IntegratorName::Verlet
                 | IntegratorName::Shake
                 | IntegratorName::Rattle
+                | IntegratorName::Settle
                 | IntegratorName::LieEuler
         )
     }

@@ -113,6 +113,13 @@ pub(super) fn check_options(
         }
     }
     args.options.check(all.run_options(), name)?;
+    if method == I::Settle && !a.settle {
+        return Err(CliError::does_not_apply(
+            "--integrator settle",
+            name,
+            Some("it holds rigid three-site molecules (water-box)"),
+        ));
+    }
     if method == I::LieEuler && !a.lie_euler {
         return Err(CliError::does_not_apply(
             "--integrator lie-euler",

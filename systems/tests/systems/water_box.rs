@@ -341,6 +341,32 @@ fn zs_eval_gives_the_potential_and_bad_runs_are_one_line_errors() {
         ),
         (
             vec![
+                "run",
+                "water-box",
+                "--data",
+                "w.data",
+                "--rc",
+                "4",
+                "--water",
+                "flexible",
+                "--out",
+                "r.csv",
+            ],
+            "settle holds rigid water",
+        ),
+        (
+            vec![
+                "run",
+                "double-pendulum",
+                "--integrator",
+                "settle",
+                "--out",
+                "r.csv",
+            ],
+            "--integrator settle does not apply",
+        ),
+        (
+            vec![
                 "eval",
                 "water-box",
                 "--data",
@@ -495,6 +521,8 @@ fn zs_run_water_box_steps_rigid_and_flexible_water_with_pme() {
     // 0.1 kcal/mol: its energy is not a measure of the step; BENCHMARKS.md measures that on
     // data.spce.)
     let rigid = [
+        "--integrator",
+        "rattle",
         "--h",
         "1",
         "--t-end",
@@ -513,6 +541,24 @@ fn zs_run_water_box_steps_rigid_and_flexible_water_with_pme() {
     assert_eq!(residuals.len(), 11);
     assert!(residuals[0] > 1e-3, "{residuals:?}");
     assert!(residuals[1..].iter().all(|r| *r < 1e-10), "{residuals:?}");
+    // SETTLE (the default) is RATTLE with each molecule's constraints solved in closed form:
+    // the same trajectory, to RATTLE's Newton tolerance.
+    let (said, settled) = run(&rigid[2..], "s.csv");
+    assert!(said.contains("integrator settle"), "{said}");
+    let (r, s) = (column(&one, "energy"), column(&settled, "energy"));
+    assert!(
+        r.iter()
+            .zip(&s)
+            .all(|(a, b)| (a - b).abs() < 1e-8 * a.abs().max(1.0)),
+        "{r:?} {s:?}"
+    );
+    for x in ["x1", "y17", "z192", "v_x64", "v_z130"] {
+        let (a, b) = (column(&one, x), column(&settled, x));
+        assert!(
+            a.iter().zip(&b).all(|(a, b)| (a - b).abs() < 1e-8),
+            "{x}: {a:?} {b:?}"
+        );
+    }
     let (_, two) = run(&[&rigid[..], &["--threads", "2"]].concat(), "r2.csv");
     assert_eq!(one, two);
     // Flexible (Verlet on the harmonic bonds and angles), 0.25 fs.

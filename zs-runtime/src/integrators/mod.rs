@@ -30,6 +30,7 @@ pub mod constrained;
 pub mod impulse;
 pub mod langevin;
 pub mod newmark;
+pub mod rigid_water;
 pub mod variational;
 pub mod verlet;
 pub mod zhang_skeel;
@@ -47,6 +48,7 @@ pub use newmark::{
     LinearlyImplicitNewmark, Newmark, NewmarkEq12, NewtonSolve, OneNewtonStep, PushForwardNewmark,
     ToTolerance,
 };
+pub use rigid_water::Settle;
 pub use variational::{PhaseBSolver, ProjectedRungeKutta, Tableau, TableauError, Variational};
 pub use verlet::VelocityVerlet;
 pub use zhang_skeel::{

@@ -66,11 +66,7 @@ fn pme_converges_to_the_ewald_sum_and_meets_its_tolerance() {
     assert!(de < 1e-9 && dg < 1e-8, "fine mesh: {de:e} {dg:e}");
     // Coarser meshes and lower orders are less accurate, monotonically.
     let mut last = dg;
-    for (grid, order) in [
-        ([60, 64, 72], 6),
-        ([30, 32, 36], 6),
-        ([30, 32, 36], 4),
-    ] {
+    for (grid, order) in [([60, 64, 72], 6), ([30, 32, 36], 6), ([30, 32, 36], 4)] {
         let p = PmeParameters {
             alpha: exact.alpha,
             grid,

@@ -16,8 +16,8 @@ mod temper;
 use std::path::PathBuf;
 
 use zs_runtime::{
-    Checkpoint, ConstrainedModel, ConstraintSpace, GuardViolation, MoveGuard, Rattle, Shake,
-    ShakeSolver, StateOf, StiffModel, Symbols, Vector,
+    Checkpoint, ConstrainedModel, ConstraintSpace, GuardViolation, MoveGuard, Rattle, Settle,
+    Shake, ShakeSolver, StateOf, StiffModel, Symbols, Vector,
 };
 
 pub(crate) use stepper::CliStepper;
@@ -129,6 +129,9 @@ pub struct Job<'a> {
     pub(crate) at_end: Option<&'a AtEnd<'a>>,
     /// `zs temper`: replica exchange over this ladder instead of one run.
     pub(crate) temper: Option<&'a TemperPlan<'a>>,
+    /// `--integrator settle`: the rigid molecules (bodies O, H, H) and their O–H and H–H
+    /// distances.
+    pub(crate) settle: Option<(&'a [[u32; 3]], f64, f64)>,
 }
 
 impl<'a> Job<'a> {
@@ -154,6 +157,7 @@ impl<'a> Job<'a> {
             lattice: None,
             at_end: None,
             temper: None,
+            settle: None,
         }
     }
 }
@@ -267,7 +271,9 @@ impl<'a> Job<'a> {
         } else {
             String::new()
         };
-        let target_text = if !method.is_penalty_method() {
+        let target_text = if method == IntegratorName::Settle {
+            "rigid three-site molecules (SETTLE)".to_string()
+        } else if !method.is_penalty_method() {
             "the constrained system (Lagrange multipliers)".to_string()
         } else if system.constraint_count() > 0 {
             format!("the penalized potential V + ½ω²|g|², ω = {}", p.omega)
@@ -311,6 +317,12 @@ impl<'a> Job<'a> {
                 match method {
                     IntegratorName::Shake => {
                         Box::new(Shake::<V, C>::new(p.h).with_solver(ShakeSolver::Newton))
+                    }
+                    IntegratorName::Settle => {
+                        // Without molecules (run.rs admits settle only for systems that give
+                        // them) it is velocity Verlet.
+                        let (molecules, d_oh, d_hh) = self.settle.unwrap_or((&[], 1.0, 1.0));
+                        Box::new(Settle::<V>::new(p.h, molecules.to_vec(), d_oh, d_hh))
                     }
                     _ => Box::new(Rattle::<V, C>::new(p.h).with_solver(ShakeSolver::Newton)),
                 }

@@ -4,8 +4,8 @@
 use zs_runtime::checkpoint::Resumable;
 use zs_runtime::{
     ConstrainedModel, ConstraintSpace, Langevin, LinearlyImplicitNewmark, Model, Newmark,
-    PushForwardNewmark, Rattle, Shake, Stepper, StiffModel, Vector, VelocityVerlet, ZhangSkeel,
-    ZhangSkeelSimplified, ZhangSkeelStiff,
+    PushForwardNewmark, Rattle, Settle, Shake, Stepper, StiffModel, Vector, VelocityVerlet,
+    ZhangSkeel, ZhangSkeelSimplified, ZhangSkeelStiff,
 };
 
 use super::Job;
@@ -41,6 +41,8 @@ cli_stepper!(
 cli_stepper!(StiffModel, ZhangSkeelStiff);
 
 impl<P: Model<V> + ?Sized, V: Vector> CliStepper<P, V> for VelocityVerlet<V> {}
+
+impl<P: Model<V> + ?Sized, V: Vector> CliStepper<P, V> for Settle<V> {}
 
 impl CliStepper<MagnetizedRigidBody, [f64; 9]> for CayleyEuler {}
 
@@ -89,8 +91,11 @@ impl Job<'_> {
             IntegratorName::Newmark1 => Box::new(LinearlyImplicitNewmark::new(beta, h)),
             IntegratorName::Pushforward => Box::new(PushForwardNewmark::new(beta, h)),
             IntegratorName::Verlet => Box::new(VelocityVerlet::new(h)),
-            IntegratorName::Shake | IntegratorName::Rattle | IntegratorName::LieEuler => {
-                unreachable!("SHAKE, RATTLE and lie-euler are not penalty methods")
+            IntegratorName::Shake
+            | IntegratorName::Rattle
+            | IntegratorName::Settle
+            | IntegratorName::LieEuler => {
+                unreachable!("SHAKE, RATTLE, SETTLE and lie-euler are not penalty methods")
             }
         }
     }

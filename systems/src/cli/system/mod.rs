@@ -61,6 +61,9 @@ pub struct Accepts {
     pub stiff_split: bool,
     /// A run also writes an extended XYZ trajectory beside the CSV (`<out>.xyz`).
     pub xyz: bool,
+    /// `--integrator settle`: the system gives rigid three-site molecules ([`Job`]'s
+    /// `settle`).
+    pub settle: bool,
 }
 
 impl Default for Accepts {
@@ -74,6 +77,7 @@ impl Default for Accepts {
             data: false,
             stiff_split: false,
             xyz: false,
+            settle: false,
         }
     }
 }

@@ -116,6 +116,7 @@ impl CliSystem for WaterBoxCli {
             threads: true,
             data: true,
             xyz: true,
+            settle: true,
             ..Accepts::default()
         }
     }
@@ -135,7 +136,7 @@ impl CliSystem for WaterBoxCli {
         (2.0, 200.0, 0.25)
     }
     fn default_integrator(&self) -> IntegratorName {
-        IntegratorName::Rattle
+        IntegratorName::Settle
     }
     fn default_every(&self, steps: u64) -> u64 {
         steps.div_ceil(10).max(1)
@@ -149,12 +150,16 @@ impl CliSystem for WaterBoxCli {
         };
         let p = job.profile();
         match p.method {
-            IntegratorName::Verlet | IntegratorName::ZssStiff | IntegratorName::Shake | IntegratorName::Rattle => {}
+            IntegratorName::Verlet
+            | IntegratorName::ZssStiff
+            | IntegratorName::Shake
+            | IntegratorName::Rattle
+            | IntegratorName::Settle => {}
             other => {
                 return Err(CliError::system(
                     "water-box",
                     format!(
-                        "--integrator {} solves with the whole Hessian, and the long-range term's is dense: use rattle, shake, verlet or zss-stiff (the long-range term in its soft part)",
+                        "--integrator {} solves with the whole Hessian, and the long-range term's is dense: use settle, rattle, shake, verlet or zss-stiff (the long-range term in its soft part)",
                         other.clap_name()
                     ),
                 ))
@@ -164,9 +169,15 @@ impl CliSystem for WaterBoxCli {
             return Err(CliError::system(
                 "water-box",
                 format!(
-                    "rigid water under --integrator {} needs a penalty --omega W (rigid water has no bond energy): or use rattle, shake, or --water flexible",
+                    "rigid water under --integrator {} needs a penalty --omega W (rigid water has no bond energy): or use settle, rattle, shake, or --water flexible",
                     p.method.clap_name()
                 ),
+            ));
+        }
+        if water == Water::Flexible && p.method == IntegratorName::Settle {
+            return Err(CliError::system(
+                "water-box",
+                "--integrator settle holds rigid water: give --water rigid, or another integrator (verlet) for flexible water",
             ));
         }
         let o = &args.options;
@@ -198,6 +209,13 @@ impl CliSystem for WaterBoxCli {
         job.lattice = Some((lo, sides));
         job.at_end = Some(&write_data);
         job.move_guard = Some(MoveGuard::new(water_box::SKIN, 3));
+        // SETTLE's molecules: each angle H–O–H of the file as (O, H, H).
+        let molecules: Vec<[u32; 3]> = data
+            .angles
+            .iter()
+            .map(|a| [a.atoms[1], a.atoms[0], a.atoms[2]].map(|b| b as u32))
+            .collect();
+        job.settle = Some((&molecules, water_box::R_OH, water_box::r_hh()));
         let names = KremerGrest::coordinate_names(n);
         let state =
             job.initial_state(boxed.short.state(boxed.q.clone(), boxed.v.clone()), &names)?;
