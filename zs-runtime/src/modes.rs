@@ -160,11 +160,45 @@ pub fn normal_modes<V: Vector, P: Model<V> + ?Sized>(
         return Err(ModesError::TooLarge { n });
     }
     let m = positive_masses(model)?;
-    let inv_sqrt_m: Vec<f64> = m.iter().map(|x| 1.0 / x.sqrt()).collect();
     let mut h = model.new_matrix(HessianPart::Full);
     model.hessian_into(q, &mut h);
     let mut dense = vec![0.0; n * n];
     V::matrix_dense_into(&h, &mut dense);
+    diagonalise(&dense, &m)
+}
+
+/// [`normal_modes`] for a model whose Hessian has no place in its sparse matrices (a long-range
+/// term, [`crate::long_range::WithLongRange`]): the dense Hessian from `n` exact products
+/// `H e_j` ([`Model::hessian_vector_into`]), then the same diagonalisation.
+///
+/// # Errors
+/// As [`normal_modes`].
+pub fn normal_modes_by_products<V: Vector, P: Model<V> + ?Sized>(
+    model: &P,
+    q: &V,
+) -> Result<NormalModes, ModesError> {
+    let n = model.dimension();
+    if n > MAX_DENSE {
+        return Err(ModesError::TooLarge { n });
+    }
+    let m = positive_masses(model)?;
+    let mut dense = vec![0.0; n * n];
+    let (mut unit, mut column) = (V::zeros(n), V::zeros(n));
+    for j in 0..n {
+        unit.as_mut_slice()[j] = 1.0;
+        model.hessian_vector_into(q, &unit, &mut column);
+        unit.as_mut_slice()[j] = 0.0;
+        for (i, h) in column.as_slice().iter().enumerate() {
+            dense[i * n + j] = *h;
+        }
+    }
+    diagonalise(&dense, &m)
+}
+
+/// The modes of the dense Hessian `dense` (row-major, `n × n`) with masses `m`.
+fn diagonalise(dense: &[f64], m: &[f64]) -> Result<NormalModes, ModesError> {
+    let n = m.len();
+    let inv_sqrt_m: Vec<f64> = m.iter().map(|x| 1.0 / x.sqrt()).collect();
     if let Some(at) = dense.iter().position(|x| !x.is_finite()) {
         return Err(ModesError::NonFinite {
             row: at / n,

@@ -53,7 +53,7 @@ pub fn nma(args: &NmaArgs) -> Result<(), CliError> {
         let _ = write!(
             csv,
             "{k},{:e},{:e},{kind},",
-            spectrum.modes.eigenvalues[k],
+            spectrum.eigenvalue(k),
             spectrum.frequency(k)
         );
         match overlaps {

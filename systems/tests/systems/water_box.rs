@@ -580,3 +580,64 @@ fn zs_run_water_box_steps_rigid_and_flexible_water_with_pme() {
     assert_eq!(column(&flexible, "energy").len(), 5);
     assert!(column(&flexible, "energy").iter().all(|e| e.is_finite()));
 }
+
+#[test]
+fn zs_nma_water_box_diagonalises_the_exact_hessian_with_pme() {
+    let d = temp("nma");
+    std::fs::write(d.join("w.data"), box_text(17, true)).expect("write");
+    let nma = |extra: &[&str]| {
+        Command::new(ZS)
+            .args(["nma", "water-box", "--data", "w.data", "--rc", "4"])
+            .args(extra)
+            .current_dir(&d)
+            .output()
+            .expect("zs")
+    };
+    let out = nma(&["--ewald-tolerance", "1e-4", "--out", "m.csv"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(d.join("m.csv")).expect("m.csv");
+    let eigenvalues = column(&csv, "eigenvalue");
+    let frequencies = column(&csv, "frequency");
+    let n = 9 * PER_SIDE.pow(3);
+    assert_eq!(eigenvalues.len(), n);
+    // The energy is invariant under a rigid translation of the box's content, PME's up to its
+    // mesh (its translations' eigenvalues are 1e-7 of the largest at this tolerance): three
+    // modes near zero, and no others.
+    let top = eigenvalues[n - 1].abs();
+    let near_zero = eigenvalues.iter().filter(|l| l.abs() < 1e-6 * top).count();
+    assert_eq!(near_zero, 3, "{:?}", &eigenvalues[..6]);
+    let translations = csv
+        .lines()
+        .skip(1)
+        .filter(|l| l.contains(",translation,"))
+        .count();
+    assert_eq!(translations, 3, "{csv}");
+    // The fastest modes are O–H stretches: K = 1000 kcal/mol/Å² (no ½) on the O–H reduced
+    // mass, √(2K/μ) with μ = m_O m_H/(m_O + m_H), in cm⁻¹ (the bond alone; the
+    // molecules' own geometry and neighbours move it by some per cent).
+    let mu: f64 = 15.9994 * 1.00794 / (15.9994 + 1.00794);
+    let stretch =
+        (2.0 * 1000.0 / mu * 4.184e-4).sqrt() / (2.0 * std::f64::consts::PI * 2.997_924_58e-5);
+    let fastest = frequencies[n - 1];
+    assert!(
+        (fastest / stretch - 1.0).abs() < 0.1,
+        "{fastest} cm^-1 against a bare O–H stretch of {stretch}"
+    );
+    // Eigenvalues in kcal/mol/Å²/(g/mol): λ = (2πc ν̃)² / mvv2e.
+    let from_frequency = (frequencies[n - 1] * 2.0 * std::f64::consts::PI * 2.997_924_58e-5)
+        .powi(2)
+        * 48.888_212_91_f64.powi(2);
+    assert!((eigenvalues[n - 1] / from_frequency - 1.0).abs() < 1e-9);
+    // --lowest solves with the sparse short-range Hessian alone: refused.
+    let out = nma(&["--lowest", "5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("long-range") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}

@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 
 use zs_runtime::minimize::Lbfgs;
-use zs_runtime::modes::{lowest_modes, normal_modes, rigid_motions, NormalModes, RigidMotions};
+use zs_runtime::modes::{
+    lowest_modes, normal_modes, normal_modes_by_products, rigid_motions, NormalModes, RigidMotions,
+};
 use zs_runtime::{Model, Vector};
 
 use crate::cli::error::CliError;
@@ -25,11 +27,13 @@ pub struct Sites {
     pub lattice: Option<([f64; 3], [f64; 3])>,
 }
 
-/// The frequency unit of a system: its name and the factor from `√λ` to it.
+/// The frequency unit of a system: its name and the factor from `√λ` to it; and the factor
+/// from `λ` to the eigenvalue the CSV gives.
 #[derive(Clone, Copy)]
 pub struct Units {
     pub name: &'static str,
     pub per_angular: f64,
+    pub per_eigenvalue: f64,
 }
 
 impl Units {
@@ -37,17 +41,26 @@ impl Units {
     pub const ANGULAR: Units = Units {
         name: "angular frequency, 1/time unit",
         per_angular: 1.0,
+        per_eigenvalue: 1.0,
     };
     /// cm⁻¹ from AKMA units (Å, kcal/mol, amu; time unit 48.888 fs): `ν̃ = √λ / (2π c t)`.
     pub const AKMA_WAVENUMBER: Units = Units {
         name: "cm^-1",
         per_angular: 1.0 / (2.0 * core::f64::consts::PI * 2.997_924_58e10 * 4.888_821e-14),
+        per_eigenvalue: 1.0,
     };
     /// cm⁻¹ from LAMMPS `real` units, whose masses are g/mol times `mvv2e` so that time is
     /// in fs: `√λ` is in rad/fs, `ν̃ = √λ / (2π c)` with `c` in cm/fs.
     pub const REAL_WAVENUMBER: Units = Units {
         name: "cm^-1",
         per_angular: 1.0 / (2.0 * core::f64::consts::PI * 2.997_924_58e-5),
+        per_eigenvalue: 1.0,
+    };
+    /// [`Units::REAL_WAVENUMBER`], with eigenvalues in kcal/mol/Å²/(g/mol) (masses in g/mol,
+    /// not times `mvv2e`: the CSV's eigenvalue is `λ · mvv2e`).
+    pub const REAL_WAVENUMBER_G_PER_MOL: Units = Units {
+        per_eigenvalue: 48.888_212_91 * 48.888_212_91,
+        ..Units::REAL_WAVENUMBER
     };
 }
 
@@ -94,6 +107,24 @@ pub fn analyse<V: Vector, P: Model<V>>(
     args: &NmaArgs,
     problem: Problem<'_, V, P>,
 ) -> Result<Spectrum, CliError> {
+    analyse_with(args, problem, false)
+}
+
+/// [`analyse`] for a model with a long-range term: the dense Hessian from exact products
+/// ([`normal_modes_by_products`]); `--lowest` (shift-invert on the sparse matrix) does not
+/// apply.
+pub fn analyse_by_products<V: Vector, P: Model<V>>(
+    args: &NmaArgs,
+    problem: Problem<'_, V, P>,
+) -> Result<Spectrum, CliError> {
+    analyse_with(args, problem, true)
+}
+
+fn analyse_with<V: Vector, P: Model<V>>(
+    args: &NmaArgs,
+    problem: Problem<'_, V, P>,
+    by_products: bool,
+) -> Result<Spectrum, CliError> {
     let Problem {
         model,
         mut q,
@@ -108,9 +139,17 @@ pub fn analyse<V: Vector, P: Model<V>>(
     } else {
         None
     };
-    let modes = match args.lowest {
-        Some(k) => lowest_modes(model, &q, k as usize, args.shift)?,
-        None => normal_modes(model, &q)?,
+    let modes = match (args.lowest, by_products) {
+        (Some(_), true) => {
+            return Err(CliError::BadValue {
+                option: "--lowest",
+                value: "K".to_string(),
+                why: "its shift-invert Lanczos solves with the sparse short-range Hessian, and the long-range term's is dense: the whole spectrum is computed instead (drop --lowest)",
+            })
+        }
+        (Some(k), false) => lowest_modes(model, &q, k as usize, args.shift)?,
+        (None, false) => normal_modes(model, &q)?,
+        (None, true) => normal_modes_by_products(model, &q)?,
     };
     let mut masses = vec![0.0; model.dimension()];
     model.masses_into_slice(&mut masses);
@@ -126,6 +165,11 @@ pub fn analyse<V: Vector, P: Model<V>>(
 }
 
 impl Spectrum {
+    /// Mode `k`'s eigenvalue in the system's unit.
+    pub(crate) fn eigenvalue(&self, k: usize) -> f64 {
+        self.modes.eigenvalues[k] * self.units.per_eigenvalue
+    }
+
     /// Mode `k`'s frequency in the system's unit.
     pub(crate) fn frequency(&self, k: usize) -> f64 {
         self.modes.angular_frequency(k) * self.units.per_angular

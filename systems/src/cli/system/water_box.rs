@@ -128,6 +128,9 @@ impl CliSystem for WaterBoxCli {
     fn eval_options(&self) -> Vec<clap::Arg> {
         electrostatics()
     }
+    fn nma_options(&self) -> Vec<clap::Arg> {
+        electrostatics()
+    }
     fn omega(&self) -> f64 {
         0.0
     }
@@ -262,6 +265,56 @@ impl CliSystem for WaterBoxCli {
             boxed.short.neighbor_builds()
         );
         done
+    }
+    /// The flexible model's modes from its exact Hessian, the long-range term's included
+    /// (products `H e_j`, [`super::modes::analyse_by_products`]); frequencies in cm⁻¹.
+    #[cfg(feature = "faer")]
+    fn nma(&self, args: &crate::cli::NmaArgs) -> Result<super::modes::Spectrum, CliError> {
+        use super::modes::{analyse_by_products, start, Problem, Sites, Units};
+        if args.omega.is_some() {
+            return Err(CliError::does_not_apply(
+                "--omega",
+                "zs nma water-box",
+                Some("its modes are the flexible model's, without constraints"),
+            ));
+        }
+        let path = data_path(&args.data)?;
+        let o = &args.options;
+        let options = options_of(
+            o.get("rc"),
+            o.get("ewald-tolerance"),
+            o.get("kspace"),
+            Water::Flexible,
+        );
+        let (data, boxed) = load(path, &options)?;
+        let n = data.len();
+        let q = start(args, &KremerGrest::coordinate_names(n), boxed.q.clone())?;
+        let about = format!(
+            "SPC/E water, {} molecules from {} (flexible; {}; LJ and real-space Coulomb cut at {} Å), periodic box, real units",
+            n / 3,
+            path.display(),
+            boxed.long.describe(),
+            options.rc
+        );
+        let sites = Some(Sites {
+            symbols: data
+                .types
+                .iter()
+                .map(|&t| if t == 1 { "O" } else { "H" }.to_string())
+                .collect(),
+            lattice: Some((data.lo, data.box_lengths())),
+        });
+        let model = boxed.model();
+        analyse_by_products(
+            args,
+            Problem {
+                model: &model,
+                q,
+                sites,
+                units: Units::REAL_WAVENUMBER_G_PER_MOL,
+                about,
+            },
+        )
     }
     fn eval(&self, args: &EvalArgs) -> Result<String, CliError> {
         let path = data_path(&args.data)?;
