@@ -38,7 +38,8 @@ pub mod assembly;
 pub mod checkpoint;
 pub mod driver;
 pub mod error;
-pub mod ewald;
+/// The Ewald sum (the `zs-kspace` crate's).
+pub use zs_kspace::ewald;
 pub mod files;
 pub mod guards;
 pub mod integrators;
@@ -53,7 +54,8 @@ pub mod modes;
 pub mod multipliers;
 pub mod observers;
 pub mod output;
-pub mod pme;
+/// Smooth particle-mesh Ewald (the `zs-kspace` crate's).
+pub use zs_kspace::pme;
 pub mod settle;
 pub mod simd;
 pub mod sparse;
