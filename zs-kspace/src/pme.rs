@@ -515,16 +515,16 @@ impl Pme {
         self.convolve(false);
     }
 
+    /// `½ Σ_k Q(k) φ(k)` of the last [`Pme::potential`], plus the self and background terms.
+    fn mesh_energy(&self) -> f64 {
+        let dot: f64 = self.mesh.iter().zip(&self.phi).map(|(a, b)| a * b).sum();
+        0.5 * dot + self.constant
+    }
+
     /// `E_recip + E_self + E_bg` at `q`.
     pub fn energy(&mut self, q: &[f64]) -> f64 {
         self.potential(q);
-        0.5 * self
-            .mesh
-            .iter()
-            .zip(&self.phi)
-            .map(|(a, b)| a * b)
-            .sum::<f64>()
-            + self.constant
+        self.mesh_energy()
     }
 
     /// The energy at `q`, and its gradient into `g` (overwritten).
@@ -538,13 +538,7 @@ impl Pme {
                 g[3 * i + a] = qi * scale[a] * d[a];
             }
         }
-        0.5 * self
-            .mesh
-            .iter()
-            .zip(&self.phi)
-            .map(|(a, b)| a * b)
-            .sum::<f64>()
-            + self.constant
+        self.mesh_energy()
     }
 
     /// `H(q) v` into `out` (overwritten): the exact Hessian of the interpolated energy applied

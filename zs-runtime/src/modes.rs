@@ -155,11 +155,7 @@ pub fn normal_modes<V: Vector, P: Model<V> + ?Sized>(
     model: &P,
     q: &V,
 ) -> Result<NormalModes, ModesError> {
-    let n = model.dimension();
-    if n > MAX_DENSE {
-        return Err(ModesError::TooLarge { n });
-    }
-    let m = positive_masses(model)?;
+    let (n, m) = dense_masses(model)?;
     let mut h = model.new_matrix(HessianPart::Full);
     model.hessian_into(q, &mut h);
     let mut dense = vec![0.0; n * n];
@@ -177,11 +173,7 @@ pub fn normal_modes_by_products<V: Vector, P: Model<V> + ?Sized>(
     model: &P,
     q: &V,
 ) -> Result<NormalModes, ModesError> {
-    let n = model.dimension();
-    if n > MAX_DENSE {
-        return Err(ModesError::TooLarge { n });
-    }
-    let m = positive_masses(model)?;
+    let (n, m) = dense_masses(model)?;
     let mut dense = vec![0.0; n * n];
     let (mut unit, mut column) = (V::zeros(n), V::zeros(n));
     for j in 0..n {
@@ -193,6 +185,17 @@ pub fn normal_modes_by_products<V: Vector, P: Model<V> + ?Sized>(
         }
     }
     diagonalise(&dense, &m)
+}
+
+/// The dimension (at most [`MAX_DENSE`]) and the positive masses of a dense analysis.
+fn dense_masses<V: Vector, P: Model<V> + ?Sized>(
+    model: &P,
+) -> Result<(usize, Vec<f64>), ModesError> {
+    let n = model.dimension();
+    if n > MAX_DENSE {
+        return Err(ModesError::TooLarge { n });
+    }
+    Ok((n, positive_masses(model)?))
 }
 
 /// The modes of the dense Hessian `dense` (row-major, `n × n`) with masses `m`.

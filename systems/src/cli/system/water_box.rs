@@ -86,6 +86,11 @@ fn options_of(
     }
 }
 
+/// Each atom's element, from its type (1 = O, 2 = H).
+fn symbols(data: &DataFile) -> impl Iterator<Item = &'static str> + '_ {
+    data.types.iter().map(|&t| if t == 1 { "O" } else { "H" })
+}
+
 /// The box of the file at `path` with `options`, and its net charge said when there is one.
 fn load(path: &Path, options: &WaterBoxOptions) -> Result<(DataFile, WaterBox), CliError> {
     let data = DataFile::read(path)?;
@@ -203,12 +208,7 @@ impl CliSystem for WaterBoxCli {
             );
             super::write_final_data(out, data, title, q, v)
         };
-        let symbols: Symbols = data
-            .types
-            .iter()
-            .map(|&t| if t == 1 { "O" } else { "H" })
-            .collect();
-        let mut job = job.with_xyz(symbols);
+        let mut job = job.with_xyz(symbols(&data).collect::<Symbols>());
         job.lattice = Some((lo, sides));
         job.at_end = Some(&write_data);
         job.move_guard = Some(MoveGuard::new(water_box::SKIN, 3));
@@ -297,11 +297,7 @@ impl CliSystem for WaterBoxCli {
             options.rc
         );
         let sites = Some(Sites {
-            symbols: data
-                .types
-                .iter()
-                .map(|&t| if t == 1 { "O" } else { "H" }.to_string())
-                .collect(),
+            symbols: symbols(&data).map(str::to_string).collect(),
             lattice: Some((data.lo, data.box_lengths())),
         });
         let model = boxed.model();
