@@ -3,16 +3,15 @@
 //! those of the replicas' CSVs, that a failing replica is reported while the others finish, and
 //! that replica exchange's files agree with one another and do not depend on the thread count.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const ZS: &str = env!("CARGO_BIN_EXE_zs");
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zs-ens-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+use crate::scratch::TempDir;
+
+fn dir(name: &str) -> TempDir {
+    TempDir::new("ens", name)
 }
 
 fn zs(cwd: &Path, args: &[&str]) -> Output {
@@ -312,7 +311,7 @@ fn checkpointed_temper(out: &str) -> Vec<String> {
         "temper",
         "dna",
         "--n",
-        "400",
+        "200",
         "--integrator",
         "verlet",
         "--h",

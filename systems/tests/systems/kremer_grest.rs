@@ -4,7 +4,6 @@
 //! pairs on both sides of the cutoff); data files that cannot be this melt; and the command
 //! line: `zs eval`/`zs run kremer-grest --data`, `--write-data` read back, and the refusals.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use zs_runtime::lammps::DataFile;
@@ -320,11 +319,8 @@ fn data_files_that_are_not_this_melt_are_refused() {
     );
 }
 
-fn temp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zs-kg-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("a temporary directory");
-    d
+fn temp(name: &str) -> crate::scratch::TempDir {
+    crate::scratch::TempDir::new("kg", name)
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod plot;
 mod reference;
 mod rigid_body;
 mod rigid_modes;
+mod scratch;
 mod state_file;
 mod stiff_spring;
 mod temper_checkpoint;

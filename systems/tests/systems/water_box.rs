@@ -4,7 +4,6 @@
 //! central differences at random displacements; data files that are not SPC/E water and bad
 //! Ewald parameters refused with one line; and `zs eval water-box` / `zs run water-box`.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use zs_runtime::lammps::DataFile;
@@ -253,11 +252,8 @@ fn files_that_are_not_spce_water_and_bad_ewald_parameters_are_refused() {
     ));
 }
 
-fn temp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zs-wb-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("a temporary directory");
-    d
+fn temp(name: &str) -> crate::scratch::TempDir {
+    crate::scratch::TempDir::new("wb", name)
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! mark it; checkpoint and resume reproduce the uninterrupted run's file byte for byte, also
 //! after a real SIGKILL.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,27 +14,10 @@ mod runs;
 
 const ZS: &str = env!("CARGO_BIN_EXE_zs");
 
-/// A fresh, empty directory for one test, removed at the end.
-struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::scratch::TempDir;
 
 fn dir(name: &str) -> TempDir {
-    let d = std::env::temp_dir().join(format!("zs-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    TempDir(d)
+    TempDir::new("cli", name)
 }
 
 fn zs(cwd: &Path, args: &[&str]) -> Output {

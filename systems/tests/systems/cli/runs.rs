@@ -535,7 +535,7 @@ fn alkane_builds_runs_writes_and_evaluates_its_liquid() {
         "a.data",
         "--quiet",
     ];
-    let o = zs(&d.0, &args);
+    let o = zs(&d, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -544,26 +544,26 @@ fn alkane_builds_runs_writes_and_evaluates_its_liquid() {
         "{out}"
     );
     assert_eq!(field(&out, "steps"), "4");
-    let data = std::fs::read_to_string(d.0.join("a.data")).expect("the data file");
+    let data = std::fs::read_to_string(d.join("a.data")).expect("the data file");
     assert!(
         data.contains("500 angles") && data.contains("\nDihedrals\n"),
         "{data}"
     );
     // The run's last row is the data file's state: eval of the file equals eval of that row.
     let e = zs(
-        &d.0,
+        &d,
         &["eval", "alkane", "--data", "a.data", "--out", "e.csv"],
     );
     assert!(e.status.success(), "{}", stderr(&e));
     let e2 = zs(
-        &d.0,
+        &d,
         &[
             "eval", "alkane", "--data", "a.data", "--in", "a.csv", "--out", "e2.csv",
         ],
     );
     assert!(e2.status.success(), "{}", stderr(&e2));
-    let (_, file_row) = read_csv(&d.0.join("e.csv"));
-    let (_, rows) = read_csv(&d.0.join("e2.csv"));
+    let (_, file_row) = read_csv(&d.join("e.csv"));
+    let (_, rows) = read_csv(&d.join("e2.csv"));
     assert_eq!(rows.len(), 2);
     let (a, b) = (&file_row[0], &rows[1]);
     let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
@@ -587,7 +587,7 @@ fn alkane_builds_runs_writes_and_evaluates_its_liquid() {
         "r.csv",
         "--quiet",
     ];
-    let o = zs(&d.0, &r);
+    let o = zs(&d, &r);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -616,6 +616,6 @@ fn alkane_builds_runs_writes_and_evaluates_its_liquid() {
         ),
         (&["eval", "alkane"][..], &["alkane needs --data"][..]),
     ] {
-        one_line_error(&zs(&d.0, bad), bad, needles);
+        one_line_error(&zs(&d, bad), bad, needles);
     }
 }
