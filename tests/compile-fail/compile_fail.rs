@@ -61,6 +61,11 @@ fn ui() {
         );
         return;
     }
+    // trybuild checks the cases in a project of its own, in the dev profile, whose proc macros
+    // (syn, zs-macros) it builds first: without debug information that build is shorter, and
+    // the diagnostics are the same. The one test of this binary: no other thread reads the
+    // environment.
+    std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
     let t = trybuild::TestCases::new();
     t.compile_fail("ui/*.rs");
 }

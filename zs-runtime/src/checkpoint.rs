@@ -50,8 +50,8 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::vector::Vector;
 use crate::StateOf;
+use crate::vector::Vector;
 
 /// Magic word of line 1.
 pub const MAGIC: &str = "zs-checkpoint";
@@ -391,13 +391,13 @@ impl Checkpoint {
             Some((MAGIC, v)) => {
                 return Err(CheckpointError::Version {
                     found: v.to_string(),
-                })
+                });
             }
             _ => {
                 return Err(format(
                     1,
                     format!("not a zs checkpoint (expected '{MAGIC} {VERSION}')"),
-                ))
+                ));
             }
         }
         let mut cp = Checkpoint::new();

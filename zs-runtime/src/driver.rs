@@ -528,13 +528,14 @@ impl Loop {
             for o in observers.iter_mut() {
                 o.observe(target, state);
             }
-            if let Some((every, hook)) = hook.as_mut() {
-                if self.done.is_multiple_of(*every) && self.done < n {
-                    match hook(stepper, state, self.done, observers) {
-                        Ok(()) => self.checkpoints += 1,
-                        Err(e) => {
-                            self.io_error.get_or_insert(e);
-                        }
+            if let Some((every, hook)) = hook.as_mut()
+                && self.done.is_multiple_of(*every)
+                && self.done < n
+            {
+                match hook(stepper, state, self.done, observers) {
+                    Ok(()) => self.checkpoints += 1,
+                    Err(e) => {
+                        self.io_error.get_or_insert(e);
                     }
                 }
             }

@@ -44,7 +44,7 @@ use core::marker::PhantomData;
 
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::model::{ConstrainedModel, ConstraintSpace};
-use crate::observers::{total_energy, Observer};
+use crate::observers::{Observer, total_energy};
 use crate::vector::Vector;
 use crate::{Model, StateOf};
 
@@ -323,11 +323,7 @@ impl MoveGuard {
                 .map(|(q, last)| most(q, last))
                 .reduce(|| (0.0, false), |a, b| (a.0.max(b.0), a.1 | b.1))
         };
-        if nan {
-            f64::NAN
-        } else {
-            most.sqrt()
-        }
+        if nan { f64::NAN } else { most.sqrt() }
     }
 }
 
@@ -348,10 +344,10 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for MoveGuard {
         within(ONE_STEP_MOVE, d, self.limit)
     }
     fn observe(&mut self, _target: &P, _state: &StateOf<V>) {
-        if let Some(d) = self.checked.take() {
-            if d > self.max_seen {
-                self.max_seen = d;
-            }
+        if let Some(d) = self.checked.take()
+            && d > self.max_seen
+        {
+            self.max_seen = d;
         }
     }
     fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {

@@ -69,7 +69,7 @@ pub mod verify;
 pub mod xyz;
 
 pub use checkpoint::{Checkpoint, CheckpointError, Resumable};
-pub use driver::{run, run_checkpointed, run_steps, RunFailure, RunSummary};
+pub use driver::{RunFailure, RunSummary, run, run_checkpointed, run_steps};
 pub use error::{Operand, Quantity, SolveFailure, StepError, StepErrorKind};
 pub use guards::{ConstraintGuard, EnergyGuard, GuardViolation, MoveGuard};
 pub use integrators::{

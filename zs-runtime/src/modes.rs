@@ -46,7 +46,9 @@ pub enum ModesError {
     NoConvergence,
     /// [`lowest_modes`] asked for no modes, more than there are, or with a shift that is not
     /// negative.
-    #[error("the lowest {k} of {n} modes with shift {shift}: need 1 ≤ k ≤ n and a negative shift below the lowest eigenvalue")]
+    #[error(
+        "the lowest {k} of {n} modes with shift {shift}: need 1 ≤ k ≤ n and a negative shift below the lowest eigenvalue"
+    )]
     BadRequest {
         /// Modes asked for.
         k: usize,
@@ -138,7 +140,7 @@ fn positive_masses<V: Vector, P: Model<V> + ?Sized>(model: &P) -> Result<Vec<f64
     match m
         .iter()
         .enumerate()
-        .find(|(_, &x)| !(x.is_finite() && x > 0.0))
+        .find(|&(_, &x)| !(x.is_finite() && x > 0.0))
     {
         Some((index, &mass)) => Err(ModesError::Mass { index, mass }),
         None => Ok(m),
@@ -484,9 +486,10 @@ mod tests {
         }
         // Mode 0 is the uniform translation; every mode has unit length and they are orthogonal.
         let u0 = modes.mode(0);
-        assert!(u0
-            .iter()
-            .all(|x| (x.abs() - 6f64.sqrt().recip()).abs() < 1e-12));
+        assert!(
+            u0.iter()
+                .all(|x| (x.abs() - 6f64.sqrt().recip()).abs() < 1e-12)
+        );
         for a in 0..6 {
             for b in 0..6 {
                 let d: f64 = modes

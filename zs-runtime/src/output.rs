@@ -35,7 +35,7 @@ pub use crate::files::{incomplete_marker_of, sync_parent_dir, write_atomic};
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::files::tmp_path_of;
 use crate::model::{ConstrainedModel, ConstraintSpace};
-use crate::observers::{total_energy, Observer};
+use crate::observers::{Observer, total_energy};
 use crate::vector::Vector;
 use crate::{Model, StateOf, StepError};
 

@@ -32,7 +32,9 @@ pub struct SettleGeometry {
 pub enum SettleError {
     /// The unconstrained step moved the molecule so far that no rotation of the rigid triangle
     /// satisfies SHAKE's condition (a step far too large for the forces).
-    #[error("SETTLE has no solution: the unconstrained step turned the molecule too far ({what} = {value})")]
+    #[error(
+        "SETTLE has no solution: the unconstrained step turned the molecule too far ({what} = {value})"
+    )]
     NoSolution {
         /// Which of the algorithm's quantities left its range.
         what: &'static str,

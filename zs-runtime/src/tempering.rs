@@ -43,8 +43,8 @@
 //! replicas it holds, and a run resumed from them — by any number of processes — continues bit
 //! for bit.
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
 use crate::checkpoint::{Checkpoint, CheckpointError, Resumable, Scope, ScopeMut};
@@ -77,11 +77,7 @@ pub type SwapRule = fn(f64, f64, f64, f64) -> f64;
 /// The Metropolis criterion of replica exchange: `min(1, exp[(1/kT_lo − 1/kT_hi)(U_lo − U_hi)])`.
 pub fn metropolis(kt_lo: f64, kt_hi: f64, u_lo: f64, u_hi: f64) -> f64 {
     let x = (1.0 / kt_lo - 1.0 / kt_hi) * (u_lo - u_hi);
-    if x >= 0.0 {
-        1.0
-    } else {
-        x.exp()
-    }
+    if x >= 0.0 { 1.0 } else { x.exp() }
 }
 
 /// One attempted swap of a round.
@@ -289,7 +285,7 @@ impl Resumable for Exchanges {
                 _ => {
                     return Err(mismatch(format!(
                         "the assignment {slot_of:?} is not a permutation of 0..{n}"
-                    )))
+                    )));
                 }
             }
         }

@@ -314,8 +314,8 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::incomplete_marker_of;
     use crate::State;
+    use crate::files::incomplete_marker_of;
 
     #[test]
     fn symbols_hold_each_distinct_one_once_and_give_every_atom_back_in_order() {

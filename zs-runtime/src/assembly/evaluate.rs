@@ -2,7 +2,7 @@
 //! phase B in table order), and its [`Model`] and [`StiffModel`] impls — those of the plain
 //! system (ω = 0) and of its penalized view [`PenalizedAssembly`] (Tao & Owhadi eq. 7).
 
-use super::eval::{sum_hessian, sum_vector, FormOps, Want};
+use super::eval::{FormOps, Want, sum_hessian, sum_vector};
 use super::forms::ThirdForm;
 use super::order::Inside;
 use super::system::Assembled;

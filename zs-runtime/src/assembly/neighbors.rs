@@ -180,11 +180,7 @@ const SUB: usize = 1;
 #[inline]
 fn floor(x: f64) -> f64 {
     let r = crate::simd::round_ties_even(x);
-    if r > x {
-        r - 1.0
-    } else {
-        r
-    }
+    if r > x { r - 1.0 } else { r }
 }
 
 impl Neighbors {

@@ -8,7 +8,7 @@ use atomic_refcell::{AtomicRefCell, AtomicRefMut};
 
 use super::cell::Cell;
 use super::eval::pairs::{CutoffPairs, PairStrategy};
-use super::eval::{Absent, FormList, FormOps, FormState, Inputs, CHUNK};
+use super::eval::{Absent, CHUNK, FormList, FormOps, FormState, Inputs};
 use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Pair14, Site};
 use super::neighbors::Neighbors;
 use super::order::{self, BodyOrder, Inside, Order};
@@ -16,11 +16,11 @@ use super::plan::{Bodies, PINNED};
 use super::terms::{Kernel, Terms};
 use super::topology::{Topology, TopologyError};
 use super::workspace::{Refresh, Workspace};
+use crate::DynState;
 use crate::masses::BodyMasses;
 use crate::model::HessianPart;
 use crate::simd::{self, Isa};
 use crate::sparse::{Backend, BlockLayout};
-use crate::DynState;
 
 /// Systems with at least this many terms evaluate them on rayon's pool by default
 /// ([`Assembled::with_parallel`]).
@@ -207,7 +207,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             (BodyOrder::Cells, Err(why)) => {
                 return Err(TopologyError::OrderDoesNotApply(format!(
                     "the spatial order does not apply to this system: {why}"
-                )))
+                )));
             }
             (_, Ok(reach)) => Some(reach),
         };
@@ -714,7 +714,7 @@ fn masses_of<T: Terms<D>, const D: usize>(
         free_of
             .iter()
             .enumerate()
-            .filter(|(_, &f)| f != PINNED)
+            .filter(|&(_, &f)| f != PINNED)
             .map(|(b, _)| by_kind[&topology.kind_of(b)]),
     ))
 }

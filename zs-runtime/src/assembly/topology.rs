@@ -92,7 +92,9 @@ pub enum TopologyError {
     },
     /// A body whose type has no entry in a table the definition reads at a body's type
     /// (`self.epsilon[ka]` with `self.epsilon` too short).
-    #[error("body {body} has type {kind}, which a table of the system's definition read at a body's type does not have")]
+    #[error(
+        "body {body} has type {kind}, which a table of the system's definition read at a body's type does not have"
+    )]
     UnknownType {
         /// The body.
         body: usize,
@@ -103,10 +105,14 @@ pub enum TopologyError {
     #[error("the periodic box must have finite positive sides, not {0:?}")]
     BadBox([f64; 3]),
     /// A periodic box or a cutoff on bodies whose coordinates are not sites of 3 (x, y, z).
-    #[error("a periodic box or a pair cutoff needs bodies of whole 3-D sites; a body here has {0} coordinates")]
+    #[error(
+        "a periodic box or a pair cutoff needs bodies of whole 3-D sites; a body here has {0} coordinates"
+    )]
     PeriodicDimension(usize),
     /// A cutoff or skin that is not finite and positive (the skin may be 0).
-    #[error("the pair cutoff must be finite and positive and the skin finite and >= 0, not rc = {rc}, skin = {skin}")]
+    #[error(
+        "the pair cutoff must be finite and positive and the skin finite and >= 0, not rc = {rc}, skin = {skin}"
+    )]
     BadCutoff {
         /// The cutoff radius.
         rc: f64,
@@ -115,7 +121,9 @@ pub enum TopologyError {
     },
     /// A cutoff (plus skin) longer than half a side of the periodic box: a pair would then
     /// interact with more than one image of a body.
-    #[error("the pair cutoff plus skin, {reach}, is more than half the periodic box's shortest side {side}")]
+    #[error(
+        "the pair cutoff plus skin, {reach}, is more than half the periodic box's shortest side {side}"
+    )]
     CutoffTooLarge {
         /// `rc + skin`.
         reach: f64,
@@ -644,13 +652,13 @@ impl Topology {
         if self.pinned.len() == n {
             return Err(TopologyError::NothingFree(n));
         }
-        if let Some(t) = &self.types {
-            if t.len() != n {
-                return Err(TopologyError::TypesLength {
-                    given: t.len(),
-                    bodies: n,
-                });
-            }
+        if let Some(t) = &self.types
+            && t.len() != n
+        {
+            return Err(TopologyError::TypesLength {
+                given: t.len(),
+                bodies: n,
+            });
         }
         if let Some(l) = self.periodic {
             if !l.iter().all(|x| x.is_finite() && *x > 0.0) {
@@ -837,11 +845,13 @@ mod tests {
                 side: 3.0
             })
         );
-        assert!(Topology::new(2)
-            .periodic([4.0, 3.5, 5.0])
-            .cutoff(1.2, 0.4)
-            .validate(9)
-            .is_ok());
+        assert!(
+            Topology::new(2)
+                .periodic([4.0, 3.5, 5.0])
+                .cutoff(1.2, 0.4)
+                .validate(9)
+                .is_ok()
+        );
         let t = Topology::chain(4).exclude(0, 3).exclude_bonded();
         assert_eq!(
             t.exclusion_lists(),
@@ -851,18 +861,22 @@ mod tests {
             Topology::new(3).pin(1, [0.0]).pin(1, [0.5]).validate(1),
             Err(TopologyError::PinnedTwice { body: 1 })
         );
-        assert!(Topology::new(3)
-            .pin(1, [0.5])
-            .pin(1, [0.5])
-            .validate(1)
-            .is_ok());
+        assert!(
+            Topology::new(3)
+                .pin(1, [0.5])
+                .pin(1, [0.5])
+                .validate(1)
+                .is_ok()
+        );
         // Absurd sizes: a typed error, no abort in the allocator.
         assert_eq!(
             Topology::chain(usize::MAX / 2).validate(1),
             Err(TopologyError::TooLarge("the number of bonds"))
         );
-        assert!(TopologyError::NothingFree(3)
-            .to_string()
-            .contains("all 3 bodies"));
+        assert!(
+            TopologyError::NothingFree(3)
+                .to_string()
+                .contains("all 3 bodies")
+        );
     }
 }

@@ -81,10 +81,10 @@
 
 use core::marker::PhantomData;
 
-use super::{check_finite, check_h, check_state, same_bits, Buffers, StepStats};
-use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
+use super::{Buffers, StepStats, check_finite, check_h, check_state, same_bits};
+use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut, finite_param};
 use crate::error::{Quantity, StepErrorKind};
-use crate::linalg::{singular_threshold, SolveFailure};
+use crate::linalg::{SolveFailure, singular_threshold};
 use crate::model::{ConstrainedModel, ConstraintSolve, ConstraintSpace, Jacobian};
 use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
@@ -600,11 +600,7 @@ fn normal_impulse<V: ConstraintSpace<C>, C: Vector>(
 fn max_abs(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |m: f64, v| {
         let a = v.abs();
-        if a > m || a.is_nan() {
-            a
-        } else {
-            m
-        }
+        if a > m || a.is_nan() { a } else { m }
     })
 }
 
@@ -653,7 +649,7 @@ impl<V: ConstraintSpace<C>, C: Vector, P: Projection> Resumable for ConstrainedS
             other => {
                 return Err(CheckpointError::Mismatch(format!(
                     "unknown SHAKE solver {other}"
-                )))
+                )));
             }
         };
         self.clock.restore(from)?;

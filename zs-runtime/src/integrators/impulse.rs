@@ -39,9 +39,9 @@
 //! arrays. A failed step returns a [`StepError`] with the step index and leaves the state
 //! untouched.
 
-use super::{check_finite, check_h, same_bits, StepStats};
+use super::{StepStats, check_finite, check_h, same_bits};
 use crate::error::{Quantity, StepErrorKind};
-use crate::linalg::{dense, SolveFailure, SolveOptions};
+use crate::linalg::{SolveFailure, SolveOptions, dense};
 use crate::stepper::{Clock, Clocked};
 use crate::{ConstraintCurvature, FastPotential, MechanicalSystem, State, StepError, Stepper};
 

@@ -1,8 +1,8 @@
 //! Langevin dynamics by the Geometric Langevin Algorithm (GLA; `docs/INTEGRATORS.md` §11;
 //! Tao & Owhadi §4.3, eq. 27, after Bou-Rabee & Owhadi).
 
-use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
 use rand_distr::{Distribution, StandardNormal};
 
 use super::composition::{restamp, restore, save};

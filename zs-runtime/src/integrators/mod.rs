@@ -52,16 +52,16 @@ pub use rigid_water::Settle;
 pub use variational::{PhaseBSolver, ProjectedRungeKutta, Tableau, TableauError, Variational};
 pub use verlet::VelocityVerlet;
 pub use zhang_skeel::{
-    Eq18, Eq19, Eq3, Linearization, LinearlyImplicit, Method, ZhangSkeel, ZhangSkeelSimplified,
+    Eq3, Eq18, Eq19, Linearization, LinearlyImplicit, Method, ZhangSkeel, ZhangSkeelSimplified,
     ZhangSkeelStiff,
 };
 
+use crate::StepError;
 use crate::error::{Quantity, StepErrorKind};
 use crate::linalg::Factorization;
 use crate::state::StateOf;
 use crate::vector::Vector;
 use crate::vector::{PARALLEL_FROM, VECTOR_CHUNK};
-use crate::StepError;
 
 pub(crate) use crate::vector::same_bits;
 

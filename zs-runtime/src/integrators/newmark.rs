@@ -22,13 +22,13 @@
 use core::marker::PhantomData;
 
 use super::zhang_skeel::Eval;
-use super::{check_finite, check_h, check_matrix, check_state, same_bits, Buffers, StepStats};
-use crate::checkpoint::{finite_param, CheckpointError, Resumable, Scope, ScopeMut};
+use super::{Buffers, StepStats, check_finite, check_h, check_matrix, check_state, same_bits};
+use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut, finite_param};
 use crate::error::{Quantity, StepErrorKind};
 use crate::linalg::{ShiftedSolve, SolveOptions};
 use crate::model::HessianPart;
 use crate::stepper::{Clock, Clocked};
-use crate::vector::{inf_norm, Vector};
+use crate::vector::{Vector, inf_norm};
 use crate::{Model, StateOf, StepError, Stepper};
 
 /// Default Newton tolerance on the relative position residual `ρ` (see the module docs).

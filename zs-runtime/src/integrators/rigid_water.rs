@@ -14,12 +14,12 @@
 //! H–H distances), with SHAKE's solution exact instead of converged to a tolerance: symplectic,
 //! time-reversible, order 2, one gradient per step.
 
-use super::{check_finite, check_h, check_state, Buffers};
+use super::{Buffers, check_finite, check_h, check_state};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::{Quantity, StepErrorKind};
 use crate::settle::{SettleError, SettleGeometry};
 use crate::stepper::{Clock, Clocked};
-use crate::vector::{same_bits, Vector};
+use crate::vector::{Vector, same_bits};
 use crate::{Model, StateOf, StepError, Stepper};
 
 /// SETTLE over rigid three-site molecules (see the [module docs](self)).

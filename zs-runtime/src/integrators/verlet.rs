@@ -1,11 +1,11 @@
 //! Velocity Verlet (Störmer–Verlet), `docs/INTEGRATORS.md` §1 — the paper's "variational Euler" on
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
-use super::{check_finite, check_h, check_state, par_pairs, par_triples, Buffers, StepStats};
+use super::{Buffers, StepStats, check_finite, check_h, check_state, par_pairs, par_triples};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::stepper::{Clock, Clocked};
-use crate::vector::{fingerprint_of_sum, fingerprint_term, Vector};
+use crate::vector::{Vector, fingerprint_of_sum, fingerprint_term};
 use crate::{Masses, Model, StateOf, StepError, Stepper};
 
 /// Velocity Verlet:

@@ -13,13 +13,13 @@
 
 use core::marker::PhantomData;
 
-use super::{check_finite, check_h, check_state, same_bits, Buffers, StepStats};
+use super::{Buffers, StepStats, check_finite, check_h, check_state, same_bits};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::linalg::{ShiftedSolve, SolveOptions};
 use crate::model::HessianPart;
 use crate::stepper::{Clock, Clocked};
-use crate::vector::{all_finite, Vector};
+use crate::vector::{Vector, all_finite};
 use crate::{Model, StateOf, StepError, Stepper, StiffModel};
 
 mod sealed {

@@ -160,13 +160,13 @@ impl DataFile {
                     let first = out.ids.len();
                     out.ids
                         .extend(self.ids.iter().map(|&id| id + copy * id_span));
-                    out.molecules.extend(self.molecules.iter().map(|&m| {
-                        if m == 0 {
-                            0
-                        } else {
-                            m + copy * mol_span
-                        }
-                    }));
+                    out.molecules.extend(
+                        self.molecules.iter().map(
+                            |&m| {
+                                if m == 0 { 0 } else { m + copy * mol_span }
+                            },
+                        ),
+                    );
                     out.types.extend_from_slice(&self.types);
                     out.charges.extend_from_slice(&self.charges);
                     out.positions.extend(
@@ -497,7 +497,9 @@ impl<'t> Parser<'t> {
                 let Some((lno, line)) = self.next_content() else {
                     return Err(err(
                         self.last_line(),
-                        format!("the file ends in the `{name}` section after {k} of its {count} lines (truncated?)"),
+                        format!(
+                            "the file ends in the `{name}` section after {k} of its {count} lines (truncated?)"
+                        ),
                     ));
                 };
                 let c = content(line);
@@ -522,11 +524,25 @@ impl<'t> Parser<'t> {
                             (Some(s), _) if s == "atomic" => AtomStyle::Atomic,
                             (Some(s), _) if s == "bond" || s == "molecular" => AtomStyle::Bond,
                             (Some(s), _) if s == "full" => AtomStyle::Full,
-                            (Some(s), _) => return Err(err(no, format!("atom style `{s}` is not supported (atomic, bond, molecular, full)"))),
+                            (Some(s), _) => {
+                                return Err(err(
+                                    no,
+                                    format!(
+                                        "atom style `{s}` is not supported (atomic, bond, molecular, full)"
+                                    ),
+                                ));
+                            }
                             (None, 5 | 8) => AtomStyle::Atomic,
                             (None, 6 | 9) => AtomStyle::Bond,
                             (None, 7 | 10) => AtomStyle::Full,
-                            (None, k) => return Err(err(lno, format!("{k} columns: not an atom of style atomic (5 or 8), bond/molecular (6 or 9) or full (7 or 10)"))),
+                            (None, k) => {
+                                return Err(err(
+                                    lno,
+                                    format!(
+                                        "{k} columns: not an atom of style atomic (5 or 8), bond/molecular (6 or 9) or full (7 or 10)"
+                                    ),
+                                ));
+                            }
                         };
                         if k == 0 {
                             file.style = style;
@@ -609,10 +625,15 @@ impl<'t> Parser<'t> {
             section = self
                 .next_content()
                 .map(|(no, line)| (no, content(line).to_string(), line));
-            if let Some((no, ref name, _)) = section {
-                if !SECTIONS.contains(&name.as_str()) {
-                    return Err(err(no, format!("`{name}`: more lines than the previous section's count, or an unknown section")));
-                }
+            if let Some((no, ref name, _)) = section
+                && !SECTIONS.contains(&name.as_str())
+            {
+                return Err(err(
+                    no,
+                    format!(
+                        "`{name}`: more lines than the previous section's count, or an unknown section"
+                    ),
+                ));
             }
         }
         if rows.len() != atoms {
@@ -708,15 +729,34 @@ impl<'t> Parser<'t> {
             "angle types" => h.angle_types = count()?,
             "dihedral types" => h.dihedral_types = count()?,
             "improper types" => h.improper_types = count()?,
-            "extra bond per atom" | "extra angle per atom" | "extra dihedral per atom"
-            | "extra improper per atom" | "extra special per atom" | "ellipsoids" | "lines"
-            | "triangles" | "bodies" => {}
+            "extra bond per atom"
+            | "extra angle per atom"
+            | "extra dihedral per atom"
+            | "extra improper per atom"
+            | "extra special per atom"
+            | "ellipsoids"
+            | "lines"
+            | "triangles"
+            | "bodies" => {}
             "xlo xhi" | "ylo yhi" | "zlo zhi" => {
-                let a = usize::from(words.starts_with('y')) + 2 * usize::from(words.starts_with('z'));
+                let a =
+                    usize::from(words.starts_with('y')) + 2 * usize::from(words.starts_with('z'));
                 h.bounds[a] = Some((num(&f, 0, no)?, num(&f, 1, no)?));
             }
-            "xy xz yz" => return Err(err(no, "a triclinic box (`xy xz yz`) is not supported: orthorhombic boxes only")),
-            _ => return Err(err(no, format!("`{c}`: not a header line LAMMPS writes (counts, types, box bounds) nor a section name"))),
+            "xy xz yz" => {
+                return Err(err(
+                    no,
+                    "a triclinic box (`xy xz yz`) is not supported: orthorhombic boxes only",
+                ));
+            }
+            _ => {
+                return Err(err(
+                    no,
+                    format!(
+                        "`{c}`: not a header line LAMMPS writes (counts, types, box bounds) nor a section name"
+                    ),
+                ));
+            }
         }
         Ok(())
     }

@@ -16,7 +16,7 @@
 
 pub mod dense;
 
-pub use dense::{condition_estimate, solve_shifted, DenseSolver};
+pub use dense::{DenseSolver, condition_estimate, solve_shifted};
 
 /// Which factorization solved the system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -86,7 +86,9 @@ pub enum SolveFailure {
     },
     /// The matrix was factored, but its estimated condition number exceeds the user's limit
     /// ([`SolveOptions::max_condition`]).
-    #[error("the {n}x{n} linear system is near-singular (condition estimate {condition:e} > limit {limit:e})")]
+    #[error(
+        "the {n}x{n} linear system is near-singular (condition estimate {condition:e} > limit {limit:e})"
+    )]
     IllConditioned {
         /// Dimension.
         n: usize,

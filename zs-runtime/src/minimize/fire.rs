@@ -7,9 +7,9 @@
 //! Used to relax a starting configuration before dynamics: a cluster built on a grid at rest
 //! boils off molecules (`docs/systems/water.md`, water); after a minimisation it stays bound.
 
-use super::{rms, MinimizeError, Minimized};
-use crate::vector::Vector;
+use super::{MinimizeError, Minimized, rms};
 use crate::Model;
+use crate::vector::Vector;
 
 /// FIRE's parameters (the paper's defaults except the time steps, which are the system's).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -12,9 +12,9 @@
 //! The stopping test is OpenMM's: the root-mean-square of the gradient's components
 //! ([`super::rms`]) at most `rms_tolerance`.
 
-use super::{rms, MinimizeError, Minimized};
-use crate::vector::{inf_norm, Vector};
+use super::{MinimizeError, Minimized, rms};
 use crate::Model;
+use crate::vector::{Vector, inf_norm};
 
 /// L-BFGS's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -4,9 +4,9 @@
 
 use std::sync::OnceLock;
 
+use super::WithLanes;
 #[cfg(target_arch = "x86_64")]
 use super::x86;
-use super::WithLanes;
 
 /// An instruction set the lane code is compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -49,7 +49,7 @@ mod tests;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-pub use dispatch::{detected, dispatch, dispatch_with, selected, Isa};
+pub use dispatch::{Isa, detected, dispatch, dispatch_with, selected};
 pub use loads::Loads;
 pub(crate) use scalar::round_ties_even;
 pub use scalar::rsqrt;
@@ -180,11 +180,7 @@ pub trait Lanes:
             }
         }
         let p = acc.unwrap_or(Self::splat(1.0));
-        if n < 0 {
-            Self::splat(1.0) / p
-        } else {
-            p
-        }
+        if n < 0 { Self::splat(1.0) / p } else { p }
     }
 }
 

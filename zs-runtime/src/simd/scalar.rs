@@ -36,19 +36,11 @@ impl Lanes for f64 {
     }
     #[inline(always)]
     fn lt(self, other: Self) -> Self {
-        if self < other {
-            1.0
-        } else {
-            0.0
-        }
+        if self < other { 1.0 } else { 0.0 }
     }
     #[inline(always)]
     fn le(self, other: Self) -> Self {
-        if self <= other {
-            1.0
-        } else {
-            0.0
-        }
+        if self <= other { 1.0 } else { 0.0 }
     }
     #[inline(always)]
     fn lt_mask(self, other: Self) -> u32 {
@@ -56,11 +48,7 @@ impl Lanes for f64 {
     }
     #[inline(always)]
     fn select(c: Self, a: Self, b: Self) -> Self {
-        if c != 0.0 {
-            a
-        } else {
-            b
-        }
+        if c != 0.0 { a } else { b }
     }
     #[inline(always)]
     fn round_even(self) -> Self {

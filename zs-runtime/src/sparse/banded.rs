@@ -21,9 +21,9 @@ use std::sync::Arc;
 
 #[cfg(feature = "faer")]
 use super::faer_backend::FaerSolver;
-use super::{BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
+use super::{BACKWARD_TOLERANCE, BlockLayout, SparseMatrix};
 use crate::linalg::inverse_norm_estimate;
-use crate::linalg::{singular_threshold, Factorization, Operand, SolveFailure, SolveOptions};
+use crate::linalg::{Factorization, Operand, SolveFailure, SolveOptions, singular_threshold};
 
 /// Marks a band entry outside the pattern (structurally zero).
 const ZERO: u32 = u32::MAX;

@@ -4,7 +4,7 @@
 //! on rayon's pool from a few hundred bodies.
 
 use super::{BlockLayout, SparseMatrix};
-use crate::linalg::{solve_shifted, Factorization, SolveFailure, SolveOptions};
+use crate::linalg::{Factorization, SolveFailure, SolveOptions, solve_shifted};
 
 /// The largest block (coordinates per body) the block-diagonal backend handles: rigid water
 /// has 9, a rigid body in `R^{3×3}` 9, point masses 2 or 3.

@@ -27,18 +27,18 @@ use std::sync::Arc;
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::ldlt::factor::LdltRegularization;
 use faer::linalg::cholesky::llt::factor::LltRegularization;
-use faer::sparse::linalg::cholesky::{
-    factorize_symbolic_cholesky, CholeskySymbolicParams, SymbolicCholesky, SymbolicCholeskyRaw,
-    SymmetricOrdering,
-};
 use faer::sparse::linalg::SupernodalThreshold;
+use faer::sparse::linalg::cholesky::{
+    CholeskySymbolicParams, SymbolicCholesky, SymbolicCholeskyRaw, SymmetricOrdering,
+    factorize_symbolic_cholesky,
+};
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
 use faer::{Conj, MatMut, Par, Side};
 
 use super::lu::SparseLu;
-use super::{BlockLayout, SparseMatrix, BACKWARD_TOLERANCE};
+use super::{BACKWARD_TOLERANCE, BlockLayout, SparseMatrix};
 use crate::linalg::inverse_norm_estimate;
-use crate::linalg::{singular_threshold, Factorization, Operand, SolveFailure, SolveOptions};
+use crate::linalg::{Factorization, Operand, SolveFailure, SolveOptions, singular_threshold};
 
 /// A compressed-column pattern with, per stored scalar, its index in the block values.
 #[derive(Debug)]
@@ -352,11 +352,7 @@ impl FaerSolver {
         }
         let norm = |y: &[f64]| y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let denom = norm(rows) * norm(x) + norm(&self.rhs);
-        if denom == 0.0 {
-            0.0
-        } else {
-            norm(r) / denom
-        }
+        if denom == 0.0 { 0.0 } else { norm(r) / denom }
     }
 
     /// `‖A‖₁` of the symmetric matrix held in `self.lower` (column sums of both triangles).

@@ -7,11 +7,11 @@
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::perm::PermRef;
-use faer::sparse::linalg::lu::{factorize_symbolic_lu, simplicial, LuSymbolicParams};
+use faer::sparse::linalg::lu::{LuSymbolicParams, factorize_symbolic_lu, simplicial};
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
 use faer::{Conj, MatMut, Par};
 
-use crate::linalg::{singular_threshold, Operand, SolveFailure};
+use crate::linalg::{Operand, SolveFailure, singular_threshold};
 
 /// A square matrix in a fixed compressed-column pattern, its values and an LU solver for it.
 pub struct SparseLu {

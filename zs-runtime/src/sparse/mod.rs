@@ -34,8 +34,8 @@ mod faer_backend;
 #[cfg(feature = "faer")]
 pub mod lu;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::linalg::{Factorization, ShiftedSolve, SolveFailure, SolveOptions};
 

@@ -11,11 +11,11 @@
 
 use zs_runtime::driver::run_steps;
 use zs_runtime::guards::{ConstraintGuard, EnergyGuard};
-use zs_runtime::linalg::{solve_shifted, Factorization};
+use zs_runtime::linalg::{Factorization, solve_shifted};
 use zs_runtime::observers::Observer;
 use zs_runtime::{
-    mechanical_system, Clocked, ConstraintObserver, EnergyObserver, MechanicalSystem,
-    MomentumObserver, Potential, State, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified,
+    Clocked, ConstraintObserver, EnergyObserver, MechanicalSystem, MomentumObserver, Potential,
+    State, VelocityVerlet, ZhangSkeel, ZhangSkeelSimplified, mechanical_system,
 };
 
 use crate::support::counting_alloc;

@@ -12,8 +12,8 @@
 use crate::support::fixtures::Rng;
 use zs_runtime::assembly::{Assembled, ThirdForm, Topology};
 use zs_runtime::{
-    mechanical_system, ConstrainedModel, HessianPart, MechanicalSystem, Model, Potential, Shake,
-    State, StiffModel, StiffSplit, ZhangSkeel,
+    ConstrainedModel, HessianPart, MechanicalSystem, Model, Potential, Shake, State, StiffModel,
+    StiffSplit, ZhangSkeel, mechanical_system,
 };
 
 // ------------------------------------------------------------------ the DNA ring, N = 6

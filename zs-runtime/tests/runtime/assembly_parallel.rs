@@ -109,8 +109,8 @@ fn langevin_around_stiff_zhang_skeel_is_reproducible_across_thread_counts() {
 /// from rest with `c = e^{−γh} ≈ 0`: `v = σ ξ`, `σ² = kT`).
 #[test]
 fn long_langevin_runs_are_bit_identical_whatever_the_thread_count() {
-    use zs_runtime::integrators::langevin::NOISE_BLOCK;
     use zs_runtime::VelocityVerlet;
+    use zs_runtime::integrators::langevin::NOISE_BLOCK;
     let run = |threads: usize| {
         pool(threads).install(|| {
             let (liquid, q, v) = assembled::cut_liquid(23);

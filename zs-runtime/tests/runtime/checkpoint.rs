@@ -7,11 +7,11 @@
 //! *new* stepper constructed the ordinary way (empty caches), a recorder reopened on the `.tmp`
 //! file, and the checkpoint read back from disk.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use zs_runtime::checkpoint::Resumable;
-use zs_runtime::driver::{resume, run, run_checkpointed, Checkpointing};
+use zs_runtime::driver::{Checkpointing, resume, run, run_checkpointed};
 use zs_runtime::observers::{FnObserver, Observer};
 use zs_runtime::{
     Checkpoint, CheckpointError, Clocked, ConstraintObserver, CsvRecorder, EnergyGuard,
@@ -569,14 +569,16 @@ fn a_reopened_recorder_keeps_the_header_it_wrote() {
         {
             let mut csv = recorder(&straight);
             let mut s = S0;
-            assert!(run(
-                &mut VelocityVerlet::new(0.01),
-                &target,
-                &mut s,
-                0.5,
-                &mut [&mut csv]
-            )
-            .is_ok());
+            assert!(
+                run(
+                    &mut VelocityVerlet::new(0.01),
+                    &target,
+                    &mut s,
+                    0.5,
+                    &mut [&mut csv]
+                )
+                .is_ok()
+            );
         }
         let _ = catch_unwind(AssertUnwindSafe(|| {
             let mut csv = recorder(&csv_path);

@@ -147,7 +147,7 @@ fn order_four() {
     let base = measured_order(|h| ZhangSkeel::new(0.4, h), &Coupled2, S2, 3.0, H0);
     report("Z&S alone", &base);
     assert!((base.0 - 2.0).abs() < 0.1);
-    assert!(base.1[3] > 100.0 * cases[1].1 .1[3]);
+    assert!(base.1[3] > 100.0 * cases[1].1.1[3]);
 }
 
 #[test]

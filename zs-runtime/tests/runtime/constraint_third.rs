@@ -3,7 +3,7 @@
 //! central differences of the generated `weighted_constraint_hessian`, and for a quadratic
 //! constraint, where it vanishes.
 
-use zs_runtime::{mechanical_system, ConstraintCurvature, ConstraintThirdContraction};
+use zs_runtime::{ConstraintCurvature, ConstraintThirdContraction, mechanical_system};
 
 /// Two non-quadratic constraints: `g1 = q0³ + q1 q2`, `g2 = sin(q0) q2`.
 struct Curved;
@@ -85,7 +85,9 @@ fn generated_third_contraction_of_constraints_three_ways() {
             [0.0; 3]
         );
     }
-    println!("constraint third contraction: vs hand {worst_hand:.1e}, vs central differences {worst_fd:.1e}");
+    println!(
+        "constraint third contraction: vs hand {worst_hand:.1e}, vs central differences {worst_fd:.1e}"
+    );
     assert!(worst_hand < 1e-14, "{worst_hand}");
     assert!(worst_fd < 1e-8, "{worst_fd}");
 }

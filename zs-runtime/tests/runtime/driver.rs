@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use zs_runtime::driver::{planned_steps, run, run_steps};
-use zs_runtime::observers::{total_energy, FnObserver, Observer};
+use zs_runtime::observers::{FnObserver, Observer, total_energy};
 use zs_runtime::{
     Clocked, ConstraintObserver, CsvRecorder, EnergyObserver, MechanicalSystem, MomentumObserver,
     Potential, Quantity, State, StepError, StepErrorKind, VelocityVerlet, ZhangSkeel,
@@ -452,14 +452,16 @@ fn the_clock_is_t0_plus_k_h_not_an_accumulated_sum() {
     let path = temp_path("clock.csv");
     let mut csv = CsvRecorder::create(&path, 100).unwrap();
     let mut s = State::new([1.0], [0.0]);
-    assert!(run(
-        &mut VelocityVerlet::new(0.01),
-        &Pendulum,
-        &mut s,
-        10.0,
-        &mut [&mut csv]
-    )
-    .is_ok());
+    assert!(
+        run(
+            &mut VelocityVerlet::new(0.01),
+            &Pendulum,
+            &mut s,
+            10.0,
+            &mut [&mut csv]
+        )
+        .is_ok()
+    );
     let text = std::fs::read_to_string(&path).unwrap();
     let ts: Vec<&str> = text
         .lines()

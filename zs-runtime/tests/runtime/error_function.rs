@@ -9,7 +9,7 @@ use crate::support::fixtures::Rng;
 use zs_runtime::assembly::{Assembled, Topology};
 use zs_runtime::simd::Isa;
 use zs_runtime::special::{erf, erfc};
-use zs_runtime::{mechanical_system, Model, Potential};
+use zs_runtime::{Model, Potential, mechanical_system};
 
 /// Two charges: the screened Coulomb pair of an Ewald sum plus the correction of an excluded
 /// pair scaled by `keep` (`V = qq [erfc(αr) − keep · erf(αr)] / r`).

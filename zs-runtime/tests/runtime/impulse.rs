@@ -9,7 +9,7 @@
 //! `tests/tests/workspace/impulse_convergence.rs`.
 
 use zs_runtime::integrators::impulse::{
-    mollified_gradient, project, projected_covector, projected_gradient, ProjectionFailure,
+    ProjectionFailure, mollified_gradient, project, projected_covector, projected_gradient,
 };
 use zs_runtime::{
     Clocked, ConstraintCurvature, FastPotential, Impulse, MechanicalSystem, MollifiedImpulse,

@@ -16,11 +16,7 @@ struct CurvatureSwitch;
 
 impl CurvatureSwitch {
     fn k(q: &[f64; 2]) -> f64 {
-        if q[0] < 5.0 {
-            1.0
-        } else {
-            -1.0
-        }
+        if q[0] < 5.0 { 1.0 } else { -1.0 }
     }
 }
 

@@ -5,7 +5,7 @@
 // The systems below deliberately use index loops and a final `return` (supported forms).
 #![allow(clippy::needless_range_loop, clippy::needless_return)]
 
-use zs_runtime::{mechanical_system, MechanicalSystem, Potential, State, ZhangSkeel};
+use zs_runtime::{MechanicalSystem, Potential, State, ZhangSkeel, mechanical_system};
 
 // ---------------------------------------------------------------- the README's example
 

@@ -3,7 +3,7 @@
 //! (thousands of nested `let`s crash rustc when it emits debuginfo, as the test profile does).
 //! The derivatives must still match finite differences of the user's own code.
 
-use zs_runtime::{mechanical_system, MechanicalSystem, Potential};
+use zs_runtime::{MechanicalSystem, Potential, mechanical_system};
 
 pub struct Cluster {
     pub eps: f64,

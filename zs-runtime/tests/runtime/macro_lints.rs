@@ -5,7 +5,7 @@
 
 #![deny(warnings, clippy::all, clippy::pedantic, clippy::nursery)]
 
-use zs_runtime::{mechanical_system, MechanicalSystem, Potential};
+use zs_runtime::{MechanicalSystem, Potential, mechanical_system};
 
 /// A pendulum on a stiff rod in 3D, with parameters, helpers, loops and constants.
 pub struct Rod {
@@ -57,9 +57,11 @@ fn lint_clean_expansion_works() {
     let g = rod.constraint_jacobian(&q);
     assert!((g[0][0] - 2.0).abs() < 1e-15);
     assert!(rod.gradient(&q)[2] > 9.0);
-    assert!(Potential::masses(&rod)
-        .iter()
-        .all(|m| (m - 2.0).abs() < 1e-15));
+    assert!(
+        Potential::masses(&rod)
+            .iter()
+            .all(|m| (m - 2.0).abs() < 1e-15)
+    );
     let h = rod.penalized_hessian(10.0, &q);
     assert!((h[0][1] - h[1][0]).abs() < 1e-12);
 }

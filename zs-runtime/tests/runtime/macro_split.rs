@@ -6,7 +6,7 @@
 //! functions, so a wrong derivative rule or a wrong role assignment fails here.
 
 use zs_runtime::{
-    mechanical_system, ConstraintCurvature, FastPotential, MechanicalSystem, Potential, StiffSplit,
+    ConstraintCurvature, FastPotential, MechanicalSystem, Potential, StiffSplit, mechanical_system,
 };
 
 // ---------------------------------------------------------------- helpers

@@ -9,8 +9,8 @@
 use zs_runtime::driver::{run, run_steps};
 use zs_runtime::observers::Observer;
 use zs_runtime::{
-    mechanical_system, MechanicalSystem, PenalizedMultipliers, Rattle, Shake, ShakeSolver, State,
-    TimeSeries, ZhangSkeel,
+    MechanicalSystem, PenalizedMultipliers, Rattle, Shake, ShakeSolver, State, TimeSeries,
+    ZhangSkeel, mechanical_system,
 };
 
 use crate::support::counting_alloc;

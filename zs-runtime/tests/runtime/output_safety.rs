@@ -2,7 +2,7 @@
 //! files, failed writes are reported and never renamed, finished files are complete, result
 //! files are replaced atomically.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use crate::support::fixtures::Spring;
@@ -45,14 +45,16 @@ fn a_crash_mid_run_keeps_the_previous_complete_file_and_adds_nothing_that_looks_
     // A complete file from an earlier run.
     let mut s = State::new([1.0], [0.0]);
     let mut csv = CsvRecorder::create(&path, 1).unwrap();
-    assert!(run(
-        &mut VelocityVerlet::new(0.1),
-        &Spring,
-        &mut s,
-        1.0,
-        &mut [&mut csv]
-    )
-    .is_ok());
+    assert!(
+        run(
+            &mut VelocityVerlet::new(0.1),
+            &Spring,
+            &mut s,
+            1.0,
+            &mut [&mut csv]
+        )
+        .is_ok()
+    );
     let before = std::fs::read(&path).unwrap();
     assert_eq!(String::from_utf8_lossy(&before).lines().count(), 1 + 11);
     // A longer run at the same path crashes (a panic stands for a kill or a power cut).

@@ -7,7 +7,7 @@
 use crate::support::fixtures::Rng;
 use zs_runtime::assembly::{Assembled, PairStrategy, Topology, TopologyError};
 use zs_runtime::simd::Isa;
-use zs_runtime::{mechanical_system, HessianPart, Model};
+use zs_runtime::{HessianPart, Model, mechanical_system};
 
 /// Harmonic bonds (k = 20, r0 = 1) and LJ cut at `rc` and shifted (σ = ε = 1).
 struct Beads {
@@ -625,8 +625,8 @@ fn relabeled(
 /// (and its bits); the spatial order is refused where it does not apply.
 #[test]
 fn a_melt_in_random_order_is_held_in_spatial_order_and_nothing_outside_sees_it() {
-    use zs_runtime::assembly::BodyOrder;
     use zs_runtime::ZhangSkeel;
+    use zs_runtime::assembly::BodyOrder;
     let rc = 1.5;
     let n = CHAINS * BEADS;
     let mut rng = Rng(0x0BAD_5EED_0F0F);

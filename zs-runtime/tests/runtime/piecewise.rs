@@ -7,7 +7,7 @@
 use crate::support::fixtures::Rng;
 use zs_runtime::assembly::{Assembled, Topology};
 use zs_runtime::simd::Isa;
-use zs_runtime::{mechanical_system, Model, Potential};
+use zs_runtime::{Model, Potential, mechanical_system};
 
 /// A one-sided harmonic wall at `q0 = 0` plus a quartic: `V = ½k q0² [q0 < 0] + c q1⁴ + q0 q1`.
 struct Wall {

@@ -346,7 +346,9 @@ fn verlet_stable_only_below_h_omega_two() {
     let s0 = State::new([1.0], [0.0]);
     let (stable, ratio) = energy_growth(&mut VelocityVerlet::new(1.9), &p, s0, 10_000);
     let (unstable, _) = energy_growth(&mut VelocityVerlet::new(2.1), &p, s0, 100);
-    eprintln!("Verlet: h omega = 1.9 max E/E0 {stable:.3e} (late/early {ratio:?}); 2.1: {unstable:.3e} after 100 steps");
+    eprintln!(
+        "Verlet: h omega = 1.9 max E/E0 {stable:.3e} (late/early {ratio:?}); 2.1: {unstable:.3e} after 100 steps"
+    );
     assert!(stable < 100.0);
     assert!((ratio.unwrap() - 1.0).abs() < 1e-3);
     assert!(unstable > 1e20);

@@ -5,7 +5,7 @@
 //! tested in `tests/tests/workspace/constrained_double_pendulum.rs`.
 
 use zs_runtime::{
-    mechanical_system, Clocked, MechanicalSystem, Potential, Rattle, Shake, ShakeSolver, State,
+    Clocked, MechanicalSystem, Potential, Rattle, Shake, ShakeSolver, State, mechanical_system,
 };
 
 /// A spherical pendulum of length 1 with an anisotropic potential (so the motion is not

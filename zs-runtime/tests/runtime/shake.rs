@@ -6,8 +6,8 @@
 use zs_runtime::driver::run;
 use zs_runtime::verify::slope;
 use zs_runtime::{
-    mechanical_system, ConstraintObserver, Potential, Rattle, Shake, ShakeSolver, SolveFailure,
-    State, StepError, StepErrorKind, VelocityVerlet,
+    ConstraintObserver, Potential, Rattle, Shake, ShakeSolver, SolveFailure, State, StepError,
+    StepErrorKind, VelocityVerlet, mechanical_system,
 };
 
 /// A planar pendulum: bob of mass `mass` on a rod of length `length` from the origin, gravity

@@ -4,7 +4,7 @@
 //! The same test with a wrong acceptance rule fails (the test can fail), and replicas stepped in
 //! parallel give the same bits for every thread count.
 
-use zs_runtime::tempering::{metropolis, Exchanges, Tempering};
+use zs_runtime::tempering::{Exchanges, Tempering, metropolis};
 use zs_runtime::{Langevin, Potential, State, VelocityVerlet};
 
 /// `V(x) = B (x² − 1)²`, unit mass: wells at ±1 separated by a barrier `B`.

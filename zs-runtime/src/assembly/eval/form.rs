@@ -4,14 +4,14 @@
 use core::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
-use super::lanes::{lane_pass, Lanes_};
-use super::maps::{add_block, contract, map1, map3, map4, map_kept};
+use super::lanes::{Lanes_, lane_pass};
+use super::maps::{add_block, contract, map_kept, map1, map3, map4};
 use super::sums::{add_partials_by_piece, chunk_sum};
-use super::{lane_chunk, FormOps, Inputs, Outputs, Want, STACK_ROWS};
+use super::{FormOps, Inputs, Outputs, STACK_ROWS, Want, lane_chunk};
 use crate::assembly::forms::{Form, FormInfo, Over, ThirdForm};
 use crate::assembly::jacobian::SparseJacobian;
 use crate::assembly::plan::{
-    Bodies, Csr, HessianGather, PartialPlan, PlanScratch, TermList, NOWHERE, PINNED,
+    Bodies, Csr, HessianGather, NOWHERE, PINNED, PartialPlan, PlanScratch, TermList,
 };
 use crate::assembly::terms::{Kernel, Local, LocalHessian, LocalThird};
 use crate::assembly::topology::{Topology, TopologyError};

@@ -7,11 +7,11 @@
 
 use core::marker::PhantomData;
 
-use super::sums::{chunk_sum, over_chunks, Spans};
-use super::{lane_chunk, Inputs};
-use crate::assembly::cell::{r2, Image};
+use super::sums::{Spans, chunk_sum, over_chunks};
+use super::{Inputs, lane_chunk};
+use crate::assembly::cell::{Image, r2};
 use crate::assembly::forms::Form;
-use crate::assembly::plan::{PartialPlan, TermList, NO_SLOT, PINNED};
+use crate::assembly::plan::{NO_SLOT, PINNED, PartialPlan, TermList};
 use crate::assembly::terms::{Kernel, Kinds};
 use crate::simd::{self, Lanes, Loads, WithLanes};
 

@@ -5,8 +5,8 @@
 
 use rayon::prelude::*;
 
-use super::sums::in_chunks;
 use super::CHUNK;
+use super::sums::in_chunks;
 use crate::assembly::plan::TermList;
 use crate::assembly::terms::{Local, LocalThird};
 

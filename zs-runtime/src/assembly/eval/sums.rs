@@ -6,8 +6,8 @@
 
 use rayon::prelude::*;
 
-use super::{FormList, FormOps, CHUNK, PAIR_CHUNK};
-use crate::assembly::plan::{PartialPlan, PIECE};
+use super::{CHUNK, FormList, FormOps, PAIR_CHUNK};
+use crate::assembly::plan::{PIECE, PartialPlan};
 use crate::model::HessianPart;
 use crate::simd::Lanes;
 

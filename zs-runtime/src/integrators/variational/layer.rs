@@ -29,8 +29,8 @@
 
 use super::tableau::Tableau;
 use crate::error::{Quantity, StepErrorKind};
-use crate::linalg::dense::lu::LuMatrix;
 use crate::linalg::SolveFailure;
+use crate::linalg::dense::lu::LuMatrix;
 use crate::{ConstraintThirdContraction, MechanicalSystem, StepError};
 
 /// A value or a tangent of `y = (q, v, S)`.

@@ -13,7 +13,7 @@
 // Index loops read best for the elimination written out.
 #![allow(clippy::needless_range_loop)]
 
-use crate::linalg::{singular_threshold, SolveFailure};
+use crate::linalg::{SolveFailure, singular_threshold};
 
 /// A square row-major matrix the LU works on.
 pub(crate) trait Square {

@@ -35,7 +35,7 @@ use cholesky::Cholesky;
 use lu::Lu;
 
 use super::{
-    inverse_norm_estimate, Factorization, Operand, ShiftedSolve, SolveFailure, SolveOptions,
+    Factorization, Operand, ShiftedSolve, SolveFailure, SolveOptions, inverse_norm_estimate,
 };
 
 /// The dense backend for fixed sizes: [`solve_shifted`] on `[[f64; N]; N]`, on the stack. It has

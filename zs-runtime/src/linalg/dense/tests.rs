@@ -6,9 +6,9 @@ use nalgebra::{SMatrix, SVector};
 use super::cholesky::Cholesky;
 use super::lu::{Lu, LuMatrix};
 use super::{
-    condition_estimate, solve, solve_general, solve_shifted, NON_FINITE_MATRIX, NON_FINITE_RHS,
+    NON_FINITE_MATRIX, NON_FINITE_RHS, condition_estimate, solve, solve_general, solve_shifted,
 };
-use crate::linalg::{singular_threshold, Factorization, Operand, SolveFailure, SolveOptions};
+use crate::linalg::{Factorization, Operand, SolveFailure, SolveOptions, singular_threshold};
 
 /// The out-of-place form of [`solve_shifted`] the tests read best with.
 fn shifted_solve<const N: usize>(

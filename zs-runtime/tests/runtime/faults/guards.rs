@@ -139,26 +139,30 @@ fn a_successful_run_removes_a_stale_incomplete_marker() {
     let sys = Switch { k_after: -1.0 };
     let mut csv = CsvRecorder::create(&path, 1).unwrap();
     let mut s = S0;
-    assert!(!run(
-        &mut ZhangSkeel::new(0.25, 2.0),
-        &sys,
-        &mut s,
-        20.0,
-        &mut [&mut csv]
-    )
-    .is_ok());
+    assert!(
+        !run(
+            &mut ZhangSkeel::new(0.25, 2.0),
+            &sys,
+            &mut s,
+            20.0,
+            &mut [&mut csv]
+        )
+        .is_ok()
+    );
     assert!(incomplete_marker_of(&path).exists());
     // Same path, a run that completes (t_end before the switch).
     let mut csv = CsvRecorder::create(&path, 1).unwrap();
     let mut s = S0;
-    assert!(run(
-        &mut ZhangSkeel::new(0.25, 2.0),
-        &sys,
-        &mut s,
-        4.0,
-        &mut [&mut csv]
-    )
-    .is_ok());
+    assert!(
+        run(
+            &mut ZhangSkeel::new(0.25, 2.0),
+            &sys,
+            &mut s,
+            4.0,
+            &mut [&mut csv]
+        )
+        .is_ok()
+    );
     assert!(!incomplete_marker_of(&path).exists());
     assert_eq!(rows(&path).len(), 3);
 }

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use crate::support::fixtures::NanBeyondOne;
 use crate::support::fixtures::Spring;
-use zs_runtime::driver::{run, RunFailure};
-use zs_runtime::guards::{ConstraintGuard, EnergyGuard, CONSTRAINT_RESIDUAL, ENERGY_DRIFT};
-use zs_runtime::observers::{total_energy, FnObserver, Observer};
+use zs_runtime::driver::{RunFailure, run};
+use zs_runtime::guards::{CONSTRAINT_RESIDUAL, ConstraintGuard, ENERGY_DRIFT, EnergyGuard};
+use zs_runtime::observers::{FnObserver, Observer, total_energy};
 use zs_runtime::output::incomplete_marker_of;
 use zs_runtime::{
     Clock, Clocked, CsvRecorder, Langevin, MechanicalSystem, Newmark, Potential, Quantity, Shake,
@@ -67,11 +67,7 @@ struct Switch {
 
 impl Switch {
     fn k(&self, q: &[f64; 2]) -> f64 {
-        if q[0] < 5.0 {
-            1.0
-        } else {
-            self.k_after
-        }
+        if q[0] < 5.0 { 1.0 } else { self.k_after }
     }
 }
 

@@ -274,9 +274,11 @@ fn newmark_newton_not_converged_stops_the_run_at_the_last_good_state() {
     assert_eq!((expected.step(), expected.t()), (k, good.t));
     assert_eq!(bits(&s), bits(&good));
     assert_eq!(rows(&path).len() as u64, k + 1);
-    assert!(std::fs::read_to_string(incomplete_marker_of(&path))
-        .unwrap()
-        .contains("Newmark Newton did not converge in 1 iterations"));
+    assert!(
+        std::fs::read_to_string(incomplete_marker_of(&path))
+            .unwrap()
+            .contains("Newmark Newton did not converge in 1 iterations")
+    );
 }
 
 /// A pendulum of length 1 under gravity, `V = y`, `g(q) = |q|² - 1`, for SHAKE.

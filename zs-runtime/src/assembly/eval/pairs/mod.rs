@@ -26,7 +26,7 @@ use crate::model::HessianPart;
 use crate::sparse::BlockLayout;
 
 pub(crate) use rows::Sites;
-use rows::{Rows, BLOCK, MOST_TYPES};
+use rows::{BLOCK, MOST_TYPES, Rows};
 
 /// How a pair form under a cutoff evaluates its energy and gradient (the Hessian passes always
 /// go term by term). A public value, as faer's choices of algorithm are: `Auto` decides at each

@@ -12,10 +12,10 @@
 //! on the lanes, and the fixed chunks and per-body sums of [`super::super::sums`] make
 //! them independent of the threads.
 
-use super::super::sums::{block_positions, over_chunks, sum_partials, virtual_sum, Spans};
 use super::super::Inputs;
-use super::rows::{Group, Rows, BLOCK, MIXED};
-use crate::assembly::cell::{r2, Cell, Image};
+use super::super::sums::{Spans, block_positions, over_chunks, sum_partials, virtual_sum};
+use super::rows::{BLOCK, Group, MIXED, Rows};
+use crate::assembly::cell::{Cell, Image, r2};
 use crate::assembly::forms::Form;
 use crate::assembly::terms::{Kernel, Kinds};
 use crate::simd::{self, Loads, WithLanes};

@@ -114,11 +114,7 @@ fn valid(pairs: &[[u32; 2]], n: usize, ordered: bool) -> bool {
 impl Rows {
     /// Per free body, its gradient; the last gradient pass's.
     pub fn grad(&self) -> &[f64] {
-        if self.newton {
-            &self.summed
-        } else {
-            &self.out
-        }
+        if self.newton { &self.summed } else { &self.out }
     }
 
     /// Full rows of the pairs `pairs` (`i < j`, bodies below `n`) of `n` free bodies: row `i`
@@ -428,9 +424,11 @@ mod tests {
             assert_eq!(g.padded().len() % BLOCK, 0);
             if g.len > 0 {
                 let last = rows.partner[(g.start + g.len - 1) as usize];
-                assert!(rows.partner[g.padded()][g.len as usize..]
-                    .iter()
-                    .all(|&j| j == last));
+                assert!(
+                    rows.partner[g.padded()][g.len as usize..]
+                        .iter()
+                        .all(|&j| j == last)
+                );
             }
         }
     }
