@@ -188,6 +188,20 @@ fn large_dense_system_builds_fast() {
     }
 }
 
+/// The engine's hasher spreads integer-valued constants (a loop's running count: 1.0, 2.0, …,
+/// whose bits end in zeros) over a table's buckets, which are picked by the low bits: when it
+/// did not, they all collided and unrolling a long sum was quadratic.
+#[test]
+fn integer_constants_spread_over_the_hash_buckets() {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    let build = BuildHasherDefault::<super::graph::FxHasher>::default();
+    let buckets: std::collections::HashSet<u64> = (1..=4096)
+        .map(|k| build.hash_one(super::Node::Const(super::ConstBits::new(k as f64))) & 4095)
+        .collect();
+    // Uniform hashing fills about 1 - 1/e of them (2589).
+    assert!(buckets.len() > 2048, "{} of 4096 buckets", buckets.len());
+}
+
 mod prop;
 
 /// `cos(n·acos u)` is rewritten as the Chebyshev polynomial `T_n(u)`: the same values inside
