@@ -637,3 +637,74 @@ fn zs_nma_water_box_diagonalises_the_exact_hessian_with_pme() {
         "{err}"
     );
 }
+
+/// SETTLE's steps on a rigid PME box allocate nothing once its lists have reached their
+/// high-water mark. The first step sets up the buffers (SETTLE's, the neighbour list's, PME's
+/// mesh, the long-range model's scratch); the neighbour list and its rows are sized for a
+/// uniform density with some room, and a rebuild that finds more pairs than they ever held
+/// grows them (a few times in the first window below, in this small box); after that, none.
+#[test]
+fn settle_steps_of_a_pme_box_allocate_nothing_after_the_lists_high_water_mark() {
+    use zs_runtime::{Settle, StateOf};
+    let data = DataFile::parse(&box_text(7, true)).expect("parses");
+    let water = WaterBox::from_data_with(
+        &data,
+        &WaterBoxOptions {
+            rc: RC,
+            tolerance: 5e-4,
+            kspace: Kspace::Pme,
+            water: Water::Rigid,
+        },
+    )
+    .expect("SPC/E water");
+    let molecules: Vec<[u32; 3]> = data
+        .angles
+        .iter()
+        .map(|a| [a.atoms[1], a.atoms[0], a.atoms[2]].map(|b| b as u32))
+        .collect();
+    let model = water.model();
+    let mut settle = Settle::new(1.0, molecules, zs_systems::water_box::R_OH, r_hh());
+    // Each molecule drifts at 0.03 Å/fs in its own direction: over each window below it moves
+    // 2.4 Å, past half the neighbour list's skin, so the list is rebuilt in place.
+    let mut s = 0x5E77_1Eu64;
+    let mut v = vec![0.0; water.q.len()];
+    for m in v.chunks_mut(9) {
+        let d = [uniform(&mut s), uniform(&mut s), uniform(&mut s)];
+        let norm = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        for atom in m.chunks_mut(3) {
+            for (x, dx) in atom.iter_mut().zip(d) {
+                *x = 0.03 * dx / norm;
+            }
+        }
+    }
+    let mut state = StateOf::new(water.q.clone(), v);
+    settle.step(&model, &mut state).expect("the first step");
+    let mut window = || {
+        let start = state.q.clone();
+        let n = crate::counting_alloc::allocations_during(|| {
+            for _ in 0..80 {
+                settle.step(&model, &mut state).expect("a step");
+            }
+        });
+        let moved = (0..start.len() / 3)
+            .map(|b| {
+                (0..3)
+                    .map(|c| (state.q[3 * b + c] - start[3 * b + c]).powi(2))
+                    .sum::<f64>()
+            })
+            .fold(0.0_f64, f64::max)
+            .sqrt();
+        assert!(
+            moved > zs_systems::water_box::SKIN,
+            "the farthest atom moved {moved} Å"
+        );
+        n
+    };
+    let growing = window();
+    assert!(growing < 20, "{growing} allocations while the lists grow");
+    assert_eq!(
+        window(),
+        0,
+        "allocations in 80 steps after the high-water mark"
+    );
+}
