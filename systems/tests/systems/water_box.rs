@@ -666,7 +666,7 @@ fn settle_steps_of_a_pme_box_allocate_nothing_after_the_lists_high_water_mark() 
     let mut settle = Settle::new(1.0, molecules, zs_systems::water_box::R_OH, r_hh());
     // Each molecule drifts at 0.03 Å/fs in its own direction: over each window below it moves
     // 2.4 Å, past half the neighbour list's skin, so the list is rebuilt in place.
-    let mut s = 0x5E77_1Eu64;
+    let mut s = 0x005E_771Eu64;
     let mut v = vec![0.0; water.q.len()];
     for m in v.chunks_mut(9) {
         let d = [uniform(&mut s), uniform(&mut s), uniform(&mut s)];
