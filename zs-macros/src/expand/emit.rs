@@ -32,9 +32,11 @@ pub struct Emitter<'l> {
     pub coords: Coords,
     /// Emit SIMD lane code: every value of type `L: zs_runtime::simd::Lanes` instead of `f64`
     /// (constants and parameters splatted, `sqrt` and `powi` the lanes' own, `1 / √x` the lanes'
-    /// `rsqrt`, `1 / xⁿ` as `rsqrt(x)^{2n}` where `1/√x` is taken anyway, other functions lane
-    /// by lane). The operations and their order are those of the scalar code, except those
-    /// reciprocals (within an ulp per `rsqrt`, no divider).
+    /// `rsqrt`, `1 / xⁿ` as `rsqrt(x)^{2n}` where `1/√x` is taken anyway, `exp`, `erf` and
+    /// `erfc` the lanes' own — `zs_runtime::simd::exp` — other functions lane by lane). The
+    /// operations and their order are those of the scalar code, except those reciprocals
+    /// (within an ulp per `rsqrt`, no divider) and those three functions (within a few ulp of
+    /// the scalar ones).
     pub lanes: bool,
 }
 
@@ -387,7 +389,7 @@ fn lane_rhs(ins: &Instr) -> TokenStream {
             match op {
                 Unary::Neg => quote!(-#a),
                 Unary::Sqrt => quote!(#lanes::sqrt(#a)),
-                Unary::Exp => lanewise(quote!(f64::exp)),
+                Unary::Exp => quote!(::zs_runtime::simd::exp(#a)),
                 Unary::Ln => lanewise(quote!(f64::ln)),
                 Unary::Sin => lanewise(quote!(f64::sin)),
                 Unary::Cos => lanewise(quote!(f64::cos)),
@@ -396,8 +398,8 @@ fn lane_rhs(ins: &Instr) -> TokenStream {
                 Unary::Acos => lanewise(quote!(f64::acos)),
                 Unary::Asin => lanewise(quote!(f64::asin)),
                 Unary::Atan => lanewise(quote!(f64::atan)),
-                Unary::Erf => lanewise(quote!(::zs_runtime::special::erf)),
-                Unary::Erfc => lanewise(quote!(::zs_runtime::special::erfc)),
+                Unary::Erf => quote!(::zs_runtime::simd::erf(#a)),
+                Unary::Erfc => quote!(::zs_runtime::simd::erfc(#a)),
             }
         }
         Instr::Binary { op, a, b, .. } => {

@@ -21,27 +21,30 @@
 //! in IEEE 754 whether done one at a time or eight at a time, and nothing is reassociated or
 //! contracted. The only fused multiply-adds are those [`rsqrt`] writes out (`f64::mul_add` on
 //! one lane, the FMA instruction on many: one correctly rounded operation either way). `powi` is
-//! the same chain of multiplications for every `L`, and transcendental functions are evaluated
-//! lane by lane by the scalar `f64` function. So a term's outputs are the same bits on the
-//! scalar, AVX2 and AVX-512 paths, and so are the sums the assembly makes of them on one
-//! machine (a pair form under a cutoff goes by the pass the machine's widest lanes make
+//! the same chain of multiplications for every `L`; [`exp`], [`erf`] and [`erfc`] are written
+//! once over `L` from those operations (`functions.rs`), and other transcendental functions
+//! are evaluated lane by lane by the scalar `f64` function. So a term's outputs are the same
+//! bits on the scalar, AVX2 and AVX-512 paths, and so are the sums the assembly makes of them
+//! on one machine (a pair form under a cutoff goes by the pass the machine's widest lanes make
 //! fastest, whatever lanes a system runs: `Assembled::with_pair_strategy`).
 //!
 //! **Not the scalar kernel's bits.** The lane kernels are derived in reciprocal mode (one
-//! division per denominator) and take `1/√x` by [`rsqrt`]: they agree with the plain
+//! division per denominator), take `1/√x` by [`rsqrt`] and call the lanes' [`exp`], [`erf`]
+//! and [`erfc`] (a few ulp from the scalar functions): they agree with the plain
 //! `value_gradient` (used by the Hessian passes and the fixed-size path) to rounding, not to
 //! the bit (the TIP3P cluster: 1e-13 relative, tested).
 //!
 //! The module by concern, as OpenMM's CPU platform keeps one file per instruction set behind one
 //! dispatch function: this file the [`Lanes`] trait the generated kernels are written over;
 //! `loads.rs` the engine's loads of a block of terms' bodies ([`Loads`], not for kernels);
-//! `scalar.rs` the one-lane `f64` and [`rsqrt`]; `dispatch.rs` [`Isa`] and [`dispatch`];
-//! `x86/` the AVX2 (`avx2.rs`) and AVX-512 (`avx512.rs`) types and their `#[target_feature]`
+//! `scalar.rs` the one-lane `f64` and [`rsqrt`]; `functions.rs` [`exp`], [`erf`] and [`erfc`]
+//! on lanes; `dispatch.rs` [`Isa`] and [`dispatch`]; `x86/` the AVX2 (`avx2.rs`) and AVX-512 (`avx512.rs`) types and their `#[target_feature]`
 //! entries.
 
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
 mod dispatch;
+mod functions;
 mod loads;
 mod scalar;
 #[cfg(test)]
@@ -50,6 +53,7 @@ mod tests;
 mod x86;
 
 pub use dispatch::{Isa, detected, dispatch, dispatch_with, selected};
+pub use functions::{erf, erfc, exp};
 pub use loads::Loads;
 pub(crate) use scalar::round_ties_even;
 pub use scalar::rsqrt;
@@ -139,6 +143,10 @@ pub trait Lanes:
     /// The nearest integer, ties to even, lane by lane (`f64::round_ties_even`): the number of
     /// box lengths between a body and the nearest image of another.
     fn round_even(self) -> Self;
+    /// `2^k` for integer-valued lanes `k` in `[−1022, 1023]`, exactly: a normal number made from
+    /// its exponent bits (the scaling of [`exp`]'s reduced argument). Other lanes (fractions,
+    /// NaN, out of range) give an unspecified value, never a panic.
+    fn pow2i(self) -> Self;
     /// `f` lane by lane (transcendental functions: the scalar `f64` function on each lane).
     #[inline(always)]
     fn map(self, f: impl Fn(f64) -> f64) -> Self {

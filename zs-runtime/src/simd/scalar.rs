@@ -55,6 +55,11 @@ impl Lanes for f64 {
         round_ties_even(self)
     }
     #[inline(always)]
+    fn pow2i(self) -> Self {
+        // `as` saturates (NaN to 0): out-of-range lanes are garbage, not a panic.
+        f64::from_bits(((self as i64).wrapping_add(1023) as u64) << 52)
+    }
+    #[inline(always)]
     fn map(self, f: impl Fn(f64) -> f64) -> Self {
         f(self)
     }

@@ -151,6 +151,18 @@ pub(super) unsafe fn round256(a: __m256d) -> __m256d {
     unsafe { _mm256_round_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
 }
 
+/// [`Lanes::pow2i`] on 4 lanes: `k` to 32-bit integers (exact for integer-valued lanes),
+/// widened, biased and shifted into the exponent field.
+#[inline(always)]
+pub(super) unsafe fn pow2i256(k: __m256d) -> __m256d {
+    // SAFETY: AVX2 (module docs). Out-of-range lanes convert to `i32::MIN`: garbage, no UB.
+    unsafe {
+        let k = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k));
+        let biased = _mm256_add_epi64(k, _mm256_set1_epi64x(1023));
+        _mm256_castsi256_pd(_mm256_slli_epi64::<52>(biased))
+    }
+}
+
 /// [`crate::simd::rsqrt`] on 4 lanes: the same operations, lane by lane.
 #[inline(always)]
 pub(super) unsafe fn rsqrt256(x: __m256d) -> __m256d {

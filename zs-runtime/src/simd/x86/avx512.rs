@@ -224,6 +224,18 @@ pub(super) unsafe fn round512(a: __m512d) -> __m512d {
     unsafe { _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
 }
 
+/// [`Lanes::pow2i`] on 8 lanes: `k` to 32-bit integers (exact for integer-valued lanes),
+/// widened, biased and shifted into the exponent field.
+#[inline(always)]
+pub(super) unsafe fn pow2i512(k: __m512d) -> __m512d {
+    // SAFETY: AVX-512F (module docs). Out-of-range lanes convert to `i32::MIN`: garbage, no UB.
+    unsafe {
+        let k = _mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(k));
+        let biased = _mm512_add_epi64(k, _mm512_set1_epi64(1023));
+        _mm512_castsi512_pd(_mm512_slli_epi64::<52>(biased))
+    }
+}
+
 /// [`crate::simd::rsqrt`] on 8 lanes: the same operations, lane by lane.
 #[inline(always)]
 pub(super) unsafe fn rsqrt512(x: __m512d) -> __m512d {

@@ -37,7 +37,7 @@ unsafe impl Sync for F64x8 {}
 macro_rules! lanes {
     ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
      $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
-     $lt_mask:ident, $set1:ident,
+     $lt_mask:ident, $pow2i:ident, $set1:ident,
      $loadu:ident, $storeu:ident, $xor:ident, $gather_bodies:ident
      $(, compress = $compress:ident)? $(, load_pairs3 = $load_pairs3:ident)?) => {
         impl Add for $ty {
@@ -149,6 +149,11 @@ macro_rules! lanes {
                 // SAFETY: see the module docs.
                 unsafe { $ty($round(self.0)) }
             }
+            #[inline(always)]
+            fn pow2i(self) -> Self {
+                // SAFETY: see the module docs.
+                unsafe { $ty($pow2i(self.0)) }
+            }
             $(
             #[inline(always)]
             fn compress_store(self, mask: u32, out: &mut [f64]) {
@@ -196,6 +201,7 @@ lanes!(
     select256,
     round256,
     lt_mask256,
+    pow2i256,
     _mm256_set1_pd,
     _mm256_loadu_pd,
     _mm256_storeu_pd,
@@ -219,6 +225,7 @@ lanes!(
     select512,
     round512,
     lt_mask512,
+    pow2i512,
     _mm512_set1_pd,
     _mm512_loadu_pd,
     _mm512_storeu_pd,
