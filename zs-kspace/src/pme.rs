@@ -27,12 +27,18 @@
 //! (`M_n' (u) = M_{n−1}(u) − M_{n−1}(u−1)`, eq. 4.2's recursion once more): two FFTs more than
 //! the gradient.
 //!
-//! Everything runs in one thread in a fixed order: the same bits at every pool size. The mesh,
-//! its spectrum and the FFTs' scratch are made at set-up; an evaluation allocates nothing.
+//! The splines, the spreading and the gathering run on rayon's pool, the FFTs in one thread:
+//! the same bits at every pool size. The splines and the gathering are per charge; the mesh is
+//! spread in [`SLABS`] slabs of planes along its first axis, each slab summing every charge's
+//! share of its own planes in the charges' order — so each mesh point is the same sum, in the
+//! same order, however the slabs are shared among threads (no atomic adds, no partial meshes).
+//! The mesh, its spectrum and the FFTs' scratch are made at set-up; an evaluation allocates
+//! nothing.
 
 use core::f64::consts::PI;
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use rustfft::num_complex::Complex;
 use rustfft::{Fft, FftPlanner};
@@ -179,34 +185,54 @@ impl Axis {
 /// derivatives of its splines), each with a coefficient.
 type Share = [([f64; MAX_ORDER], [f64; MAX_ORDER], [f64; MAX_ORDER], f64); 3];
 
+/// Slabs of the mesh's first axis spread in parallel ([module docs](self)).
+const SLABS: usize = 8;
+/// Charges per task of the per-charge loops (splines, gathering).
+const CHARGES_PER_TASK: usize = 256;
+
 /// `mesh = Σ_i share_i`: `Q` (one product of values, coefficient `q_i`) or `D` (three, one
-/// derivative each), in the charges' order.
+/// derivative each), in the charges' order, by slabs of planes along axis 0.
 fn spread(
     splines: &[[Axis; 3]],
     mesh: &mut [f64],
     [k0, k1, k2]: [usize; 3],
     n: usize,
-    share: impl Fn(usize, &[Axis; 3]) -> Share,
+    share: impl Fn(usize, &[Axis; 3]) -> Share + Sync,
 ) {
-    mesh.fill(0.0);
-    for (i, s) in splines.iter().enumerate() {
-        for (x, y, z, c) in share(i, s) {
-            if c == 0.0 {
-                continue;
-            }
-            for (j0, x) in x[..n].iter().enumerate() {
-                let i0 = s[0].index(j0, k0);
-                let w0 = c * x;
-                for (j1, y) in y[..n].iter().enumerate() {
-                    let row = (i0 * k1 + s[1].index(j1, k1)) * k2;
-                    let w01 = w0 * y;
-                    for (j2, z) in z[..n].iter().enumerate() {
-                        mesh[row + s[2].index(j2, k2)] += w01 * z;
+    let plane = k1 * k2;
+    let planes = k0.div_ceil(SLABS);
+    mesh.par_chunks_mut(planes * plane)
+        .enumerate()
+        .for_each(|(slab, mesh)| {
+            mesh.fill(0.0);
+            let first = slab * planes;
+            let owned = first..first + mesh.len() / plane;
+            for (i, s) in splines.iter().enumerate() {
+                let mine = (0..n).any(|j0| owned.contains(&s[0].index(j0, k0)));
+                if !mine {
+                    continue;
+                }
+                for (x, y, z, c) in share(i, s) {
+                    if c == 0.0 {
+                        continue;
+                    }
+                    for (j0, x) in x[..n].iter().enumerate() {
+                        let i0 = s[0].index(j0, k0);
+                        if !owned.contains(&i0) {
+                            continue;
+                        }
+                        let w0 = c * x;
+                        for (j1, y) in y[..n].iter().enumerate() {
+                            let row = ((i0 - first) * k1 + s[1].index(j1, k1)) * k2;
+                            let w01 = w0 * y;
+                            for (j2, z) in z[..n].iter().enumerate() {
+                                mesh[row + s[2].index(j2, k2)] += w01 * z;
+                            }
+                        }
                     }
                 }
             }
-        }
-    }
+        });
 }
 
 /// The reciprocal-space, self and background terms of the Ewald sum of fixed charges in an
@@ -371,12 +397,17 @@ impl Pme {
     /// Every charge's spline weights at `q`.
     fn make_splines(&mut self, q: &[f64]) {
         assert_eq!(q.len(), self.dimension(), "PME: positions of another size");
-        let (grid, n) = (self.params.grid, self.params.order);
-        for (i, s) in self.splines.iter_mut().enumerate() {
-            *s = core::array::from_fn(|a| {
-                Axis::at(grid[a] as f64 * q[3 * i + a] / self.sides[a], grid[a], n)
+        let (grid, n, sides) = (self.params.grid, self.params.order, self.sides);
+        self.splines
+            .par_chunks_mut(CHARGES_PER_TASK)
+            .zip(q.par_chunks(3 * CHARGES_PER_TASK))
+            .for_each(|(splines, q)| {
+                for (s, x) in splines.iter_mut().zip(q.chunks_exact(3)) {
+                    *s = core::array::from_fn(|a| {
+                        Axis::at(grid[a] as f64 * x[a] / sides[a], grid[a], n)
+                    });
+                }
             });
-        }
     }
 
     /// `φ` (or `ψ`) `= FFT⁻¹(C · FFT(mesh))`, unnormalised (the mesh is kept).
@@ -532,12 +563,18 @@ impl Pme {
         assert_eq!(g.len(), self.dimension(), "PME: gradient of another size");
         self.potential(q);
         let scale = self.scale();
-        for (i, &qi) in self.charges.iter().enumerate() {
-            let d = self.gather(i, &self.phi, None);
-            for a in 0..3 {
-                g[3 * i + a] = qi * scale[a] * d[a];
-            }
-        }
+        let this = &*self;
+        g.par_chunks_mut(3 * CHARGES_PER_TASK)
+            .enumerate()
+            .for_each(|(task, g)| {
+                for (k, g) in g.chunks_exact_mut(3).enumerate() {
+                    let i = task * CHARGES_PER_TASK + k;
+                    let d = this.gather(i, &this.phi, None);
+                    for a in 0..3 {
+                        g[a] = this.charges[i] * scale[a] * d[a];
+                    }
+                }
+            });
         self.mesh_energy()
     }
 
@@ -562,13 +599,19 @@ impl Pme {
             ]
         });
         self.convolve(true);
-        for (i, &qi) in self.charges.iter().enumerate() {
-            let first = self.gather(i, &self.psi, None);
-            let dv = core::array::from_fn(|b| scale[b] * v[3 * i + b]);
-            let second = self.gather(i, &self.phi, Some(dv));
-            for a in 0..3 {
-                out[3 * i + a] = qi * scale[a] * (first[a] + second[a]);
-            }
-        }
+        let this = &*self;
+        out.par_chunks_mut(3 * CHARGES_PER_TASK)
+            .enumerate()
+            .for_each(|(task, out)| {
+                for (k, out) in out.chunks_exact_mut(3).enumerate() {
+                    let i = task * CHARGES_PER_TASK + k;
+                    let first = this.gather(i, &this.psi, None);
+                    let dv = core::array::from_fn(|b| scale[b] * v[3 * i + b]);
+                    let second = this.gather(i, &this.phi, Some(dv));
+                    for a in 0..3 {
+                        out[a] = this.charges[i] * scale[a] * (first[a] + second[a]);
+                    }
+                }
+            });
     }
 }

@@ -1,7 +1,8 @@
 //! Smooth PME: it converges to the plain Ewald sum as the mesh and the spline order grow; at
 //! OpenMM's recipe for a tolerance its forces are within that tolerance of the converged sum;
 //! its gradient and its Hessian's product equal central differences and the Hessian is
-//! symmetric; its mesh sizes are FFT-friendly; bad parameters are typed errors.
+//! symmetric; its mesh sizes are FFT-friendly; bad parameters are typed errors; it gives the
+//! same bits at every pool size.
 
 use crate::support::fixtures::Rng;
 use zs_runtime::ewald::{Ewald, EwaldError, EwaldParameters};
@@ -143,6 +144,42 @@ fn gradient_and_hessian_products_of_pme_equal_differences() {
         for (j, column) in hessian.iter().enumerate().take(i) {
             assert!((row[j] - column[i]).abs() < 1e-12 * big, "{i} {j}");
         }
+    }
+}
+
+/// The splines, the spreading by slabs and the gathering run on the pool: energy, gradient and
+/// Hessian product are the same bits on 1, 2 and 3 threads (several tasks of charges, slabs
+/// of uneven size).
+#[test]
+fn pme_gives_the_same_bits_at_every_pool_size() {
+    let mut rng = Rng(0x5EED_0000_0000_4101);
+    let sides = [9.0, 8.0, 7.5];
+    let n = 700;
+    let (charges, q) = charges_in(&mut rng, n, sides);
+    let v: Vec<f64> = (0..3 * n).map(|_| rng.next()).collect();
+    let params = PmeParameters {
+        alpha: 0.8,
+        grid: [20, 18, 16],
+        order: 5,
+    };
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a pool");
+        pool.install(|| {
+            let mut pme = Pme::new(charges.clone(), sides, params).expect("valid");
+            let (mut g, mut hv) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
+            let e = pme.energy_gradient(&q, &mut g);
+            pme.hessian_times(&q, &v, &mut hv);
+            let bits = |x: &[f64]| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+            (e.to_bits(), bits(&g), bits(&hv))
+        })
+    };
+    let one = run(1);
+    assert!(one.1.iter().any(|&b| f64::from_bits(b) != 0.0));
+    for threads in [2, 3] {
+        assert!(run(threads) == one, "{threads} threads");
     }
 }
 
