@@ -10,7 +10,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use zs_runtime::simd::{dispatch, Lanes, Loads, WithLanes};
+use zs_runtime::simd::{dispatch, Loads, WithLanes};
 
 /// The sum of `f` over `x`, in blocks of the lanes.
 struct Sum<'a> {
