@@ -54,7 +54,12 @@ pub enum ExperimentChoice {
     /// fixed) and Z&Ss-stiff at growing steps: torsions, end-to-end distance, energy error, beside
     /// LAMMPS when `--lammps` finds it (minutes; not in `all`).
     Alkane,
-    /// All of the above but kremer-grest and alkane, one after another.
+    /// Beyond the papers: 100 ps of rigid SPC/E water at 300 K (SETTLE under Langevin, PME) —
+    /// the O–O radial distribution against LAMMPS's reference for the same box, the potential
+    /// energy per molecule against SPC/E's published value (`--data`, default LAMMPS's
+    /// data.spce; minutes; not in `all`).
+    WaterBox,
+    /// All of the above but kremer-grest, alkane and water-box, one after another.
     All,
 }
 
@@ -78,6 +83,7 @@ impl ExperimentChoice {
             ExperimentChoice::KremerGrest => vec![Experiment::KremerGrest],
             ExperimentChoice::WaterModes => vec![Experiment::WaterModes],
             ExperimentChoice::Alkane => vec![Experiment::Alkane],
+            ExperimentChoice::WaterBox => vec![Experiment::WaterBox],
             ExperimentChoice::All => Experiment::ALL.to_vec(),
         }
     }
@@ -92,8 +98,9 @@ pub struct ReproduceArgs {
     /// Directory for the CSV and SVG files (created when missing).
     #[arg(long = "out-dir", default_value = ".")]
     pub out_dir: PathBuf,
-    /// The LAMMPS data file of `kremer-grest` (default: LAMMPS's
-    /// /usr/share/lammps/examples/COUPLE/multiple/data.chain, Debian package lammps-examples).
+    /// The LAMMPS data file of `kremer-grest` and `water-box` (default: LAMMPS's
+    /// /usr/share/lammps/examples/COUPLE/multiple/data.chain and
+    /// /usr/share/lammps/examples/rdf-adf/data.spce, Debian package lammps-examples).
     #[arg(long, value_name = "FILE")]
     pub data: Option<PathBuf>,
     /// The LAMMPS binary that `alkane` runs beside zs on the same liquid (`none`: zs alone).

@@ -22,6 +22,7 @@
 //! | `water-modes` | beyond the papers: normal modes of penalized TIP3P waters from the exact Hessian, at growing ω | [`water_modes`] |
 //! | `alkane` | beyond the papers: liquid butane (TraPPE-UA) — Verlet, RATTLE and Z&Ss-stiff at growing steps, structure beside LAMMPS's (minutes; not in `all`) | [`alkane`] |
 //! | `kremer-grest` | beyond the papers: LAMMPS's polymer melt, Z&Ss-stiff's step and time to result against Verlet (needs LAMMPS's `data.chain`; not in `all`) | [`kremer_grest`] |
+//! | `water-box` | beyond the papers: 100 ps of rigid SPC/E water at 300 K, the O–O radial distribution against LAMMPS's, the energy against the published value (needs LAMMPS's `data.spce`; minutes; not in `all`) | [`water_box`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
 //! interrupted run never leaves a truncated file under the final name.
@@ -37,6 +38,7 @@ pub mod multipliers;
 pub mod plot;
 pub mod rigid_body;
 pub mod variational;
+pub mod water_box;
 pub mod water_conservation;
 pub mod water_modes;
 pub mod water_multipliers;
@@ -94,6 +96,10 @@ pub enum Experiment {
     /// bonds fixed and Z&Ss-stiff at growing steps, the torsion distribution and end-to-end
     /// distance beside LAMMPS's (when a LAMMPS binary is given); not in [`Experiment::ALL`].
     Alkane,
+    /// Beyond the papers: 100 ps of rigid SPC/E water at 300 K in LAMMPS's box — the O–O
+    /// radial distribution against LAMMPS's, the potential energy against Berendsen et al.'s
+    /// ([`water_box::LAMMPS_DATA`] by default); not in [`Experiment::ALL`].
+    WaterBox,
 }
 
 impl Experiment {
@@ -132,6 +138,7 @@ impl Experiment {
             Experiment::KremerGrest => "kremer-grest",
             Experiment::WaterModes => "water-modes",
             Experiment::Alkane => "alkane",
+            Experiment::WaterBox => "water-box",
         }
     }
 
@@ -153,6 +160,15 @@ impl Experiment {
                 let cfg = alkane::Config::liquid_butane(inputs.lammps.map(Path::to_path_buf));
                 let out = alkane::run(&cfg)?;
                 alkane::write(&cfg, &out, out_dir).map_err(|e| ExperimentError::write(out_dir, e))
+            }
+            Experiment::WaterBox => {
+                let path = inputs
+                    .data
+                    .map_or_else(|| water_box::LAMMPS_DATA.into(), Path::to_path_buf);
+                let cfg = water_box::Config::lammps(path);
+                let out = water_box::run(&cfg)?;
+                water_box::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::KremerGrest => {
                 let path = inputs
@@ -248,7 +264,8 @@ impl Experiment {
 /// What some experiments read beyond their parameters.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Inputs<'a> {
-    /// The data file of `kremer-grest` (`None`: [`kremer_grest::LAMMPS_DATA`]).
+    /// The data file of `kremer-grest` and `water-box` (`None`: their
+    /// [`kremer_grest::LAMMPS_DATA`], [`water_box::LAMMPS_DATA`]).
     pub data: Option<&'a Path>,
     /// The LAMMPS binary that `alkane` runs beside zs (`None`: zs alone).
     pub lammps: Option<&'a Path>,

@@ -717,3 +717,64 @@ fn settle_steps_of_a_pme_box_allocate_nothing_after_the_lists_high_water_mark() 
         "allocations in 80 steps after the high-water mark"
     );
 }
+
+/// `zs reproduce water-box` on the small lattice box, briefly: the O–O distribution is empty
+/// inside the molecules' contact and counts the neighbours of a liquid's density, the
+/// energies are a bound liquid's, LAMMPS's RDF file format is read, and the files are written.
+#[test]
+fn the_water_box_experiment_bins_o_o_pairs_and_reads_lammps_rdf_files() {
+    use zs_systems::experiments::water_box::{self, Config};
+    let dir = temp("experiment");
+    let data = dir.join("box.data");
+    std::fs::write(&data, box_text(7, true)).expect("write");
+    let reference = dir.join("rdf.ref");
+    std::fs::write(
+        &reference,
+        "# Time-averaged data for fix rdf\n# TimeStep Number-of-rows\n\
+         # Row c_gofr[1] c_gofr[2] c_gofr[3] c_gofr[4] c_gofr[5] c_gofr[6] c_gofr[7]\n\
+         1000 3\n1 0.03 0 0 0 0 0 0\n2 0.09 0.5 0.1 0 0 0 0\n3 0.15 1.25 0.2 0 0 0 0\n",
+    )
+    .expect("write");
+    let mut cfg = Config::lammps(data.clone());
+    cfg.reference = reference;
+    cfg.options.rc = RC;
+    cfg.r_max = 0.5 * SPACING * PER_SIDE as f64;
+    cfg.bins = 60;
+    (cfg.t_end, cfg.burn_in, cfg.sample_dt, cfg.blocks) = (200.0, 100.0, 20.0, 5);
+    let out = water_box::run(&cfg).expect("runs");
+    assert_eq!(out.failure, None);
+    assert_eq!(out.steps, 100);
+    assert_eq!(out.energy.len(), 5);
+    assert!(out.energy.iter().all(|e| e.is_finite() && *e < 0.0), "{:?}", out.energy);
+    assert!(out.temperature.iter().all(|t| *t > 0.0), "{:?}", out.temperature);
+    let width = cfg.r_max / cfg.bins as f64;
+    for (b, g) in out.rdf.iter().enumerate() {
+        if (b + 1) as f64 * width < 2.0 {
+            assert_eq!(*g, 0.0, "O–O pairs closer than 2 Å (bin {b})");
+        }
+    }
+    // Neighbours within r_max from g: 4πρ ∫ g r² dr, at most every other oxygen, and about a
+    // uniform liquid's 4π/3 ρ r_max³ (the lattice's own count, to a few).
+    let n = PER_SIDE.pow(3) as f64;
+    let density = n / (SPACING * PER_SIDE as f64).powi(3);
+    let within: f64 = (0..cfg.bins)
+        .map(|b| {
+            let (r0, r1) = (b as f64 * width, (b + 1) as f64 * width);
+            out.rdf[b] * 4.0 / 3.0 * std::f64::consts::PI * (r1.powi(3) - r0.powi(3)) * density
+        })
+        .sum();
+    let uniform = 4.0 / 3.0 * std::f64::consts::PI * cfg.r_max.powi(3) * density;
+    assert!(within < n - 1.0, "{within} neighbours of {n} molecules");
+    assert!((within / uniform - 1.0).abs() < 0.25, "{within} against {uniform}");
+    assert_eq!(
+        out.reference,
+        Some(vec![(0.03, 0.0), (0.09, 0.5), (0.15, 1.25)])
+    );
+    let report = water_box::write(&cfg, &out, &dir).expect("written");
+    for f in &report.files {
+        assert!(f.exists(), "{}", f.display());
+    }
+    let text = report.to_string();
+    assert!(text.contains("RMS difference"), "{text}");
+    assert!(text.contains("-41.5"), "{text}");
+}
