@@ -153,8 +153,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, InputError> {
         message,
     };
     let data = DataFile::read(&cfg.data).map_err(|e| fail(e.to_string()))?;
-    let water = WaterBox::from_data_with(&data, &cfg.options)
-        .map_err(|e| fail(e.to_string()))?;
+    let water = WaterBox::from_data_with(&data, &cfg.options).map_err(|e| fail(e.to_string()))?;
     let molecules: Vec<[u32; 3]> = data
         .angles
         .iter()
@@ -216,9 +215,12 @@ pub fn run(cfg: &Config) -> Result<Outcome, InputError> {
     })
 }
 
-/// The first peak of `g` (its bin), the first minimum after it, and the coordination number
-/// there (`4πρ ∫ g r² dr` to the minimum's upper edge).
-fn shell(g: &[f64], width: f64, density: f64) -> (usize, usize, f64) {
+/// The first peak of a `g(r)` (its bin), the first minimum after it, and the coordination
+/// number there.
+type Shell = (usize, usize, f64);
+
+/// [`Shell`] of `g` (the coordination number `4πρ ∫ g r² dr` to the minimum's upper edge).
+fn shell(g: &[f64], width: f64, density: f64) -> Shell {
     let peak = (0..g.len()).fold(0, |m, b| if g[b] > g[m] { b } else { m });
     let stop = ((4.0 / width) as usize).min(g.len());
     let minimum = (peak..stop).fold(peak, |m, b| if g[b] < g[m] { b } else { m });
@@ -269,7 +271,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         let g: Vec<f64> = r.iter().map(|x| x.1).collect();
         (shell(&g, width, density), g)
     });
-    let theirs = |f: &dyn Fn(&(usize, usize, f64), &[f64]) -> String| {
+    let theirs = |f: &dyn Fn(&Shell, &[f64]) -> String| {
         reference
             .as_ref()
             .map_or_else(|| "—".into(), |(s, g)| f(s, g))

@@ -745,8 +745,16 @@ fn the_water_box_experiment_bins_o_o_pairs_and_reads_lammps_rdf_files() {
     assert_eq!(out.failure, None);
     assert_eq!(out.steps, 100);
     assert_eq!(out.energy.len(), 5);
-    assert!(out.energy.iter().all(|e| e.is_finite() && *e < 0.0), "{:?}", out.energy);
-    assert!(out.temperature.iter().all(|t| *t > 0.0), "{:?}", out.temperature);
+    assert!(
+        out.energy.iter().all(|e| e.is_finite() && *e < 0.0),
+        "{:?}",
+        out.energy
+    );
+    assert!(
+        out.temperature.iter().all(|t| *t > 0.0),
+        "{:?}",
+        out.temperature
+    );
     let width = cfg.r_max / cfg.bins as f64;
     for (b, g) in out.rdf.iter().enumerate() {
         if (b + 1) as f64 * width < 2.0 {
@@ -765,7 +773,10 @@ fn the_water_box_experiment_bins_o_o_pairs_and_reads_lammps_rdf_files() {
         .sum();
     let uniform = 4.0 / 3.0 * std::f64::consts::PI * cfg.r_max.powi(3) * density;
     assert!(within < n - 1.0, "{within} neighbours of {n} molecules");
-    assert!((within / uniform - 1.0).abs() < 0.25, "{within} against {uniform}");
+    assert!(
+        (within / uniform - 1.0).abs() < 0.25,
+        "{within} against {uniform}"
+    );
     assert_eq!(
         out.reference,
         Some(vec![(0.03, 0.0), (0.09, 0.5), (0.15, 1.25)])

@@ -20,16 +20,16 @@
 use super::Lanes;
 
 /// `ln 2` in two parts: `k·LN2_HI` is exact for `|k| < 2²⁰` (fdlibm `e_exp.c`).
-const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
-const INV_LN2: f64 = 1.442_695_040_888_963_387;
+const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
+const INV_LN2: f64 = core::f64::consts::LOG2_E;
 /// The remez coefficients of `R(r²) ≈ r (e^r + 1)/(e^r − 1)` on `|r| ≤ ln2/2` (fdlibm).
 const EXP_P: [f64; 5] = [
-    1.666_666_666_666_660_190_37e-1,
-    -2.777_777_777_701_559_338_42e-3,
-    6.613_756_321_437_934_361_17e-5,
-    -1.653_390_220_546_525_153_9e-6,
-    4.138_136_797_057_238_460_39e-8,
+    f64::from_bits(0x3fc5_5555_5555_553e),
+    -f64::from_bits(0x3f66_c16c_16be_bd93),
+    f64::from_bits(0x3f11_566a_af25_de2c),
+    -f64::from_bits(0x3ebb_bd41_c5d2_6bf1),
+    f64::from_bits(0x3e66_3769_72be_a4d0),
 ];
 /// Arguments whose `2^k` and result are normal numbers: `k` in `[−1021, 1023]`.
 const EXP_LOW: f64 = -708.0;
@@ -86,80 +86,80 @@ fn exp_outside<L: Lanes>(e: L, hi: L, tail: L, lanes: u32) -> L {
 
 // fdlibm `s_erf.c`: erf(x) = x + x·PP(x²)/QQ(x²) for |x| < 0.84375.
 const PP: [f64; 5] = [
-    1.283_791_670_955_125_585_61e-1,
-    -3.250_421_072_470_014_993_7e-1,
-    -2.848_174_957_559_851_047_66e-2,
-    -5.770_270_296_489_441_591_57e-3,
-    -2.376_301_665_665_016_260_84e-5,
+    f64::from_bits(0x3fc0_6eba_8214_db68),
+    -f64::from_bits(0x3fd4_cd7d_691c_b913),
+    -f64::from_bits(0x3f9d_2a51_dbd7_194f),
+    -f64::from_bits(0x3f77_a291_2366_68e4),
+    -f64::from_bits(0x3ef8_ead6_1200_16ac),
 ];
 const QQ: [f64; 5] = [
-    3.979_172_239_591_553_528_19e-1,
-    6.502_224_998_876_729_444_85e-2,
-    5.081_306_281_875_765_627_76e-3,
-    1.324_947_380_043_216_445_26e-4,
-    -3.960_228_278_775_368_123_2e-6,
+    f64::from_bits(0x3fd9_7779_cdda_dc09),
+    f64::from_bits(0x3fb0_a54c_5536_ceba),
+    f64::from_bits(0x3f74_d022_c4d3_6b0f),
+    f64::from_bits(0x3f21_5dc9_221c_1a10),
+    -f64::from_bits(0x3ed0_9c43_42a2_6120),
 ];
 // erf(x) = erx + PA(s)/QA(s), s = |x| − 1, for 0.84375 ≤ |x| < 1.25.
-const ERX: f64 = 8.450_629_115_104_675_292_97e-1;
+const ERX: f64 = f64::from_bits(0x3feb_0ac1_6000_0000);
 const PA: [f64; 7] = [
-    -2.362_118_560_752_659_440_77e-3,
-    4.148_561_186_837_483_316_66e-1,
-    -3.722_078_760_357_013_238_47e-1,
-    3.183_466_199_011_617_536_74e-1,
-    -1.108_946_942_823_966_774_76e-1,
-    3.547_830_432_561_823_593_71e-2,
-    -2.166_375_594_868_790_843e-3,
+    -f64::from_bits(0x3f63_59b8_bef7_7538),
+    f64::from_bits(0x3fda_8d00_ad92_b34d),
+    -f64::from_bits(0x3fd7_d240_fbb8_c3f1),
+    f64::from_bits(0x3fd4_5fca_8051_20e4),
+    -f64::from_bits(0x3fbc_6398_3d3e_28ec),
+    f64::from_bits(0x3fa2_2a36_5997_95eb),
+    -f64::from_bits(0x3f61_bf38_0a96_073f),
 ];
 const QA: [f64; 6] = [
-    1.064_208_804_008_442_282_86e-1,
-    5.403_979_177_021_710_489_37e-1,
-    7.182_865_441_419_626_628_68e-2,
-    1.261_712_198_087_616_421_12e-1,
-    1.363_708_391_202_905_073_62e-2,
-    1.198_449_984_679_910_741_7e-2,
+    f64::from_bits(0x3fbb_3e66_18ee_e323),
+    f64::from_bits(0x3fe1_4af0_92eb_6f33),
+    f64::from_bits(0x3fb2_635c_d99f_e9a7),
+    f64::from_bits(0x3fc0_2660_e763_351f),
+    f64::from_bits(0x3f8b_edc2_6b51_dd1c),
+    f64::from_bits(0x3f88_8b54_5735_151d),
 ];
 // erfc(x) = e^{−x² − 0.5625 + R(s)/S(s)} / x, s = 1/x², for 1.25 ≤ x < 1/0.35 (RA, SA)…
 const RA: [f64; 8] = [
-    -9.864_944_034_847_148_227_05e-3,
-    -6.938_585_727_071_817_643_72e-1,
-    -1.055_862_622_532_329_098_14e1,
-    -6.237_533_245_032_600_603_96e1,
-    -1.623_966_694_625_734_703_55e2,
-    -1.846_050_929_067_110_359_94e2,
-    -8.128_743_550_630_659_342_46e1,
-    -9.814_329_344_169_145_485_92,
+    -f64::from_bits(0x3f84_3412_600d_6435),
+    -f64::from_bits(0x3fe6_3416_e4ba_7360),
+    -f64::from_bits(0x4025_1e04_41b0_e726),
+    -f64::from_bits(0x404f_300a_e4cb_a38d),
+    -f64::from_bits(0x4064_4cb1_8428_2266),
+    -f64::from_bits(0x4067_135c_ebcc_abb2),
+    -f64::from_bits(0x4054_5265_57e4_d2f2),
+    -f64::from_bits(0x4023_a0ef_c69a_c25c),
 ];
 const SA: [f64; 8] = [
-    1.965_127_166_743_925_712_92e1,
-    1.376_577_541_435_190_426e2,
-    4.345_658_774_752_292_288_21e2,
-    6.453_872_717_332_678_803_36e2,
-    4.290_081_400_275_678_333_86e2,
-    1.086_350_055_417_794_351_34e2,
-    6.570_249_770_319_281_701_35,
-    -6.042_441_521_485_809_874_38e-2,
+    f64::from_bits(0x4033_a6b9_bd70_7687),
+    f64::from_bits(0x4061_350c_526a_e721),
+    f64::from_bits(0x407b_290d_d58a_1a71),
+    f64::from_bits(0x4084_2b19_21ec_2868),
+    f64::from_bits(0x407a_d021_5770_0314),
+    f64::from_bits(0x405b_28a3_ee48_ae2c),
+    f64::from_bits(0x401a_47ef_8e48_4a93),
+    -f64::from_bits(0x3fae_eff2_ee74_9a62),
 ];
 // …and for 1/0.35 ≤ x < 28 (RB, SB).
 const RB: [f64; 7] = [
-    -9.864_942_924_700_099_285_97e-3,
-    -7.992_832_376_805_230_065_74e-1,
-    -1.775_795_491_775_475_198_89e1,
-    -1.606_363_848_558_219_160_62e2,
-    -6.375_664_433_683_896_277_22e2,
-    -1.025_095_131_611_077_249_54e3,
-    -4.835_191_916_086_513_970_19e2,
+    -f64::from_bits(0x3f84_3412_39e8_6f4a),
+    -f64::from_bits(0x3fe9_93ba_70c2_85de),
+    -f64::from_bits(0x4031_c209_555f_995a),
+    -f64::from_bits(0x4064_145d_43c5_ed98),
+    -f64::from_bits(0x4083_ec88_1375_f228),
+    -f64::from_bits(0x4090_0461_6a2e_5992),
+    -f64::from_bits(0x407e_384e_9bdc_383f),
 ];
 const SB: [f64; 7] = [
-    3.033_806_074_348_245_829_24e1,
-    3.257_925_129_965_739_188_26e2,
-    1.536_729_586_084_436_959_94e3,
-    3.199_858_219_508_595_539_08e3,
-    2.553_050_406_433_164_425_83e3,
-    4.745_285_412_069_553_672_15e2,
-    -2.244_095_244_658_581_833_62e1,
+    f64::from_bits(0x403e_568b_261d_5190),
+    f64::from_bits(0x4074_5cae_221b_9f0a),
+    f64::from_bits(0x4098_02eb_189d_5118),
+    f64::from_bits(0x40a8_ffb7_688c_246a),
+    f64::from_bits(0x40a3_f219_cedf_3be6),
+    f64::from_bits(0x407d_a874_e79f_e763),
+    -f64::from_bits(0x4036_70e2_4271_2d62),
 ];
-/// fdlibm's split between the two sets: the high word `0x4006db6d` (1/0.35 to 7 digits).
-const NEAR_FAR: f64 = 2.857_142_448_425_293;
+/// fdlibm's split between the two sets: the high word `0x4006db6d`, just below 1/0.35.
+const NEAR_FAR: f64 = f64::from_bits(0x4006_db6d_0000_0000);
 
 /// `c[0] + t c[1] + … ` by Horner's rule (`ONE`: a leading `1 + t(…)`, as fdlibm's
 /// denominators).
@@ -328,7 +328,10 @@ mod tests {
         }
     }
 
-    const FUNCTIONS: [(&str, fn(f64) -> f64); 3] =
+    /// A scalar function the lanes are checked against.
+    type Scalar = fn(f64) -> f64;
+
+    const FUNCTIONS: [(&str, Scalar); 3] =
         [("exp", f64::exp), ("erf", libm::erf), ("erfc", libm::erfc)];
 
     /// Function `which` on `x` through the lanes of `isa`.
