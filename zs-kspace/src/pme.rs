@@ -29,7 +29,7 @@
 //!
 //! The splines, the spreading and the gathering run on rayon's pool, the FFTs in one thread:
 //! the same bits at every pool size. The splines and the gathering are per charge; the mesh is
-//! spread in [`SLABS`] slabs of planes along its first axis, each slab summing every charge's
+//! spread in eight slabs of planes along its first axis, each slab summing every charge's
 //! share of its own planes in the charges' order — so each mesh point is the same sum, in the
 //! same order, however the slabs are shared among threads (no atomic adds, no partial meshes).
 //! The mesh, its spectrum and the FFTs' scratch are made at set-up; an evaluation allocates
