@@ -5,12 +5,14 @@
 //! & Straatsma (1987): −41.5 kJ/mol once the self-polarization energy of 5.22 kJ/mol is added
 //! to the simulated one.
 //!
-//! SETTLE (Miyamoto & Kollman 1992) at h = 2 fs inside the Geometric Langevin Algorithm (γ =
-//! 1 ps⁻¹, kT at 300 K), smooth PME at the default tolerance, Lennard-Jones and real-space
-//! Coulomb cut at 9.8 Å without shift or tail correction; a burn-in, then a sample every 0.1
-//! ps: the O–O pairs binned as LAMMPS's `compute rdf 100` (bins of 0.12 Å to 12 Å), the
-//! potential energy and the kinetic temperature (6 degrees of freedom per rigid molecule, less
-//! the 3 of the centre of mass).
+//! SETTLE (Miyamoto & Kollman 1992) at h = 2 fs inside the Geometric Langevin Algorithm at 300
+//! K, smooth PME at the default tolerance, Lennard-Jones and real-space Coulomb cut at 9.8 Å
+//! without shift or tail correction; a burn-in, then a sample every 0.1 ps: the O–O pairs
+//! binned as LAMMPS's `compute rdf 100` (bins of 0.12 Å to 12 Å), the potential energy and the
+//! kinetic temperature (6 degrees of freedom per rigid molecule: the thermostat does not keep
+//! the centre of mass's momentum). The GLA's friction acts on momenta (`dp = −γ M⁻¹ p dt`), so
+//! one γ relaxes each atom's velocity at `γ / m`: γ is set for 1 ps⁻¹ on the oxygens (the
+//! hydrogens' 16 ps⁻¹). The data file's velocities are the start (none in `data.spce`: 0 K).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -20,7 +22,7 @@ use zs_runtime::{DynState, Langevin, Model, Settle};
 
 use super::kremer_grest::InputError;
 use super::{block_estimate, guarded_step, sci, whole_steps, Csv, Field, Report, Table};
-use crate::water_box::{r_hh, WaterBox, WaterBoxOptions, R_OH, SKIN};
+use crate::water_box::{r_hh, SpcE, WaterBox, WaterBoxOptions, MVV2E, R_OH, SKIN};
 
 /// LAMMPS's water box (Debian package `lammps-examples`).
 pub const LAMMPS_DATA: &str = "/usr/share/lammps/examples/rdf-adf/data.spce";
@@ -52,8 +54,8 @@ pub struct Config {
     pub burn_in: f64,
     /// Time between samples (fs).
     pub sample_dt: f64,
-    /// Langevin friction (1/fs).
-    pub gamma: f64,
+    /// The oxygens' velocity relaxation rate under the Langevin friction (1/fs).
+    pub rate: f64,
     /// Temperature (K).
     pub temperature: f64,
     /// Seed of the noise.
@@ -77,7 +79,7 @@ impl Config {
             t_end: 100_000.0,
             burn_in: 10_000.0,
             sample_dt: 100.0,
-            gamma: 0.001,
+            rate: 0.001,
             temperature: 300.0,
             seed: 1,
             bins: 100,
@@ -143,6 +145,11 @@ fn bin_pairs(q: &[f64], oxygens: &[usize], sides: [f64; 3], cfg: &Config, counts
     }
 }
 
+/// The GLA's γ for `cfg.rate` on the oxygens (masses in kcal·fs²/(mol·Å²)).
+fn gamma(cfg: &Config) -> f64 {
+    cfg.rate * SpcE::new(cfg.options.rc, 0.0).mass[0] * MVV2E
+}
+
 /// The run of `cfg`.
 ///
 /// # Errors
@@ -164,7 +171,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, InputError> {
     let model = water.model();
     let kt = KB * cfg.temperature;
     let settle = Settle::new(cfg.h, molecules.clone(), R_OH, r_hh());
-    let mut stepper = Langevin::new(settle, cfg.gamma, kt, cfg.seed);
+    let mut stepper = Langevin::new(settle, gamma(cfg), kt, cfg.seed);
     let mut s = DynState::new(water.q.clone(), water.v.clone());
     let mut before = s.q.clone();
     let (steps, burn, every) = (
@@ -173,7 +180,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, InputError> {
         whole_steps(cfg.sample_dt, cfg.h),
     );
     let n = molecules.len() as f64;
-    let dof = 6.0 * n - 3.0;
+    let dof = 6.0 * n;
     let mut counts = vec![0u64; cfg.bins];
     let (mut energy, mut temperature, mut samples) = (Vec::new(), Vec::new(), 0u64);
     let (mut seconds, mut done, mut failure) = (0.0, 0, None);
@@ -350,13 +357,13 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     Ok(Report {
         experiment: "water-box".into(),
         setup: format!(
-            "{} SPC/E molecules from {}, rigid by SETTLE, h = {} fs, GLA Langevin γ = {} fs⁻¹ at \
-             {} K, PME, cut at {} Å; {} ps, the first {} ps a burn-in, a sample every {} ps",
+            "{} SPC/E molecules from {}, rigid by SETTLE, h = {} fs, GLA Langevin at {} K (the \
+             oxygens' velocities relaxed at {} ps⁻¹), PME, cut at {} Å; {} ps, the first {} ps a burn-in, a sample every {} ps",
             out.molecules,
             cfg.data.display(),
             cfg.h,
-            cfg.gamma,
             cfg.temperature,
+            cfg.rate * 1000.0,
             cfg.options.rc,
             cfg.t_end / 1000.0,
             cfg.burn_in / 1000.0,
