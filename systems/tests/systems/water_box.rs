@@ -789,3 +789,47 @@ fn the_water_box_experiment_bins_o_o_pairs_and_reads_lammps_rdf_files() {
     assert!(text.contains("RMS difference"), "{text}");
     assert!(text.contains("-41.5"), "{text}");
 }
+
+/// The rigid motions' kinetic energy of a molecule moving rigidly is all of it, and velocities
+/// along its bonds add nothing to it.
+#[test]
+fn the_rigid_kinetic_energy_keeps_translation_and_rotation_and_drops_bond_stretches() {
+    use zs_systems::experiments::water_box::rigid_kinetic;
+    let masses = [16.0, 1.0, 1.0];
+    let x = [[0.1, -0.2, 0.3], [0.9, 0.4, 0.2], [-0.5, 0.7, 0.1]];
+    let q: Vec<f64> = x.iter().flatten().copied().collect();
+    let total: f64 = masses.iter().sum();
+    let c: [f64; 3] =
+        core::array::from_fn(|a| (0..3).map(|k| masses[k] * x[k][a]).sum::<f64>() / total);
+    let (vc, w) = ([0.3, -0.1, 0.2], [0.5, 1.5, -0.7]);
+    // v_k = v_cm + ω × (x_k − c).
+    let rigid: Vec<f64> = x
+        .iter()
+        .flat_map(|xk| {
+            let r: [f64; 3] = core::array::from_fn(|a| xk[a] - c[a]);
+            [
+                vc[0] + w[1] * r[2] - w[2] * r[1],
+                vc[1] + w[2] * r[0] - w[0] * r[2],
+                vc[2] + w[0] * r[1] - w[1] * r[0],
+            ]
+        })
+        .collect();
+    let kinetic = |v: &[f64]| -> f64 { (0..9).map(|i| 0.5 * masses[i / 3] * v[i] * v[i]).sum() };
+    let molecule = [[0u32, 1, 2]];
+    let ke = rigid_kinetic(&q, &rigid, &molecule, masses);
+    assert!(
+        (ke - kinetic(&rigid)).abs() < 1e-13 * ke,
+        "{ke} vs {}",
+        kinetic(&rigid)
+    );
+    // Stretch the first O–H bond (momentum-free: the H moves out, the O back).
+    let mut stretched = rigid.clone();
+    for a in 0..3 {
+        let d = x[1][a] - x[0][a];
+        stretched[3 + a] += 0.4 * d;
+        stretched[a] -= 0.4 * d / 16.0;
+    }
+    assert!(kinetic(&stretched) > 1.01 * kinetic(&rigid));
+    let after = rigid_kinetic(&q, &stretched, &molecule, masses);
+    assert!((after - ke).abs() < 1e-12 * ke, "{after} vs {ke}");
+}
