@@ -159,25 +159,25 @@ pub fn rigid_kinetic(q: &[f64], v: &[f64], molecules: &[[u32; 3]], masses: [f64;
             [x[b], x[b + 1], x[b + 2]]
         };
         let (mut xc, mut vc) = ([0.0; 3], [0.0; 3]);
-        for k in 0..3 {
+        for (k, &mk) in masses.iter().enumerate() {
             let (x, u) = (at(q, k), at(v, k));
             for a in 0..3 {
-                xc[a] += masses[k] * x[a] / total;
-                vc[a] += masses[k] * u[a] / total;
+                xc[a] += mk * x[a] / total;
+                vc[a] += mk * u[a] / total;
             }
         }
         let (mut l, mut inertia) = ([0.0; 3], [[0.0; 3]; 3]);
-        for k in 0..3 {
+        for (k, &mk) in masses.iter().enumerate() {
             let (x, u) = (at(q, k), at(v, k));
             let r: [f64; 3] = core::array::from_fn(|a| x[a] - xc[a]);
             let d: [f64; 3] = core::array::from_fn(|a| u[a] - vc[a]);
             let rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
             for a in 0..3 {
                 let (b, c) = ((a + 1) % 3, (a + 2) % 3);
-                l[a] += masses[k] * (r[b] * d[c] - r[c] * d[b]);
+                l[a] += mk * (r[b] * d[c] - r[c] * d[b]);
                 for (e, row) in inertia[a].iter_mut().enumerate() {
                     let delta = if a == e { rr } else { 0.0 };
-                    *row += masses[k] * (delta - r[a] * r[e]);
+                    *row += mk * (delta - r[a] * r[e]);
                 }
             }
         }
