@@ -42,12 +42,11 @@ SIGMA_O, EPSILON_O = 3.166, 0.15535
 R_OH, THETA = 1.0, 109.47
 
 
-def lammps_settings(data, replicate=None):
-    rep = f"replicate {replicate.replace('x', ' ')}\n" if replicate else ""
+def lammps_settings(data):
     return f"""units real
 atom_style full
 read_data {data}
-{rep}pair_style lj/cut/coul/long {CUTOFF} {CUTOFF}
+pair_style lj/cut/coul/long {CUTOFF} {CUTOFF}
 pair_coeff * * 0.0 1.0
 pair_coeff 1 1 {EPSILON_O} {SIGMA_O}
 bond_style harmonic
@@ -68,7 +67,8 @@ def replicated(d, replicate):
         return DATA
     path = os.path.join(d, f"data.spce.{replicate}")
     with open(os.path.join(d, "in.replicate"), "w") as fh:
-        fh.write(lammps_settings(DATA, replicate) + f"write_data {path} nocoeff\n")
+        fh.write(f"units real\natom_style full\nread_data {DATA}\n"
+                 f"replicate {replicate.replace('x', ' ')}\nwrite_data {path} nocoeff\n")
     run(["lmp", "-in", "in.replicate", "-log", "none", "-screen", "none"], d)
     return path
 
