@@ -181,29 +181,16 @@ pub fn rigid_kinetic(q: &[f64], v: &[f64], molecules: &[[u32; 3]], masses: [f64;
                 }
             }
         }
-        let omega = solve3(inertia, l);
+        // The inertia tensor is positive definite for any molecule that is not a line (a line,
+        // which SETTLE never holds, would count no spin).
+        let inertia = nalgebra::Matrix3::from_fn(|a, b| inertia[a][b]);
+        let omega = inertia
+            .cholesky()
+            .map_or([0.0; 3], |c| c.solve(&nalgebra::Vector3::from(l)).into());
         let spin: f64 = (0..3).map(|a| omega[a] * l[a]).sum();
         ke += 0.5 * (total * (vc[0] * vc[0] + vc[1] * vc[1] + vc[2] * vc[2]) + spin);
     }
     ke
-}
-
-/// `x` with `a x = b` by Cramer's rule (a molecule's inertia tensor: symmetric, positive for
-/// any molecule that is not a line).
-fn solve3(a: [[f64; 3]; 3], b: [f64; 3]) -> [f64; 3] {
-    let det = |m: [[f64; 3]; 3]| {
-        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
-            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
-            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
-    };
-    let d = det(a);
-    core::array::from_fn(|c| {
-        let mut m = a;
-        for (row, &bi) in m.iter_mut().zip(&b) {
-            row[c] = bi;
-        }
-        det(m) / d
-    })
 }
 
 /// The GLA's γ for `cfg.rate` on the oxygens (masses in kcal·fs²/(mol·Å²)).
