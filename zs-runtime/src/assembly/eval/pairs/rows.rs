@@ -91,9 +91,12 @@ pub(crate) struct Rows {
 struct Scratch {
     row_of: Vec<u32>,
     fill: Vec<u32>,
-    sorted: Vec<[u32; 1]>,
+    /// The half list's partners by row and type, unpadded; each group's first.
+    listed: Vec<u32>,
+    listed_at: Vec<u32>,
+    /// Per band of rows, its partners' sort keys.
+    keys: Vec<Vec<u64>>,
     grouping: Vec<[u32; 1]>,
-    by_distance: Vec<u64>,
     seen: Vec<u32>,
     local: Vec<u32>,
     slot_body: Vec<u32>,
@@ -109,6 +112,84 @@ fn valid(pairs: &[[u32; 2]], n: usize, ordered: bool) -> bool {
     pairs.iter().all(|p| {
         p[0] != p[1] && (p[0] as usize) < n && (p[1] as usize) < n && (!ordered || p[0] < p[1])
     })
+}
+
+/// The half list's groups being put in order: each row's body and groups, each group's
+/// partners as found (`listed[listed_at[g] ..]`), and the sites at the build (empty: no
+/// distance order).
+struct Groups<'a> {
+    body: &'a [u32],
+    group_at: &'a [u32],
+    groups: &'a [Group],
+    listed_at: &'a [u32],
+    listed: &'a [u32],
+    sites: &'a [[f64; 3]],
+    cell: Option<&'a Cell>,
+}
+
+impl Groups<'_> {
+    /// Where row `r`'s entries begin among the padded entries (`r` may be one past the last).
+    fn entry(&self, r: usize) -> usize {
+        match self.groups.get(self.group_at[r] as usize) {
+            Some(g) => g.start as usize,
+            None => self.groups.last().map_or(0, |g| g.padded().end),
+        }
+    }
+
+    /// The rows `rows`' groups into `partner` (their entries, from [`Groups::entry`]`(rows
+    /// .start)`), split into as many bands as `keys` has, halves on rayon's pool (`join`:
+    /// no allocation).
+    fn order(
+        &self,
+        rows: core::ops::Range<usize>,
+        partner: &mut [[u32; 1]],
+        keys: &mut [Vec<u64>],
+    ) {
+        if keys.len() > 1 && rows.len() > 1 {
+            let (ka, kb) = keys.split_at_mut(keys.len() / 2);
+            let mid = rows.start + rows.len() * ka.len() / (ka.len() + kb.len());
+            let (a, b) = partner.split_at_mut(self.entry(mid) - self.entry(rows.start));
+            rayon::join(
+                || self.order(rows.start..mid, a, ka),
+                || self.order(mid..rows.end, b, kb),
+            );
+            return;
+        }
+        let (base, keys) = (self.entry(rows.start), &mut keys[0]);
+        for r in rows {
+            for (g, group) in (self.group_at[r]..self.group_at[r + 1])
+                .zip(&self.groups[self.group_at[r] as usize..self.group_at[r + 1] as usize])
+            {
+                let from = self.listed_at[g as usize] as usize;
+                let found = &self.listed[from..from + group.len as usize];
+                let padded = group.padded();
+                let out = &mut partner[padded.start - base..padded.end - base];
+                if self.sites.is_empty() {
+                    for (o, &j) in out.iter_mut().zip(found) {
+                        *o = [j];
+                    }
+                } else {
+                    let xi = self.sites[self.body[r] as usize];
+                    keys.clear();
+                    keys.extend(found.iter().map(|&j| {
+                        let xj = self.sites[j as usize];
+                        let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
+                        let d = self.cell.map_or(d, |c| c.nearest(d));
+                        // The square distance in single precision (an order, not a value),
+                        // then the partner: one key, one total order.
+                        let r2 = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) as f32;
+                        (u64::from(r2.to_bits()) << 32) | u64::from(j)
+                    }));
+                    keys.sort_unstable();
+                    for (o, &key) in out.iter_mut().zip(keys.iter()) {
+                        *o = [key as u32];
+                    }
+                }
+                let last = out[group.len as usize - 1];
+                out[group.len as usize..].fill(last);
+            }
+        }
+    }
 }
 
 impl Rows {
@@ -229,17 +310,18 @@ impl Rows {
             return false;
         }
         self.newton = true;
-        let kind = |j: &[u32; 1]| kinds.get(j[0] as usize).map_or(0, |&k| k as usize);
+        let types = types.max(1);
+        let kind = |j: u32| kinds.get(j as usize).map_or(0, |&k| k as usize);
         let Scratch {
             row_of,
             fill,
-            sorted,
-            grouping,
-            by_distance,
+            listed,
+            listed_at,
+            keys,
             ..
         } = &mut self.scratch;
-        // Rows in the order their bodies first lead a pair, and their partners (a stable
-        // counting sort).
+        // Rows in the order their bodies first lead a pair, and each row's partners counted
+        // by type.
         row_of.clear();
         row_of.resize(n, NONE);
         self.body.clear();
@@ -249,70 +331,64 @@ impl Rows {
             if row_of[i] == NONE {
                 row_of[i] = self.body.len() as u32;
                 self.body.push(p[0]);
-                fill.push(0);
+                fill.extend(core::iter::repeat_n(0, types));
             }
-            fill[row_of[i] as usize] += 1;
+            fill[row_of[i] as usize * types + kind(p[1])] += 1;
         }
-        let mut at = 0;
-        for f in fill.iter_mut() {
-            (*f, at) = (at, at + *f);
-        }
-        sorted.clear();
-        sorted.resize(pairs.len(), [0]);
-        for p in pairs {
-            let r = row_of[p[0] as usize] as usize;
-            sorted[fill[r] as usize] = [p[1]];
-            fill[r] += 1;
-        }
-        // Each row's partners grouped by type, each group padded to whole blocks.
-        self.partner.clear();
+        // A group per row and type present, in increasing type, padded to whole blocks;
+        // `fill` becomes each (row, type)'s first place in `listed`, the groups unpadded.
         self.groups.clear();
         self.group_at.clear();
         self.group_at.push(0);
-        let mut from = 0;
+        listed_at.clear();
+        let (mut at, mut padded) = (0u32, 0u32);
         for r in 0..self.body.len() {
-            let to = fill[r] as usize;
-            let row = &mut sorted[from..to];
-            if types >= 2 {
-                group_stably(row, kind, grouping);
-            }
-            let mut a = 0;
-            while a < row.len() {
-                let k = kind(&row[a]);
-                let b = a + row[a..].iter().take_while(|j| kind(j) == k).count();
-                if sites.len() >= n {
-                    let xi = sites[self.body[r] as usize];
-                    by_distance.clear();
-                    by_distance.extend(row[a..b].iter().map(|j| {
-                        let xj = sites[j[0] as usize];
-                        let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
-                        let d = cell.map_or(d, |c| c.nearest(d));
-                        // The square distance in single precision (an order, not a value), then
-                        // the partner: one key, one total order.
-                        let r2 = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) as f32;
-                        (u64::from(r2.to_bits()) << 32) | u64::from(j[0])
-                    }));
-                    by_distance.sort_unstable();
-                    for (j, &key) in row[a..b].iter_mut().zip(by_distance.iter()) {
-                        *j = [key as u32];
-                    }
+            for (t, f) in fill[r * types..(r + 1) * types].iter_mut().enumerate() {
+                let len = *f;
+                *f = at;
+                if len > 0 {
+                    self.groups.push(Group {
+                        kind: t as u32,
+                        start: padded,
+                        len,
+                        below: 0,
+                    });
+                    listed_at.push(at);
+                    at += len;
+                    padded += len.div_ceil(BLOCK as u32) * BLOCK as u32;
                 }
-                let start = self.partner.len() as u32;
-                self.partner.extend_from_slice(&row[a..b]);
-                let padded = (b - a).div_ceil(BLOCK) * BLOCK;
-                self.partner
-                    .extend(core::iter::repeat_n(row[b - 1], padded - (b - a)));
-                self.groups.push(Group {
-                    kind: k as u32,
-                    start,
-                    len: (b - a) as u32,
-                    below: 0,
-                });
-                a = b;
             }
             self.group_at.push(self.groups.len() as u32);
-            from = to;
         }
+        // Each partner into its row's group of its type, in the order found (a stable
+        // counting sort).
+        listed.clear();
+        listed.resize(pairs.len(), 0);
+        for p in pairs {
+            let f = &mut fill[row_of[p[0] as usize] as usize * types + kind(p[1])];
+            listed[*f as usize] = p[1];
+            *f += 1;
+        }
+        // Each group nearest first and padded, the rows in bands on the pool (one band per
+        // thread, each with its keys; every row's the same whatever the bands).
+        self.partner.clear();
+        self.partner.resize(padded as usize, [0]);
+        let bands = if pairs.len() >= crate::vector::PARALLEL_FROM {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        keys.resize_with(bands.max(keys.len()), Vec::new);
+        let groups = Groups {
+            body: &self.body,
+            group_at: &self.group_at,
+            groups: &self.groups,
+            listed_at,
+            listed,
+            sites: if sites.len() >= n { sites } else { &[] },
+            cell,
+        };
+        groups.order(0..self.body.len(), &mut self.partner, &mut keys[..bands]);
         self.chunk_half(n);
         true
     }
@@ -569,6 +645,56 @@ mod tests {
             partners(&rows, 0),
             vec![(0, vec![2, 4], 0), (1, vec![3, 5, 1], 0)]
         );
+    }
+
+    /// A list long enough for bands: the rows built on pools of 1, 2 and 3 threads are the
+    /// same, entry for entry.
+    #[test]
+    fn half_rows_are_the_same_in_any_number_of_bands() {
+        let n = 3000u32;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut uniform = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let sites: Vec<[f64; 3]> = (0..n)
+            .map(|_| [10.0 * uniform(), 10.0 * uniform(), 10.0 * uniform()])
+            .collect();
+        let kinds: Vec<u32> = (0..n).map(|_| (3.0 * uniform()) as u32).collect();
+        let pairs: Vec<[u32; 2]> = (0..4 * crate::vector::PARALLEL_FROM)
+            .map(|_| {
+                let i = (uniform() * f64::from(n)) as u32;
+                let j = (i + 1 + (uniform() * f64::from(n - 1)) as u32) % n;
+                [i, j]
+            })
+            .collect();
+        let cell = Cell::new([10.0; 3]);
+        let built = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut rows = Rows::default();
+            assert!(pool.install(|| rows.build_half(
+                &pairs,
+                n as usize,
+                &kinds,
+                (&sites, Some(&cell))
+            )));
+            rows
+        };
+        let one = built(1);
+        assert!(one.groups.len() > 2 * n as usize);
+        for threads in [2, 3] {
+            let more = built(threads);
+            assert_eq!(more.body, one.body, "{threads} threads");
+            assert_eq!(more.groups, one.groups);
+            assert_eq!(more.partner, one.partner);
+            assert_eq!(more.partner_slot, one.partner_slot);
+        }
+        padded_with_the_last(&one);
     }
 
     /// Every entry's partial is its partner's in its chunk, every row's its body's; a chunk's
