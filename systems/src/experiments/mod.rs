@@ -22,7 +22,8 @@
 //! | `water-modes` | beyond the papers: normal modes of penalized TIP3P waters from the exact Hessian, at growing ω | [`water_modes`] |
 //! | `alkane` | beyond the papers: liquid butane (TraPPE-UA) — Verlet, RATTLE and Z&Ss-stiff at growing steps, structure beside LAMMPS's (minutes; not in `all`) | [`alkane`] |
 //! | `kremer-grest` | beyond the papers: LAMMPS's polymer melt, Z&Ss-stiff's step and time to result against Verlet (needs LAMMPS's `data.chain`; not in `all`) | [`kremer_grest`] |
-//! | `water-box` | beyond the papers: 100 ps of rigid SPC/E water at 300 K, the O–O radial distribution against LAMMPS's, the energy against the published value (needs LAMMPS's `data.spce`; minutes; not in `all`) | [`water_box`] |
+//! | `water-box` | beyond the papers: 100 ps of rigid SPC/E water at 300 K, the O–O radial distribution against LAMMPS's, the energy and diffusion against the published values (needs LAMMPS's `data.spce`; minutes; not in `all`) | [`water_box`] |
+//! | `water-stiff` | beyond the papers: the same box held rigid by SETTLE at 2 fs and by the penalty under Z&Ss-stiff at its longest stable step, time to the same statistics (minutes; not in `all`) | [`water_stiff`] |
 //!
 //! Files are written through `<name>.tmp` and renamed when complete ([`write_atomic`]), so an
 //! interrupted run never leaves a truncated file under the final name.
@@ -43,6 +44,7 @@ pub mod water_conservation;
 pub mod water_modes;
 pub mod water_multipliers;
 pub mod water_rdf;
+pub mod water_stiff;
 
 use std::fmt;
 use std::io;
@@ -100,6 +102,10 @@ pub enum Experiment {
     /// radial distribution against LAMMPS's, the potential energy against Berendsen et al.'s
     /// ([`water_box::LAMMPS_DATA`] by default); not in [`Experiment::ALL`].
     WaterBox,
+    /// Beyond the papers: that box held rigid by SETTLE at 2 fs and by the penalty under
+    /// Z&Ss-stiff at its longest stable step — statistics and the time to them; not in
+    /// [`Experiment::ALL`].
+    WaterStiff,
 }
 
 impl Experiment {
@@ -139,6 +145,7 @@ impl Experiment {
             Experiment::WaterModes => "water-modes",
             Experiment::Alkane => "alkane",
             Experiment::WaterBox => "water-box",
+            Experiment::WaterStiff => "water-stiff",
         }
     }
 
@@ -168,6 +175,19 @@ impl Experiment {
                 let cfg = water_box::Config::lammps(path);
                 let out = water_box::run(&cfg)?;
                 water_box::write(&cfg, &out, out_dir)
+                    .map_err(|e| ExperimentError::write(out_dir, e))
+            }
+            Experiment::WaterStiff => {
+                let path = inputs
+                    .data
+                    .map_or_else(|| water_box::LAMMPS_DATA.into(), Path::to_path_buf);
+                let cfg = water_stiff::Config::lammps(
+                    path,
+                    water_stiff::LONGEST_STEP,
+                    water_stiff::OMEGA,
+                );
+                let out = water_stiff::run(&cfg)?;
+                water_stiff::write(&cfg, &out, out_dir)
                     .map_err(|e| ExperimentError::write(out_dir, e))
             }
             Experiment::KremerGrest => {

@@ -21,11 +21,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use zs_runtime::lammps::DataFile;
-use zs_runtime::{DynState, Langevin, Model, Settle};
+use zs_runtime::long_range::WithLongRange;
+use zs_runtime::{DynState, Langevin, Model, Settle, Stepper, ZhangSkeelStiff};
 
 use super::kremer_grest::InputError;
 use super::{block_estimate, guarded_step, sci, whole_steps, Csv, Field, Report, Table};
-use crate::water_box::{r_hh, SpcE, WaterBox, WaterBoxOptions, MVV2E, R_OH, SKIN};
+use crate::water_box::{r_hh, SpcE, WaterBox, WaterBoxOptions, COULOMB, MVV2E, R_OH, SKIN};
 
 /// LAMMPS's water box (Debian package `lammps-examples`).
 pub const LAMMPS_DATA: &str = "/usr/share/lammps/examples/rdf-adf/data.spce";
@@ -39,6 +40,35 @@ const KJ: f64 = 4.184;
 const POLARIZATION: f64 = 5.22;
 /// Berendsen et al.'s potential energy per molecule with it, kJ/mol.
 const PUBLISHED: f64 = -41.5;
+/// Berendsen et al.'s self-diffusion coefficient, 10⁻⁵ cm²/s.
+const DIFFUSION: f64 = 2.5;
+
+/// How the molecules are held rigid.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rigid {
+    /// SETTLE (Miyamoto & Kollman 1992): each molecule's three distances exact.
+    Settle,
+    /// The penalty `½ω²|g|²` on the three distances, stepped by Z&Ss-stiff (Zhang & Skeel,
+    /// Integrator 5, eq. 19) with parameter `beta`.
+    Penalty {
+        /// The penalty frequency (1/fs).
+        omega: f64,
+        /// Z&S's β.
+        beta: f64,
+    },
+}
+
+impl Rigid {
+    /// In words, for a report.
+    pub fn describe(&self) -> String {
+        match self {
+            Rigid::Settle => "SETTLE".into(),
+            Rigid::Penalty { omega, beta } => {
+                format!("the penalty ½ω²|g|² (ω = {omega} fs⁻¹) under Z&Ss-stiff (β = {beta})")
+            }
+        }
+    }
+}
 
 /// The run.
 #[derive(Debug, Clone)]
@@ -69,6 +99,10 @@ pub struct Config {
     pub r_max: f64,
     /// Block means for the error bars.
     pub blocks: usize,
+    /// The rigid molecules' stepper.
+    pub rigid: Rigid,
+    /// The lags (ps) over which the oxygens' mean square displacement is fitted by `6Dτ + c`.
+    pub diffusion_fit: (f64, f64),
 }
 
 impl Config {
@@ -88,6 +122,8 @@ impl Config {
             bins: 100,
             r_max: 12.0,
             blocks: 10,
+            rigid: Rigid::Settle,
+            diffusion_fit: (0.5, 2.0),
         }
     }
 }
@@ -111,6 +147,10 @@ pub struct Outcome {
     pub temperature: Vec<f64>,
     /// LAMMPS's `(r, g_OO)` per bin, when its file was read.
     pub reference: Option<Vec<(f64, f64)>>,
+    /// Per block of samples, the oxygens' self-diffusion coefficient (10⁻⁵ cm²/s).
+    pub diffusion: Vec<f64>,
+    /// The largest deviation of a molecule's distance from its rigid value at a sample (Å).
+    pub deviation: f64,
 }
 
 /// LAMMPS's `fix ave/time … mode vector` file of `compute rdf`: the first block's `(r, g_11)`.
@@ -220,35 +260,42 @@ pub fn run(cfg: &Config) -> Result<Outcome, InputError> {
     let kt = KB * cfg.temperature;
     let field = SpcE::new(cfg.options.rc, 0.0);
     let masses = [0, 1, 1].map(|k| field.mass[k] * MVV2E);
-    let settle = Settle::new(cfg.h, molecules.clone(), R_OH, r_hh());
-    let mut stepper = Langevin::new(settle, gamma(cfg), kt, cfg.seed);
+    let mut sampled = Sampled::default();
     let mut s = DynState::new(water.q.clone(), water.v.clone());
-    let mut before = s.q.clone();
-    let (steps, burn, every) = (
-        whole_steps(cfg.t_end, cfg.h),
-        whole_steps(cfg.burn_in, cfg.h),
-        whole_steps(cfg.sample_dt, cfg.h),
-    );
-    let n = molecules.len() as f64;
-    let dof = 6.0 * n;
-    let mut counts = vec![0u64; cfg.bins];
-    let (mut energy, mut temperature, mut samples) = (Vec::new(), Vec::new(), 0u64);
-    let (mut seconds, mut done, mut failure) = (0.0, 0, None);
-    for k in 1..=steps {
-        let guard = (&mut before[..], SKIN);
-        if let Err(f) = guarded_step(&mut stepper, &model, &mut s, guard, k, &mut seconds) {
-            failure = Some(f);
-            break;
+    let on = Run {
+        cfg,
+        model: &model,
+        molecules: &molecules,
+        oxygens: &oxygens,
+        sides,
+        masses,
+    };
+    match cfg.rigid {
+        Rigid::Settle => {
+            let settle = Settle::new(cfg.h, molecules.clone(), R_OH, r_hh());
+            let mut stepper = Langevin::new(settle, gamma(cfg), kt, cfg.seed);
+            on.sample(&mut stepper, &model, &mut s, &mut sampled);
         }
-        done = k;
-        if k > burn && k % every == 0 {
-            bin_pairs(&s.q, &oxygens, sides, cfg, &mut counts);
-            samples += 1;
-            energy.push(model.potential_at(&s.q) * KJ / n);
-            let ke = rigid_kinetic(&s.q, &s.v, &molecules, masses);
-            temperature.push(2.0 * ke / (dof * KB));
+        Rigid::Penalty { omega, beta } => {
+            let penalized = water.short.penalized(omega);
+            let target = WithLongRange::new(&penalized, water.long.clone(), COULOMB);
+            let zss = ZhangSkeelStiff::new(beta, cfg.h);
+            let mut stepper = Langevin::new(zss, gamma(cfg), kt, cfg.seed);
+            on.sample(&mut stepper, &target, &mut s, &mut sampled);
         }
     }
+    let Sampled {
+        counts,
+        energy,
+        temperature,
+        track,
+        deviation,
+        seconds,
+        done,
+        failure,
+    } = sampled;
+    let n = molecules.len() as f64;
+    let samples = energy.len() as u64;
     // g(r) = pairs in a shell / (samples · N · ρ · shell volume), ρ = N / V.
     let width = cfg.r_max / cfg.bins as f64;
     let volume = sides[0] * sides[1] * sides[2];
@@ -270,7 +317,138 @@ pub fn run(cfg: &Config) -> Result<Outcome, InputError> {
         energy,
         temperature,
         reference: read_reference(&cfg.reference),
+        diffusion: diffusion(&track, oxygens.len(), cfg),
+        deviation,
     })
+}
+
+/// What a run's loop gathers.
+#[derive(Debug, Default)]
+struct Sampled {
+    counts: Vec<u64>,
+    energy: Vec<f64>,
+    temperature: Vec<f64>,
+    /// The oxygens' positions at each sample (unwrapped: the steppers never wrap).
+    track: Vec<f64>,
+    deviation: f64,
+    seconds: f64,
+    done: u64,
+    failure: Option<String>,
+}
+
+/// A run's fixed inputs.
+struct Run<'a, M: ?Sized> {
+    cfg: &'a Config,
+    /// The model whose potential energy is sampled (without a penalty).
+    model: &'a M,
+    molecules: &'a [[u32; 3]],
+    oxygens: &'a [usize],
+    sides: [f64; 3],
+    masses: [f64; 3],
+}
+
+impl<M: Model<Vec<f64>> + ?Sized> Run<'_, M> {
+    /// Steps `stepper` on `target` from `s` to the end (or the first failed step), sampling
+    /// after the burn-in.
+    fn sample<T: ?Sized, S: Stepper<T, Vec<f64>>>(
+        &self,
+        stepper: &mut S,
+        target: &T,
+        s: &mut DynState,
+        out: &mut Sampled,
+    ) {
+        let cfg = self.cfg;
+        let (steps, burn, every) = (
+            whole_steps(cfg.t_end, cfg.h),
+            whole_steps(cfg.burn_in, cfg.h),
+            whole_steps(cfg.sample_dt, cfg.h),
+        );
+        let n = self.molecules.len() as f64;
+        out.counts = vec![0u64; cfg.bins];
+        let mut before = s.q.clone();
+        for k in 1..=steps {
+            let guard = (&mut before[..], SKIN);
+            if let Err(f) = guarded_step(stepper, target, s, guard, k, &mut out.seconds) {
+                out.failure = Some(f);
+                break;
+            }
+            out.done = k;
+            if k > burn && k % every == 0 {
+                bin_pairs(&s.q, self.oxygens, self.sides, cfg, &mut out.counts);
+                out.energy.push(self.model.potential_at(&s.q) * KJ / n);
+                let ke = rigid_kinetic(&s.q, &s.v, self.molecules, self.masses);
+                out.temperature.push(2.0 * ke / (6.0 * n * KB));
+                for &o in self.oxygens {
+                    out.track.extend_from_slice(&s.q[3 * o..3 * o + 3]);
+                }
+                out.deviation = out.deviation.max(deviation(&s.q, self.molecules));
+            }
+        }
+    }
+}
+
+/// The largest deviation of an O–H or H–H distance of `molecules` from SPC/E's (Å).
+fn deviation(q: &[f64], molecules: &[[u32; 3]]) -> f64 {
+    let distance = |a: u32, b: u32| -> f64 {
+        let (a, b) = (3 * a as usize, 3 * b as usize);
+        (0..3)
+            .map(|k| (q[a + k] - q[b + k]).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    molecules.iter().fold(0.0, |worst, m| {
+        let d = [
+            distance(m[0], m[1]) - R_OH,
+            distance(m[0], m[2]) - R_OH,
+            distance(m[1], m[2]) - r_hh(),
+        ];
+        d.iter().fold(worst, |w, x| w.max(x.abs()))
+    })
+}
+
+/// Per block of the samples in `track` (`oxygens` positions each), the self-diffusion
+/// coefficient (10⁻⁵ cm²/s) from Einstein's relation: the slope of the mean square
+/// displacement over the block's time origins, `⟨|x(t + τ) − x(t)|²⟩ = 6Dτ + c`, fitted by
+/// least squares over the lags of `cfg.diffusion_fit`. Empty when a block is shorter than them.
+pub fn diffusion(track: &[f64], oxygens: usize, cfg: &Config) -> Vec<f64> {
+    let frame = 3 * oxygens;
+    let frames = track.len() / frame.max(1);
+    let per = frames / cfg.blocks.max(1);
+    let dt = cfg.sample_dt / 1000.0;
+    let (first, last) = (
+        (cfg.diffusion_fit.0 / dt).round() as usize,
+        (cfg.diffusion_fit.1 / dt).round() as usize,
+    );
+    if oxygens == 0 || first == 0 || last <= first || last >= per {
+        return Vec::new();
+    }
+    (0..cfg.blocks)
+        .map(|b| {
+            let at = |t: usize| &track[(b * per + t) * frame..(b * per + t + 1) * frame];
+            let points: Vec<(f64, f64)> = (first..=last)
+                .map(|lag| {
+                    let origins = per - lag;
+                    let sum: f64 = (0..origins)
+                        .map(|t| {
+                            let (x0, x1) = (at(t), at(t + lag));
+                            x0.iter().zip(x1).map(|(a, b)| (b - a).powi(2)).sum::<f64>()
+                        })
+                        .sum();
+                    (lag as f64 * dt, sum / (origins * oxygens) as f64)
+                })
+                .collect();
+            let m = points.len() as f64;
+            let (tx, ty) = points
+                .iter()
+                .fold((0.0, 0.0), |(a, b), p| (a + p.0, b + p.1));
+            let (tm, ym) = (tx / m, ty / m);
+            let (sxy, sxx) = points.iter().fold((0.0, 0.0), |(a, b), p| {
+                (a + (p.0 - tm) * (p.1 - ym), b + (p.0 - tm).powi(2))
+            });
+            // Å²/ps = 10⁻⁴ cm²/s.
+            sxy / sxx / 6.0 * 10.0
+        })
+        .collect()
 }
 
 /// The first peak of a `g(r)` (its bin), the first minimum after it, and the coordination
@@ -289,6 +467,20 @@ fn shell(g: &[f64], width: f64, density: f64) -> Shell {
         })
         .sum();
     (peak, minimum, count)
+}
+
+/// The RMS and the largest difference of `out`'s g_OO from LAMMPS's over 2.4–12 Å (from the
+/// first bin either has pairs in: the excluded core would only add zeros), when its reference
+/// was read.
+pub fn rdf_difference(cfg: &Config, out: &Outcome) -> Option<(f64, f64)> {
+    let g = out.reference.as_ref()?;
+    let from = (2.4 / (cfg.r_max / cfg.bins as f64)) as usize;
+    let diffs: Vec<f64> = (from..g.len().min(out.rdf.len()))
+        .map(|b| out.rdf[b] - g[b].1)
+        .collect();
+    let rms = (diffs.iter().map(|d| d * d).sum::<f64>() / diffs.len().max(1) as f64).sqrt();
+    let worst = diffs.iter().fold(0.0_f64, |w, d| w.max(d.abs()));
+    Some((rms, worst))
 }
 
 /// The tables and files of `out`.
@@ -355,14 +547,7 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         theirs(&|s, _| format!("{:.2}", s.2)),
     ]);
     let mut notes = Vec::new();
-    if let Some((_, g)) = &reference {
-        // From the first bin either has pairs in: the excluded core would only add zeros.
-        let from = (2.4 / width) as usize;
-        let diffs: Vec<f64> = (from..g.len().min(out.rdf.len()))
-            .map(|b| out.rdf[b] - g[b])
-            .collect();
-        let rms = (diffs.iter().map(|d| d * d).sum::<f64>() / diffs.len().max(1) as f64).sqrt();
-        let worst = diffs.iter().fold(0.0_f64, |w, d| w.max(d.abs()));
+    if let Some((rms, worst)) = rdf_difference(cfg, out) {
         notes.push(format!(
             "g_OO from 2.4 to 12 Å against LAMMPS's: RMS difference {rms:.3}, largest {worst:.3} \
              (LAMMPS's is 10 samples of 2 ps; zs's {} samples of {} ps)",
@@ -395,9 +580,19 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
         est(&out.temperature),
         format!("{}", cfg.temperature),
     ]);
+    energies.push(vec![
+        "D (10⁻⁵ cm²/s)".into(),
+        block_estimate(&out.diffusion, out.diffusion.len())
+            .map_or_else(|| "—".into(), |(m, e)| format!("{m:.3} ± {e:.3}")),
+        format!("{DIFFUSION} (Berendsen et al. 1987, without friction)"),
+    ]);
     if let Some(f) = &out.failure {
         notes.push(format!("the run stopped early: {f}"));
     }
+    notes.push(format!(
+        "largest deviation of an O–H or H–H distance from SPC/E's at a sample: {} Å",
+        sci(out.deviation)
+    ));
     notes.push(format!(
         "{} steps in {:.0} s ({} steps/s on {} threads)",
         out.steps,
@@ -408,17 +603,20 @@ pub fn write(cfg: &Config, out: &Outcome, dir: &Path) -> io::Result<Report> {
     Ok(Report {
         experiment: "water-box".into(),
         setup: format!(
-            "{} SPC/E molecules from {}, rigid by SETTLE, h = {} fs, GLA Langevin at {} K (the \
-             oxygens' velocities relaxed at {} ps⁻¹), PME, cut at {} Å; {} ps, the first {} ps a burn-in, a sample every {} ps",
+            "{} SPC/E molecules from {}, rigid by {}, h = {} fs, GLA Langevin at {} K (the \
+             oxygens' velocities relaxed at {} ps⁻¹), PME, cut at {} Å; {} ps, the first {} ps a burn-in, a sample every {} ps; D from the oxygens' mean square displacement over lags of {} to {} ps, per block",
             out.molecules,
             cfg.data.display(),
+            cfg.rigid.describe(),
             cfg.h,
             cfg.temperature,
             cfg.rate * 1000.0,
             cfg.options.rc,
             cfg.t_end / 1000.0,
             cfg.burn_in / 1000.0,
-            cfg.sample_dt / 1000.0
+            cfg.sample_dt / 1000.0,
+            cfg.diffusion_fit.0,
+            cfg.diffusion_fit.1
         ),
         tables: vec![table, energies],
         notes,

@@ -33,3 +33,4 @@ mod types;
 mod variational;
 mod water;
 mod water_box;
+mod water_stiff;

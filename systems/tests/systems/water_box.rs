@@ -15,9 +15,9 @@ use zs_systems::water_box::{
 
 const ZS: &str = env!("CARGO_BIN_EXE_zs");
 /// 4 × 4 × 4 molecules on a lattice 3.1 Å apart (about water's density), box 12.4 Å.
-const PER_SIDE: usize = 4;
-const SPACING: f64 = 3.1;
-const RC: f64 = 4.0;
+pub(crate) const PER_SIDE: usize = 4;
+pub(crate) const SPACING: f64 = 3.1;
+pub(crate) const RC: f64 = 4.0;
 
 /// Uniform in [-1, 1) (xorshift: reproducible).
 fn uniform(s: &mut u64) -> f64 {
@@ -29,7 +29,7 @@ fn uniform(s: &mut u64) -> f64 {
 
 /// A LAMMPS data file (`atom_style full`) of the lattice, each molecule turned at random and
 /// its bonds and angle off their rest values; `charges` false writes `atom_style bond`.
-fn box_text(seed: u64, charges: bool) -> String {
+pub(crate) fn box_text(seed: u64, charges: bool) -> String {
     let mut s = seed;
     let side = SPACING * PER_SIDE as f64;
     let (mut atoms, mut bonds, mut angles) = (String::new(), String::new(), String::new());
@@ -252,7 +252,7 @@ fn files_that_are_not_spce_water_and_bad_ewald_parameters_are_refused() {
     ));
 }
 
-fn temp(name: &str) -> crate::scratch::TempDir {
+pub(crate) fn temp(name: &str) -> crate::scratch::TempDir {
     crate::scratch::TempDir::new("wb", name)
 }
 
