@@ -51,7 +51,8 @@ pub enum Rigid {
     /// The penalty `½ω²|g|²` on the three distances, stepped by Z&Ss-stiff (Zhang & Skeel,
     /// Integrator 5, eq. 19) with parameter `beta`.
     Penalty {
-        /// The penalty frequency (1/fs).
+        /// The penalty's ω, in (kcal/mol)^½/Å: its energy `½ω²g²` in kcal/mol for a
+        /// distance off by `g` Å.
         omega: f64,
         /// Z&S's β.
         beta: f64,
@@ -64,10 +65,22 @@ impl Rigid {
         match self {
             Rigid::Settle => "SETTLE".into(),
             Rigid::Penalty { omega, beta } => {
-                format!("the penalty ½ω²|g|² (ω = {omega} fs⁻¹) under Z&Ss-stiff (β = {beta})")
+                format!(
+                    "the penalty ½ω²|g|² (ω = {omega} (kcal/mol)^½/Å, an O–H stretch of period {:.1} fs) under Z&Ss-stiff (β = {beta})",
+                    oh_period(*omega)
+                )
             }
         }
     }
+}
+
+/// The period (fs) of an O–H distance held by the penalty `½ω²g²` alone: `2π √μ / ω` with
+/// `μ` the O–H pair's reduced mass (kcal·fs²/(mol·Å²)). SPC/E's own flexible O–H bond, `K =
+/// 1000` kcal/mol/Å² without ½, is ω = √(2K) ≈ 44.7: 6.7 fs.
+pub fn oh_period(omega: f64) -> f64 {
+    let field = SpcE::new(1.0, 0.0);
+    let (o, h) = (field.mass[0], field.mass[1]);
+    2.0 * std::f64::consts::PI * (o * h / (o + h) * MVV2E).sqrt() / omega
 }
 
 /// The run.
