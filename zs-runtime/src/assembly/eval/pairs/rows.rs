@@ -4,11 +4,11 @@
 //!
 //! - [`Rows::build_half`] (Newton's third law): each pair `(i, j)` once, in the row of its
 //!   first body; a row's partners grouped by type (one group per type, so a block's terms
-//!   share their types) and, within a type, nearest first by their distance at the build (the
-//!   partners that drift beyond the cutoff before the next build gather at a group's end,
-//!   whole blocks the pass skips). The partners' gradients go out into partials, one per
-//!   distinct body a chunk touches, summed per body in chunk order; chunks are consecutive
-//!   rows of [`PAIR_CHUNK`] entries or more.
+//!   share their types) and, within a type, nearest first by their distance at the build, in
+//!   shells of a 63rd of the farthest square distance (the partners that drift beyond the
+//!   cutoff before the next build gather at a group's end, whole blocks the pass skips). The
+//!   partners' gradients go out into partials, one per distinct body a chunk touches, summed
+//!   per body in chunk order; chunks are consecutive rows of [`PAIR_CHUNK`] entries or more.
 //! - [`Rows::build_full`]: every pair from both ends, row `i` for body `i`; its partners
 //!   below `i` first (the pair evaluated as `(j, i)`, the row taking the second gradient — a
 //!   pair function need not be symmetric), then those above, each part grouped by type; one
@@ -36,6 +36,11 @@ pub(crate) const FULL_CHUNK: usize = 64;
 pub(crate) const MIXED: u32 = u32::MAX;
 /// No row yet.
 const NONE: u32 = u32::MAX;
+/// The half list's groups are ordered by their partners' square distances at the build in this
+/// many shells, each as wide as the group's farthest over `SHELLS − 1`: near enough to
+/// nearest first for whole blocks beyond the cutoff to gather at a group's end, in one
+/// counting pass.
+const SHELLS: usize = 64;
 
 /// One type's partners in a row (or, for full rows, the whole row): `partner[start ..
 /// start + len]`, padded to whole blocks with copies of the last; the first `below` are
@@ -169,20 +174,40 @@ impl Groups<'_> {
                         *o = [j];
                     }
                 } else {
+                    // Nearest first by a counting sort: the square distance at the build as one
+                    // of `SHELLS` shells of the group's farthest, the order found within one.
                     let xi = self.sites[self.body[r] as usize];
+                    let mut farthest = 0.0_f64;
                     keys.clear();
                     keys.extend(found.iter().map(|&j| {
                         let xj = self.sites[j as usize];
                         let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
                         let d = self.cell.map_or(d, |c| c.nearest(d));
-                        // The square distance in single precision (an order, not a value),
-                        // then the partner: one key, one total order.
-                        let r2 = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) as f32;
-                        (u64::from(r2.to_bits()) << 32) | u64::from(j)
+                        let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                        farthest = farthest.max(r2);
+                        (r2.to_bits() & !0xffff_ffff) | u64::from(j)
                     }));
-                    keys.sort_unstable();
-                    for (o, &key) in out.iter_mut().zip(keys.iter()) {
-                        *o = [key as u32];
+                    let per = if farthest > 0.0 {
+                        (SHELLS - 1) as f64 / farthest
+                    } else {
+                        0.0
+                    };
+                    let mut at = [0u32; SHELLS + 1];
+                    for k in keys.iter_mut() {
+                        // The high word's square distance (its low mantissa bits cleared: an order,
+                        // not a value); NaN sites go to the first shell.
+                        let r2 = f64::from_bits(*k & !0xffff_ffff);
+                        let shell = ((r2 * per) as usize).min(SHELLS - 1);
+                        *k = ((shell as u64) << 32) | (*k & 0xffff_ffff);
+                        at[shell + 1] += 1;
+                    }
+                    for c in 0..SHELLS {
+                        at[c + 1] += at[c];
+                    }
+                    for &k in keys.iter() {
+                        let shell = (k >> 32) as usize;
+                        out[at[shell] as usize] = [k as u32];
+                        at[shell] += 1;
                     }
                 }
                 let last = out[group.len as usize - 1];
@@ -289,7 +314,7 @@ impl Rows {
 
     /// Half-list rows of the pairs `pairs` of `n` free bodies, with the bodies' types `kinds`
     /// (empty: untyped) and, when `sites` has every body's, its partners nearest first by
-    /// their distance there; `false` (and no rows) when a pair is not two distinct bodies
+    /// their distance there (in [`SHELLS`] shells); `false` (and no rows) when a pair is not two distinct bodies
     /// below `n`, there are more than [`MOST_TYPES`] types or the padded list does not fit
     /// 32-bit indices. Rows come in the order their bodies first lead a pair (the cell list's:
     /// rows near in space are near in the order, and so are their partners).
@@ -621,7 +646,7 @@ mod tests {
     }
 
     /// Given the sites at the build, each group's partners come nearest first (nearest images
-    /// in a box), still grouped by type.
+    /// in a box) to a shell, still grouped by type.
     #[test]
     fn half_rows_come_nearest_first_by_their_distance_at_the_build() {
         let sites = [
@@ -645,6 +670,16 @@ mod tests {
             partners(&rows, 0),
             vec![(0, vec![2, 4], 0), (1, vec![3, 5, 1], 0)]
         );
+        // Within a shell (a 63rd of the farthest square distance), the order found.
+        let close = [
+            [0.0, 0.0, 0.0],
+            [3.0, 0.0, 0.0],
+            [1.01, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+        ];
+        let pairs = [[0, 1], [0, 2], [0, 3]];
+        assert!(rows.build_half(&pairs, 4, &[], (&close, None)));
+        assert_eq!(partners(&rows, 0), vec![(0, vec![2, 3, 1], 0)]);
     }
 
     /// A list long enough for bands: the rows built on pools of 1, 2 and 3 threads are the
