@@ -10,7 +10,7 @@
 //! the pinned toolchain, then read every diff:
 //!
 //! ```sh
-//! TRYBUILD=overwrite cargo test -p zs-compile-fail --test compile_fail -- --ignored
+//! TRYBUILD=overwrite cargo test --workspace --test compile_fail -- --ignored
 //! ```
 //!
 //! It is `#[ignore]`d in `cargo test --workspace` (a build of the macro crate in a second
@@ -18,7 +18,7 @@
 //! machine); `.ci/run` runs it right after, as
 //!
 //! ```sh
-//! cargo test -p zs-compile-fail --test compile_fail -- --ignored
+//! cargo test --workspace --test compile_fail -- --ignored
 //! ```
 
 use std::io::Write;
@@ -54,7 +54,7 @@ fn rustc_version() -> String {
 }
 
 #[test]
-#[ignore = "43 compilations; CI runs it: cargo test -p zs-compile-fail --test compile_fail -- --ignored"]
+#[ignore = "43 compilations; CI runs it: cargo test --workspace --test compile_fail -- --ignored"]
 fn ui() {
     let pinned = pinned_channel();
     let version = rustc_version();
