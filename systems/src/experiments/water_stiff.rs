@@ -24,8 +24,8 @@ use crate::experiments::kremer_grest::InputError;
 
 /// Z&Ss-stiff's longest stable step on this box under the thermostat (fs), from the scans.
 pub const LONGEST_STEP: f64 = 1.5;
-/// The penalty's ω at that step ((kcal/mol)^½/Å, [`water_box::oh_period`]): stiffer penalties
-/// failed within 0.4 ps.
+/// The penalty's ω at that step ((kcal/mol)^½/Å, [`water_box::oh_period`]): the stiffest the
+/// scans ran stably under the thermostat (EXPERIMENTS.md, "water-stiff").
 pub const OMEGA: f64 = 20.0;
 
 /// The two runs.

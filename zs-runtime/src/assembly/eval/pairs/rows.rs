@@ -314,9 +314,9 @@ impl Rows {
 
     /// Half-list rows of the pairs `pairs` of `n` free bodies, with the bodies' types `kinds`
     /// (empty: untyped) and, when `sites` has every body's, its partners nearest first by
-    /// their distance there (in [`SHELLS`] shells); `false` (and no rows) when a pair is not two distinct bodies
-    /// below `n`, there are more than [`MOST_TYPES`] types or the padded list does not fit
-    /// 32-bit indices. Rows come in the order their bodies first lead a pair (the cell list's:
+    /// their distance there (in [`SHELLS`] shells); `false` (and no rows) when a pair is not
+    /// two distinct bodies below `n`, there are more than [`MOST_TYPES`] types or the padded
+    /// list does not fit 32-bit indices. Rows come in the order their bodies first lead a pair (the cell list's:
     /// rows near in space are near in the order, and so are their partners).
     pub fn build_half(
         &mut self,
