@@ -125,14 +125,32 @@ impl Emitter<'_> {
                 lets.push(quote!(let (#(#chunk,)*): (#(#tys,)*);));
             }
         }
-        let roots = if self.lanes {
-            SquareRoots::of(&prog.instrs, &prog.outputs)
+        let (roots, erfc) = if self.lanes {
+            (
+                SquareRoots::of(&prog.instrs, &prog.outputs),
+                ErfcExp::of(&prog.instrs),
+            )
         } else {
-            SquareRoots::default()
+            Default::default()
         };
         for ins in &prog.instrs {
             if roots.only_inverted(ins.dst()) {
                 continue;
+            }
+            match erfc.at(ins.dst()) {
+                Some(Fused::Second) => continue,
+                Some(Fused::First { erfc, exp, x }) => {
+                    let (e, x2) = (format_ident!("t{}", erfc), format_ident!("t{}", exp));
+                    let x = lane_operand(x);
+                    let rhs = quote!(::zs_runtime::simd::erfc_exp(#x));
+                    lets.push(if chunked {
+                        quote!((#e, #x2) = #rhs;)
+                    } else {
+                        quote!(let (#e, #x2): (L, L) = #rhs;)
+                    });
+                    continue;
+                }
+                None => {}
             }
             let dst = format_ident!("t{}", ins.dst());
             let lanes = quote!(::zs_runtime::simd::Lanes);
@@ -324,6 +342,101 @@ impl SquareRoots {
             .get(dst as usize)
             .copied()
             .unwrap_or(false)
+    }
+}
+
+/// Lane code's `erfc(x)` and `e^{−x²}` of the same `x` — a real-space Ewald pair's value and
+/// the factor of its derivative (`sym::diff`: `−2/√π e^{−x²} x′`) — bound together by one call
+/// of `zs_runtime::simd::erfc_exp`, which takes one exponential for both (erfc is `e^{−x²}`
+/// times a table there). The call stands where the first of the two did; the second is not
+/// emitted.
+#[derive(Default)]
+struct ErfcExp {
+    /// Per temporary: its part in a fused pair.
+    fused: Vec<Option<Fused>>,
+}
+
+/// A temporary's part in an `erfc_exp` call.
+#[derive(Clone, Copy)]
+enum Fused {
+    /// The first of the pair in program order: the call, binding `t{erfc}` and `t{exp}`.
+    First { erfc: u32, exp: u32, x: Operand },
+    /// The second: bound already.
+    Second,
+}
+
+impl ErfcExp {
+    fn of(instrs: &[Instr]) -> Self {
+        let n = instrs
+            .iter()
+            .map(|i| i.dst() as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut def: Vec<Option<&Instr>> = vec![None; n];
+        let mut order = vec![0; n];
+        for (k, ins) in instrs.iter().enumerate() {
+            def[ins.dst() as usize] = Some(ins);
+            order[ins.dst() as usize] = k;
+        }
+        let temp = |o: Operand| match o {
+            Operand::Temp(t) => def.get(t as usize).copied().flatten(),
+            _ => None,
+        };
+        // `x` when `ins` is `exp(-(x²))`, the square as `powi(x, 2)` or `x * x`.
+        let square_of = |ins: &Instr| {
+            let Instr::Unary {
+                op: Unary::Exp, a, ..
+            } = *ins
+            else {
+                return None;
+            };
+            let Some(&Instr::Unary {
+                op: Unary::Neg, a, ..
+            }) = temp(a)
+            else {
+                return None;
+            };
+            match *temp(a)? {
+                Instr::Powi { a: x, n: 2, .. } => Some(x),
+                Instr::Binary {
+                    op: Binary::Mul,
+                    a: x,
+                    b: y,
+                    ..
+                } if x == y => Some(x),
+                _ => None,
+            }
+        };
+        let mut fused = vec![None; n];
+        for e in instrs {
+            let Instr::Unary {
+                dst: erfc,
+                op: Unary::Erfc,
+                a: x,
+            } = *e
+            else {
+                continue;
+            };
+            let Some(exp) = instrs
+                .iter()
+                .find(|i| square_of(i) == Some(x))
+                .map(Instr::dst)
+            else {
+                continue;
+            };
+            let (first, second) = if order[erfc as usize] < order[exp as usize] {
+                (erfc, exp)
+            } else {
+                (exp, erfc)
+            };
+            fused[first as usize] = Some(Fused::First { erfc, exp, x });
+            fused[second as usize] = Some(Fused::Second);
+        }
+        ErfcExp { fused }
+    }
+
+    fn at(&self, dst: u32) -> Option<Fused> {
+        self.fused.get(dst as usize).copied().flatten()
     }
 }
 

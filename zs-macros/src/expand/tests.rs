@@ -422,3 +422,37 @@ fn parameters_must_be_fields_the_definition_reads() {
         "{out}"
     );
 }
+
+/// A real-space Ewald pair, `erfc(αr)/r` under a cutoff: its lane kernel binds `erfc(αr)` and
+/// the derivative's `e^{−(αr)²}` with one `erfc_exp` call (one exponential), and calls neither
+/// `erfc` nor `exp` besides; the scalar kernel keeps both functions.
+#[test]
+fn an_ewald_pair_takes_erfc_and_its_exponential_in_one_call() {
+    let out = expand(
+        TokenStream::new(),
+        quote!(impl S {
+            fn body_masses(&self) -> [f64; 3] { [1.0; 3] }
+            fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+                let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+                if r2 < 81.0 {
+                    let r = r2.sqrt();
+                    self.qq * erfc(self.alpha * r) / r
+                } else {
+                    0.0
+                }
+            }
+        }),
+    );
+    let text = out.to_string();
+    assert!(!text.contains("compile_error"), "{text}");
+    let lanes = fn_body(&out, "value_gradient_lanes").to_string();
+    assert_eq!(lanes.matches("simd :: erfc_exp").count(), 1, "{lanes}");
+    assert_eq!(lanes.matches("simd :: exp (").count(), 0, "{lanes}");
+    assert_eq!(lanes.matches("simd :: erfc (").count(), 0, "{lanes}");
+    // The value alone has no exponential to share: `erfc` on its own.
+    let value = fn_body(&out, "value_lanes").to_string();
+    assert_eq!(value.matches("simd :: erfc (").count(), 1, "{value}");
+    let scalar = fn_body(&out, "value_gradient").to_string();
+    assert_eq!(scalar.matches("special :: erfc (").count(), 1, "{scalar}");
+    assert_eq!(scalar.matches("f64 :: exp (").count(), 1, "{scalar}");
+}

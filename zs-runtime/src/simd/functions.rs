@@ -3,19 +3,20 @@
 //!
 //! The real-space Ewald pair `q_i q_j erfc(αr)/r` and its derivative `−2α/√π e^{−α²r²}` spent
 //! two thirds of a water box's force evaluation in the scalar `erfc` and `exp`, one lane at a
-//! time. Here the same algorithms are written once over [`Lanes`] with nothing but IEEE
-//! additions, multiplications and divisions (no fused products), selects and exact scalings
-//! by powers of two — so each lane's result is the same bits on the scalar, AVX2 and AVX-512
-//! paths, whatever its neighbours in the block (the module's contract, [`super`]).
+//! time. Here the algorithms are written once over [`Lanes`] with nothing but IEEE additions,
+//! multiplications, divisions and fused multiply-adds (each correctly rounded), selects, exact
+//! scalings by powers of two and table reads — so each lane's result is the same bits on the
+//! scalar, AVX2 and AVX-512 paths, whatever its neighbours in the block (the module's
+//! contract, [`super`]).
 //!
-//! The algorithms and their coefficients are fdlibm's (Sun Microsystems, 1993: `e_exp.c` and
-//! `s_erf.c`, as musl and the `libm` crate carry them), so the results agree with the scalar
-//! functions to a few ulp (measured by the tests) — not to the bit: every branch is taken by a
-//! select instead of a jump, the reduction rounds ties to even, and `erfc`'s large-argument
-//! branch takes one exponential of a two-part argument where fdlibm multiplies two.
+//! `exp` and `erf` are fdlibm's algorithms and coefficients (Sun Microsystems, 1993: `e_exp.c`
+//! and `s_erf.c`, as musl and the `libm` crate carry them); `erfc` is `e^{−x²}` times a table
+//! of the scaled function erfcx ([`erfc_exp`]). The results agree with the scalar functions
+//! to a few ulp (measured by the tests) — not to the bit: every branch is taken by a select
+//! instead of a jump and the reduction rounds ties to even.
 //! Arguments where the fast path would leave the normal range (`exp` under `−708` or over
-//! `709`, an infinity or a NaN) are handed lane by lane to the scalar functions, so every lane
-//! still gets an answer that depends on its own argument alone.
+//! `709`, an infinity or a NaN, `erfc` beyond 8) are handed lane by lane to the scalar
+//! functions, so every lane still gets an answer that depends on its own argument alone.
 
 use super::Lanes;
 
@@ -236,30 +237,68 @@ fn large_erfc<L: Lanes>(abs: L) -> L {
 }
 
 /// `erfc(x) = 1 − erf(x)` lane by lane, computed directly (no cancellation for large `x`),
-/// within a few ulp of the scalar [`crate::special::erfc`] (fdlibm `s_erf.c`).
+/// within a few ulp of the scalar [`crate::special::erfc`]: [`erfc_exp`]'s first value.
 #[inline(always)]
 pub fn erfc<L: Lanes>(x: L) -> L {
-    let r = Ranges::of(x, 28.0);
-    let negative = x.lt(L::splat(0.0));
-    let (one, two, half) = (L::splat(1.0), L::splat(2.0), L::splat(0.5));
-    // |x| ≥ 28 (and ±∞): 0 or 2; NaN lanes are put back at the end.
-    let mut out = L::select(negative, two, L::splat(0.0));
-    if r.small.0 != 0 {
-        let y = small_ratio(x);
-        let below_quarter = one - (x + x * y);
-        let above = half - ((x - half) + x * y);
-        let v = L::select(x.lt(L::splat(0.25)), below_quarter, above);
-        out = L::select(r.small.1, v, out);
+    erfc_exp(x).0
+}
+
+/// `(erfc(x), e^{−x²})` lane by lane: erfc and the factor of its derivative `−2/√π e^{−x²}`,
+/// which a real-space Ewald pair takes with its value — one exponential for both
+/// (`#[mechanical_system]` calls this where a lane kernel has both).
+///
+/// `erfc(|x|) = e^{−x²} erfcx(|x|)`, the scaled function `erfcx` from a table of polynomials
+/// of degree 7 on intervals of width 1/32 over `[0, 8]` (`erfcx_table.rs`, made and checked by
+/// `zs-runtime/tools/erfcx_table.py`: S. G. Johnson's piecewise-Chebyshev approach to erfcx),
+/// each lane's row gathered: no division, where fdlibm's branches take two for their rational
+/// functions and select among three of them. `x²` is `h = x·x` plus its rounding error (exact
+/// by a fused multiply-add), and the exponential is of that two-part argument ([`exp`]'s
+/// reduction with a tail): within an ulp of `e^{−x²}`, closer than `exp(-(x * x))`, whose
+/// argument rounds. `erfc(−x) = 2 − erfc(x)`. Lanes with `|x| > 8` (`erfc < 1e-29`), infinite
+/// or NaN take the scalar function, lane by lane.
+#[inline(always)]
+pub fn erfc_exp<L: Lanes>(x: L) -> (L, L) {
+    use super::erfcx_table::ERFCX;
+    let h = x * x;
+    let e = exp_sum(-h, -x.mul_add(x, -h));
+    let zero = L::splat(0.0);
+    let negative = x.lt(zero);
+    let abs = L::select(negative, -x, x);
+    let scaled = abs * L::splat(32.0);
+    let last = (ERFCX.0.len() - 1) as f64;
+    let tabled = scaled.lt_mask(L::splat(last + 0.5));
+    // The nearest row (ties to even: either row's polynomial holds at `t = ±½`); `t` exact.
+    let k = L::select(scaled.lt(L::splat(last + 0.5)), scaled.round_even(), zero);
+    let t = scaled - k;
+    let mut rows = [0.0; 8];
+    k.store(&mut rows);
+    let at: [usize; 8] = core::array::from_fn(|l| rows[l] as usize * 8);
+    let c = L::gather::<8>(ERFCX.0.as_flattened(), &at);
+    let mut f = c[7];
+    for &ci in c[..7].iter().rev() {
+        f = f.mul_add(t, ci);
     }
-    if r.middle.0 != 0 {
-        let v = L::splat(1.0 - ERX) - middle_ratio(r.abs);
-        out = L::select(r.middle.1, L::select(negative, two - v, v), out);
+    let v = e * f;
+    let out = L::select(negative, L::splat(2.0) - v, v);
+    let full = (1u32 << L::WIDTH) - 1;
+    if tabled == full {
+        (out, e)
+    } else {
+        (erfc_outside(out, x, full & !tabled), e)
     }
-    if r.large.0 != 0 {
-        let v = large_erfc(r.abs);
-        out = L::select(r.large.1, L::select(negative, two - v, v), out);
+}
+
+/// The lanes of `out` in `lanes` replaced by the scalar `erfc(x)`.
+#[cold]
+#[inline(never)]
+fn erfc_outside<L: Lanes>(out: L, x: L, lanes: u32) -> L {
+    let (mut o, mut a) = ([0.0; 8], [0.0; 8]);
+    out.store(&mut o);
+    x.store(&mut a);
+    for l in (0..L::WIDTH).filter(|l| lanes >> l & 1 == 1) {
+        o[l] = crate::special::erfc(a[l]);
     }
-    L::select(x.le(x), out, x)
+    L::load(&o)
 }
 
 /// `erf(x)` lane by lane, within a few ulp of the scalar [`crate::special::erf`] (fdlibm

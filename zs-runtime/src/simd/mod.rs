@@ -19,8 +19,9 @@
 //! **Same bits on every path.** Each lane performs exactly the operations of the scalar code in
 //! the same order — additions, multiplications, divisions and square roots are correctly rounded
 //! in IEEE 754 whether done one at a time or eight at a time, and nothing is reassociated or
-//! contracted. The only fused multiply-adds are those [`rsqrt`] writes out (`f64::mul_add` on
-//! one lane, the FMA instruction on many: one correctly rounded operation either way). `powi` is
+//! contracted. The only fused multiply-adds are those [`rsqrt`] and [`erfc`] write out
+//! ([`Lanes::mul_add`]: `f64::mul_add` on one lane, the FMA instruction on many — one correctly
+//! rounded operation either way). `powi` is
 //! the same chain of multiplications for every `L`; [`exp`], [`erf`] and [`erfc`] are written
 //! once over `L` from those operations (`functions.rs`), and other transcendental functions
 //! are evaluated lane by lane by the scalar `f64` function. So a term's outputs are the same
@@ -44,6 +45,7 @@
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
 mod dispatch;
+mod erfcx_table;
 mod functions;
 mod loads;
 mod scalar;
@@ -53,7 +55,7 @@ mod tests;
 mod x86;
 
 pub use dispatch::{Isa, detected, dispatch, dispatch_with, selected};
-pub use functions::{erf, erfc, exp};
+pub use functions::{erf, erfc, erfc_exp, exp};
 pub use loads::Loads;
 pub(crate) use scalar::round_ties_even;
 pub use scalar::rsqrt;
@@ -99,6 +101,9 @@ pub trait Lanes:
     /// # Panics
     /// If `out` is shorter than [`Lanes::WIDTH`].
     fn store(self, out: &mut [f64]);
+    /// `self · a + b` lane by lane with one rounding (a fused multiply-add: `f64::mul_add` on
+    /// one lane, the FMA instruction on many — the same bits either way).
+    fn mul_add(self, a: Self, b: Self) -> Self;
     /// Correctly rounded square root, lane by lane.
     fn sqrt(self) -> Self;
     /// `1 / √x` lane by lane, within 1 ulp (not correctly rounded): see [`rsqrt`]. The same

@@ -30,6 +30,10 @@ impl Lanes for f64 {
         rsqrt(self)
     }
     #[inline(always)]
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        f64::mul_add(self, a, b)
+    }
+    #[inline(always)]
     fn gather<const D: usize>(src: &[f64], at: &[usize]) -> [Self; D] {
         let row = &src[at[0]..at[0] + D];
         core::array::from_fn(|d| row[d])

@@ -36,7 +36,7 @@ unsafe impl Sync for F64x8 {}
 
 macro_rules! lanes {
     ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
-     $rsqrt:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
+     $rsqrt:ident, $fma:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
      $lt_mask:ident, $pow2i:ident, $set1:ident,
      $loadu:ident, $storeu:ident, $xor:ident, $gather_bodies:ident
      $(, compress = $compress:ident)? $(, load_pairs3 = $load_pairs3:ident)?) => {
@@ -110,6 +110,11 @@ macro_rules! lanes {
             fn rsqrt(self) -> Self {
                 // SAFETY: see the module docs.
                 unsafe { $ty($rsqrt(self.0)) }
+            }
+            #[inline(always)]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                // SAFETY: see the module docs (FMA is detected with either set).
+                unsafe { $ty($fma(self.0, a.0, b.0)) }
             }
             #[inline(always)]
             fn gather<const D: usize>(src: &[f64], at: &[usize]) -> [Self; D] {
@@ -195,6 +200,7 @@ lanes!(
     _mm256_div_pd,
     _mm256_sqrt_pd,
     rsqrt256,
+    _mm256_fmadd_pd,
     gather256,
     lt256,
     le256,
@@ -219,6 +225,7 @@ lanes!(
     _mm512_div_pd,
     _mm512_sqrt_pd,
     rsqrt512,
+    _mm512_fmadd_pd,
     gather512,
     lt512,
     le512,
