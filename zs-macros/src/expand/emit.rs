@@ -35,8 +35,8 @@ pub struct Emitter<'l> {
     /// `rsqrt`, `1 / xⁿ` as `rsqrt(x)^{2n}` where `1/√x` is taken anyway, `exp`, `erf` and
     /// `erfc` the lanes' own — `zs_runtime::simd::exp` — other functions lane by lane). The
     /// operations and their order are those of the scalar code, except those reciprocals
-    /// (within an ulp per `rsqrt`, no divider) and those three functions (within a few ulp of
-    /// the scalar ones).
+    /// (within an ulp per `rsqrt`, no divider), square roots (`zs_runtime::simd::root`, within
+    /// 1.5 ulp) and those three functions (within a few ulp of the scalar ones).
     pub lanes: bool,
 }
 
@@ -501,7 +501,8 @@ fn lane_rhs(ins: &Instr) -> TokenStream {
             let lanewise = |f: TokenStream| quote!(#lanes::map(#a, #f));
             match op {
                 Unary::Neg => quote!(-#a),
-                Unary::Sqrt => quote!(#lanes::sqrt(#a)),
+                // `x · (1/√x)`: no square-root instruction, as slow as a divider.
+                Unary::Sqrt => quote!(::zs_runtime::simd::root(#a)),
                 Unary::Exp => quote!(::zs_runtime::simd::exp(#a)),
                 Unary::Ln => lanewise(quote!(f64::ln)),
                 Unary::Sin => lanewise(quote!(f64::sin)),

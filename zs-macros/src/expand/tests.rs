@@ -424,8 +424,9 @@ fn parameters_must_be_fields_the_definition_reads() {
 }
 
 /// A real-space Ewald pair, `erfc(αr)/r` under a cutoff: its lane kernel binds `erfc(αr)` and
-/// the derivative's `e^{−(αr)²}` with one `erfc_exp` call (one exponential), and calls neither
-/// `erfc` nor `exp` besides; the scalar kernel keeps both functions.
+/// the derivative's `e^{−(αr)²}` with one `erfc_exp` call (one exponential), calls neither
+/// `erfc` nor `exp` besides, and takes `r` as `r² · (1/√r²)` (`simd::root`); the scalar kernel keeps both
+/// functions.
 #[test]
 fn an_ewald_pair_takes_erfc_and_its_exponential_in_one_call() {
     let out = expand(
@@ -449,6 +450,9 @@ fn an_ewald_pair_takes_erfc_and_its_exponential_in_one_call() {
     assert_eq!(lanes.matches("simd :: erfc_exp").count(), 1, "{lanes}");
     assert_eq!(lanes.matches("simd :: exp (").count(), 0, "{lanes}");
     assert_eq!(lanes.matches("simd :: erfc (").count(), 0, "{lanes}");
+    // `r = √(r²)`: `r² · (1/√r²)` (`simd::root`), no square-root instruction.
+    assert_eq!(lanes.matches("Lanes :: sqrt").count(), 0, "{lanes}");
+    assert_eq!(lanes.matches("simd :: root").count(), 1, "{lanes}");
     // The value alone has no exponential to share: `erfc` on its own.
     let value = fn_body(&out, "value_lanes").to_string();
     assert_eq!(value.matches("simd :: erfc (").count(), 1, "{value}");

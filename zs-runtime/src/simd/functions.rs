@@ -236,6 +236,23 @@ fn large_erfc<L: Lanes>(abs: L) -> L {
     exp_sum(-(z * z) - L::splat(0.5625), (z - a) * (z + a) + ratio) / a
 }
 
+/// `√x` lane by lane as `x · (1/√x)` ([`Lanes::rsqrt`]): within 1.5 ulp of the correctly
+/// rounded root, where [`Lanes::sqrt`] is the square-root unit, as slow as the divider and
+/// one at a time (a pair's `r` beside its `1/r`; the scalar `rsqrt`'s docs say why). The same
+/// operations on every path: the same bits. Zero, subnormal, infinite, negative and NaN lanes
+/// take [`Lanes::sqrt`] (IEEE: `±0`, `∞`, NaN).
+#[inline(always)]
+pub fn root<L: Lanes>(x: L) -> L {
+    let (least, inf) = (L::splat(f64::MIN_POSITIVE), L::splat(f64::INFINITY));
+    let normal = x.lt_mask(inf) & !x.lt_mask(least);
+    let r = x * x.rsqrt();
+    if normal == (1u32 << L::WIDTH) - 1 {
+        r
+    } else {
+        L::select(least.le(x) * x.lt(inf), r, x.sqrt())
+    }
+}
+
 /// `erfc(x) = 1 − erf(x)` lane by lane, computed directly (no cancellation for large `x`),
 /// within a few ulp of the scalar [`crate::special::erfc`]: [`erfc_exp`]'s first value.
 #[inline(always)]

@@ -55,7 +55,7 @@ mod tests;
 mod x86;
 
 pub use dispatch::{Isa, detected, dispatch, dispatch_with, selected};
-pub use functions::{erf, erfc, erfc_exp, exp};
+pub use functions::{erf, erfc, erfc_exp, exp, root};
 pub use loads::Loads;
 pub(crate) use scalar::round_ties_even;
 pub use scalar::rsqrt;
