@@ -125,65 +125,90 @@ fn fft_size(n: usize) -> usize {
 /// recursion `M_p(x) = (x M_{p−1}(x) + (p − x) M_{p−1}(x − 1)) / (p − 1)` from `M_1 = 1` on
 /// `[0, 1)` (Essmann et al., eq. 4.1).
 fn cardinal(w: f64, n: usize) -> [[f64; MAX_ORDER]; 3] {
+    match n {
+        4 => cardinal_n::<4>(w),
+        5 => cardinal_n::<5>(w),
+        6 => cardinal_n::<6>(w),
+        7 => cardinal_n::<7>(w),
+        _ => cardinal_n::<MAX_ORDER>(w),
+    }
+}
+
+/// [`cardinal`] for order `N`: the recursion unrolled.
+#[inline(always)]
+fn cardinal_n<const N: usize>(w: f64) -> [[f64; MAX_ORDER]; 3] {
     let mut v = [0.0; MAX_ORDER];
     v[0] = 1.0;
     let mut rows = [[0.0; MAX_ORDER]; 3];
-    for p in 2..=n {
+    for p in 2..=N {
         let inv = 1.0 / (p - 1) as f64;
         for j in (0..p).rev() {
             let x = w + j as f64;
             let below = if j > 0 { v[j - 1] } else { 0.0 };
             v[j] = (x * v[j] + (p as f64 - x) * below) * inv;
         }
-        if p + 2 >= n {
-            rows[p + 2 - n] = v;
+        if p + 2 >= N {
+            rows[p + 2 - N] = v;
         }
     }
     rows
 }
 
 /// One charge's B-spline weights along one axis: values, first and second derivatives in `u`
-/// at `w + j` for mesh point `base − j` (mod `K`), `j < n`.
+/// at `w + j` for mesh point `at[j] = base − j` (mod `K`), `j < n` (the wrapped indices made
+/// once here, not at each of the `n³` mesh points a charge touches).
 #[derive(Debug, Clone, Copy, Default)]
 struct Axis {
-    base: usize,
+    at: [usize; MAX_ORDER],
     w: [f64; MAX_ORDER],
     dw: [f64; MAX_ORDER],
     ddw: [f64; MAX_ORDER],
 }
 
 impl Axis {
-    fn at(u: f64, k: usize, n: usize) -> Self {
+    /// The weights of order `N` at scaled coordinate `u` on an axis of `k` points.
+    #[inline(always)]
+    fn at<const N: usize>(u: f64, k: usize) -> Self {
         let f = u.floor();
         let base = (f as i64).rem_euclid(k as i64) as usize;
-        let [r0, r1, r2] = cardinal(u - f, n);
+        let [r0, r1, r2] = cardinal_n::<N>(u - f);
         let mut a = Self {
-            base,
             w: r2,
             ..Self::default()
         };
-        for j in 0..n {
+        for j in 0..N {
+            a.at[j] = if j <= base { base - j } else { base + k - j };
             let at = |r: &[f64; MAX_ORDER], d: usize| if j >= d { r[j - d] } else { 0.0 };
             a.dw[j] = r1[j] - at(&r1, 1);
             a.ddw[j] = r0[j] - 2.0 * at(&r0, 1) + at(&r0, 2);
         }
         a
     }
+}
 
-    /// The mesh index of `base − j`.
-    #[inline]
-    fn index(&self, j: usize, k: usize) -> usize {
-        if j <= self.base {
-            self.base - j
-        } else {
-            self.base + k - j
+/// Which factor of a charge's weights along an axis a [`Share`] takes.
+#[derive(Clone, Copy)]
+enum Factor {
+    /// The values `M_n`.
+    Value,
+    /// The first derivatives.
+    Slope,
+}
+
+impl Factor {
+    #[inline(always)]
+    fn of(self, a: &Axis) -> &[f64; MAX_ORDER] {
+        match self {
+            Factor::Value => &a.w,
+            Factor::Slope => &a.dw,
         }
     }
 }
 
 /// One charge's share of a mesh: up to three products of per-axis factors (values or
-/// derivatives of its splines), each with a coefficient.
-type Share = [([f64; MAX_ORDER], [f64; MAX_ORDER], [f64; MAX_ORDER], f64); 3];
+/// derivatives of its splines), each with a coefficient (named, not copied: the weights stay
+/// where [`Pme::make_splines`] put them).
+type Share = [([Factor; 3], f64); 3];
 
 /// Slabs of the mesh's first axis spread in parallel ([module docs](self)).
 const SLABS: usize = 8;
@@ -194,10 +219,29 @@ const CHARGES_PER_TASK: usize = 256;
 /// derivative each), in the charges' order, by slabs of planes along axis 0.
 fn spread(
     splines: &[[Axis; 3]],
+    bases: &[u32],
+    mesh: &mut [f64],
+    grid: [usize; 3],
+    n: usize,
+    share: impl Fn(usize) -> Share + Sync,
+) {
+    // The order a constant: the loops over a charge's n³ points unrolled.
+    match n {
+        4 => spread_n::<4>(splines, bases, mesh, grid, share),
+        5 => spread_n::<5>(splines, bases, mesh, grid, share),
+        6 => spread_n::<6>(splines, bases, mesh, grid, share),
+        7 => spread_n::<7>(splines, bases, mesh, grid, share),
+        _ => spread_n::<MAX_ORDER>(splines, bases, mesh, grid, share),
+    }
+}
+
+/// [`spread`] for splines of order `N`.
+fn spread_n<const N: usize>(
+    splines: &[[Axis; 3]],
+    bases: &[u32],
     mesh: &mut [f64],
     [k0, k1, k2]: [usize; 3],
-    n: usize,
-    share: impl Fn(usize, &[Axis; 3]) -> Share + Sync,
+    share: impl Fn(usize) -> Share + Sync,
 ) {
     let plane = k1 * k2;
     let planes = k0.div_ceil(SLABS);
@@ -207,32 +251,50 @@ fn spread(
             mesh.fill(0.0);
             let first = slab * planes;
             let owned = first..first + mesh.len() / plane;
-            for (i, s) in splines.iter().enumerate() {
-                let mine = (0..n).any(|j0| owned.contains(&s[0].index(j0, k0)));
-                if !mine {
+            for (i, (s, &base)) in splines.iter().zip(bases).enumerate() {
+                // Planes `base − j`, `j < N` (mod K₀), meet the slab's `len` planes from
+                // `first` when `base − first` (mod K₀) is below `len + N − 1` — read from the
+                // compact `bases`, not from each charge's weights (a cache line apiece).
+                let d = (base as usize + k0 - first) % k0;
+                if d >= owned.len() + N - 1 {
                     continue;
                 }
-                for (x, y, z, c) in share(i, s) {
+                for ([fx, fy, fz], c) in share(i) {
                     if c == 0.0 {
                         continue;
                     }
-                    for (j0, x) in x[..n].iter().enumerate() {
-                        let i0 = s[0].index(j0, k0);
+                    let (x, y, z) = (fx.of(&s[0]), fy.of(&s[1]), fz.of(&s[2]));
+                    for (&i0, x) in s[0].at[..N].iter().zip(&x[..N]) {
                         if !owned.contains(&i0) {
                             continue;
                         }
                         let w0 = c * x;
-                        for (j1, y) in y[..n].iter().enumerate() {
-                            let row = ((i0 - first) * k1 + s[1].index(j1, k1)) * k2;
+                        for (&i1, y) in s[1].at[..N].iter().zip(&y[..N]) {
+                            let row = &mut mesh[((i0 - first) * k1 + i1) * k2..][..k2];
                             let w01 = w0 * y;
-                            for (j2, z) in z[..n].iter().enumerate() {
-                                mesh[row + s[2].index(j2, k2)] += w01 * z;
+                            for (&i2, z) in s[2].at[..N].iter().zip(&z[..N]) {
+                                row[i2] += w01 * z;
                             }
                         }
                     }
                 }
             }
         });
+}
+
+/// Charges' weights of order `N` at positions `q` (3 coordinates each), and their first mesh
+/// indices along axis 0.
+fn splines_n<const N: usize>(
+    splines: &mut [[Axis; 3]],
+    bases: &mut [u32],
+    q: &[f64],
+    grid: [usize; 3],
+    sides: [f64; 3],
+) {
+    for ((s, b), x) in splines.iter_mut().zip(bases).zip(q.chunks_exact(3)) {
+        *s = core::array::from_fn(|a| Axis::at::<N>(grid[a] as f64 * x[a] / sides[a], grid[a]));
+        *b = s[0].at[0] as u32;
+    }
 }
 
 /// The reciprocal-space, self and background terms of the Ewald sum of fixed charges in an
@@ -247,6 +309,8 @@ pub struct Pme {
     influence: Vec<f64>,
     /// Per charge and axis, its spline weights at the last positions.
     splines: Vec<[Axis; 3]>,
+    /// Per charge, its first mesh index along axis 0 (`splines[i][0].at[0]`).
+    bases: Vec<u32>,
     /// The charge mesh `Q` (or `D`), `[K₀][K₁][K₂]`, the last axis contiguous.
     mesh: Vec<f64>,
     /// The mesh potential `φ`.
@@ -311,6 +375,7 @@ impl Pme {
             params,
             sides,
             splines: vec![[Axis::default(); 3]; charges.len()],
+            bases: vec![0; charges.len()],
             charges,
             constant,
             influence: vec![0.0; k0 * k1 * half],
@@ -400,13 +465,14 @@ impl Pme {
         let (grid, n, sides) = (self.params.grid, self.params.order, self.sides);
         self.splines
             .par_chunks_mut(CHARGES_PER_TASK)
+            .zip(self.bases.par_chunks_mut(CHARGES_PER_TASK))
             .zip(q.par_chunks(3 * CHARGES_PER_TASK))
-            .for_each(|(splines, q)| {
-                for (s, x) in splines.iter_mut().zip(q.chunks_exact(3)) {
-                    *s = core::array::from_fn(|a| {
-                        Axis::at(grid[a] as f64 * x[a] / sides[a], grid[a], n)
-                    });
-                }
+            .for_each(|((splines, bases), q)| match n {
+                4 => splines_n::<4>(splines, bases, q, grid, sides),
+                5 => splines_n::<5>(splines, bases, q, grid, sides),
+                6 => splines_n::<6>(splines, bases, q, grid, sides),
+                7 => splines_n::<7>(splines, bases, q, grid, sides),
+                _ => splines_n::<MAX_ORDER>(splines, bases, q, grid, sides),
             });
     }
 
@@ -487,20 +553,32 @@ impl Pme {
     /// `Σ_k ∂_a W_i(k) f(k)` per axis `a` (derivatives in `u`) for charge `i`; with `dv`,
     /// the second derivatives' `Σ_k Σ_b ∂_a∂_b W_i(k) f(k) dv_b` instead.
     fn gather(&self, i: usize, f: &[f64], dv: Option<[f64; 3]>) -> [f64; 3] {
-        let [k0, k1, k2] = self.params.grid;
-        let n = self.params.order;
+        // The order a constant: the loops over the n³ points unrolled.
+        match self.params.order {
+            4 => self.gather_n::<4>(i, f, dv),
+            5 => self.gather_n::<5>(i, f, dv),
+            6 => self.gather_n::<6>(i, f, dv),
+            7 => self.gather_n::<7>(i, f, dv),
+            _ => self.gather_n::<MAX_ORDER>(i, f, dv),
+        }
+    }
+
+    /// [`Pme::gather`] for splines of order `N`.
+    #[inline(always)]
+    fn gather_n<const N: usize>(&self, i: usize, f: &[f64], dv: Option<[f64; 3]>) -> [f64; 3] {
+        let [_, k1, k2] = self.params.grid;
         let s = &self.splines[i];
         let mut g = [0.0; 3];
-        for j0 in 0..n {
-            let i0 = s[0].index(j0, k0);
-            for j1 in 0..n {
-                let row = (i0 * k1 + s[1].index(j1, k1)) * k2;
+        for j0 in 0..N {
+            let i0 = s[0].at[j0];
+            for j1 in 0..N {
+                let row = &f[(i0 * k1 + s[1].at[j1]) * k2..][..k2];
                 let (x, y) = (
                     [s[0].w[j0], s[0].dw[j0], s[0].ddw[j0]],
                     [s[1].w[j1], s[1].dw[j1], s[1].ddw[j1]],
                 );
-                for j2 in 0..n {
-                    let p = f[row + s[2].index(j2, k2)];
+                for j2 in 0..N {
+                    let p = row[s[2].at[j2]];
                     let z = [s[2].w[j2], s[2].dw[j2], s[2].ddw[j2]];
                     match dv {
                         None => {
@@ -539,9 +617,9 @@ impl Pme {
         self.make_splines(q);
         let charges = &self.charges;
         let (grid, n) = (self.params.grid, self.params.order);
-        spread(&self.splines, &mut self.mesh, grid, n, |i, s| {
-            let none = ([0.0; MAX_ORDER], [0.0; MAX_ORDER], [0.0; MAX_ORDER], 0.0);
-            [(s[0].w, s[1].w, s[2].w, charges[i]), none, none]
+        spread(&self.splines, &self.bases, &mut self.mesh, grid, n, |i| {
+            let none = ([Factor::Value; 3], 0.0);
+            [([Factor::Value; 3], charges[i]), none, none]
         });
         self.convolve(false);
     }
@@ -590,13 +668,10 @@ impl Pme {
         let scale = self.scale();
         let charges = &self.charges;
         let (grid, n) = (self.params.grid, self.params.order);
-        spread(&self.splines, &mut self.mesh, grid, n, |i, s| {
+        spread(&self.splines, &self.bases, &mut self.mesh, grid, n, |i| {
             let c = |a: usize| charges[i] * scale[a] * v[3 * i + a];
-            [
-                (s[0].dw, s[1].w, s[2].w, c(0)),
-                (s[0].w, s[1].dw, s[2].w, c(1)),
-                (s[0].w, s[1].w, s[2].dw, c(2)),
-            ]
+            let (w, d) = (Factor::Value, Factor::Slope);
+            [([d, w, w], c(0)), ([w, d, w], c(1)), ([w, w, d], c(2))]
         });
         self.convolve(true);
         let this = &*self;
