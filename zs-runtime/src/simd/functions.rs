@@ -287,10 +287,7 @@ pub fn erfc_exp<L: Lanes>(x: L) -> (L, L) {
     // The nearest row (ties to even: either row's polynomial holds at `t = ±½`); `t` exact.
     let k = L::select(scaled.lt(L::splat(last + 0.5)), scaled.round_even(), zero);
     let t = scaled - k;
-    let mut rows = [0.0; 8];
-    k.store(&mut rows);
-    let at: [usize; 8] = core::array::from_fn(|l| rows[l] as usize * 8);
-    let c = L::gather::<8>(ERFCX.0.as_flattened(), &at);
+    let c = L::gather_rows::<8>(ERFCX.0.as_flattened(), k);
     let mut f = c[7];
     for &ci in c[..7].iter().rev() {
         f = f.mul_add(t, ci);

@@ -116,6 +116,24 @@ pub trait Lanes:
     /// # Panics
     /// If `at` is shorter than [`Lanes::WIDTH`] or a row `at[l]..at[l] + D` is not in `src`.
     fn gather<const D: usize>(src: &[f64], at: &[usize]) -> [Self; D];
+    /// `D` lane vectors from rows of `D` values of `src`: value `d`, lane `l` is
+    /// `src[row_l · D + d]`, `row_l` lane `l` of `row` (integer-valued) — a table read at each
+    /// lane's row with the indices kept in registers (no round trip through memory).
+    ///
+    /// # Panics
+    /// If a lane of `row` is not in `[0, src.len() / D − 1]` (or is NaN).
+    #[inline(always)]
+    fn gather_rows<const D: usize>(src: &[f64], row: Self) -> [Self; D] {
+        let mut rows = [0.0; 8];
+        row.store(&mut rows);
+        let last = (src.len() / D).checked_sub(1).expect("a table of rows") as f64;
+        let at: [usize; 8] = core::array::from_fn(|l| {
+            let r = rows[l.min(Self::WIDTH - 1)];
+            assert!((0.0..=last).contains(&r), "row {r} outside the table");
+            r as usize * D
+        });
+        Self::gather::<D>(src, &at[..Self::WIDTH])
+    }
     /// The indicator of `self < other`, lane by lane: `1.0` or `0.0` (`0.0` when either is NaN).
     fn lt(self, other: Self) -> Self;
     /// The indicator of `self ≤ other`, lane by lane.

@@ -282,6 +282,47 @@ fn root_is_within_two_ulp_of_the_square_root() {
     }
 }
 
+/// [`Lanes::gather_rows`] reads each lane's row of a table on every instruction set, and a
+/// row outside the table (or NaN) is a panic, not a read beyond it.
+#[test]
+fn gather_rows_reads_each_lanes_row_on_every_instruction_set() {
+    struct Rows<'a>(&'a [f64], &'a [f64], &'a mut Vec<f64>);
+    impl WithLanes for Rows<'_> {
+        type Output = ();
+        #[inline(always)]
+        fn run<L: Loads>(self) {
+            let mut buf = [0.0; 8];
+            for block in self.1.chunks_exact(L::WIDTH) {
+                for v in L::gather_rows::<3>(self.0, L::load(block)) {
+                    v.store(&mut buf);
+                    self.2.extend_from_slice(&buf[..L::WIDTH]);
+                }
+            }
+        }
+    }
+    let table: Vec<f64> = (0..30).map(|k| k as f64 * 1.5 - 7.0).collect();
+    let rows: Vec<f64> = (0..64).map(|k| ((k * 7) % 10) as f64).collect();
+    for isa in Isa::available() {
+        let (w, mut got) = (isa.width(), Vec::new());
+        dispatch_with(isa, Rows(&table, &rows, &mut got));
+        let mut expect = Vec::new();
+        for block in rows.chunks_exact(w) {
+            for d in 0..3 {
+                expect.extend(block.iter().map(|&r| table[r as usize * 3 + d]));
+            }
+        }
+        assert_eq!(got, expect, "{isa:?}");
+        for bad in [10.0, -1.0, f64::NAN] {
+            let mut rows = [0.0; 8];
+            rows[w - 1] = bad;
+            let caught = std::panic::catch_unwind(|| {
+                dispatch_with(isa, Rows(&table, &rows[..w], &mut Vec::new()));
+            });
+            assert!(caught.is_err(), "row {bad} on {isa:?}");
+        }
+    }
+}
+
 #[test]
 fn powi_matches_repeated_multiplication() {
     for n in -7i32..=7 {

@@ -113,6 +113,19 @@ pub(super) unsafe fn gather256(at: &[usize; 4], base: *const f64) -> __m256d {
     }
 }
 
+/// Lane `l` is `base[round(row_l) · D]`: the rows converted to 32-bit indices in registers.
+///
+/// # Safety
+/// Every `base.add(round(row_l) · D)` must be readable; AVX2 (module docs).
+#[inline(always)]
+pub(super) unsafe fn gather_rows256<const D: usize>(row: __m256d, base: *const f64) -> __m256d {
+    // SAFETY: by the caller's contract (small non-negative rows: no wrapping products).
+    unsafe {
+        let idx = _mm_mullo_epi32(_mm256_cvtpd_epi32(row), _mm_set1_epi32(D as i32));
+        _mm256_i32gather_pd::<8>(base, idx)
+    }
+}
+
 /// `1.0` where `a < b` (ordered), else `0.0`.
 #[inline(always)]
 pub(super) unsafe fn lt256(a: __m256d, b: __m256d) -> __m256d {

@@ -180,6 +180,20 @@ pub(super) unsafe fn gather512(at: &[usize; 8], base: *const f64) -> __m512d {
     }
 }
 
+/// Lane `l` is `base[round(row_l) · D]`: the rows converted to 32-bit indices in registers.
+///
+/// # Safety
+/// Every `base.add(round(row_l) · D)` must be readable; AVX-512F (module docs).
+#[inline(always)]
+pub(super) unsafe fn gather_rows512<const D: usize>(row: __m512d, base: *const f64) -> __m512d {
+    // SAFETY: by the caller's contract (the rows are small non-negative integers: the 32-bit
+    // products do not wrap); AVX-512F implies AVX2.
+    unsafe {
+        let idx = _mm256_mullo_epi32(_mm512_cvtpd_epi32(row), _mm256_set1_epi32(D as i32));
+        _mm512_i32gather_pd::<8>(idx, base)
+    }
+}
+
 /// Bit `l` set where lane `l` of `a` < that of `b` (ordered).
 #[inline(always)]
 pub(super) unsafe fn lt_mask512(a: __m512d, b: __m512d) -> u32 {

@@ -36,7 +36,8 @@ unsafe impl Sync for F64x8 {}
 
 macro_rules! lanes {
     ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
-     $rsqrt:ident, $fma:ident, $gather:ident, $lt:ident, $le:ident, $select:ident, $round:ident,
+     $rsqrt:ident, $fma:ident, $gather:ident, $gather_rows:ident, $lt:ident, $le:ident,
+     $select:ident, $round:ident,
      $lt_mask:ident, $pow2i:ident, $set1:ident,
      $loadu:ident, $storeu:ident, $xor:ident, $gather_bodies:ident
      $(, compress = $compress:ident)? $(, load_pairs3 = $load_pairs3:ident)?) => {
@@ -130,6 +131,22 @@ macro_rules! lanes {
                 out
             }
             #[inline(always)]
+            fn gather_rows<const D: usize>(src: &[f64], row: Self) -> [Self; D] {
+                let last = (src.len() / D).checked_sub(1).expect("a table of rows") as f64;
+                let inside = row.lt_mask(Self::splat(last + 0.5))
+                    & !row.lt_mask(Self::splat(-0.5));
+                assert!(inside == (1u32 << $w) - 1, "a row outside the table");
+                let mut out = [Self::splat(0.0); D];
+                for (d, o) in out.iter_mut().enumerate() {
+                    // SAFETY: every lane rounds to a row `r` in `0 ..= last` (checked just
+                    // above: within half a row of that range, NaN excluded), so every
+                    // address read, `src[r·D + d]` with `d < D`, is inside `src`;
+                    // instructions: module docs.
+                    *o = unsafe { $ty($gather_rows::<D>(row.0, src.as_ptr().add(d))) };
+                }
+                out
+            }
+            #[inline(always)]
             fn lt(self, other: Self) -> Self {
                 // SAFETY: see the module docs.
                 unsafe { $ty($lt(self.0, other.0)) }
@@ -202,6 +219,7 @@ lanes!(
     rsqrt256,
     _mm256_fmadd_pd,
     gather256,
+    gather_rows256,
     lt256,
     le256,
     select256,
@@ -227,6 +245,7 @@ lanes!(
     rsqrt512,
     _mm512_fmadd_pd,
     gather512,
+    gather_rows512,
     lt512,
     le512,
     select512,
