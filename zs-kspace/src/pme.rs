@@ -160,31 +160,35 @@ fn cardinal_n<const N: usize>(w: f64) -> [[f64; MAX_ORDER]; 3] {
 #[derive(Debug, Clone, Copy, Default)]
 struct Axis {
     at: [usize; MAX_ORDER],
+    /// `at[n − 1]` when the points `at[n − 1] ..= at[0]` are one run (no wrap: the mesh
+    /// points of `w[n − 1 − m]` are `low + m`), else [`NO_RUN`].
+    low: usize,
     w: [f64; MAX_ORDER],
     dw: [f64; MAX_ORDER],
     ddw: [f64; MAX_ORDER],
 }
 
 impl Axis {
-    /// The weights of order `N` at scaled coordinate `u` on an axis of `k` points.
+    /// The weights of order `N` at scaled coordinate `u` on an axis of `k` points, written in
+    /// place (a charge's three axes are 768 bytes: not built on the stack and copied).
     #[inline(always)]
-    fn at<const N: usize>(u: f64, k: usize) -> Self {
+    fn set<const N: usize>(&mut self, u: f64, k: usize) {
         let f = u.floor();
         let base = (f as i64).rem_euclid(k as i64) as usize;
         let [r0, r1, r2] = cardinal_n::<N>(u - f);
-        let mut a = Self {
-            w: r2,
-            ..Self::default()
-        };
+        self.w = r2;
+        self.low = if base + 1 >= N { base + 1 - N } else { NO_RUN };
         for j in 0..N {
-            a.at[j] = if j <= base { base - j } else { base + k - j };
+            self.at[j] = if j <= base { base - j } else { base + k - j };
             let at = |r: &[f64; MAX_ORDER], d: usize| if j >= d { r[j - d] } else { 0.0 };
-            a.dw[j] = r1[j] - at(&r1, 1);
-            a.ddw[j] = r0[j] - 2.0 * at(&r0, 1) + at(&r0, 2);
+            self.dw[j] = r1[j] - at(&r1, 1);
+            self.ddw[j] = r0[j] - 2.0 * at(&r0, 1) + at(&r0, 2);
         }
-        a
     }
 }
+
+/// [`Axis::low`] of a charge whose points wrap around the mesh's end.
+const NO_RUN: usize = usize::MAX;
 
 /// Which factor of a charge's weights along an axis a [`Share`] takes.
 #[derive(Clone, Copy)]
@@ -272,8 +276,15 @@ fn spread_n<const N: usize>(
                         for (&i1, y) in s[1].at[..N].iter().zip(&y[..N]) {
                             let row = &mut mesh[((i0 - first) * k1 + i1) * k2..][..k2];
                             let w01 = w0 * y;
-                            for (&i2, z) in s[2].at[..N].iter().zip(&z[..N]) {
-                                row[i2] += w01 * z;
+                            if let Some(run) = row.get_mut(s[2].low..s[2].low.wrapping_add(N)) {
+                                // One run of points: no index per point.
+                                for (m, z) in run.iter_mut().zip(z[..N].iter().rev()) {
+                                    *m += w01 * z;
+                                }
+                            } else {
+                                for (&i2, z) in s[2].at[..N].iter().zip(&z[..N]) {
+                                    row[i2] += w01 * z;
+                                }
                             }
                         }
                     }
@@ -292,7 +303,9 @@ fn splines_n<const N: usize>(
     sides: [f64; 3],
 ) {
     for ((s, b), x) in splines.iter_mut().zip(bases).zip(q.chunks_exact(3)) {
-        *s = core::array::from_fn(|a| Axis::at::<N>(grid[a] as f64 * x[a] / sides[a], grid[a]));
+        for (a, axis) in s.iter_mut().enumerate() {
+            axis.set::<N>(grid[a] as f64 * x[a] / sides[a], grid[a]);
+        }
         *b = s[0].at[0] as u32;
     }
 }
