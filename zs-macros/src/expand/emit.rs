@@ -244,8 +244,9 @@ fn var_ident(v: Var) -> Ident {
 
 /// The square roots of lane code and the reciprocals that need no divider: `1 / √x`, computed
 /// with `Lanes::rsqrt` (Newton's iteration: `zs_runtime::simd::rsqrt`) — the Coulomb `1/r` of a
-/// pair and the `½ r′/r` of its gradient in reciprocal mode — and `1 / xⁿ` where `1/√x` is
-/// taken anyway, as `(1/√x)^{2n}` (a Lennard-Jones `1/r⁶` from the same pair's `1/r`).
+/// pair and the `½ r′/r` of its gradient in reciprocal mode — and `1 / xⁿ` (`n ≥ 1`) where
+/// `1/√x` or `√x` is taken anyway, as `(1/√x)^{2n}` (a Lennard-Jones `σ²/r²` or `1/r⁶` from
+/// the same pair's `1/r`).
 #[derive(Default)]
 struct SquareRoots {
     /// Per temporary: `Some(x)` when it is `√x`.
@@ -290,11 +291,22 @@ impl SquareRoots {
                 _ => {}
             }
         }
+        // `x` is rooted where the program takes `1/√x`, or `√x` (`simd::root`: `x · (1/√x)`).
         for ins in instrs {
-            if let Some(Reciprocal::Rsqrt(x)) = this.reciprocal(ins) {
-                if !this.rooted.contains(&x) {
-                    this.rooted.push(x);
-                }
+            let x = match (*ins, this.reciprocal(ins)) {
+                (_, Some(Reciprocal::Rsqrt(x)))
+                | (
+                    Instr::Unary {
+                        op: Unary::Sqrt,
+                        a: x,
+                        ..
+                    },
+                    _,
+                ) => x,
+                _ => continue,
+            };
+            if !this.rooted.contains(&x) {
+                this.rooted.push(x);
             }
         }
         let mut only_inverted: Vec<bool> = (0..n)
@@ -316,7 +328,8 @@ impl SquareRoots {
         this
     }
 
-    /// The division-free form of `ins`, when it is `1 / √x` or `1 / xⁿ` with `x` rooted.
+    /// The division-free form of `ins`, when it is `1 / √x`, or `1 / xⁿ` (`n ≥ 1`) with `x`
+    /// rooted.
     fn reciprocal(&self, ins: &Instr) -> Option<Reciprocal> {
         let Instr::Binary {
             op: Binary::Div,
@@ -333,6 +346,10 @@ impl SquareRoots {
         }
         match self.powi_of.get(k).copied().flatten() {
             Some((x, n)) if self.rooted.contains(&x) => Some(Reciprocal::RsqrtPow(x, 2 * n)),
+            // `1 / x` itself: `(1/√x)²` (a Lennard-Jones `σ²/r²` beside the Coulomb `1/r`).
+            _ if self.rooted.contains(&Operand::Temp(k as u32)) => {
+                Some(Reciprocal::RsqrtPow(Operand::Temp(k as u32), 2))
+            }
             _ => None,
         }
     }

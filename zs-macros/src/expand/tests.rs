@@ -425,7 +425,8 @@ fn parameters_must_be_fields_the_definition_reads() {
 
 /// A real-space Ewald pair, `erfc(αr)/r` under a cutoff: its lane kernel binds `erfc(αr)` and
 /// the derivative's `e^{−(αr)²}` with one `erfc_exp` call (one exponential), calls neither
-/// `erfc` nor `exp` besides, and takes `r` as `r² · (1/√r²)` (`simd::root`); the scalar kernel keeps both
+/// `erfc` nor `exp` besides, takes `r` as `r² · (1/√r²)` (`simd::root`) and divides by
+/// nothing (a Lennard-Jones `σ²/r²` beside it is `σ² (1/√r²)²`); the scalar kernel keeps both
 /// functions.
 #[test]
 fn an_ewald_pair_takes_erfc_and_its_exponential_in_one_call() {
@@ -437,7 +438,8 @@ fn an_ewald_pair_takes_erfc_and_its_exponential_in_one_call() {
                 let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
                 if r2 < 81.0 {
                     let r = r2.sqrt();
-                    self.qq * erfc(self.alpha * r) / r
+                    let s6 = (self.s2 / r2).powi(3);
+                    self.qq * erfc(self.alpha * r) / r + self.e4 * (s6 * s6 - s6)
                 } else {
                     0.0
                 }
@@ -453,6 +455,8 @@ fn an_ewald_pair_takes_erfc_and_its_exponential_in_one_call() {
     // `r = √(r²)`: `r² · (1/√r²)` (`simd::root`), no square-root instruction.
     assert_eq!(lanes.matches("Lanes :: sqrt").count(), 0, "{lanes}");
     assert_eq!(lanes.matches("simd :: root").count(), 1, "{lanes}");
+    // The Lennard-Jones `σ²/r²` beside the Coulomb `1/r`: `(1/√r²)²`, no division.
+    assert_eq!(count_punct(&out, "value_gradient_lanes", '/'), 0, "{lanes}");
     // The value alone has no exponential to share: `erfc` on its own.
     let value = fn_body(&out, "value_lanes").to_string();
     assert_eq!(value.matches("simd :: erfc (").count(), 1, "{value}");
