@@ -8,7 +8,7 @@
 //!   shells of a 63rd of the farthest square distance (the partners that drift beyond the
 //!   cutoff before the next build gather at a group's end, whole blocks the pass skips). The
 //!   partners' gradients go out into partials, one per distinct body a chunk touches, summed
-//!   per body in chunk order; chunks are consecutive rows of [`PAIR_CHUNK`] entries or more.
+//!   per body in chunk order; chunks are consecutive rows of [`ROW_CHUNK`] entries or more.
 //! - [`Rows::build_full`]: every pair from both ends, row `i` for body `i`; its partners
 //!   below `i` first (the pair evaluated as `(j, i)`, the row taking the second gradient — a
 //!   pair function need not be symmetric), then those above, each part grouped by type; one
@@ -21,7 +21,6 @@
 //! the eight are added in one fixed tree ([`super::super::sums::virtual_sum`]): the same
 //! bits on every instruction set and thread count.
 
-use super::super::PAIR_CHUNK;
 use crate::assembly::cell::Cell;
 use crate::assembly::neighbors::group_stably;
 
@@ -30,6 +29,13 @@ pub(crate) const BLOCK: usize = 8;
 /// Rows group their partners by types up to this many types; the half list's rows need one
 /// type per group, so beyond it they are not built ([`super::choose`]).
 pub(crate) const MOST_TYPES: usize = 8;
+/// Entries per chunk of the half list's rows (at least; fixed, so that the chunk energies and
+/// partials do not depend on the threads). A chunk's partials are one per distinct body its
+/// rows' partners are — with a cutoff sphere of hundreds of bodies, thousands of them however
+/// short the chunk — each zeroed, written and summed again every pass: fewer, longer chunks
+/// make fewer of them (a liquid of a few thousand bodies still has tens of chunks to share
+/// among threads).
+pub(crate) const ROW_CHUNK: usize = 65_536;
 /// Rows per chunk of full rows (fixed: the chunk energies do not depend on the threads).
 pub(crate) const FULL_CHUNK: usize = 64;
 /// A group whose lanes' types are read per lane (full rows).
@@ -418,7 +424,7 @@ impl Rows {
         true
     }
 
-    /// Cut the half list's rows into chunks of [`PAIR_CHUNK`] entries or more, give each
+    /// Cut the half list's rows into chunks of [`ROW_CHUNK`] entries or more, give each
     /// chunk's bodies their partials (in the order the chunk first touches them) and each body
     /// its partials in chunk order.
     fn chunk_half(&mut self, n: usize) {
@@ -440,7 +446,7 @@ impl Rows {
         let mut held = 0;
         for r in 0..rows {
             held += entries(r);
-            if held >= PAIR_CHUNK || r + 1 == rows {
+            if held >= ROW_CHUNK || r + 1 == rows {
                 self.chunk_rows.push(r as u32 + 1);
                 held = 0;
             }
@@ -738,10 +744,10 @@ mod tests {
     #[test]
     fn each_half_chunk_gives_its_bodies_one_partial_each_summed_in_chunk_order() {
         // Two rows of more than a chunk each, then two short ones: three chunks.
-        let n = 3 * PAIR_CHUNK / 2;
+        let n = 3 * ROW_CHUNK / 2;
         let mut pairs = Vec::new();
         for i in [7u32, 2, 9, 4] {
-            let m = if i == 7 || i == 2 { PAIR_CHUNK + 3 } else { 5 };
+            let m = if i == 7 || i == 2 { ROW_CHUNK + 3 } else { 5 };
             pairs.extend((0..m as u32).map(|k| [i, (i + 1 + k) % n as u32]));
         }
         let mut rows = Rows::default();
