@@ -277,7 +277,13 @@ pub fn erfc<L: Lanes>(x: L) -> L {
 pub fn erfc_exp<L: Lanes>(x: L) -> (L, L) {
     use super::erfcx_table::ERFCX;
     let h = x * x;
-    let e = exp_sum(-h, -x.mul_add(x, -h));
+    // Where `x²` overflows the remainder is ∓∞ (or NaN): none, and `e^{−∞} = 0`.
+    let rest = L::select(
+        h.lt(L::splat(f64::INFINITY)),
+        x.mul_add(x, -h),
+        L::splat(0.0),
+    );
+    let e = exp_sum(-h, -rest);
     let zero = L::splat(0.0);
     let negative = x.lt(zero);
     let abs = L::select(negative, -x, x);
@@ -508,6 +514,12 @@ mod tests {
         assert_eq!(one(1, -0.0).to_bits(), (-0.0_f64).to_bits());
         assert_eq!(one(2, 0.0), 1.0);
         assert!(one(2, 27.0) > 0.0 && one(2, 27.0) == libm::erfc(27.0));
+        // `erfc_exp`'s `e^{−x²}`, where `x²` overflows: 0, not NaN.
+        for x in [1e200, -1e200, inf, -inf] {
+            assert_eq!(erfc_exp(x).1, 0.0, "e^(-x²) at {x:e}");
+        }
+        assert!(erfc_exp(nan).1.is_nan());
+        assert_eq!(erfc_exp(3.0).1, (-9.0_f64).exp());
         for which in 0..3 {
             assert!(one(which, nan).is_nan(), "function {which}");
         }
