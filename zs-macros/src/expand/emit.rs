@@ -31,11 +31,12 @@ pub struct Emitter<'l> {
     /// How coordinates are read.
     pub coords: Coords,
     /// Emit SIMD lane code: every value of type `L: zs_runtime::simd::Lanes` instead of `f64`
-    /// (constants and parameters splatted, `sqrt` and `powi` the lanes' own, `1 / √x` the lanes'
-    /// `rsqrt`, `1 / xⁿ` as `rsqrt(x)^{2n}` where `1/√x` is taken anyway, `exp`, `erf` and
-    /// `erfc` the lanes' own — `zs_runtime::simd::exp` — other functions lane by lane). The
-    /// operations and their order are those of the scalar code, except those reciprocals
-    /// (within an ulp per `rsqrt`, no divider), square roots (`zs_runtime::simd::root`, within
+    /// (constants and parameters splatted, `powi` the lanes' own, `√x` as `x · (1/√x)`
+    /// (`zs_runtime::simd::root`), `1 / √x` the lanes' `rsqrt`, `1 / xⁿ` as `rsqrt(x)^{2n}`
+    /// where `√x` or `1/√x` is taken anyway, `exp`, `erf` and `erfc` the lanes' own —
+    /// `zs_runtime::simd::exp`; `erfc(x)` beside `e^{−x²}` one `simd::erfc_exp` call — other
+    /// functions lane by lane). The operations and their order are those of the scalar code,
+    /// except those reciprocals (within an ulp per `rsqrt`, no divider), square roots (within
     /// 1.5 ulp) and those three functions (within a few ulp of the scalar ones).
     pub lanes: bool,
 }
