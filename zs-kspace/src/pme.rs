@@ -48,6 +48,35 @@ use crate::ewald::{check_box, constant_terms, splitting, EwaldError};
 /// The largest B-spline order.
 pub const MAX_ORDER: usize = 8;
 
+/// `$body` with `$N` a constant equal to the spline order `$n` (4 ..= [`MAX_ORDER`]), so that
+/// the loops over a charge's `n` (or `n³`) points are unrolled for each order.
+macro_rules! with_order {
+    ($n:expr, $N:ident => $body:expr) => {
+        match $n {
+            4 => {
+                const $N: usize = 4;
+                $body
+            }
+            5 => {
+                const $N: usize = 5;
+                $body
+            }
+            6 => {
+                const $N: usize = 6;
+                $body
+            }
+            7 => {
+                const $N: usize = 7;
+                $body
+            }
+            _ => {
+                const $N: usize = MAX_ORDER;
+                $body
+            }
+        }
+    };
+}
+
 /// The most mesh points a [`Pme`] accepts: 2²⁷, about 3 GiB of meshes and spectrum.
 pub const MAX_POINTS: usize = 1 << 27;
 
@@ -125,28 +154,23 @@ fn fft_size(n: usize) -> usize {
 /// recursion `M_p(x) = (x M_{p−1}(x) + (p − x) M_{p−1}(x − 1)) / (p − 1)` from `M_1 = 1` on
 /// `[0, 1)` (Essmann et al., eq. 4.1).
 fn cardinal(w: f64, n: usize) -> [[f64; MAX_ORDER]; 3] {
-    match n {
-        4 => cardinal_n::<4>(w),
-        5 => cardinal_n::<5>(w),
-        6 => cardinal_n::<6>(w),
-        7 => cardinal_n::<7>(w),
-        _ => cardinal_n::<MAX_ORDER>(w),
-    }
+    with_order!(n, N => cardinal_n::<N>(w))
 }
 
-/// [`cardinal`] for order `N`: the recursion unrolled.
+/// [`cardinal`] for order `N`: the recursion on all [`MAX_ORDER`] points at once (`M_p(w + j)`
+/// for `j ≥ p` is 0 by the same formula), so that each order is a few operations on whole
+/// vectors rather than a loop of scalar ones; the same arithmetic, point by point, as the
+/// recursion written per point.
 #[inline(always)]
 fn cardinal_n<const N: usize>(w: f64) -> [[f64; MAX_ORDER]; 3] {
+    let x: [f64; MAX_ORDER] = core::array::from_fn(|j| w + j as f64);
     let mut v = [0.0; MAX_ORDER];
     v[0] = 1.0;
     let mut rows = [[0.0; MAX_ORDER]; 3];
     for p in 2..=N {
         let inv = 1.0 / (p - 1) as f64;
-        for j in (0..p).rev() {
-            let x = w + j as f64;
-            let below = if j > 0 { v[j - 1] } else { 0.0 };
-            v[j] = (x * v[j] + (p as f64 - x) * below) * inv;
-        }
+        let below = shifted(&v, 1);
+        v = core::array::from_fn(|j| (x[j] * v[j] + (p as f64 - x[j]) * below[j]) * inv);
         if p + 2 >= N {
             rows[p + 2 - N] = v;
         }
@@ -154,41 +178,74 @@ fn cardinal_n<const N: usize>(w: f64) -> [[f64; MAX_ORDER]; 3] {
     rows
 }
 
-/// One charge's B-spline weights along one axis: values, first and second derivatives in `u`
-/// at `w + j` for mesh point `at[j] = base − j` (mod `K`), `j < n` (the wrapped indices made
-/// once here, not at each of the `n³` mesh points a charge touches).
+/// `r[j − d]`, 0 below `j = d`.
+#[inline(always)]
+fn shifted(r: &[f64; MAX_ORDER], d: usize) -> [f64; MAX_ORDER] {
+    core::array::from_fn(|j| if j >= d { r[j - d] } else { 0.0 })
+}
+
+/// `u`'s mesh cell on an axis of `k` points: `(u − ⌊u⌋, ⌊u⌋ mod k)`. `⌊u⌋` without a call
+/// to libm's `floor` (the baseline x86-64 has no rounding instruction), and the residue
+/// without a division when `u` is in the box.
+#[inline(always)]
+fn cell(u: f64, k: usize) -> (f64, usize) {
+    let t = u as i64;
+    let fi = if (t as f64) > u { t - 1 } else { t };
+    let base = if (0..k as i64).contains(&fi) {
+        fi as usize
+    } else {
+        fi.rem_euclid(k as i64) as usize
+    };
+    (u - fi as f64, base)
+}
+
+/// One charge's B-spline weights along one axis: values and first derivatives in `u` at
+/// `w + j` for mesh point `at[j] = base − j` (mod `K`), `j < n` (the wrapped indices made
+/// once here, not at each of the `n³` mesh points a charge touches). The second derivatives,
+/// which only the Hessian's product reads, are [`curvature`]'s: a charge's three axes are
+/// 504 bytes, read twice per evaluation, so that the weights of a few thousand charges stay
+/// in a core's L2 cache.
 #[derive(Debug, Clone, Copy, Default)]
 struct Axis {
-    at: [usize; MAX_ORDER],
-    /// `at[n − 1]` when the points `at[n − 1] ..= at[0]` are one run (no wrap: the mesh
-    /// points of `w[n − 1 − m]` are `low + m`), else [`NO_RUN`].
-    low: usize,
     w: [f64; MAX_ORDER],
     dw: [f64; MAX_ORDER],
-    ddw: [f64; MAX_ORDER],
+    at: [u32; MAX_ORDER],
+    /// `at[n − 1]` when the points `at[n − 1] ..= at[0]` are one run (no wrap: the mesh
+    /// points of `w[n − 1 − m]` are `low + m`), else [`NO_RUN`].
+    low: u32,
 }
 
 impl Axis {
     /// The weights of order `N` at scaled coordinate `u` on an axis of `k` points, written in
-    /// place (a charge's three axes are 768 bytes: not built on the stack and copied).
+    /// place (not built on the stack and copied).
     #[inline(always)]
     fn set<const N: usize>(&mut self, u: f64, k: usize) {
-        let f = u.floor();
-        let base = (f as i64).rem_euclid(k as i64) as usize;
-        let [r0, r1, r2] = cardinal_n::<N>(u - f);
+        let (w, base) = cell(u, k);
+        let [_, r1, r2] = cardinal_n::<N>(w);
         self.w = r2;
-        self.low = if base + 1 >= N { base + 1 - N } else { NO_RUN };
+        self.low = if base + 1 >= N {
+            (base + 1 - N) as u32
+        } else {
+            NO_RUN
+        };
         for j in 0..N {
-            self.at[j] = if j <= base { base - j } else { base + k - j };
-            let at = |r: &[f64; MAX_ORDER], d: usize| if j >= d { r[j - d] } else { 0.0 };
-            self.dw[j] = r1[j] - at(&r1, 1);
-            self.ddw[j] = r0[j] - 2.0 * at(&r0, 1) + at(&r0, 2);
+            self.at[j] = (if j <= base { base - j } else { base + k - j }) as u32;
         }
+        let r1_1 = shifted(&r1, 1);
+        self.dw = core::array::from_fn(|j| r1[j] - r1_1[j]);
     }
 }
 
+/// The second derivatives in `u` of the weights [`Axis::set`] makes at `u`.
+#[inline(always)]
+fn curvature<const N: usize>(u: f64, k: usize) -> [f64; MAX_ORDER] {
+    let [r0, ..] = cardinal_n::<N>(cell(u, k).0);
+    let (r0_1, r0_2) = (shifted(&r0, 1), shifted(&r0, 2));
+    core::array::from_fn(|j| r0[j] - 2.0 * r0_1[j] + r0_2[j])
+}
+
 /// [`Axis::low`] of a charge whose points wrap around the mesh's end.
-const NO_RUN: usize = usize::MAX;
+const NO_RUN: u32 = u32::MAX;
 
 /// Which factor of a charge's weights along an axis a [`Share`] takes.
 #[derive(Clone, Copy)]
@@ -229,14 +286,7 @@ fn spread(
     n: usize,
     share: impl Fn(usize) -> Share + Sync,
 ) {
-    // The order a constant: the loops over a charge's n³ points unrolled.
-    match n {
-        4 => spread_n::<4>(splines, bases, mesh, grid, share),
-        5 => spread_n::<5>(splines, bases, mesh, grid, share),
-        6 => spread_n::<6>(splines, bases, mesh, grid, share),
-        7 => spread_n::<7>(splines, bases, mesh, grid, share),
-        _ => spread_n::<MAX_ORDER>(splines, bases, mesh, grid, share),
-    }
+    with_order!(n, N => spread_n::<N>(splines, bases, mesh, grid, share))
 }
 
 /// [`spread`] for splines of order `N`.
@@ -259,7 +309,12 @@ fn spread_n<const N: usize>(
                 // Planes `base − j`, `j < N` (mod K₀), meet the slab's `len` planes from
                 // `first` when `base − first` (mod K₀) is below `len + N − 1` — read from the
                 // compact `bases`, not from each charge's weights (a cache line apiece).
-                let d = (base as usize + k0 - first) % k0;
+                let base = base as usize;
+                let d = if base >= first {
+                    base - first
+                } else {
+                    base + k0 - first
+                };
                 if d >= owned.len() + N - 1 {
                     continue;
                 }
@@ -269,21 +324,23 @@ fn spread_n<const N: usize>(
                     }
                     let (x, y, z) = (fx.of(&s[0]), fy.of(&s[1]), fz.of(&s[2]));
                     for (&i0, x) in s[0].at[..N].iter().zip(&x[..N]) {
+                        let i0 = i0 as usize;
                         if !owned.contains(&i0) {
                             continue;
                         }
                         let w0 = c * x;
                         for (&i1, y) in s[1].at[..N].iter().zip(&y[..N]) {
-                            let row = &mut mesh[((i0 - first) * k1 + i1) * k2..][..k2];
+                            let row = &mut mesh[((i0 - first) * k1 + i1 as usize) * k2..][..k2];
                             let w01 = w0 * y;
-                            if let Some(run) = row.get_mut(s[2].low..s[2].low.wrapping_add(N)) {
+                            let low = s[2].low as usize;
+                            if let Some(run) = row.get_mut(low..low.wrapping_add(N)) {
                                 // One run of points: no index per point.
                                 for (m, z) in run.iter_mut().zip(z[..N].iter().rev()) {
                                     *m += w01 * z;
                                 }
                             } else {
                                 for (&i2, z) in s[2].at[..N].iter().zip(&z[..N]) {
-                                    row[i2] += w01 * z;
+                                    row[i2 as usize] += w01 * z;
                                 }
                             }
                         }
@@ -306,7 +363,7 @@ fn splines_n<const N: usize>(
         for (a, axis) in s.iter_mut().enumerate() {
             axis.set::<N>(grid[a] as f64 * x[a] / sides[a], grid[a]);
         }
-        *b = s[0].at[0] as u32;
+        *b = s[0].at[0];
     }
 }
 
@@ -322,6 +379,9 @@ pub struct Pme {
     influence: Vec<f64>,
     /// Per charge and axis, its spline weights at the last positions.
     splines: Vec<[Axis; 3]>,
+    /// Per charge and axis, its weights' second derivatives (made for the Hessian's product
+    /// only).
+    curvatures: Vec<[[f64; MAX_ORDER]; 3]>,
     /// Per charge, its first mesh index along axis 0 (`splines[i][0].at[0]`).
     bases: Vec<u32>,
     /// The charge mesh `Q` (or `D`), `[K₀][K₁][K₂]`, the last axis contiguous.
@@ -388,6 +448,7 @@ impl Pme {
             params,
             sides,
             splines: vec![[Axis::default(); 3]; charges.len()],
+            curvatures: vec![[[0.0; MAX_ORDER]; 3]; charges.len()],
             bases: vec![0; charges.len()],
             charges,
             constant,
@@ -480,12 +541,24 @@ impl Pme {
             .par_chunks_mut(CHARGES_PER_TASK)
             .zip(self.bases.par_chunks_mut(CHARGES_PER_TASK))
             .zip(q.par_chunks(3 * CHARGES_PER_TASK))
-            .for_each(|((splines, bases), q)| match n {
-                4 => splines_n::<4>(splines, bases, q, grid, sides),
-                5 => splines_n::<5>(splines, bases, q, grid, sides),
-                6 => splines_n::<6>(splines, bases, q, grid, sides),
-                7 => splines_n::<7>(splines, bases, q, grid, sides),
-                _ => splines_n::<MAX_ORDER>(splines, bases, q, grid, sides),
+            .for_each(|((splines, bases), q)| {
+                with_order!(n, N => splines_n::<N>(splines, bases, q, grid, sides))
+            });
+    }
+
+    /// Every charge's [`curvature`]s at `q`.
+    fn make_curvatures(&mut self, q: &[f64]) {
+        let (grid, n, sides) = (self.params.grid, self.params.order, self.sides);
+        self.curvatures
+            .par_chunks_mut(CHARGES_PER_TASK)
+            .zip(q.par_chunks(3 * CHARGES_PER_TASK))
+            .for_each(|(curvatures, q)| {
+                for (c, x) in curvatures.iter_mut().zip(q.chunks_exact(3)) {
+                    for (a, c) in c.iter_mut().enumerate() {
+                        let u = grid[a] as f64 * x[a] / sides[a];
+                        *c = with_order!(n, N => curvature::<N>(u, grid[a]));
+                    }
+                }
             });
     }
 
@@ -563,61 +636,79 @@ impl Pme {
         }
     }
 
-    /// `Σ_k ∂_a W_i(k) f(k)` per axis `a` (derivatives in `u`) for charge `i`; with `dv`,
-    /// the second derivatives' `Σ_k Σ_b ∂_a∂_b W_i(k) f(k) dv_b` instead.
-    fn gather(&self, i: usize, f: &[f64], dv: Option<[f64; 3]>) -> [f64; 3] {
-        // The order a constant: the loops over the n³ points unrolled.
-        match self.params.order {
-            4 => self.gather_n::<4>(i, f, dv),
-            5 => self.gather_n::<5>(i, f, dv),
-            6 => self.gather_n::<6>(i, f, dv),
-            7 => self.gather_n::<7>(i, f, dv),
-            _ => self.gather_n::<MAX_ORDER>(i, f, dv),
-        }
+    /// `Σ_k ∂_a W_i(k) f(k)` per axis `a` (derivatives in `u`) for charge `i`.
+    fn gather(&self, i: usize, f: &[f64]) -> [f64; 3] {
+        with_order!(self.params.order, N => self.moments::<N, false>(i, f).0)
     }
 
-    /// [`Pme::gather`] for splines of order `N`.
+    /// `Σ_k Σ_b ∂_a∂_b W_i(k) f(k) dv_b` per axis `a` for charge `i` (its [`curvature`]s
+    /// made).
+    fn gather_curvature(&self, i: usize, f: &[f64], dv: [f64; 3]) -> [f64; 3] {
+        let [xx, xy, xz, yy, yz, zz] =
+            with_order!(self.params.order, N => self.moments::<N, true>(i, f).1);
+        [
+            xx * dv[0] + xy * dv[1] + xz * dv[2],
+            xy * dv[0] + yy * dv[1] + yz * dv[2],
+            xz * dv[0] + yz * dv[1] + zz * dv[2],
+        ]
+    }
+
+    /// Charge `i`'s moments of `f` on its `N³` points: `Σ_k ∂_a W_i(k) f(k)` (a = x, y, z)
+    /// and, with `SECOND`, `Σ_k ∂_a∂_b W_i(k) f(k)` (xx, xy, xz, yy, yz, zz). Contracted one
+    /// axis at a time — each line of `N` points along the last axis summed against that
+    /// axis's factors, those sums against the middle axis's, then the first's — so that a
+    /// charge costs `O(N²)` products rather than a product of three factors at each of its
+    /// `N³` points, with no chain of `N³` dependent additions.
     #[inline(always)]
-    fn gather_n<const N: usize>(&self, i: usize, f: &[f64], dv: Option<[f64; 3]>) -> [f64; 3] {
+    fn moments<const N: usize, const SECOND: bool>(
+        &self,
+        i: usize,
+        f: &[f64],
+    ) -> ([f64; 3], [f64; 6]) {
         let [_, k1, k2] = self.params.grid;
-        let s = &self.splines[i];
-        let mut g = [0.0; 3];
+        let [sx, sy, sz] = &self.splines[i];
+        let curvature = &self.curvatures[i];
+        let (mut first, mut second) = ([0.0; 3], [0.0; 6]);
         for j0 in 0..N {
-            let i0 = s[0].at[j0];
+            let plane = sx.at[j0] as usize * k1;
+            // `y[d][e]`: this plane's sum with `d` derivatives along y and `e` along z.
+            let mut y = [[0.0; 3]; 3];
             for j1 in 0..N {
-                let row = &f[(i0 * k1 + s[1].at[j1]) * k2..][..k2];
-                let (x, y) = (
-                    [s[0].w[j0], s[0].dw[j0], s[0].ddw[j0]],
-                    [s[1].w[j1], s[1].dw[j1], s[1].ddw[j1]],
-                );
+                let row = &f[(plane + sy.at[j1] as usize) * k2..][..k2];
+                // `z[e]`: the line's sum with `e` derivatives along z.
+                let mut z = [0.0; 3];
                 for j2 in 0..N {
-                    let p = row[s[2].at[j2]];
-                    let z = [s[2].w[j2], s[2].dw[j2], s[2].ddw[j2]];
-                    match dv {
-                        None => {
-                            g[0] += x[1] * y[0] * z[0] * p;
-                            g[1] += x[0] * y[1] * z[0] * p;
-                            g[2] += x[0] * y[0] * z[1] * p;
-                        }
-                        Some(d) => {
-                            g[0] += (x[2] * y[0] * z[0] * d[0]
-                                + x[1] * y[1] * z[0] * d[1]
-                                + x[1] * y[0] * z[1] * d[2])
-                                * p;
-                            g[1] += (x[1] * y[1] * z[0] * d[0]
-                                + x[0] * y[2] * z[0] * d[1]
-                                + x[0] * y[1] * z[1] * d[2])
-                                * p;
-                            g[2] += (x[1] * y[0] * z[1] * d[0]
-                                + x[0] * y[1] * z[1] * d[1]
-                                + x[0] * y[0] * z[2] * d[2])
-                                * p;
-                        }
+                    let p = row[sz.at[j2] as usize];
+                    z[0] += sz.w[j2] * p;
+                    z[1] += sz.dw[j2] * p;
+                    if SECOND {
+                        z[2] += curvature[2][j2] * p;
                     }
                 }
+                let (w, dw) = (sy.w[j1], sy.dw[j1]);
+                y[0][0] += w * z[0];
+                y[1][0] += dw * z[0];
+                y[0][1] += w * z[1];
+                if SECOND {
+                    y[2][0] += curvature[1][j1] * z[0];
+                    y[1][1] += dw * z[1];
+                    y[0][2] += w * z[2];
+                }
+            }
+            let (w, dw) = (sx.w[j0], sx.dw[j0]);
+            first[0] += dw * y[0][0];
+            first[1] += w * y[1][0];
+            first[2] += w * y[0][1];
+            if SECOND {
+                second[0] += curvature[0][j0] * y[0][0];
+                second[1] += dw * y[1][0];
+                second[2] += dw * y[0][1];
+                second[3] += w * y[2][0];
+                second[4] += w * y[1][1];
+                second[5] += w * y[0][2];
             }
         }
-        g
+        (first, second)
     }
 
     /// `K_a / L_a`: `du/dx` per axis.
@@ -660,7 +751,7 @@ impl Pme {
             .for_each(|(task, g)| {
                 for (k, g) in g.chunks_exact_mut(3).enumerate() {
                     let i = task * CHARGES_PER_TASK + k;
-                    let d = this.gather(i, &this.phi, None);
+                    let d = this.gather(i, &this.phi);
                     for a in 0..3 {
                         g[a] = this.charges[i] * scale[a] * d[a];
                     }
@@ -678,6 +769,7 @@ impl Pme {
             "PME: vectors of another size"
         );
         self.potential(q);
+        self.make_curvatures(q);
         let scale = self.scale();
         let charges = &self.charges;
         let (grid, n) = (self.params.grid, self.params.order);
@@ -693,9 +785,9 @@ impl Pme {
             .for_each(|(task, out)| {
                 for (k, out) in out.chunks_exact_mut(3).enumerate() {
                     let i = task * CHARGES_PER_TASK + k;
-                    let first = this.gather(i, &this.psi, None);
+                    let first = this.gather(i, &this.psi);
                     let dv = core::array::from_fn(|b| scale[b] * v[3 * i + b]);
-                    let second = this.gather(i, &this.phi, Some(dv));
+                    let second = this.gather_curvature(i, &this.phi, dv);
                     for a in 0..3 {
                         out[a] = this.charges[i] * scale[a] * (first[a] + second[a]);
                     }
