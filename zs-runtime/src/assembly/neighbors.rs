@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use super::cell::Cell;
 use super::topology::Topology;
+use crate::simd::{Loads, WithLanes};
 
 /// The bodies sorted by cell, as structure of arrays: cell `c`'s are `start[c]..start[c + 1]`.
 #[derive(Debug, Default)]
@@ -80,6 +81,74 @@ fn within(
     }
     kept += k;
     kept
+}
+
+/// One body's candidates within reach: its own cell's bodies after it (`own`) and the half
+/// stencil's `runs`, scanned [`Lanes::WIDTH`] at a time — the same square distances, by the
+/// same operations, as [`within`], which takes each run's remainder — into `found`; returns
+/// how many.
+struct Scan<'a> {
+    sorted: &'a Sorted,
+    own: Run,
+    runs: &'a [Run],
+    p: [f64; 3],
+    reach2: f64,
+    found: &'a mut [u32],
+}
+
+impl WithLanes for Scan<'_> {
+    type Output = usize;
+
+    #[inline(always)]
+    fn run<L: Loads>(self) -> usize {
+        let Scan {
+            sorted,
+            own,
+            runs,
+            p,
+            reach2,
+            found,
+        } = self;
+        let mut kept = 0;
+        for r in core::iter::once(&own).chain(runs) {
+            let q = [r.shift[0] - p[0], r.shift[1] - p[1], r.shift[2] - p[2]];
+            let (from, to) = (r.from as usize, r.to as usize);
+            let (x, y, z) = (
+                &sorted.x[from..to],
+                &sorted.y[from..to],
+                &sorted.z[from..to],
+            );
+            let whole = x.len() / L::WIDTH * L::WIDTH;
+            let (q0, q1, q2) = (L::splat(q[0]), L::splat(q[1]), L::splat(q[2]));
+            let cut = L::splat(reach2);
+            for c in (0..whole).step_by(L::WIDTH) {
+                let d = [
+                    L::load(&x[c..]) + q0,
+                    L::load(&y[c..]) + q1,
+                    L::load(&z[c..]) + q2,
+                ];
+                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                let mask = r2.lt_mask(cut);
+                // Every lane written, kept when within reach (no branch on the test).
+                let first = (from + c) as u32;
+                for l in 0..L::WIDTH {
+                    found[kept] = first + l as u32;
+                    kept += ((mask >> l) & 1) as usize;
+                }
+            }
+            kept = within(
+                &x[whole..],
+                &y[whole..],
+                &z[whole..],
+                q,
+                reach2,
+                (from + whole) as u32,
+                found,
+                kept,
+            );
+        }
+        kept
+    }
 }
 
 /// [`group_stably`] counts its groups on the stack: at most this many (`2 T²` for `T` types of
@@ -439,18 +508,14 @@ impl Neighbors {
                             to: to as u32,
                             shift: [0.0; 3],
                         };
-                        let mut kept = 0;
-                        let found: &mut [u32] = hits;
-                        for r in core::iter::once(&own).chain(runs.iter()) {
-                            let q = [r.shift[0] - p[0], r.shift[1] - p[1], r.shift[2] - p[2]];
-                            let (from, to) = (r.from as usize, r.to as usize);
-                            let (x, y, z) = (
-                                &sorted.x[from..to],
-                                &sorted.y[from..to],
-                                &sorted.z[from..to],
-                            );
-                            kept = within(x, y, z, q, reach2, from as u32, found, kept);
-                        }
+                        let kept = crate::simd::dispatch(Scan {
+                            sorted,
+                            own,
+                            runs,
+                            p,
+                            reach2,
+                            found: hits,
+                        });
                         let excluded = this.excluded_of(i);
                         let first = pairs.len();
                         for &c in &hits[..kept] {
