@@ -102,8 +102,9 @@ pub(crate) struct Rows {
 struct Scratch {
     row_of: Vec<u32>,
     fill: Vec<u32>,
-    /// The half list's partners by row and type, unpadded; each group's first.
-    listed: Vec<u32>,
+    /// Each group's first place in the partners by row and type, unpadded (which
+    /// [`Rows::build_half`] lists in [`Rows::partner_slot`]'s memory before that is made: the
+    /// longest list a build holds is not held twice).
     listed_at: Vec<u32>,
     /// Per band of rows, its partners' sort keys.
     keys: Vec<Vec<u64>>,
@@ -346,11 +347,11 @@ impl Rows {
         let Scratch {
             row_of,
             fill,
-            listed,
             listed_at,
             keys,
             ..
         } = &mut self.scratch;
+        let mut listed = core::mem::take(&mut self.partner_slot);
         // Rows in the order their bodies first lead a pair, and each row's partners counted
         // by type.
         row_of.clear();
@@ -415,11 +416,12 @@ impl Rows {
             group_at: &self.group_at,
             groups: &self.groups,
             listed_at,
-            listed,
+            listed: &listed,
             sites: if sites.len() >= n { sites } else { &[] },
             cell,
         };
         groups.order(0..self.body.len(), &mut self.partner, &mut keys[..bands]);
+        self.partner_slot = listed;
         self.chunk_half(n);
         true
     }
