@@ -395,6 +395,9 @@ impl Rows {
         // Each partner into its row's group of its type, in the order found (a stable
         // counting sort).
         listed.clear();
+        // Room for the padded partners too, which `chunk_half` gives a slot each in this
+        // memory: grown then by doubling, it would hold twice the list.
+        listed.reserve_exact(padded as usize);
         listed.resize(pairs.len(), 0);
         for p in pairs {
             let f = &mut fill[row_of[p[0] as usize] as usize * types + kind(p[1])];
