@@ -264,18 +264,22 @@ pub fn erfc<L: Lanes>(x: L) -> L {
 /// which a real-space Ewald pair takes with its value — one exponential for both
 /// (`#[mechanical_system]` calls this where a lane kernel has both).
 ///
-/// `erfc(|x|) = e^{−x²} erfcx(|x|)`, the scaled function `erfcx` from a table of polynomials
-/// of degree 7 on intervals of width 1/32 over `[0, 8]` (`erfcx_table.rs`, made and checked by
-/// `zs-runtime/tools/erfcx_table.py`: S. G. Johnson's piecewise-Chebyshev approach to erfcx),
-/// each lane's row gathered: no division, where fdlibm's branches take two for their rational
-/// functions and select among three of them. `x²` is `h = x·x` plus its rounding error (exact
+/// `erfc(|x|) = e^{−x²} erfcx(|x|)`, the scaled function `erfcx` from polynomials on
+/// intervals (`erfcx_table.rs`, made and checked by `zs-runtime/tools/erfcx_table.py`:
+/// S. G. Johnson's piecewise-Chebyshev approach to erfcx): no division, where fdlibm's
+/// branches take two for their rational functions and select among three of them. Below
+/// `|x| = 3.875` (every pair within a real-space cutoff of `αr ≲ 3.5`, the usual Ewald
+/// split), one of sixteen polynomials of degree 11 on intervals of width 1/4, its
+/// coefficients picked per lane from registers ([`Lanes::pick16`]); beyond, one of degree 7
+/// on intervals of width 1/32 over `[0, 8]`, each lane's row gathered from memory. Each lane's
+/// value depends on its own `x` only, whatever its block's other lanes. `x²` is `h = x·x` plus its rounding error (exact
 /// by a fused multiply-add), and the exponential is of that two-part argument ([`exp`]'s
 /// reduction with a tail): within an ulp of `e^{−x²}`, closer than `exp(-(x * x))`, whose
 /// argument rounds. `erfc(−x) = 2 − erfc(x)`. Lanes with `|x| > 8` (`erfc < 1e-29`), infinite
 /// or NaN take the scalar function, lane by lane.
 #[inline(always)]
 pub fn erfc_exp<L: Lanes>(x: L) -> (L, L) {
-    use super::erfcx_table::ERFCX;
+    use super::erfcx_table::{ERFCX, NEAR, NEAR_TAIL};
     let h = x * x;
     // Where `x²` overflows the remainder is ∓∞ (or NaN): none, and `e^{−∞} = 0`.
     let rest = L::select(
@@ -287,20 +291,36 @@ pub fn erfc_exp<L: Lanes>(x: L) -> (L, L) {
     let zero = L::splat(0.0);
     let negative = x.lt(zero);
     let abs = L::select(negative, -x, x);
-    let scaled = abs * L::splat(32.0);
-    let last = (ERFCX.0.len() - 1) as f64;
-    let tabled = scaled.lt_mask(L::splat(last + 0.5));
-    // The nearest row (ties to even: either row's polynomial holds at `t = ±½`); `t` exact.
-    let k = L::select(scaled.lt(L::splat(last + 0.5)), scaled.round_even(), zero);
-    let t = scaled - k;
-    let c = L::gather_rows::<8>(ERFCX.0.as_flattened(), k);
-    let mut f = c[7];
-    for &ci in c[..7].iter().rev() {
-        f = f.mul_add(t, ci);
+    let full = (1u32 << L::WIDTH) - 1;
+    // The nearest interval (ties to even: either polynomial holds at `t = ±½`); `t` exact.
+    let near_scaled = abs * L::splat(4.0);
+    let near_last = L::splat(NEAR[0].0.len() as f64 - 0.5);
+    let near = near_scaled.lt_mask(near_last);
+    let k = L::select(near_scaled.lt(near_last), near_scaled.round_even(), zero);
+    let t = near_scaled - k;
+    let mut p = L::pick16(&NEAR[NEAR.len() - 1].0, k);
+    for c in NEAR[1..NEAR.len() - 1].iter().rev() {
+        p = p.mul_add(t, L::pick16(&c.0, k));
+    }
+    // The constant term and its rounding error added last: within an ulp where the constant
+    // rounded alone would cost up to one more.
+    let mut f = L::pick16(&NEAR[0].0, k) + p.mul_add(t, L::pick16(&NEAR_TAIL.0, k));
+    let mut tabled = full;
+    if near != full {
+        let scaled = abs * L::splat(32.0);
+        let last = (ERFCX.0.len() - 1) as f64;
+        tabled = scaled.lt_mask(L::splat(last + 0.5));
+        let k = L::select(scaled.lt(L::splat(last + 0.5)), scaled.round_even(), zero);
+        let t = scaled - k;
+        let c = L::gather_rows::<8>(ERFCX.0.as_flattened(), k);
+        let mut far = c[7];
+        for &ci in c[..7].iter().rev() {
+            far = far.mul_add(t, ci);
+        }
+        f = L::select(near_scaled.lt(near_last), f, far);
     }
     let v = e * f;
     let out = L::select(negative, L::splat(2.0) - v, v);
-    let full = (1u32 << L::WIDTH) - 1;
     if tabled == full {
         (out, e)
     } else {

@@ -134,6 +134,16 @@ pub trait Lanes:
         });
         Self::gather::<D>(src, &at[..Self::WIDTH])
     }
+    /// `table[k]` in each lane whose `k` is an integer in `0..16` (a coefficient of one of
+    /// sixteen polynomials, picked per lane; on AVX-512 from two registers, no memory read
+    /// per lane). Other lanes (fractions, NaN, out of range) give an unspecified value, never
+    /// a panic.
+    #[inline(always)]
+    fn pick16(table: &[f64; 16], k: Self) -> Self {
+        let mut at = [0.0; 8];
+        k.store(&mut at);
+        Self::from_fn(|l| table[at[l] as usize & 15])
+    }
     /// The indicator of `self < other`, lane by lane: `1.0` or `0.0` (`0.0` when either is NaN).
     fn lt(self, other: Self) -> Self;
     /// The indicator of `self ≤ other`, lane by lane.

@@ -323,6 +323,38 @@ fn gather_rows_reads_each_lanes_row_on_every_instruction_set() {
     }
 }
 
+/// `pick16` gives each integral lane its entry of the table on every instruction set (the
+/// AVX-512 permute and the AVX2 gather as the scalar index), and other lanes — fractions,
+/// NaN, out of range — some value, without a panic or a read outside the table.
+#[test]
+fn pick16_gives_each_lane_its_entry_on_every_instruction_set() {
+    struct Pick<'a>(&'a [f64; 16], &'a [f64], &'a mut Vec<f64>);
+    impl WithLanes for Pick<'_> {
+        type Output = ();
+        #[inline(always)]
+        fn run<L: Loads>(self) {
+            let mut buf = [0.0; 8];
+            for block in self.1.chunks_exact(L::WIDTH) {
+                L::pick16(self.0, L::load(block)).store(&mut buf);
+                self.2.extend_from_slice(&buf[..L::WIDTH]);
+            }
+        }
+    }
+    let table: [f64; 16] = core::array::from_fn(|k| k as f64 * 1.25 - 3.0);
+    let at: Vec<f64> = (0..64).map(|k| ((k * 7) % 16) as f64).collect();
+    let odd = [0.5, 15.7, 16.0, -1.0, 1e300, f64::NAN, f64::INFINITY, -0.0];
+    for isa in Isa::available() {
+        let mut got = Vec::new();
+        dispatch_with(isa, Pick(&table, &at, &mut got));
+        let expect: Vec<f64> = at.iter().map(|&k| table[k as usize]).collect();
+        assert_eq!(got, expect, "{isa:?}");
+        let mut got = Vec::new();
+        dispatch_with(isa, Pick(&table, &odd, &mut got));
+        assert_eq!(got.len(), 8, "{isa:?}");
+        assert_eq!(got[7], table[0], "-0 is row 0 on {isa:?}");
+    }
+}
+
 #[test]
 fn powi_matches_repeated_multiplication() {
     for n in -7i32..=7 {

@@ -126,6 +126,19 @@ pub(super) unsafe fn gather_rows256<const D: usize>(row: __m256d, base: *const f
     }
 }
 
+/// `table[k]` per lane for integer-valued lanes `k` in `0..16`: `k + 2⁵²`'s low mantissa
+/// bits are `k`, masked to four bits (so that every lane reads inside `table`) and gathered.
+#[inline(always)]
+pub(super) unsafe fn pick16_256(table: &[f64; 16], k: __m256d) -> __m256d {
+    // SAFETY: every index is masked to 0..16, inside the sixteen f64s of `table`; AVX2
+    // (module docs).
+    unsafe {
+        let bits = _mm256_castpd_si256(_mm256_add_pd(k, _mm256_set1_pd(4_503_599_627_370_496.0)));
+        let index = _mm256_and_si256(bits, _mm256_set1_epi64x(15));
+        _mm256_i64gather_pd::<8>(table.as_ptr(), index)
+    }
+}
+
 /// `1.0` where `a < b` (ordered), else `0.0`.
 #[inline(always)]
 pub(super) unsafe fn lt256(a: __m256d, b: __m256d) -> __m256d {

@@ -194,6 +194,21 @@ pub(super) unsafe fn gather_rows512<const D: usize>(row: __m512d, base: *const f
     }
 }
 
+/// `table[k]` per lane for integer-valued lanes `k` in `0..16`: `k + 2⁵²`'s low mantissa
+/// bits are `k`, and the two-register permute reads the low four bits of each 64-bit index
+/// (other lanes: some entry of `table`).
+#[inline(always)]
+pub(super) unsafe fn pick16_512(table: &[f64; 16], k: __m512d) -> __m512d {
+    // SAFETY: `table` is sixteen readable f64s, read as two unaligned vectors of eight;
+    // AVX-512F (module docs).
+    unsafe {
+        let index = _mm512_castpd_si512(_mm512_add_pd(k, _mm512_set1_pd(4_503_599_627_370_496.0)));
+        let low = _mm512_loadu_pd(table.as_ptr());
+        let high = _mm512_loadu_pd(table.as_ptr().add(8));
+        _mm512_permutex2var_pd(low, index, high)
+    }
+}
+
 /// Bit `l` set where lane `l` of `a` < that of `b` (ordered).
 #[inline(always)]
 pub(super) unsafe fn lt_mask512(a: __m512d, b: __m512d) -> u32 {

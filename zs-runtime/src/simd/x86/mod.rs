@@ -40,7 +40,8 @@ macro_rules! lanes {
      $select:ident, $round:ident,
      $lt_mask:ident, $pow2i:ident, $set1:ident,
      $loadu:ident, $storeu:ident, $xor:ident, $gather_bodies:ident
-     $(, compress = $compress:ident)? $(, load_pairs3 = $load_pairs3:ident)?) => {
+     $(, compress = $compress:ident)? $(, load_pairs3 = $load_pairs3:ident)?
+     $(, pick16 = $pick16:ident)?) => {
         impl Add for $ty {
             type Output = Self;
             #[inline(always)]
@@ -178,6 +179,14 @@ macro_rules! lanes {
             }
             $(
             #[inline(always)]
+            fn pick16(table: &[f64; 16], k: Self) -> Self {
+                // SAFETY: `table` is sixteen readable f64s; the permute reads no memory per
+                // lane. Instructions: module docs.
+                unsafe { $ty($pick16(table, k.0)) }
+            }
+            )?
+            $(
+            #[inline(always)]
             fn compress_store(self, mask: u32, out: &mut [f64]) {
                 let out = &mut out[..$w];
                 // SAFETY: `out` has `$w` writable f64s (checked above); unaligned store.
@@ -231,7 +240,8 @@ lanes!(
     _mm256_storeu_pd,
     _mm256_xor_pd,
     gather_bodies256,
-    compress = compress256
+    compress = compress256,
+    pick16 = pick16_256
 );
 
 lanes!(
@@ -258,7 +268,8 @@ lanes!(
     xor512,
     gather_bodies512,
     compress = compress512,
-    load_pairs3 = load_pairs3_512
+    load_pairs3 = load_pairs3_512,
+    pick16 = pick16_512
 );
 
 /// Scalar code with fused multiply-add in hardware (`f64::mul_add` in [`super::rsqrt`]).
