@@ -347,7 +347,15 @@ impl WaterBox {
         .cutoff(rc, SKIN);
         let q: Vec<f64> = data.positions.iter().flatten().copied().collect();
         let v = data.velocities.iter().flatten().copied().collect();
-        let short = Assembled::ordered(field, topology, BodyOrder::from_env(), &q)?;
+        // Spatial order by default: a water file lists its molecules in no spatial order (as
+        // LAMMPS's `data.spce`), but each molecule's three atoms are consecutive, which
+        // `BodyOrder::Auto`'s test of consecutive bodies would take for a local order.
+        let short = Assembled::ordered(
+            field,
+            topology,
+            BodyOrder::from_env_or(BodyOrder::Cells),
+            &q,
+        )?;
         Ok(Self {
             short,
             long,

@@ -356,8 +356,7 @@ where
             .cutoff(self.rc, SKIN);
         let q: Vec<f64> = data.positions.iter().flatten().copied().collect();
         let v = data.velocities.iter().flatten().copied().collect();
-        // Held in spatial order inside when the file's numbering is not local (and the
-        // variant has no constraints).
+        // Held in spatial order inside when the file's numbering is not local.
         let system = Assembled::ordered(self.mixed(), topology, BodyOrder::from_env(), &q)?;
         Ok((system, q, v, data.clone()))
     }

@@ -3,12 +3,15 @@
 //! order:
 //! the forms in table order, each form's terms in term order, each term's components together
 //! (the body constraints of every free body in body order, then the bond constraints of every
-//! bond).
+//! bond). In spatial order ([`super::order`]) the terms are the relabeled topology's, so the
+//! rows follow it (a function of the input, like the order itself); the constraints read the
+//! caller's `q` through the order and the Jacobian's columns are the user's free indices.
 
 use std::sync::Arc;
 
 use super::eval::{FormList, STACK_ROWS};
 use super::jacobian::{SparseConstraintSolver, SparseJacobian};
+use super::plan::PINNED;
 use super::system::Assembled;
 use super::terms::Terms;
 use crate::model::ConstrainedModel;
@@ -36,7 +39,22 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 f.constraint_pattern(width, &mut cols);
             }
         });
+        // The solvers' vectors are the user's: in spatial order, each block's column is the
+        // user's free index of its inner body.
+        if let Some(to_user) = self.to_user() {
+            for c in cols.iter_mut().filter(|c| **c != PINNED) {
+                *c = to_user[*c as usize];
+            }
+        }
         cols
+    }
+
+    /// The inputs of the constraints at the caller's `q`, read through the spatial order when
+    /// there is one (no gather of `q`: a SHAKE sweep asks for one row at a time).
+    fn constraint_inputs<'a>(&'a self, q: &'a [f64]) -> super::eval::Inputs<'a, D> {
+        let mut input = self.inputs(0.0, q, &[]);
+        input.to_user = self.to_user();
+        input
     }
 
     /// The constraints of the terms `first_term..` (of the forms, in order) into `g` (and their
@@ -49,7 +67,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         mut jac: Option<&mut SparseJacobian>,
         only: Option<usize>,
     ) {
-        let input = self.inputs(0.0, q, &[]);
+        let input = self.constraint_inputs(q);
         self.with_forms(|forms: &FormList<T, D>| {
             let mut first = 0;
             for f in forms {
@@ -113,7 +131,7 @@ impl<T: Terms<D>, const D: usize> ConstrainedModel<Vec<f64>, Vec<f64>> for Assem
     }
 
     fn constraint_norm(&self, q: &Vec<f64>) -> f64 {
-        let input = self.inputs(0.0, q, &[]);
+        let input = self.constraint_inputs(q);
         let mut buf = [0.0; STACK_ROWS];
         let mut sum = 0.0;
         let fits = self.with_forms(|forms: &FormList<T, D>| {

@@ -26,7 +26,7 @@ use super::plan::{Bodies, PINNED};
 /// the order changes only the order of the sums (the last bits) and the speed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BodyOrder {
-    /// Spatial order where it applies (a pair cutoff, no constraints) and the topology's order
+    /// Spatial order where it applies (a pair cutoff) and the topology's order
     /// is not already local: fewer than half of its consecutive bodies are within the
     /// neighbour list's reach of each other. A polymer melt numbered along its
     /// chains is local (each bead is bonded to the next) and keeps its order and its bits; a
@@ -36,7 +36,7 @@ pub enum BodyOrder {
     /// The topology's order.
     Given,
     /// Spatial order: cells of the neighbour list's reach, x fastest, then y, then z; within
-    /// a cell, the topology's order. Needs a pair cutoff and no constraints.
+    /// a cell, the topology's order. Needs a pair cutoff.
     Cells,
 }
 
@@ -45,10 +45,17 @@ impl BodyOrder {
     /// or unknown): what the command line's condensed-phase systems are set up with, so that
     /// one file can be run in either order (benchmarks).
     pub fn from_env() -> Self {
+        Self::from_env_or(Self::Auto)
+    }
+
+    /// `ZS_BODY_ORDER=auto|given|cells` from the environment, `default` when unset or
+    /// unknown (a system whose files are known to list their bodies in no spatial order).
+    pub fn from_env_or(default: Self) -> Self {
         match std::env::var("ZS_BODY_ORDER").as_deref() {
+            Ok("auto") => Self::Auto,
             Ok("given") => Self::Given,
             Ok("cells") => Self::Cells,
-            _ => Self::Auto,
+            _ => default,
         }
     }
 }

@@ -197,10 +197,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 user.free * D
             )));
         }
-        let applies = match (topology.pair_cutoff(), T::FORMS.any_constraints()) {
+        let applies = match (topology.pair_cutoff(), ()) {
             (None, _) => Err("it has no pair cutoff"),
-            (_, true) => Err("it has constraints (their rows are in the topology's order)"),
-            (Some((rc, skin)), false) => Ok(rc + skin),
+            (Some((rc, skin)), _) => Ok(rc + skin),
         };
         let reach = match (order, applies) {
             (BodyOrder::Given, _) | (BodyOrder::Auto, Err(_)) => None,
@@ -666,6 +665,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             cut2: m.topology.pair_cutoff().map(|(rc, _)| rc * rc),
             kinds: &m.kinds,
             all_free: m.bodies.free == m.bodies.free_of.len(),
+            to_user: None,
         }
     }
 

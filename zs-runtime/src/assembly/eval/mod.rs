@@ -116,6 +116,10 @@ pub(crate) struct Inputs<'a, const D: usize> {
     pub kinds: &'a [u32],
     /// No body is pinned: every term's bodies are free (the lane passes need not look).
     pub all_free: bool,
+    /// For a system in spatial order read on the caller's `q` (its constraints,
+    /// [`super::constraints`]): the user's free index of each inner one, through which
+    /// [`Inputs::x`] reads `q`. `None`: `q` is in the terms' own order.
+    pub to_user: Option<&'a [u32]>,
 }
 
 impl<const D: usize> Inputs<'_, D> {
@@ -137,6 +141,7 @@ impl<const D: usize> Inputs<'_, D> {
             if f == PINNED {
                 self.pins[bodies[k] as usize]
             } else {
+                let f = self.to_user.map_or(f, |u| u[f as usize]);
                 let o = f as usize * D;
                 core::array::from_fn(|d| self.q[o + d])
             }
