@@ -396,8 +396,10 @@ impl Rows {
         // counting sort).
         listed.clear();
         // Room for the padded partners too, which `chunk_half` gives a slot each in this
-        // memory: grown then by doubling, it would hold twice the list.
-        listed.reserve_exact(padded as usize);
+        // memory: one growth (amortized, so that a list that grows a little at each build
+        // does not move at each; the capacity beyond the length is address space, not
+        // memory), not a second when the slots are made.
+        listed.reserve(padded as usize);
         listed.resize(pairs.len(), 0);
         for p in pairs {
             let f = &mut fill[row_of[p[0] as usize] as usize * types + kind(p[1])];
