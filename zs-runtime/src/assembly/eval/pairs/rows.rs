@@ -159,7 +159,23 @@ impl Groups<'_> {
     ) {
         if keys.len() > 1 && rows.len() > 1 {
             let (ka, kb) = keys.split_at_mut(keys.len() / 2);
-            let mid = rows.start + rows.len() * ka.len() / (ka.len() + kb.len());
+            // Split where the entries (the work), not the rows, divide as the bands do: in
+            // a periodic box the rows near the start of the order hold the pairs that wrap
+            // round to its end. Each row's order is its own: the split changes no bit.
+            let (first, last) = (self.entry(rows.start), self.entry(rows.end));
+            let target = first + (last - first) * ka.len() / (ka.len() + kb.len());
+            // The first row from which the entries reach `target` (a binary search: `entry`
+            // grows with the row).
+            let (mut lo, mut hi) = (rows.start, rows.end);
+            while lo < hi {
+                let m = lo + (hi - lo) / 2;
+                if self.entry(m) < target {
+                    lo = m + 1;
+                } else {
+                    hi = m;
+                }
+            }
+            let mid = lo.clamp(rows.start + 1, rows.end - 1);
             let (a, b) = partner.split_at_mut(self.entry(mid) - self.entry(rows.start));
             rayon::join(
                 || self.order(rows.start..mid, a, ka),
