@@ -3,7 +3,7 @@
 //! order:
 //! the forms in table order, each form's terms in term order, each term's components together
 //! (the body constraints of every free body in body order, then the bond constraints of every
-//! bond). In spatial order ([`super::order`]) the terms are the relabeled topology's, so the
+//! bond). In spatial order ([`super::BodyOrder::Cells`]) the terms are the relabeled topology's, so the
 //! rows follow it (a function of the input, like the order itself); the constraints read the
 //! caller's `q` through the order and the Jacobian's columns are the user's free indices.
 
