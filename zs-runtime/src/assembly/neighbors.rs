@@ -83,6 +83,12 @@ fn within(
     kept
 }
 
+/// A body's candidates from which [`Scan`] runs on the widest lanes (below, on one, inline):
+/// a Kremer–Grest bead has a few dozen, a site of a charged liquid cut at 10 Å a few
+/// thousand, and the call into an instruction set's code per body cost the melt's builds more
+/// than the lanes gave back (BENCHMARKS.md, twenty-first session).
+const SCAN_LANES_FROM: usize = 128;
+
 /// One body's candidates within reach: its own cell's bodies after it (`own`) and the half
 /// stencil's `runs`, scanned [`Lanes::WIDTH`] at a time — the same square distances, by the
 /// same operations, as [`within`], which takes each run's remainder — into `found`; returns
@@ -508,14 +514,22 @@ impl Neighbors {
                             to: to as u32,
                             shift: [0.0; 3],
                         };
-                        let kept = crate::simd::dispatch(Scan {
+                        let scan = Scan {
                             sorted,
                             own,
                             runs,
                             p,
                             reach2,
                             found: hits,
-                        });
+                        };
+                        // Lanes where a body has candidates enough to fill blocks (a liquid
+                        // of charges, hundreds); a few dozen (a bead melt's) are scanned one
+                        // at a time, without the call into the instruction set's code.
+                        let kept = if most + to - k > SCAN_LANES_FROM {
+                            crate::simd::dispatch(scan)
+                        } else {
+                            scan.run::<f64>()
+                        };
                         let excluded = this.excluded_of(i);
                         let first = pairs.len();
                         for &c in &hits[..kept] {
