@@ -525,7 +525,7 @@ impl Neighbors {
                         // Lanes where a body has candidates enough to fill blocks (a liquid
                         // of charges, hundreds); a few dozen (a bead melt's) are scanned one
                         // at a time, without the call into the instruction set's code.
-                        let kept = if most + to - k > SCAN_LANES_FROM {
+                        let kept = if most + to - k >= SCAN_LANES_FROM {
                             crate::simd::dispatch(scan)
                         } else {
                             scan.run::<f64>()

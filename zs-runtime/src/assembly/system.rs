@@ -197,9 +197,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 user.free * D
             )));
         }
-        let applies = match (topology.pair_cutoff(), ()) {
-            (None, _) => Err("it has no pair cutoff"),
-            (Some((rc, skin)), _) => Ok(rc + skin),
+        let applies = match topology.pair_cutoff() {
+            None => Err("it has no pair cutoff"),
+            Some((rc, skin)) => Ok(rc + skin),
         };
         let reach = match (order, applies) {
             (BodyOrder::Given, _) | (BodyOrder::Auto, Err(_)) => None,
