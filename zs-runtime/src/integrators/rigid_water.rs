@@ -43,6 +43,45 @@ struct Work<V> {
     /// The positions `grad` belongs to.
     at: V,
     cached: bool,
+    /// Per molecule, its three bodies' new coordinates (positions, then velocities), made on
+    /// rayon's pool and written into `q` or `v` after.
+    placed: Vec<[[f64; 3]; 3]>,
+    /// Per task of [`MOLECULES_PER_TASK`] molecules, its first failure.
+    failed: Vec<Option<SettleError>>,
+}
+
+/// Molecules per task of SETTLE's passes on rayon's pool (fixed: which molecule's error is
+/// reported, the first, does not depend on the threads; each molecule's bits never do).
+const MOLECULES_PER_TASK: usize = 128;
+
+/// Each molecule's new coordinates `solve(molecule)` into `placed`, on rayon's pool when there
+/// are many molecules; the first molecule's error (in their order) if any fails. A trait object:
+/// rayon's machinery compiled once, not per model.
+fn each_molecule(
+    molecules: &[[u32; 3]],
+    placed: &mut [[[f64; 3]; 3]],
+    failed: &mut [Option<SettleError>],
+    solve: &(dyn Fn([u32; 3]) -> Result<[[f64; 3]; 3], SettleError> + Sync),
+) -> Result<(), SettleError> {
+    use rayon::prelude::*;
+    let task = |mols: &[[u32; 3]], out: &mut [[[f64; 3]; 3]]| -> Option<SettleError> {
+        for (&mol, o) in mols.iter().zip(out) {
+            match solve(mol) {
+                Ok(x) => *o = x,
+                Err(e) => return Some(e),
+            }
+        }
+        None
+    };
+    if molecules.len() < 2 * MOLECULES_PER_TASK {
+        return task(molecules, placed).map_or(Ok(()), Err);
+    }
+    molecules
+        .par_chunks(MOLECULES_PER_TASK)
+        .zip(placed.par_chunks_mut(MOLECULES_PER_TASK))
+        .zip(failed.par_iter_mut())
+        .for_each(|((mols, out), fail)| *fail = task(mols, out));
+    failed.iter().find_map(|f| *f).map_or(Ok(()), Err)
 }
 
 impl<V: Vector> Settle<V> {
@@ -90,6 +129,8 @@ impl<V: Vector> Settle<V> {
                 v: V::zeros(n),
                 at: V::zeros(n),
                 cached: false,
+                placed: vec![[[0.0; 3]; 3]; self.molecules.len()],
+                failed: vec![None; self.molecules.len().div_ceil(MOLECULES_PER_TASK)],
             },
         );
         model.masses_into(&mut w.m);
@@ -111,18 +152,23 @@ impl<V: Vector> Settle<V> {
         }
         check_finite(&w.q, Quantity::NewPosition, k, t)?;
         let fail = |e: SettleError| StepError::new(k, t, StepErrorKind::Settle(e));
-        for &mol in &self.molecules {
-            let geometry = geometry_of(w.m.as_slice(), mol, self.d_oh, self.d_hh).map_err(fail)?;
-            let old = rows(state.q.as_slice(), mol);
-            let mut new = rows(w.q.as_slice(), mol);
-            let unconstrained = new;
-            geometry.positions(&old, &mut new).map_err(fail)?;
-            let (q, v) = (w.q.as_mut_slice(), w.v.as_mut_slice());
+        let (d_oh, d_hh) = (self.d_oh, self.d_hh);
+        {
+            let (m, q0, q) = (w.m.as_slice(), state.q.as_slice(), w.q.as_slice());
+            each_molecule(&self.molecules, &mut w.placed, &mut w.failed, &|mol| {
+                let mut new = rows(q, mol);
+                geometry_of(m, mol, d_oh, d_hh)?.positions(&rows(q0, mol), &mut new)?;
+                Ok(new)
+            })
+            .map_err(fail)?;
+        }
+        let (q, v) = (w.q.as_mut_slice(), w.v.as_mut_slice());
+        for (&mol, new) in self.molecules.iter().zip(&w.placed) {
             for (a, &body) in mol.iter().enumerate() {
                 for d in 0..3 {
                     let i = 3 * body as usize + d;
+                    v[i] += (new[a][d] - q[i]) / h;
                     q[i] = new[a][d];
-                    v[i] += (new[a][d] - unconstrained[a][d]) / h;
                 }
             }
         }
@@ -134,12 +180,17 @@ impl<V: Vector> Settle<V> {
                 v[i] -= half * g[i] / m[i];
             }
         }
-        for &mol in &self.molecules {
-            let geometry = geometry_of(w.m.as_slice(), mol, self.d_oh, self.d_hh).map_err(fail)?;
-            let at = rows(w.q.as_slice(), mol);
-            let mut vel = rows(w.v.as_slice(), mol);
-            geometry.velocities(&at, &mut vel);
-            let v = w.v.as_mut_slice();
+        {
+            let (m, q, v) = (w.m.as_slice(), w.q.as_slice(), w.v.as_slice());
+            each_molecule(&self.molecules, &mut w.placed, &mut w.failed, &|mol| {
+                let mut vel = rows(v, mol);
+                geometry_of(m, mol, d_oh, d_hh)?.velocities(&rows(q, mol), &mut vel);
+                Ok(vel)
+            })
+            .map_err(fail)?;
+        }
+        let v = w.v.as_mut_slice();
+        for (&mol, vel) in self.molecules.iter().zip(&w.placed) {
             for (a, &body) in mol.iter().enumerate() {
                 v[3 * body as usize..3 * body as usize + 3].copy_from_slice(&vel[a]);
             }
@@ -214,5 +265,49 @@ impl<V: Vector> Resumable for Settle<V> {
         self.clock.restore(from)?;
         self.reset();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On any pool, each molecule's result is its own and the error reported is that of the
+    /// first failing molecule in their order, not of whichever task failed first.
+    #[test]
+    fn each_molecule_reports_the_first_failure_in_order_on_any_pool() {
+        let molecules: Vec<[u32; 3]> = (0..1000).map(|m| [m, m + 1, m + 2]).collect();
+        let solve = |fail: &'static [u32]| {
+            move |mol: [u32; 3]| -> Result<[[f64; 3]; 3], SettleError> {
+                if fail.contains(&mol[0]) {
+                    return Err(SettleError::NoSolution {
+                        what: "the test's",
+                        value: f64::from(mol[0]),
+                    });
+                }
+                Ok(mol.map(|b| [f64::from(b), 0.5 * f64::from(b), -f64::from(b)]))
+            }
+        };
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a pool");
+            let mut placed = vec![[[0.0; 3]; 3]; molecules.len()];
+            let mut failed = vec![None; molecules.len().div_ceil(MOLECULES_PER_TASK)];
+            pool.install(|| {
+                each_molecule(&molecules, &mut placed, &mut failed, &solve(&[]))
+                    .expect("no molecule fails");
+                for (mol, p) in molecules.iter().zip(&placed) {
+                    assert_eq!(*p, solve(&[])(*mol).unwrap());
+                }
+                let err = each_molecule(&molecules, &mut placed, &mut failed, &solve(&[907, 300]))
+                    .expect_err("two molecules fail");
+                assert!(
+                    matches!(err, SettleError::NoSolution { value, .. } if value == 300.0),
+                    "{threads} threads: {err:?}"
+                );
+            });
+        }
     }
 }

@@ -14,6 +14,7 @@
 //! count; the passes agree with each other to rounding. The choice reads the machine's widest
 //! lanes, not the lanes a system runs: every instruction set of one machine gives the same bits.
 
+mod counting;
 mod pass;
 mod rows;
 

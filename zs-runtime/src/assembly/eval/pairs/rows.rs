@@ -21,6 +21,7 @@
 //! the eight are added in one fixed tree ([`super::super::sums::virtual_sum`]): the same
 //! bits on every instruction set and thread count.
 
+use super::counting::Counting;
 use crate::assembly::cell::Cell;
 use crate::assembly::neighbors::group_stably;
 
@@ -101,6 +102,8 @@ pub(crate) struct Rows {
 #[derive(Debug, Default)]
 struct Scratch {
     row_of: Vec<u32>,
+    /// The half list's pairs sorted into rows.
+    counting: Counting,
     fill: Vec<u32>,
     /// Each group's first place in the partners by row and type, unpadded (which
     /// [`Rows::build_half`] lists in [`Rows::partner_slot`]'s memory before that is made: the
@@ -119,11 +122,20 @@ struct Scratch {
 /// Every body's reference site at a neighbour-list build, and the periodic box.
 pub(crate) type Sites<'a> = (&'a [[f64; 3]], Option<&'a Cell>);
 
-/// True when every pair is two distinct bodies below `n` (and, with `ordered`, `i < j`).
+/// True when every pair is two distinct bodies below `n` (and, with `ordered`, `i < j`); in
+/// chunks on rayon's pool when there are many.
 fn valid(pairs: &[[u32; 2]], n: usize, ordered: bool) -> bool {
-    pairs.iter().all(|p| {
-        p[0] != p[1] && (p[0] as usize) < n && (p[1] as usize) < n && (!ordered || p[0] < p[1])
-    })
+    use rayon::prelude::*;
+    let each = |pairs: &[[u32; 2]]| {
+        pairs.iter().all(|p| {
+            p[0] != p[1] && (p[0] as usize) < n && (p[1] as usize) < n && (!ordered || p[0] < p[1])
+        })
+    };
+    if pairs.len() < crate::vector::PARALLEL_FROM {
+        each(pairs)
+    } else {
+        pairs.par_chunks(crate::vector::VECTOR_CHUNK).all(each)
+    }
 }
 
 /// The half list's groups being put in order: each row's body and groups, each group's
@@ -359,41 +371,32 @@ impl Rows {
         }
         self.newton = true;
         let types = types.max(1);
-        let kind = |j: u32| kinds.get(j as usize).map_or(0, |&k| k as usize);
         let Scratch {
             row_of,
-            fill,
+            counting,
             listed_at,
             keys,
             ..
         } = &mut self.scratch;
         let mut listed = core::mem::take(&mut self.partner_slot);
         // Rows in the order their bodies first lead a pair, and each row's partners counted
-        // by type.
-        row_of.clear();
-        row_of.resize(n, NONE);
-        self.body.clear();
-        fill.clear();
-        for p in pairs {
-            let i = p[0] as usize;
-            if row_of[i] == NONE {
-                row_of[i] = self.body.len() as u32;
-                self.body.push(p[0]);
-                fill.extend(core::iter::repeat_n(0, types));
-            }
-            fill[row_of[i] as usize * types + kind(p[1])] += 1;
-        }
-        // A group per row and type present, in increasing type, padded to whole blocks;
-        // `fill` becomes each (row, type)'s first place in `listed`, the groups unpadded.
+        // by type (in parts on the pool: the same counts and order whatever the parts).
+        let parts = if pairs.len() >= crate::vector::PARALLEL_FROM {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        counting.count(pairs, (n, types, parts), kinds, row_of, &mut self.body);
+        // A group per row and type present, in increasing type, padded to whole blocks,
+        // each (row, type) given its first place in `listed`, the groups unpadded.
         self.groups.clear();
         self.group_at.clear();
         self.group_at.push(0);
         listed_at.clear();
         let (mut at, mut padded) = (0u32, 0u32);
-        for r in 0..self.body.len() {
-            for (t, f) in fill[r * types..(r + 1) * types].iter_mut().enumerate() {
-                let len = *f;
-                *f = at;
+        for &b in &self.body {
+            for t in 0..types {
+                let len = counting.give(b as usize, t, at);
                 if len > 0 {
                     self.groups.push(Group {
                         kind: t as u32,
@@ -408,8 +411,8 @@ impl Rows {
             }
             self.group_at.push(self.groups.len() as u32);
         }
-        // Each partner into its row's group of its type, in the order found (a stable
-        // counting sort).
+        // Each partner into its row's group of its type, in the order found (the stable
+        // counting sort's placement).
         listed.clear();
         // Room for the padded partners too, which `chunk_half` gives a slot each in this
         // memory: one growth (amortized, so that a list that grows a little at each build
@@ -417,11 +420,7 @@ impl Rows {
         // memory), not a second when the slots are made.
         listed.reserve(padded as usize);
         listed.resize(pairs.len(), 0);
-        for p in pairs {
-            let f = &mut fill[row_of[p[0] as usize] as usize * types + kind(p[1])];
-            listed[*f as usize] = p[1];
-            *f += 1;
-        }
+        counting.place(pairs, kinds, &mut listed);
         // Each group nearest first and padded, the rows in bands on the pool (one band per
         // thread, each with its keys; every row's the same whatever the bands).
         self.partner.clear();
