@@ -164,11 +164,11 @@ impl<V: Vector> Settle<V> {
         }
         let (q, v) = (w.q.as_mut_slice(), w.v.as_mut_slice());
         for (&mol, new) in self.molecules.iter().zip(&w.placed) {
-            for (a, &body) in mol.iter().enumerate() {
-                for d in 0..3 {
-                    let i = 3 * body as usize + d;
-                    v[i] += (new[a][d] - q[i]) / h;
-                    q[i] = new[a][d];
+            for (&body, new) in mol.iter().zip(new) {
+                let at = 3 * body as usize;
+                for ((q, v), &x) in q[at..at + 3].iter_mut().zip(&mut v[at..at + 3]).zip(new) {
+                    *v += (x - *q) / h;
+                    *q = x;
                 }
             }
         }
