@@ -49,8 +49,8 @@ pub(crate) struct Neighbors {
     start: Vec<u32>,
     fill: Vec<u32>,
     sorted: Sorted,
-    /// Per row of cells along x: its pairs, a stencil buffer and the candidates of a cell.
-    rows: Vec<CellRow>,
+    /// Per z-layer of cells: its pairs, a stencil buffer and the candidates of a cell.
+    layers: Vec<Layer>,
     cell_of: Vec<u32>,
 }
 
@@ -213,28 +213,28 @@ fn any_chunk(chunks: usize, moved: &(dyn Fn(usize) -> bool + Sync)) -> bool {
     (0..chunks).into_par_iter().any(moved)
 }
 
-/// The rows' pairs one after the other into `out` (exactly as long): halves of the rows
+/// The layers' pairs one after the other into `out` (exactly as long): halves of the layers
 /// copied on rayon's pool (`join`, no allocation).
-fn concatenate(rows: &[CellRow], out: &mut [[u32; 2]]) {
-    match rows {
+fn concatenate(layers: &[Layer], out: &mut [[u32; 2]]) {
+    match layers {
         [] => {}
         [one] => out.copy_from_slice(&one.pairs),
         _ => {
-            let (left, right) = rows.split_at(rows.len() / 2);
+            let (left, right) = layers.split_at(layers.len() / 2);
             let (a, b) = out.split_at_mut(left.iter().map(|l| l.pairs.len()).sum());
             rayon::join(|| concatenate(left, a), || concatenate(right, b));
         }
     }
 }
 
-/// One row of cells' task of a build: its pairs, and scratch (kept between builds).
+/// One z-layer's task of a build: its pairs, and scratch (kept between builds).
 #[derive(Debug, Default)]
-struct CellRow {
+struct Layer {
     pairs: Vec<[u32; 2]>,
     scratch: Scratch,
 }
 
-/// The scratch of a row's task.
+/// The scratch of a layer's task.
 #[derive(Debug, Default)]
 struct Scratch {
     stencil: Vec<usize>,
@@ -283,7 +283,7 @@ impl Neighbors {
             start: Vec::new(),
             fill: Vec::new(),
             sorted: Sorted::default(),
-            rows: Vec::new(),
+            layers: Vec::new(),
             cell_of: Vec::new(),
         })
     }
@@ -308,7 +308,7 @@ impl Neighbors {
             start: Vec::new(),
             fill: Vec::new(),
             sorted: Sorted::default(),
-            rows: Vec::new(),
+            layers: Vec::new(),
             cell_of: Vec::new(),
         }
     }
@@ -470,16 +470,12 @@ impl Neighbors {
             Some(c) => (c.len, c.len.map(|l| 0.5 * l)),
             None => ([f64::INFINITY; 3], [f64::INFINITY; 3]),
         };
-        // One task per row of cells along x (rayon), each into its own list, joined in the
-        // rows' order: the same pairs in the same order whatever the number of threads. (Not
-        // a task per z-layer: a liquid's box is often three cells high, three tasks for two
-        // threads.)
-        let tasks = dims[1] * dims[2];
-        let mut rows = core::mem::take(&mut self.rows);
-        rows.resize_with(tasks, Default::default);
+        // One task per z-layer of cells (rayon), each into its own list, joined in layer
+        // order: the same pairs in the same order whatever the number of threads.
+        let mut layers = core::mem::take(&mut self.layers);
+        layers.resize_with(dims[2], Default::default);
         let this = &*self;
-        let row = |t: usize, l: &mut Scratch, pairs: &mut Vec<[u32; 2]>| {
-            let (cy, cz) = (t % dims[1], t / dims[1]);
+        let layer = |cz: usize, l: &mut Scratch, pairs: &mut Vec<[u32; 2]>| {
             let Scratch {
                 stencil,
                 runs,
@@ -487,69 +483,71 @@ impl Neighbors {
                 grouping,
             } = l;
             let sorted = &this.sorted;
-            for cx in 0..dims[0] {
-                let here = index([cx, cy, cz]);
-                let (from, to) = (this.start[here] as usize, this.start[here + 1] as usize);
-                if from == to {
-                    continue;
-                }
-                if revisits {
-                    this.whole_stencil([cx, cy, cz], dims, stencil);
+            for cy in 0..dims[1] {
+                for cx in 0..dims[0] {
+                    let here = index([cx, cy, cz]);
+                    let (from, to) = (this.start[here] as usize, this.start[here + 1] as usize);
+                    if from == to {
+                        continue;
+                    }
+                    if revisits {
+                        this.whole_stencil([cx, cy, cz], dims, stencil);
+                        for k in from..to {
+                            let first = pairs.len();
+                            this.pairs_of(k, stencil, reach2, len, half, pairs);
+                            if !kinds.is_empty() {
+                                let i = sorted.id[k];
+                                group_by_types(&mut pairs[first..], i, kinds, types, grouping);
+                            }
+                        }
+                        continue;
+                    }
+                    this.half_stencil([cx, cy, cz], dims, len, runs);
+                    let most: usize = runs.iter().map(|r| (r.to - r.from) as usize).sum();
+                    hits.clear();
+                    hits.resize(most + to - from + 1, 0);
                     for k in from..to {
+                        let (i, p) = (sorted.id[k], [sorted.x[k], sorted.y[k], sorted.z[k]]);
+                        // This cell's bodies after this one, then the half stencil's.
+                        let own = Run {
+                            from: k as u32 + 1,
+                            to: to as u32,
+                            shift: [0.0; 3],
+                        };
+                        let scan = Scan {
+                            sorted,
+                            own,
+                            runs,
+                            p,
+                            reach2,
+                            found: hits,
+                        };
+                        // Lanes where a body has candidates enough to fill blocks (a liquid
+                        // of charges, hundreds); a few dozen (a bead melt's) are scanned one
+                        // at a time, without the call into the instruction set's code.
+                        let kept = if most + to - k >= SCAN_LANES_FROM {
+                            crate::simd::dispatch(scan)
+                        } else {
+                            scan.run::<f64>()
+                        };
+                        let excluded = this.excluded_of(i);
                         let first = pairs.len();
-                        this.pairs_of(k, stencil, reach2, len, half, pairs);
+                        for &c in &hits[..kept] {
+                            let j = sorted.id[c as usize];
+                            if !excluded.contains(&j) {
+                                pairs.push([i.min(j), i.max(j)]);
+                            }
+                        }
                         if !kinds.is_empty() {
-                            let i = sorted.id[k];
                             group_by_types(&mut pairs[first..], i, kinds, types, grouping);
                         }
-                    }
-                    continue;
-                }
-                this.half_stencil([cx, cy, cz], dims, len, runs);
-                let most: usize = runs.iter().map(|r| (r.to - r.from) as usize).sum();
-                hits.clear();
-                hits.resize(most + to - from + 1, 0);
-                for k in from..to {
-                    let (i, p) = (sorted.id[k], [sorted.x[k], sorted.y[k], sorted.z[k]]);
-                    // This cell's bodies after this one, then the half stencil's.
-                    let own = Run {
-                        from: k as u32 + 1,
-                        to: to as u32,
-                        shift: [0.0; 3],
-                    };
-                    let scan = Scan {
-                        sorted,
-                        own,
-                        runs,
-                        p,
-                        reach2,
-                        found: hits,
-                    };
-                    // Lanes where a body has candidates enough to fill blocks (a liquid
-                    // of charges, hundreds); a few dozen (a bead melt's) are scanned one
-                    // at a time, without the call into the instruction set's code.
-                    let kept = if most + to - k >= SCAN_LANES_FROM {
-                        crate::simd::dispatch(scan)
-                    } else {
-                        scan.run::<f64>()
-                    };
-                    let excluded = this.excluded_of(i);
-                    let first = pairs.len();
-                    for &c in &hits[..kept] {
-                        let j = sorted.id[c as usize];
-                        if !excluded.contains(&j) {
-                            pairs.push([i.min(j), i.max(j)]);
-                        }
-                    }
-                    if !kinds.is_empty() {
-                        group_by_types(&mut pairs[first..], i, kinds, types, grouping);
                     }
                 }
             }
         };
         if rayon::current_num_threads() == 1 {
-            // One thread: the rows in order straight into `out` (the same pairs in the same
-            // order as joined lists, without holding them twice).
+            // One thread: the layers in order straight into `out` (the same pairs in the same
+            // order as joined layer lists, without holding them twice).
             out.clear();
             // Room for the pairs a uniform density would give, and a twentieth more: a list
             // grown by doubling would hold its pairs twice while it moves (a million bodies'
@@ -564,20 +562,23 @@ impl Neighbors {
                     out.reserve((1.05 * expected) as usize);
                 }
             }
-            let scratch = &mut rows[0].scratch;
-            for t in 0..tasks {
-                row(t, scratch, out);
+            let scratch = &mut layers[0].scratch;
+            for cz in 0..dims[2] {
+                layer(cz, scratch, out);
             }
         } else {
-            rows.par_iter_mut().enumerate().for_each(|(t, l)| {
-                l.pairs.clear();
-                row(t, &mut l.scratch, &mut l.pairs);
-            });
-            let total = rows.iter().map(|l| l.pairs.len()).sum();
+            layers[..dims[2]]
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(cz, l)| {
+                    l.pairs.clear();
+                    layer(cz, &mut l.scratch, &mut l.pairs);
+                });
+            let total = layers[..dims[2]].iter().map(|l| l.pairs.len()).sum();
             out.resize(total, [0; 2]);
-            concatenate(&rows, out);
+            concatenate(&layers[..dims[2]], out);
         }
-        self.rows = rows;
+        self.layers = layers;
     }
 
     /// The partners excluded from body `i`'s pairs.
