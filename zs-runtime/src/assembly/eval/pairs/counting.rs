@@ -81,6 +81,9 @@ impl Counting {
             part.count.clear();
             part.count.resize(n * types, 0);
             part.firsts.clear();
+            // Room for every body: how many a part sees first changes from build to build,
+            // and a list grown at a later build would allocate inside a step.
+            part.firsts.reserve(n);
             for p in pairs {
                 let row = &mut part.count[p[0] as usize * types..(p[0] as usize + 1) * types];
                 if row.iter().all(|&c| c == 0) {
