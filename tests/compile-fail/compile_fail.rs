@@ -10,15 +10,16 @@
 //! the pinned toolchain, then read every diff:
 //!
 //! ```sh
-//! TRYBUILD=overwrite cargo test --workspace --test compile_fail -- --ignored
+//! TRYBUILD=overwrite cargo test --workspace --features zs-compile-fail/diagnostics \
+//!     --test compile_fail -- --ignored
 //! ```
 //!
-//! It is `#[ignore]`d in `cargo test --workspace` (a build of the macro crate in a second
-//! profile and 43 compilations, too long for that command's five minutes on a 2-core
-//! machine); `.ci/run` runs it right after, as
+//! It is built only with the feature `diagnostics` and `#[ignore]`d (a build of the macro
+//! crate in a second profile and 43 compilations, too long for `cargo test --workspace`'s five
+//! minutes on a 2-core machine); `.ci/run` runs it right after that command, as
 //!
 //! ```sh
-//! cargo test --workspace --test compile_fail -- --ignored
+//! cargo test --workspace --features zs-compile-fail/diagnostics --test compile_fail -- --ignored
 //! ```
 
 use std::io::Write;
@@ -54,7 +55,7 @@ fn rustc_version() -> String {
 }
 
 #[test]
-#[ignore = "43 compilations; CI runs it: cargo test --workspace --test compile_fail -- --ignored"]
+#[ignore = "43 compilations; CI runs it with --features zs-compile-fail/diagnostics"]
 fn ui() {
     let pinned = pinned_channel();
     let version = rustc_version();
