@@ -33,6 +33,24 @@ fn kind_of(kinds: &[u32], j: u32) -> usize {
     kinds.get(j as usize).map_or(0, |&k| k as usize)
 }
 
+/// `task(its pairs, part)` for each part, the pairs cut into as many equal runs as there are
+/// parts (those past the pairs' end given none), on rayon's pool when there are several; a
+/// trait object, so that rayon's machinery is compiled once.
+fn each_part(
+    pairs: &[[u32; 2]],
+    parts: &mut [Part],
+    task: &(dyn Fn(&[[u32; 2]], &mut Part) + Sync),
+) {
+    if let [one] = parts {
+        return task(pairs, one);
+    }
+    let per = pairs.len().div_ceil(parts.len()).max(1);
+    parts.par_iter_mut().enumerate().for_each(|(c, part)| {
+        let from = (c * per).min(pairs.len());
+        task(&pairs[from..(from + per).min(pairs.len())], part);
+    });
+}
+
 /// `listed`'s memory, written by the parts at once.
 #[derive(Clone, Copy)]
 struct Places {
@@ -74,9 +92,7 @@ impl Counting {
         body: &mut Vec<u32>,
     ) {
         self.types = types;
-        let parts = parts.max(1);
-        self.parts.resize_with(parts, Part::default);
-        let per = pairs.len().div_ceil(parts).max(1);
+        self.parts.resize_with(parts.max(1), Part::default);
         let task = |pairs: &[[u32; 2]], part: &mut Part| {
             part.count.clear();
             part.count.resize(n * types, 0);
@@ -92,15 +108,7 @@ impl Counting {
                 row[kind_of(kinds, p[1])] += 1;
             }
         };
-        if parts == 1 {
-            task(pairs, &mut self.parts[0]);
-        } else {
-            // Parts past the pairs' end count nothing (their lists are cleared all the same).
-            self.parts.par_iter_mut().enumerate().for_each(|(c, part)| {
-                let from = (c * per).min(pairs.len());
-                task(&pairs[from..(from + per).min(pairs.len())], part);
-            });
-        }
+        each_part(pairs, &mut self.parts, &task);
         row_of.clear();
         row_of.resize(n, NONE);
         body.clear();
@@ -130,8 +138,7 @@ impl Counting {
     /// Each pair's partner into its place (after [`Counting::give`] gave every (body, type)
     /// its places), the parts on rayon's pool.
     pub fn place(&mut self, pairs: &[[u32; 2]], kinds: &[u32], listed: &mut [u32]) {
-        let (parts, types) = (self.parts.len(), self.types);
-        let per = pairs.len().div_ceil(parts).max(1);
+        let types = self.types;
         let places = Places {
             at: listed.as_mut_ptr(),
             len: listed.len(),
@@ -149,14 +156,7 @@ impl Counting {
                 *next += 1;
             }
         };
-        if parts == 1 {
-            task(pairs, &mut self.parts[0]);
-        } else {
-            self.parts.par_iter_mut().enumerate().for_each(|(c, part)| {
-                let from = (c * per).min(pairs.len());
-                task(&pairs[from..(from + per).min(pairs.len())], part);
-            });
-        }
+        each_part(pairs, &mut self.parts, &task);
     }
 }
 
