@@ -84,3 +84,89 @@ pub fn publish(tmp: &Path, path: &Path, incomplete: Option<&str>) -> io::Result<
     }
     Ok(())
 }
+
+/// Items of a row (or a frame) per chunk of text formatted at once.
+const CHUNK: usize = 2048;
+/// Chunks formatted before they are written: the text held at once stays a few megabytes
+/// whatever the number of items (a million bodies' row is over a hundred).
+const WAVE: usize = 64;
+
+/// Chunks of text reused from one row (or frame) to the next: [`Chunks::write`].
+#[derive(Debug, Default)]
+pub(crate) struct Chunks {
+    texts: Vec<String>,
+}
+
+impl Chunks {
+    /// Write items `0..n` to `out` in order, item `i` as the text `item(i, text)` appends.
+    /// From [`CHUNK`] items on, chunks of them are formatted in parallel on rayon's current
+    /// pool, then written in order: the bytes are those of formatting them one after another
+    /// (formatting is a function of the item alone), whatever the threads. The per-value text
+    /// formatting is most of a large state's output time, and a run's first and last states
+    /// are written however rarely it samples. The chunks' strings are kept for the next call.
+    pub(crate) fn write<W: io::Write + ?Sized>(
+        &mut self,
+        n: usize,
+        item: impl Fn(usize, &mut String) + Sync,
+        out: &mut W,
+    ) -> io::Result<()> {
+        use rayon::prelude::*;
+        let chunks = n.div_ceil(CHUNK);
+        if self.texts.len() < chunks.min(WAVE) {
+            self.texts.resize_with(chunks.min(WAVE), String::new);
+        }
+        let mut first = 0;
+        while first < chunks {
+            let wave = (chunks - first).min(WAVE);
+            let texts = &mut self.texts[..wave];
+            let fill = |(k, text): (usize, &mut String)| {
+                text.clear();
+                let start = (first + k) * CHUNK;
+                for i in start..(start + CHUNK).min(n) {
+                    item(i, text);
+                }
+            };
+            if wave > 1 {
+                texts.par_iter_mut().enumerate().for_each(fill);
+            } else {
+                texts.iter_mut().enumerate().for_each(fill);
+            }
+            for text in texts.iter() {
+                out.write_all(text.as_bytes())?;
+            }
+            first += wave;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::Chunks;
+    use std::fmt::Write as _;
+
+    /// Any number of items, on pools of 1 and 3 threads, gives the text of writing them one by
+    /// one.
+    #[test]
+    fn chunks_write_the_items_text_in_order_whatever_the_threads() {
+        let item = |i: usize, s: &mut String| {
+            let _ = write!(s, ",{}", (i as f64).sqrt());
+        };
+        for n in [0, 1, 2047, 2048, 2049, 64 * 2048 + 5, 200_000] {
+            let mut one = String::new();
+            (0..n).for_each(|i| item(i, &mut one));
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut out = Vec::new();
+                let mut chunks = Chunks::default();
+                pool.install(|| chunks.write(n, item, &mut out)).unwrap();
+                // Again with the kept strings.
+                pool.install(|| chunks.write(n, item, &mut out)).unwrap();
+                assert_eq!(out, [one.as_bytes(), one.as_bytes()].concat(), "{n} items");
+            }
+        }
+    }
+}

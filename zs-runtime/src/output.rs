@@ -29,7 +29,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::files::publish;
+use crate::files::{Chunks, publish};
 pub use crate::files::{incomplete_marker_of, sync_parent_dir, write_atomic};
 
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
@@ -112,7 +112,9 @@ impl Names {
 /// every `every`-th step: a run of `n` steps gives `1 + ⌊n / every⌋` rows.
 ///
 /// Floats are written in Rust's shortest round-trip form (exponent notation for very large or
-/// small magnitudes). Writing a row reuses one buffer; the `csv` writer buffers the file.
+/// small magnitudes). Writing a row reuses its buffers; the `csv` writer buffers the file. A
+/// large state's coordinates and velocities are formatted in parallel on rayon's current pool
+/// (the same bytes whatever the threads).
 pub struct CsvRecorder<'a, V> {
     path: PathBuf,
     tmp_path: PathBuf,
@@ -128,6 +130,8 @@ pub struct CsvRecorder<'a, V> {
     dimension: usize,
     header_written: bool,
     buf: String,
+    /// The parallel chunks of a large row's text.
+    chunks: Chunks,
     error: Option<io::Error>,
     /// Set by [`Observer::stopped_early`]: the one-line reason written to the sidecar.
     ended_early: Option<String>,
@@ -198,7 +202,7 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         Self {
             path,
             tmp_path,
-            writer: Some(csv::Writer::from_writer(file)),
+            writer: Some(csv::WriterBuilder::new().flexible(true).from_writer(file)),
             every,
             seen: 0,
             rows: 0,
@@ -208,6 +212,7 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
             header_written: false,
             dimension: V::default_zeros().len(),
             buf: String::with_capacity(32),
+            chunks: Chunks::default(),
             error: None,
             ended_early: None,
             last_row_t: f64::NAN,
@@ -423,13 +428,25 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         target: &P,
         state: &StateOf<V>,
     ) -> io::Result<()> {
+        let (q, v) = (state.q.as_slice(), state.v.as_slice());
+        // The writer is flexible (a chunked row's fields pass it by): the row's length is
+        // checked here.
+        if q.len() != self.dimension || v.len() != self.dimension {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "CsvRecorder: a state of {} coordinates and {} velocities under a header of {} each",
+                    q.len(),
+                    v.len(),
+                    self.dimension
+                ),
+            ));
+        }
         if !self.header_written {
             self.write_header(w)?;
         }
         self.field(w, state.t)?;
-        for x in state.q.as_slice().iter().chain(state.v.as_slice()) {
-            self.field(w, *x)?;
-        }
+        self.values(w, q, v, q.len() + v.len() >= PARALLEL_FIELDS)?;
         if self.energy {
             self.field(w, total_energy(target, state))?;
         }
@@ -441,18 +458,57 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         Ok(())
     }
 
+    /// The fields of `q` then `v`, after at least one field of the row: one by one, or
+    /// `chunked` in parallel and written past the `csv` writer (numbers are never quoted, so
+    /// the bytes are the same; the writer then gives the next field its comma).
+    fn values(
+        &mut self,
+        w: &mut csv::Writer<File>,
+        q: &[f64],
+        v: &[f64],
+        chunked: bool,
+    ) -> io::Result<()> {
+        if !chunked {
+            for x in q.iter().chain(v) {
+                self.field(w, *x)?;
+            }
+            return Ok(());
+        }
+        w.flush()?;
+        // `&File` is `Write`: the writer's buffer is empty after the flush.
+        let mut file: &File = w.get_ref();
+        let value = |i: usize| if i < q.len() { q[i] } else { v[i - q.len()] };
+        self.chunks.write(
+            q.len() + v.len(),
+            |i, text| {
+                text.push(',');
+                number(text, value(i));
+            },
+            &mut file,
+        )
+    }
+
     fn field(&mut self, w: &mut csv::Writer<File>, x: f64) -> io::Result<()> {
         self.buf.clear();
-        let a = x.abs();
-        if a != 0.0 && a.is_finite() && !(1e-5..1e16).contains(&a) {
-            write!(self.buf, "{x:e}")
-        } else {
-            write!(self.buf, "{x}")
-        }
-        .map_err(io::Error::other)?;
+        number(&mut self.buf, x);
         w.write_field(self.buf.as_bytes()).map_err(csv_io)?;
         Ok(())
     }
+}
+
+/// Rows with at least this many coordinates and velocities are formatted in parallel chunks
+/// ([`Chunks`]).
+const PARALLEL_FIELDS: usize = 8192;
+
+/// `x` in Rust's shortest round-trip form, in exponent notation when very large or small.
+fn number(text: &mut String, x: f64) {
+    let a = x.abs();
+    // Writing to a `String` cannot fail.
+    let _ = if a != 0.0 && a.is_finite() && !(1e-5..1e16).contains(&a) {
+        write!(text, "{x:e}")
+    } else {
+        write!(text, "{x}")
+    };
 }
 
 impl<V: Vector> CsvRecorder<'_, V> {
@@ -586,7 +642,49 @@ fn csv_io(e: csv::Error) -> io::Error {
 
 #[cfg(test)]
 mod tests {
-    use super::Names;
+    use super::{CsvRecorder, Names};
+
+    /// A large row formatted in parallel chunks (on 3 threads) has the bytes of the same row
+    /// written field by field.
+    #[test]
+    fn a_large_rows_chunks_write_the_bytes_of_its_fields_one_by_one() {
+        let dir = std::env::temp_dir().join(format!("zs-chunked-row-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let q: Vec<f64> = (0..9000)
+            .map(|i| match i % 7 {
+                0 => 0.0,
+                1 => -1e-7 * i as f64,
+                2 => 1e20 / (i as f64),
+                3 => f64::NAN,
+                4 => f64::NEG_INFINITY,
+                _ => (i as f64).sqrt() - 40.0,
+            })
+            .collect();
+        let v: Vec<f64> = q.iter().map(|x| -x / 3.0).collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let row = |chunked: bool| {
+            let path = dir.join(format!("{chunked}.csv"));
+            let mut recorder = CsvRecorder::<Vec<f64>>::create(dir.join("unused.csv"), 1).unwrap();
+            let mut w = csv::Writer::from_writer(std::fs::File::create(&path).unwrap());
+            pool.install(|| {
+                recorder.field(&mut w, 0.25).unwrap();
+                recorder.values(&mut w, &q, &v, chunked).unwrap();
+                recorder.field(&mut w, -3.5).unwrap();
+            });
+            w.write_record(None::<&[u8]>).unwrap();
+            w.flush().unwrap();
+            drop(w);
+            std::fs::read_to_string(&path).unwrap()
+        };
+        let (one_by_one, chunked) = (row(false), row(true));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(one_by_one.split(',').count(), 2 + q.len() + v.len());
+        assert!(one_by_one.starts_with("0.25,0,") && one_by_one.ends_with(",-3.5\n"));
+        assert_eq!(one_by_one, chunked);
+    }
 
     #[test]
     fn names_come_back_in_order_empty_ones_too_and_a_nul_as_a_replacement_character() {

@@ -9,12 +9,13 @@
 //! checkpoint records the file's length and a resumed run truncates to it and continues, so the
 //! file is byte-for-byte that of an uninterrupted run.
 
+use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
-use crate::files::{publish, tmp_path_of};
+use crate::files::{Chunks, publish, tmp_path_of};
 use crate::observers::Observer;
 use crate::vector::Vector;
 use crate::{StateOf, StepError};
@@ -43,10 +44,13 @@ impl Symbols {
 
     /// Each atom's symbol, in order.
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
-        (0..self.atoms).map(|a| {
-            let k = self.of.get(a).map_or(0, |&k| k as usize);
-            self.distinct[k].as_str()
-        })
+        (0..self.atoms).map(|a| self.get(a))
+    }
+
+    /// Atom `a`'s symbol.
+    fn get(&self, a: usize) -> &str {
+        let k = self.of.get(a).map_or(0, |&k| k as usize);
+        &self.distinct[k]
     }
 }
 
@@ -98,6 +102,8 @@ pub struct XyzRecorder {
     frames: u64,
     error: Option<io::Error>,
     ended_early: Option<String>,
+    /// The parallel chunks of a large frame's text.
+    chunks: Chunks,
     /// A periodic box `(lo, sides)`: frames carry `Lattice=` and positions wrapped into it.
     lattice: Option<([f64; 3], [f64; 3])>,
 }
@@ -151,6 +157,7 @@ impl XyzRecorder {
             frames: 0,
             error: None,
             ended_early: None,
+            chunks: Chunks::default(),
             lattice: None,
         })
     }
@@ -196,23 +203,38 @@ impl XyzRecorder {
         );
         let result = (|| {
             writeln!(w, "{}", self.symbols.len())?;
-            let Some((lo, l)) = self.lattice else {
-                writeln!(w, "Properties=species:S:1:pos:R:3 Time={t} pbc=\"F F F\"")?;
-                for (s, x) in self.symbols.iter().zip(q.chunks_exact(3)) {
-                    writeln!(w, "{s} {:.10} {:.10} {:.10}", x[0], x[1], x[2])?;
-                }
-                return Ok(());
-            };
-            writeln!(
-                w,
-                "Lattice=\"{} 0 0 0 {} 0 0 0 {}\" Origin=\"{} {} {}\" Properties=species:S:1:pos:R:3 Time={t} pbc=\"T T T\"",
-                l[0], l[1], l[2], lo[0], lo[1], lo[2]
-            )?;
-            for (s, x) in self.symbols.iter().zip(q.chunks_exact(3)) {
-                let wrap = |a: usize| x[a] - ((x[a] - lo[a]) / l[a]).floor() * l[a];
-                writeln!(w, "{s} {:.10} {:.10} {:.10}", wrap(0), wrap(1), wrap(2))?;
+            match self.lattice {
+                None => writeln!(w, "Properties=species:S:1:pos:R:3 Time={t} pbc=\"F F F\"")?,
+                Some((lo, l)) => writeln!(
+                    w,
+                    "Lattice=\"{} 0 0 0 {} 0 0 0 {}\" Origin=\"{} {} {}\" Properties=species:S:1:pos:R:3 Time={t} pbc=\"T T T\"",
+                    l[0], l[1], l[2], lo[0], lo[1], lo[2]
+                )?,
             }
-            Ok(())
+            let (symbols, lattice) = (&self.symbols, self.lattice);
+            // Atoms' lines in parallel chunks for a large frame: the same bytes.
+            self.chunks.write(
+                symbols.len(),
+                |i, text| {
+                    let x = &q[3 * i..3 * i + 3];
+                    let p: [f64; 3] = match lattice {
+                        None => [x[0], x[1], x[2]],
+                        // Wrapped into the box.
+                        Some((lo, l)) => {
+                            core::array::from_fn(|a| x[a] - ((x[a] - lo[a]) / l[a]).floor() * l[a])
+                        }
+                    };
+                    let _ = writeln!(
+                        text,
+                        "{} {:.10} {:.10} {:.10}",
+                        symbols.get(i),
+                        p[0],
+                        p[1],
+                        p[2]
+                    );
+                },
+                w,
+            )
         })();
         match result {
             Ok(()) => self.frames += 1,
