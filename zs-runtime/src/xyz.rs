@@ -89,7 +89,9 @@ impl From<Vec<String>> for Symbols {
     }
 }
 
-/// Writes every `every`-th state's positions as an extended XYZ frame.
+/// Writes every `every`-th state's positions as an extended XYZ frame. A large frame's lines
+/// are formatted in chunks on rayon's current pool and written in order (the same bytes
+/// whatever the threads).
 #[derive(Debug)]
 pub struct XyzRecorder {
     path: PathBuf,
