@@ -99,7 +99,7 @@ pub(crate) struct Chunks {
 
 impl Chunks {
     /// Write items `0..n` to `out` in order, item `i` as the text `item(i, text)` appends.
-    /// From [`CHUNK`] items on, chunks of them are formatted in parallel on rayon's current
+    /// Beyond [`CHUNK`] items, chunks of them are formatted in parallel on rayon's current
     /// pool, then written in order: the bytes are those of formatting them one after another
     /// (formatting is a function of the item alone), whatever the threads. The per-value text
     /// formatting is most of a large state's output time, and a run's first and last states
