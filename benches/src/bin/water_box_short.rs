@@ -1,0 +1,50 @@
+//! Cost of the water box's short-range energy and gradient (real-space Coulomb and O–O
+//! Lennard-Jones through the pair engine, with the exclusions' corrections) at the data file's
+//! positions: the neighbour list built once, then best of 7 batches of 50 evaluations, on one
+//! thread unless `threads` is given. The pair engine's own cost, without PME, SETTLE or a
+//! list build — what a change to the pair pass is measured with.
+//!
+//! ```text
+//! cargo run --release -p zs-bench --bin water_box_short -- DATA [threads]
+//! ```
+//! It prints the time per evaluation, the energy and a checksum of the gradient (the same bits
+//! from two builds: the same sums). See BENCHMARKS.md.
+use std::path::Path;
+use std::time::Instant;
+
+use zs_runtime::Model;
+use zs_runtime::lammps::DataFile;
+use zs_systems::water_box::{WaterBox, WaterBoxOptions};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args
+        .next()
+        .unwrap_or_else(|| "/usr/share/lammps/examples/rdf-adf/data.spce".to_string());
+    let threads: usize = args.next().map_or(1, |s| s.parse().expect("threads"));
+    let data = DataFile::read(Path::new(&path)).expect("a data file");
+    let water = WaterBox::from_data_with(&data, &WaterBoxOptions::default()).expect("water");
+    let sys = &water.short;
+    let q = water.q.clone();
+    let mut g = vec![0.0; q.len()];
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a pool");
+    pool.install(|| {
+        let (mut e, mut best) = (0.0, f64::INFINITY);
+        for _ in 0..7 {
+            let t = Instant::now();
+            for _ in 0..50 {
+                e = sys.value_gradient_into(&q, &mut g);
+            }
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        let check: f64 = g.iter().enumerate().map(|(k, x)| x * (1 + k % 7) as f64).sum();
+        println!(
+            "{} atoms, {threads} thread(s): {:.3} ms per energy and gradient, energy {e:.12e}, checksum {check:.12e}",
+            q.len() / 3,
+            best / 50.0 * 1e3
+        );
+    });
+}
