@@ -18,12 +18,19 @@ does), written as a data file that every engine reads. Each engine takes its own
 - GROMACS: `gmx mdrun -nt K -ntmpi 1` on `oplsaa.ff/spce.itp` (SETTLE), PME, `rcoulomb = rvdw
   = 0.98`, `DispCorr = no`, the Verlet buffer and PME tuning its own; the time is that of the
   second half of the run (`-resethway`), from its log. Its SPC/E charges are −0.8476 / 0.4238,
-  the data file's −0.8472 / 0.4236 (no matter for speed); the `.gro` keeps 0.01 Å.
+  the data file's −0.8472 / 0.4236 (no matter for speed); the `.gro` keeps 0.01 Å. Debian's
+  `gmx` computes in mixed precision (single-precision kernels); `gromacs-double` is the same
+  run by `gmx_d`, GROMACS built in double precision, as zs and LAMMPS compute. (OpenMM's CPU
+  platform has single and mixed precision only.) In NVE GROMACS sets no Verlet buffer (its
+  log: `buffer 0.000 nm, rlist 0.980 nm`, the list kept 10 steps): pairs that come within
+  the cutoff between two searches are missed. `--gromacs-rlist 1.18` gives it LAMMPS's and
+  zs's list instead — 2 Å beyond the cutoff, searched every 10 steps
+  (`verlet-buffer-tolerance = -1`) — so that all three evaluate every pair within the cutoff.
 
 Usage (from the repository root; needs `lmp`, `mpirun`, `gmx` from apt and `pip install
 openmm numpy`):
     python3 benches/peers/water_box_peers.py [--replicate 2x4x1] [--steps 100] [--repeat 2]
-        [--engines zs,lammps,openmm,gromacs]
+        [--engines zs,lammps,openmm,gromacs,gromacs-double] [--gromacs-rlist NM]
 """
 import argparse
 import math
@@ -213,7 +220,7 @@ def gromacs_files(d, data):
                  f"[ system ]\nSPC/E\n\n[ molecules ]\nSOL {len(mols)}\n")
 
 
-def time_gromacs(d, steps, threads):
+def time_gromacs(d, steps, threads, gmx="gmx", rlist=None):
     # Twice the steps, timed over the second half (-resethway): PME tuning and start-up out.
     with open(os.path.join(d, "grompp.mdp"), "w") as fh:
         fh.write(f"""integrator = md
@@ -233,9 +240,11 @@ nstcalcenergy = 100
 nstenergy = 0
 nstlog = 0
 """)
-    run(["gmx", "-quiet", "grompp", "-f", "grompp.mdp", "-c", "conf.gro", "-p", "topol.top",
+        if rlist is not None:
+            fh.write(f"verlet-buffer-tolerance = -1\nrlist = {rlist}\nnstlist = 10\n")
+    run([gmx, "-quiet", "grompp", "-f", "grompp.mdp", "-c", "conf.gro", "-p", "topol.top",
          "-o", "topol.tpr", "-maxwarn", "2"], d)
-    run(["gmx", "-quiet", "mdrun", "-s", "topol.tpr", "-nt", str(threads), "-ntmpi", "1",
+    run([gmx, "-quiet", "mdrun", "-s", "topol.tpr", "-nt", str(threads), "-ntmpi", "1",
          "-resethway", "-noconfout", "-g", "md.log"], d)
     log = open(os.path.join(d, "md.log")).read()
     wall = float(re.search(r"Time:\s+([0-9.]+)\s+([0-9.]+)", log).group(2))
@@ -249,6 +258,8 @@ def main():
     p.add_argument("--gromacs-steps", type=int, help="timed GROMACS steps (default: 10 × --steps)")
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--engines", default="zs,lammps,openmm,gromacs")
+    p.add_argument("--gromacs-rlist", type=float,
+                   help="GROMACS's list radius in nm, searched every 10 steps (default: its own)")
     a = p.parse_args()
     engines = a.engines.split(",")
     if "zs" in engines:
@@ -257,7 +268,7 @@ def main():
         data = replicated(d, a.replicate)
         natoms = len(read_data(data)[2])
         print(f"{natoms} atoms ({data}), 2 fs, cutoff {CUTOFF} Å; steps/s, {a.repeat} alternated rounds")
-        if "gromacs" in engines:
+        if "gromacs" in engines or "gromacs-double" in engines:
             gromacs_files(d, data)
         for cores in (1, 2):
             rates = {e: [] for e in engines}
@@ -269,8 +280,10 @@ def main():
                         rates[e].append(a.steps / time_lammps(d, data, a.steps, cores))
                     elif e == "openmm":
                         rates[e].append(a.steps / time_openmm(data, a.steps, cores))
-                    elif e == "gromacs":
-                        wall, n = time_gromacs(d, a.gromacs_steps or 10 * a.steps, cores)
+                    elif e in ("gromacs", "gromacs-double"):
+                        gmx = "gmx" if e == "gromacs" else "gmx_d"
+                        wall, n = time_gromacs(d, a.gromacs_steps or 10 * a.steps, cores, gmx,
+                                               a.gromacs_rlist)
                         rates[e].append(n / wall)
             line = ", ".join(f"{e} {' / '.join(f'{r:.1f}' for r in rates[e])}" for e in engines)
             print(f"  {cores} {'core' if cores == 1 else 'cores'}: {line}")
