@@ -12,8 +12,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use zs_runtime::Model;
 use zs_runtime::lammps::DataFile;
+use zs_runtime::Model;
 use zs_systems::water_box::{WaterBox, WaterBoxOptions};
 
 fn main() {
