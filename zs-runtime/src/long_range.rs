@@ -13,6 +13,10 @@
 //! matrices ([`Model::hessian_into`] and the methods that fill one) and the third contraction
 //! are the short-range part's alone: a stepper that solves with the whole `Hess V` (Z&S,
 //! Newmark) is not for such a model, and the `zs` program refuses it.
+//!
+//! The gradient's two parts are evaluated side by side on rayon's pool and added after both
+//! (so the short-range model is `Sync`): the long-range term's serial stretches, PME's FFTs,
+//! then overlap the short range's passes instead of leaving the pool's other threads idle.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -115,9 +119,28 @@ impl<'a, M: Model<Vec<f64>> + ?Sized, L: LongRange> WithLongRange<'a, M, L> {
     }
 }
 
+impl<M: Model<Vec<f64>> + Sync + ?Sized, L: LongRange> WithLongRange<'_, M, L> {
+    /// `∇V(q)` into `g` and `V(q)` returned: the short-range part and the long-range term side
+    /// by side on rayon's pool (`join`: a term's serial stretches — PME's FFTs — run while the
+    /// other thread works on the short range), then added. Each part's arithmetic is its own
+    /// and the sum is made after both, so the bits do not depend on the threads.
+    fn both(&self, q: &Vec<f64>, g: &mut Vec<f64>) -> f64 {
+        let mut long = self.long();
+        let Long { term, scratch } = &mut *long;
+        let (v, e) = rayon::join(
+            || self.short.value_gradient_into(q, g),
+            || term.energy_gradient(q, scratch),
+        );
+        for (g, s) in g.iter_mut().zip(scratch.iter()) {
+            *g += self.c * s;
+        }
+        v + self.c * e
+    }
+}
+
 type Matrix = <Vec<f64> as Vector>::Matrix;
 
-impl<M: Model<Vec<f64>> + ?Sized, L: LongRange> Model<Vec<f64>> for WithLongRange<'_, M, L> {
+impl<M: Model<Vec<f64>> + Sync + ?Sized, L: LongRange> Model<Vec<f64>> for WithLongRange<'_, M, L> {
     fn dimension(&self) -> usize {
         self.short.dimension()
     }
@@ -146,12 +169,10 @@ impl<M: Model<Vec<f64>> + ?Sized, L: LongRange> Model<Vec<f64>> for WithLongRang
         self.short.potential_at(q) + self.c * self.long().term.energy(q)
     }
     fn gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) {
-        self.short.gradient_into(q, g);
-        self.add_gradient(q, g);
+        self.both(q, g);
     }
     fn value_gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) -> f64 {
-        let v = self.short.value_gradient_into(q, g);
-        v + self.add_gradient(q, g)
+        self.both(q, g)
     }
     /// The short-range part's Hessian (see the [module docs](self)).
     fn hessian_into(&self, q: &Vec<f64>, h: &mut Matrix) {
@@ -182,7 +203,7 @@ impl<M: Model<Vec<f64>> + ?Sized, L: LongRange> Model<Vec<f64>> for WithLongRang
 }
 
 /// The long-range term in the soft part `V0`: the whole gradient, the stiff part's Hessian.
-impl<M: StiffModel<Vec<f64>> + ?Sized, L: LongRange> StiffModel<Vec<f64>>
+impl<M: StiffModel<Vec<f64>> + Sync + ?Sized, L: LongRange> StiffModel<Vec<f64>>
     for WithLongRange<'_, M, L>
 {
     fn gradient_stiff_hessian_into(&self, q: &Vec<f64>, g: &mut Vec<f64>, h: &mut Matrix) {
@@ -194,7 +215,7 @@ impl<M: StiffModel<Vec<f64>> + ?Sized, L: LongRange> StiffModel<Vec<f64>>
 /// The short-range model's constraints.
 impl<M, L> ConstrainedModel<Vec<f64>, Vec<f64>> for WithLongRange<'_, M, L>
 where
-    M: ConstrainedModel<Vec<f64>, Vec<f64>> + ?Sized,
+    M: ConstrainedModel<Vec<f64>, Vec<f64>> + Sync + ?Sized,
     L: LongRange,
 {
     fn constraint_count(&self) -> usize {
