@@ -14,9 +14,10 @@
 //! are the short-range part's alone: a stepper that solves with the whole `Hess V` (Z&S,
 //! Newmark) is not for such a model, and the `zs` program refuses it.
 //!
-//! The gradient's two parts are evaluated side by side on rayon's pool and added after both
-//! (so the short-range model is `Sync`): the long-range term's serial stretches, PME's FFTs,
-//! then overlap the short range's passes instead of leaving the pool's other threads idle.
+//! The two parts of a gradient (and of a Hessian-vector product) are evaluated side by side on
+//! rayon's pool and added after both (so the short-range model is `Sync`): the long-range
+//! term's serial stretches, PME's FFTs, then overlap the short range's passes instead of
+//! leaving the pool's other threads idle.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -106,31 +107,24 @@ impl<'a, M: Model<Vec<f64>> + ?Sized, L: LongRange> WithLongRange<'a, M, L> {
         // evaluation overwrites what it reads.
         self.long.lock().unwrap_or_else(|e| e.into_inner())
     }
-
-    /// `g += c ∇V_long(q)`, `c V_long(q)` returned.
-    fn add_gradient(&self, q: &[f64], g: &mut [f64]) -> f64 {
-        let mut long = self.long();
-        let Long { term, scratch } = &mut *long;
-        let e = term.energy_gradient(q, scratch);
-        for (g, s) in g.iter_mut().zip(scratch.iter()) {
-            *g += self.c * s;
-        }
-        self.c * e
-    }
 }
 
 impl<M: Model<Vec<f64>> + Sync + ?Sized, L: LongRange> WithLongRange<'_, M, L> {
-    /// `∇V(q)` into `g` and `V(q)` returned: the short-range part and the long-range term side
-    /// by side on rayon's pool (`join`: a term's serial stretches — PME's FFTs — run while the
-    /// other thread works on the short range), then added. Each part's arithmetic is its own
-    /// and the sum is made after both, so the bits do not depend on the threads.
-    fn both(&self, q: &Vec<f64>, g: &mut Vec<f64>) -> f64 {
+    /// `short(g)` — the short-range part's evaluation, its gradient into `g` — and the
+    /// long-range term's gradient side by side on rayon's pool (`join`: a term's serial
+    /// stretches, PME's FFTs, run while the other thread works on the short range); then
+    /// `g += c ∇V_long(q)`, and `short`'s value plus `c V_long(q)` returned. Each part's
+    /// arithmetic is its own and the sum is made after both, so the bits do not depend on the
+    /// threads.
+    fn beside(
+        &self,
+        q: &[f64],
+        g: &mut Vec<f64>,
+        short: impl FnOnce(&mut Vec<f64>) -> f64 + Send,
+    ) -> f64 {
         let mut long = self.long();
         let Long { term, scratch } = &mut *long;
-        let (v, e) = rayon::join(
-            || self.short.value_gradient_into(q, g),
-            || term.energy_gradient(q, scratch),
-        );
+        let (v, e) = rayon::join(|| short(g), || term.energy_gradient(q, scratch));
         for (g, s) in g.iter_mut().zip(scratch.iter()) {
             *g += self.c * s;
         }
@@ -169,10 +163,13 @@ impl<M: Model<Vec<f64>> + Sync + ?Sized, L: LongRange> Model<Vec<f64>> for WithL
         self.short.potential_at(q) + self.c * self.long().term.energy(q)
     }
     fn gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) {
-        self.both(q, g);
+        self.beside(q, g, |g| {
+            self.short.gradient_into(q, g);
+            0.0
+        });
     }
     fn value_gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) -> f64 {
-        self.both(q, g)
+        self.beside(q, g, |g| self.short.value_gradient_into(q, g))
     }
     /// The short-range part's Hessian (see the [module docs](self)).
     fn hessian_into(&self, q: &Vec<f64>, h: &mut Matrix) {
@@ -180,25 +177,33 @@ impl<M: Model<Vec<f64>> + Sync + ?Sized, L: LongRange> Model<Vec<f64>> for WithL
     }
     /// The whole gradient; the short-range part's Hessian.
     fn gradient_hessian_into(&self, q: &Vec<f64>, g: &mut Vec<f64>, h: &mut Matrix) {
-        self.short.gradient_hessian_into(q, g, h);
-        self.add_gradient(q, g);
+        self.beside(q, g, |g| {
+            self.short.gradient_hessian_into(q, g, h);
+            0.0
+        });
     }
     /// The short-range part's (see the [module docs](self)).
     fn third_contraction_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
         self.short.third_contraction_into(q, a, out);
     }
+    /// The two parts' products side by side on rayon's pool, as the gradient's
+    /// ([`WithLongRange::beside`]).
     fn hessian_vector_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
-        self.short.hessian_vector_into(q, a, out);
         let mut long = self.long();
         let Long { term, scratch } = &mut *long;
-        term.hessian_times(q, a, scratch);
+        rayon::join(
+            || self.short.hessian_vector_into(q, a, out),
+            || term.hessian_times(q, a, scratch),
+        );
         for (o, s) in out.iter_mut().zip(scratch.iter()) {
             *o += self.c * s;
         }
     }
     fn gradient_hessian_keeping_third_into(&self, q: &Vec<f64>, g: &mut Vec<f64>, h: &mut Matrix) {
-        self.short.gradient_hessian_keeping_third_into(q, g, h);
-        self.add_gradient(q, g);
+        self.beside(q, g, |g| {
+            self.short.gradient_hessian_keeping_third_into(q, g, h);
+            0.0
+        });
     }
 }
 
@@ -207,8 +212,10 @@ impl<M: StiffModel<Vec<f64>> + Sync + ?Sized, L: LongRange> StiffModel<Vec<f64>>
     for WithLongRange<'_, M, L>
 {
     fn gradient_stiff_hessian_into(&self, q: &Vec<f64>, g: &mut Vec<f64>, h: &mut Matrix) {
-        self.short.gradient_stiff_hessian_into(q, g, h);
-        self.add_gradient(q, g);
+        self.beside(q, g, |g| {
+            self.short.gradient_stiff_hessian_into(q, g, h);
+            0.0
+        });
     }
 }
 
