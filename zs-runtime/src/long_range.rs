@@ -186,8 +186,8 @@ impl<M: Model<Vec<f64>> + Sync + ?Sized, L: LongRange> Model<Vec<f64>> for WithL
     fn third_contraction_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
         self.short.third_contraction_into(q, a, out);
     }
-    /// The two parts' products side by side on rayon's pool, as the gradient's
-    /// ([`WithLongRange::beside`]).
+    /// The two parts' products side by side on rayon's pool, added after both, as the
+    /// gradient's (see the [module docs](self)).
     fn hessian_vector_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
         let mut long = self.long();
         let Long { term, scratch } = &mut *long;
