@@ -16,19 +16,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().map_or(4500, |s| s.parse().expect("N"));
     let threads: usize = args.next().map_or(1, |s| s.parse().expect("threads"));
-    // data.spce: 4 500 atoms in 35.5 Å cubed.
-    let side = 35.5 * (n as f64 / 4500.0).cbrt();
-    let mut s = 12345u64;
-    let mut uniform = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let q: Vec<f64> = (0..3 * n).map(|_| uniform() * side).collect();
-    let charges: Vec<f64> = (0..n)
-        .map(|i| if i % 3 == 0 { -0.8476 } else { 0.4238 })
-        .collect();
+    let (side, q, charges) = zs_bench::random_water_charges(n);
     let params = PmeParameters::from_tolerance(9.8, [side; 3], 5e-4).expect("parameters");
     println!("{n} charges, side {side:.2} Å, {params:?}, {threads} thread(s)");
     let mut pme = Pme::new(charges, [side; 3], params).expect("PME");

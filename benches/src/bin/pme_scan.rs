@@ -18,18 +18,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().map_or(4500, |s| s.parse().expect("N"));
     let tolerance: f64 = args.next().map_or(5e-4, |s| s.parse().expect("tolerance"));
-    let side = 35.5 * (n as f64 / 4500.0).cbrt();
-    let mut s = 12345u64;
-    let mut uniform = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let q: Vec<f64> = (0..3 * n).map(|_| uniform() * side).collect();
-    let charges: Vec<f64> = (0..n)
-        .map(|i| if i % 3 == 0 { -0.8476 } else { 0.4238 })
-        .collect();
+    let (side, q, charges) = zs_bench::random_water_charges(n);
     let sides = [side; 3];
     let openmm = PmeParameters::from_tolerance(9.8, sides, tolerance).expect("parameters");
     let alpha = openmm.alpha;
