@@ -12,7 +12,10 @@
 //! `h`, its parameters (β), and e.g. the position of a random-number stream. Caches need not be
 //! saved when they are recomputed deterministically from the state: the cached `f(x_k)` of
 //! Zhang–Skeel and `a(x_k)` of Verlet are recomputed by the same code from the same bits,
-//! which gives the same bits.
+//! which gives the same bits. What the *model* keeps between evaluations and what its results
+//! depend on — an assembled system's neighbour list, rebuilt only when a body moved more than
+//! half the skin, whose order sets the order of the pair sums — is saved under `model.`
+//! ([`crate::Model::save_history`]) and restored before the resumed run's first step.
 //!
 //! # File format (version 1)
 //!

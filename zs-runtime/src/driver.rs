@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::checkpoint::{Checkpoint, CheckpointError, Resumable};
 use crate::error::{Quantity, StepErrorKind};
+use crate::model::Model;
 use crate::observers::Observer;
 use crate::vector::Vector;
 use crate::{StateOf, StepError, Stepper};
@@ -218,7 +219,8 @@ impl Checkpointing {
 
 /// [`run`] that also writes a checkpoint every `checkpointing.every` steps, from which
 /// [`resume`] continues bit-for-bit. A checkpoint holds the state, the run's plan (`t0`,
-/// `t_end`, step count), the stepper's state ([`Resumable`]) and every observer's
+/// `t_end`, step count), the stepper's state ([`Resumable`]), the model's evaluation history
+/// ([`Model::save_history`]: an assembled system's neighbour list) and every observer's
 /// ([`Observer::save_checkpoint`]), plus `checkpointing.meta`. No checkpoint is written after
 /// the last step. A checkpoint that cannot be written is reported in
 /// [`RunSummary::output_error`] and the run goes on.
@@ -231,7 +233,7 @@ pub fn run_checkpointed<P, S, V: Vector>(
     checkpointing: &Checkpointing,
 ) -> RunSummary<V>
 where
-    P: ?Sized,
+    P: Model<V> + ?Sized,
     S: Stepper<P, V> + Resumable + ?Sized,
 {
     let Some(n) = plan(&*stepper, state.t, t_end) else {
@@ -240,7 +242,7 @@ where
     let t0 = state.t;
     let mut loop_ = Loop::new(n, Some(t_end), 0).timed_from(t0);
     let mut hook = |s: &S, st: &StateOf<V>, done: u64, obs: &mut [&mut dyn Observer<P, V>]| {
-        write_checkpoint(s, st, t0, t_end, n, done, obs, checkpointing)
+        write_checkpoint(s, target, st, t0, t_end, n, done, obs, checkpointing)
     };
     loop_.run(
         stepper,
@@ -253,7 +255,8 @@ where
 }
 
 /// Continue a run from a checkpoint written by [`run_checkpointed`]: restores `stepper`
-/// (constructed the ordinary way for the same method), `state` and every observer (which must
+/// (constructed the ordinary way for the same method), `state`, the model's evaluation
+/// history ([`Model::restore_history`]) and every observer (which must
 /// be the same observers, in the same order, configured the same way; a [`crate::CsvRecorder`]
 /// is reopened with [`crate::CsvRecorder::reopen`]), then runs to the checkpoint's `t_end`,
 /// writing further checkpoints if `checkpointing` is given. The states, observations and files
@@ -272,7 +275,7 @@ pub fn resume<P, S, V: Vector>(
     checkpointing: Option<&Checkpointing>,
 ) -> Result<RunSummary<V>, CheckpointError>
 where
-    P: ?Sized,
+    P: Model<V> + ?Sized,
     S: Stepper<P, V> + Resumable + ?Sized,
 {
     let name = checkpoint.str("stepper")?;
@@ -307,6 +310,7 @@ where
         )));
     }
     stepper.restore(&checkpoint.scope("stepper"))?;
+    target.restore_history(&checkpoint.scope("model"))?;
     for (i, o) in observers.iter_mut().enumerate() {
         o.restore_checkpoint(&checkpoint.scope(&format!("observer.{i}")))?;
     }
@@ -315,7 +319,7 @@ where
     Ok(match checkpointing {
         Some(c) => {
             let mut hook = |s: &S, st: &StateOf<V>, d: u64, obs: &mut [&mut dyn Observer<P, V>]| {
-                write_checkpoint(s, st, t0, t_end, planned, d, obs, c)
+                write_checkpoint(s, target, st, t0, t_end, planned, d, obs, c)
             };
             loop_.run(
                 stepper,
@@ -333,6 +337,7 @@ where
 #[allow(clippy::too_many_arguments)]
 fn write_checkpoint<P, S, V: Vector>(
     stepper: &S,
+    target: &P,
     state: &StateOf<V>,
     t0: f64,
     t_end: f64,
@@ -342,7 +347,7 @@ fn write_checkpoint<P, S, V: Vector>(
     checkpointing: &Checkpointing,
 ) -> std::io::Result<()>
 where
-    P: ?Sized,
+    P: Model<V> + ?Sized,
     S: Stepper<P, V> + Resumable + ?Sized,
 {
     let mut cp = checkpointing.meta.clone();
@@ -353,6 +358,7 @@ where
     cp.set_u64("run.done", done);
     cp.set_str("stepper", stepper.name());
     stepper.save(&mut cp.scope_mut("stepper"));
+    target.save_history(&mut cp.scope_mut("model"));
     cp.set_u64("observers", observers.len() as u64);
     for (i, o) in observers.iter_mut().enumerate() {
         o.save_checkpoint(&mut cp.scope_mut(&format!("observer.{i}")))?;

@@ -22,6 +22,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use crate::assembly::jacobian::{SparseConstraintSolver, SparseJacobian};
+use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::ewald::Ewald;
 use crate::masses::Masses;
 use crate::model::{ConstrainedModel, HessianPart, Model, StiffModel};
@@ -204,6 +205,13 @@ impl<M: Model<Vec<f64>> + Sync + ?Sized, L: LongRange> Model<Vec<f64>> for WithL
             self.short.gradient_hessian_keeping_third_into(q, g, h);
             0.0
         });
+    }
+    /// The short-range model's (the long-range term is a function of the point alone).
+    fn save_history(&self, out: &mut ScopeMut<'_>) {
+        self.short.save_history(out);
+    }
+    fn restore_history(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.short.restore_history(from)
     }
 }
 

@@ -12,6 +12,7 @@
 //! system allocates nothing; their names differ from the fixed-size traits' so that both traits can be
 //! imported together without ambiguity.
 
+use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::linalg::{SolveFailure, SolveOptions};
 use crate::masses::Masses;
 use crate::vector::Vector;
@@ -97,6 +98,26 @@ pub trait Model<V: Vector> {
     /// [`Model::gradient_hessian_into`].
     fn gradient_hessian_keeping_third_into(&self, q: &V, g: &mut V, h: &mut V::Matrix) {
         self.gradient_hessian_into(q, g, h);
+    }
+    /// Save what this model's later results depend on besides the points it is asked at: its
+    /// evaluation history. An assembled system under a pair cutoff saves where its neighbour
+    /// list was last built — the list, and with it the order of the pair sums (their last
+    /// bits), is a function of those positions, not of the point evaluated. The driver writes
+    /// it into every checkpoint ([`crate::driver::run_checkpointed`]) and restores it before a
+    /// resumed run's first step ([`Model::restore_history`]), so that the resumed run
+    /// evaluates exactly as the uninterrupted one. The default saves nothing: a model whose
+    /// results are a function of the point alone.
+    fn save_history(&self, out: &mut ScopeMut<'_>) {
+        let _ = out;
+    }
+    /// Restore what [`Model::save_history`] saved (a checkpoint without it — the default's —
+    /// restores nothing: the model starts afresh).
+    ///
+    /// # Errors
+    /// A saved history that does not fit this model (another size).
+    fn restore_history(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        let _ = from;
+        Ok(())
     }
 }
 

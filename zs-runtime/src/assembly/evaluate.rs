@@ -7,6 +7,7 @@ use super::forms::ThirdForm;
 use super::order::Inside;
 use super::system::Assembled;
 use super::terms::Terms;
+use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::model::HessianPart;
 use crate::sparse::{SparseMatrix, SparseSolver};
 use crate::{Model, StiffModel};
@@ -338,6 +339,12 @@ macro_rules! assembled_model {
             }
             fn hessian_vector_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
                 self.as_system().hessian_vector(self.penalty(), q, a, out);
+            }
+            fn save_history(&self, out: &mut ScopeMut<'_>) {
+                self.as_system().save_list(out);
+            }
+            fn restore_history(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+                self.as_system().restore_list(from)
             }
         }
 

@@ -24,6 +24,7 @@
 //!   buffers, then a fixed-order gather (bit-identical whatever the thread count, nothing
 //!   allocated);
 //! - [`system`]: [`Assembled`], a [`crate::Model`] / [`crate::StiffModel`] over `Vec<f64>`;
+//! - `history`: what a checkpoint keeps of its evaluations (the neighbour list's sites);
 //! - [`constraints`]: which constraints there are, [`Assembled`] as a
 //!   [`crate::ConstrainedModel`].
 //!
@@ -63,6 +64,7 @@ pub mod constraints;
 mod eval;
 mod evaluate;
 pub mod forms;
+mod history;
 pub mod jacobian;
 mod neighbors;
 mod order;

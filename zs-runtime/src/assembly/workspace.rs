@@ -173,13 +173,41 @@ impl<T, const D: usize> Workspace<T, D> {
         if !nb.stale_at(bodies.free_of.len(), site) {
             return;
         }
+        self.build(bodies.free_of.len(), site, at);
+    }
+
+    /// Build the pair list at the reference sites `site(b)` of the `n` bodies and give it to
+    /// the pair forms.
+    fn build(&mut self, n: usize, site: impl Fn(usize) -> [f64; 3], at: &Refresh<'_, D>) {
+        let Some(nb) = self.neighbors.as_mut() else {
+            return;
+        };
         // Into the pair form's own term list (held once); else (no pair form) our own.
-        let out = match self.forms.iter_mut().find_map(|f| f.pair_buffer(bodies)) {
+        let out = match self.forms.iter_mut().find_map(|f| f.pair_buffer(at.bodies)) {
             Some(buffer) => buffer,
             None => &mut self.pairs,
         };
-        nb.build_from(bodies.free_of.len(), site, at.kinds, out);
+        nb.build_from(n, site, at.kinds, out);
         self.give_pairs(at);
+    }
+
+    /// The neighbour list's history: how many times it was built and the reference sites of
+    /// the last build, every body's in the inner order (`None`: no pair cutoff, or no list
+    /// built yet).
+    pub fn list_history(&self) -> Option<(usize, &[[f64; 3]])> {
+        self.neighbors
+            .as_ref()
+            .filter(|nb| !nb.sites().is_empty())
+            .map(|nb| (nb.builds, nb.sites()))
+    }
+
+    /// The list built again at `sites` (a checkpoint's [`Workspace::list_history`]): the
+    /// same list, given to the pair forms, counted as the `builds`-th build.
+    pub fn restore_list(&mut self, sites: &[[f64; 3]], builds: usize, at: &Refresh<'_, D>) {
+        self.build(sites.len(), |b| sites[b], at);
+        if let Some(nb) = self.neighbors.as_mut() {
+            nb.builds = builds;
+        }
     }
 
     /// The current pair list to the pair forms (again, after a change of strategy).

@@ -14,6 +14,7 @@ mod alloc_assembled;
 mod assembly;
 mod assembly_parallel;
 mod checkpoint;
+mod checkpoint_neighbors;
 mod composition;
 mod constraint_third;
 mod driver;

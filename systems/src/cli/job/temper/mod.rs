@@ -156,9 +156,12 @@ impl Job<'_> {
                         }
                     })?;
                     let mut rec = super::drive::run_columns(rec, names.clone(), system);
-                    let restored = t.restore_replica(k, &cp).and_then(|()| {
-                        Observer::<T, V>::restore_checkpoint(&mut rec, &cp.scope("observer"))
-                    });
+                    let restored = t
+                        .restore_replica(k, &cp)
+                        .and_then(|()| target.restore_history(&cp.scope("model")))
+                        .and_then(|()| {
+                            Observer::<T, V>::restore_checkpoint(&mut rec, &cp.scope("observer"))
+                        });
                     restored.map_err(|source| CliError::Resume {
                         path: c.replica_path(k, false),
                         source,
@@ -270,11 +273,13 @@ impl Job<'_> {
             // once a replica has failed (resuming from the checkpoint before reproduces it).
             if let Some(c) = ck.filter(|c| c.due(before, done, steps)) {
                 if energy.iter().all(|e| !e.is_nan()) {
-                    for (k, rec) in held.clone().zip(csv.iter_mut()) {
+                    for ((k, rec), target) in held.clone().zip(csv.iter_mut()).zip(targets) {
                         let mut cp = Checkpoint::new();
                         cp.set_u64("temper.round", t.exchanges.rounds());
                         t.save_replica(k, &mut cp)
                             .expect("no replica has failed: every energy is finite");
+                        // Its own evaluation state's neighbour list (`Model::save_history`).
+                        target.save_history(&mut cp.scope_mut("model"));
                         Observer::<T, V>::save_checkpoint(rec, &mut cp.scope_mut("observer"))
                             .map_err(|e| CliError::io("checkpoint", plan.replica_path(k), e))?;
                         c.write_replica(k, &cp)?;
