@@ -12,7 +12,7 @@
 //!
 //! Both terms are piecewise, written with `if` on `r²`: each piece is differentiated on its own.
 
-use zs_runtime::assembly::{Assembled, BodyOrder, Topology, TopologyError};
+use zs_runtime::assembly::{resort_period_from_env, Assembled, BodyOrder, Topology, TopologyError};
 use zs_runtime::lammps::DataFile;
 use zs_runtime::mechanical_system;
 
@@ -156,7 +156,8 @@ impl KremerGrest {
         let q: Vec<f64> = data.positions.iter().flatten().copied().collect();
         let v = data.velocities.iter().flatten().copied().collect();
         // Held in spatial order inside when the file's numbering is not local.
-        let system = Assembled::ordered(self, topology, BodyOrder::from_env(), &q)?;
+        let system = Assembled::ordered(self, topology, BodyOrder::from_env(), &q)?
+            .with_resort_period(resort_period_from_env());
         Ok((system, q, v))
     }
 

@@ -13,7 +13,7 @@
 //! - The data file's flexible terms: `bond_style harmonic` `K (r − r0)²` (K = 1000, r0 = 1 Å,
 //!   no ½), `angle_style harmonic` `K (θ − θ0)²` (K = 100 kcal/mol/rad², θ0 = 109.47°).
 
-use zs_runtime::assembly::{Assembled, BodyOrder, Topology, TopologyError};
+use zs_runtime::assembly::{resort_period_from_env, Assembled, BodyOrder, Topology, TopologyError};
 use zs_runtime::ewald::{Ewald, EwaldError, EwaldParameters};
 use zs_runtime::lammps::DataFile;
 use zs_runtime::long_range::{LongRange, WithLongRange};
@@ -355,7 +355,8 @@ impl WaterBox {
             topology,
             BodyOrder::from_env_or(BodyOrder::Cells),
             &q,
-        )?;
+        )?
+        .with_resort_period(resort_period_from_env());
         Ok(Self {
             short,
             long,

@@ -33,7 +33,9 @@ use rand::Rng as _;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
-use zs_runtime::assembly::{Assembled, BodyOrder, Terms, Topology, TopologyError};
+use zs_runtime::assembly::{
+    resort_period_from_env, Assembled, BodyOrder, Terms, Topology, TopologyError,
+};
 use zs_runtime::lammps::{AtomStyle, Bonded, DataFile};
 use zs_runtime::mechanical_system;
 
@@ -357,7 +359,8 @@ where
         let q: Vec<f64> = data.positions.iter().flatten().copied().collect();
         let v = data.velocities.iter().flatten().copied().collect();
         // Held in spatial order inside when the file's numbering is not local.
-        let system = Assembled::ordered(self.mixed(), topology, BodyOrder::from_env(), &q)?;
+        let system = Assembled::ordered(self.mixed(), topology, BodyOrder::from_env(), &q)?
+            .with_resort_period(resort_period_from_env());
         Ok((system, q, v, data.clone()))
     }
 

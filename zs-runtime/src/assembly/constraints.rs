@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use super::arrange::Arrangement;
 use super::eval::{FormList, STACK_ROWS};
 use super::jacobian::{SparseConstraintSolver, SparseJacobian};
 use super::plan::PINNED;
@@ -41,7 +42,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         });
         // The solvers' vectors are the user's: in spatial order, each block's column is the
         // user's free index of its inner body.
-        if let Some(to_user) = self.to_user() {
+        if let Some(to_user) = self.arranged().to_user() {
             for c in cols.iter_mut().filter(|c| **c != PINNED) {
                 *c = to_user[*c as usize];
             }
@@ -51,9 +52,13 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 
     /// The inputs of the constraints at the caller's `q`, read through the spatial order when
     /// there is one (no gather of `q`: a SHAKE sweep asks for one row at a time).
-    fn constraint_inputs<'a>(&'a self, q: &'a [f64]) -> super::eval::Inputs<'a, D> {
-        let mut input = self.inputs(0.0, q, &[]);
-        input.to_user = self.to_user();
+    fn constraint_inputs<'a>(
+        &'a self,
+        arranged: &'a Arrangement<D>,
+        q: &'a [f64],
+    ) -> super::eval::Inputs<'a, D> {
+        let mut input = self.inputs(arranged, 0.0, q, &[]);
+        input.to_user = arranged.to_user();
         input
     }
 
@@ -67,7 +72,8 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         mut jac: Option<&mut SparseJacobian>,
         only: Option<usize>,
     ) {
-        let input = self.constraint_inputs(q);
+        let arranged = self.arranged();
+        let input = self.constraint_inputs(&arranged, q);
         self.with_forms(|forms: &FormList<T, D>| {
             let mut first = 0;
             for f in forms {
@@ -131,7 +137,8 @@ impl<T: Terms<D>, const D: usize> ConstrainedModel<Vec<f64>, Vec<f64>> for Assem
     }
 
     fn constraint_norm(&self, q: &Vec<f64>) -> f64 {
-        let input = self.constraint_inputs(q);
+        let arranged = self.arranged();
+        let input = self.constraint_inputs(&arranged, q);
         let mut buf = [0.0; STACK_ROWS];
         let mut sum = 0.0;
         let fits = self.with_forms(|forms: &FormList<T, D>| {

@@ -2,11 +2,15 @@
 //! phase B in table order), and its [`Model`] and [`StiffModel`] impls — those of the plain
 //! system (ω = 0) and of its penalized view [`PenalizedAssembly`] (Tao & Owhadi eq. 7).
 
+use std::sync::Arc;
+
+use super::arrange::{Arrangement, arrange};
 use super::eval::{FormOps, Want, sum_hessian, sum_vector};
 use super::forms::ThirdForm;
-use super::order::Inside;
+use super::order::{self, Inside};
 use super::system::Assembled;
 use super::terms::Terms;
+use super::workspace::Workspace;
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::model::HessianPart;
 use crate::sparse::{SparseMatrix, SparseSolver};
@@ -25,6 +29,8 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// `pass(q, a, out)` in the system's inner order ([`super::order`]): on the caller's
     /// vectors when the bodies are held in the topology's order, else on this state's inner
     /// vectors — `q` and `a` (when not empty) gathered in, `out` (when given) gathered back.
+    /// In spatial order, the bodies are re-sorted first when it is due
+    /// ([`Assembled::with_resort_period`]).
     pub(crate) fn inside<R>(
         &self,
         q: &[f64],
@@ -32,9 +38,11 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         out: Option<&mut [f64]>,
         pass: impl FnOnce(&[f64], &[f64], Option<&mut [f64]>) -> R,
     ) -> R {
-        let Some(order) = &self.model.order else {
+        let mut arranged = self.arranged();
+        if arranged.order.is_none() {
+            drop(arranged);
             return pass(q, a, out);
-        };
+        }
         self.check_len(q, "q");
         let parallel = self.is_parallel();
         let mut inside = self.inside.try_borrow_mut().unwrap_or_else(|_| {
@@ -48,12 +56,22 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             a: ia,
             out: io,
         } = &mut *inside;
-        order.gather::<D>(q, iq, parallel);
+        let gather = |arranged: &Arrangement<D>, from: &[f64], to: &mut [f64]| {
+            let order = arranged.order.as_ref().expect("a spatial order");
+            order.gather::<D>(from, to, parallel);
+        };
+        gather(&arranged, q, iq);
+        if self.resort_due(&arranged, iq) {
+            drop(arranged);
+            self.resort(q);
+            arranged = self.arranged();
+            gather(&arranged, q, iq);
+        }
         if !a.is_empty() {
             self.check_len(a, "the direction");
             // Made on first use (a Z&S step makes it at set-up, with its matrix).
             ia.resize(iq.len(), 0.0);
-            order.gather::<D>(a, ia, parallel);
+            gather(&arranged, a, ia);
         }
         let ia: &[f64] = if a.is_empty() { &[] } else { ia };
         match out {
@@ -61,10 +79,62 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             Some(out) => {
                 self.check_len(out, "the output");
                 let r = pass(iq, ia, Some(&mut io[..]));
+                let order = arranged.order.as_ref().expect("a spatial order");
                 order.scatter::<D>(io, out, parallel);
                 r
             }
         }
+    }
+
+    /// True when the bodies are due to be re-sorted before evaluating at `iq` (in the current
+    /// inner order): a spatial order without constraints, whose list must be built at `iq`
+    /// for the [`Assembled::with_resort_period`]-th time since the order was made.
+    fn resort_due(&self, arranged: &Arrangement<D>, iq: &[f64]) -> bool {
+        self.resort_every > 0
+            && self.model.counts.iter().all(|c| c.2 == 0)
+            && self
+                .work()
+                .resort_due(iq, &self.refresh_inputs(arranged), self.resort_every)
+    }
+
+    /// The bodies re-sorted in cells at the user's coordinates `q`, as at set-up
+    /// ([`Assembled::ordered`]).
+    fn resort(&self, q: &[f64]) {
+        let topology = &self.model.topology;
+        let (rc, skin) = topology
+            .pair_cutoff()
+            .expect("a spatial order has a pair cutoff");
+        let rank = {
+            let arranged = self.arranged();
+            let order = arranged.order.as_ref().expect("a spatial order");
+            let site = order::user_site::<D>(topology, &order.user_free_of, q);
+            order::cell_rank(topology.bodies(), site, self.model.cell.as_ref(), rc + skin)
+        };
+        self.rearrange(rank);
+    }
+
+    /// The state made anew over the arrangement `rank` (user body → inner body): the
+    /// relabeled topology's term lists and neighbour list (built at the next evaluation), the
+    /// count of builds continued and the fixed Hessian patterns kept. The old state is dropped
+    /// first, so that the two are never held at once.
+    pub(crate) fn rearrange(&self, rank: Vec<u32>) {
+        let mut arranged = self.arranged.borrow_mut();
+        let mut work = self.work();
+        let counts = (
+            work.neighbors.as_ref().map_or(0, |nb| nb.builds),
+            work.resorts + 1,
+        );
+        let kept = work.layouts();
+        let follows = work.follows;
+        let free = self.model.free;
+        *work = Workspace::new(Vec::new(), follows, None, free);
+        *arranged = Arc::new(Arrangement::empty());
+        let (fresh, forms, neighbors) = arrange::<T, D>(&self.model.topology, Some(rank))
+            .expect("the topology was valid at set-up, and so is every relabeling of it");
+        let mut w = Workspace::new(forms, follows, neighbors, free);
+        w.continue_from(counts, kept, fresh.to_user());
+        *work = w;
+        *arranged = Arc::new(fresh);
     }
 
     /// `V` at `q`: without a pass over the terms when the last energy, gradient or Hessian
@@ -72,9 +142,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// gradient there), else by an energy pass.
     pub(crate) fn energy(&self, omega: f64, q: &[f64]) -> f64 {
         self.inside(q, &[], None, |q, _, _| {
-            let input = self.inputs(omega, q, &[]);
+            let arranged = self.arranged();
+            let input = self.inputs(&arranged, omega, q, &[]);
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs());
+            s.refresh(q, &self.refresh_inputs(&arranged));
             if !s.valued_at(q, omega) {
                 for f in &mut s.forms {
                     f.evaluate(&self.model.terms, &input, Want::Energy);
@@ -90,20 +161,15 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(g, "the gradient");
         self.inside(q, &[], Some(g), |q, _, g| {
             let g = g.expect("an output");
-            let input = self.inputs(omega, q, &[]);
+            let arranged = self.arranged();
+            let input = self.inputs(&arranged, omega, q, &[]);
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs());
+            s.refresh(q, &self.refresh_inputs(&arranged));
             for f in &mut s.forms {
                 f.evaluate(&self.model.terms, &input, Want::Gradient);
             }
             s.mark_valued(q, omega);
-            sum_vector(
-                &s.forms,
-                &|_| true,
-                self.model.bodies.free,
-                self.is_parallel(),
-                g,
-            );
+            sum_vector(&s.forms, &|_| true, self.model.free, self.is_parallel(), g);
             s.value()
         })
     }
@@ -125,15 +191,16 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             self.check_len(g, "the gradient");
         }
         self.inside(q, &[], g, |q, _, g| {
-            let input = self.inputs(omega, q, &[]);
+            let arranged = self.arranged();
+            let input = self.inputs(&arranged, omega, q, &[]);
             let part = if want == Want::GradientStiffHessian {
                 HessianPart::Stiff
             } else {
                 HessianPart::Full
             };
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs());
-            let layout = s.layout(part, self.model.bodies.free, self.to_user());
+            s.refresh(q, &self.refresh_inputs(&arranged));
+            let layout = s.layout(part, self.model.free, arranged.to_user());
             if h.layout().id() != layout.id() {
                 assert!(
                     s.follows[part.index()],
@@ -158,7 +225,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 sum_vector(
                     &s.forms,
                     &|_| true,
-                    self.model.bodies.free,
+                    self.model.free,
                     self.is_parallel(),
                     g,
                 );
@@ -177,9 +244,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(a, "the direction");
         self.check_len(out, "the third contraction");
         self.inside(q, a, Some(out), |q, a, out| {
-            let input = self.inputs(omega, q, a);
+            let arranged = self.arranged();
+            let input = self.inputs(&arranged, omega, q, a);
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs());
+            s.refresh(q, &self.refresh_inputs(&arranged));
             let kept = s.tensors_kept_at(q, omega);
             for f in &mut s.forms {
                 f.evaluate(&self.model.terms, &input, Want::Third { kept });
@@ -188,7 +256,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             sum_vector(
                 &s.forms,
                 &nonzero,
-                self.model.bodies.free,
+                self.model.free,
                 self.is_parallel(),
                 out.expect("an output"),
             );
@@ -200,16 +268,17 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(a, "the direction");
         self.check_len(out, "the Hessian-vector product");
         self.inside(q, a, Some(out), |q, a, out| {
-            let input = self.inputs(omega, q, a);
+            let arranged = self.arranged();
+            let input = self.inputs(&arranged, omega, q, a);
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs());
+            s.refresh(q, &self.refresh_inputs(&arranged));
             for f in &mut s.forms {
                 f.evaluate(&self.model.terms, &input, Want::HessianVector);
             }
             sum_vector(
                 &s.forms,
                 &|_| true,
-                self.model.bodies.free,
+                self.model.free,
                 self.is_parallel(),
                 out.expect("an output"),
             );
@@ -270,7 +339,7 @@ macro_rules! assembled_model {
     ($ty:ty) => {
         impl<T: Terms<D>, const D: usize> Model<Vec<f64>> for $ty {
             fn dimension(&self) -> usize {
-                self.as_system().model.bodies.free * D
+                self.as_system().model.free * D
             }
             fn matrix_layout(&self, part: HessianPart) -> u64 {
                 self.as_system().hessian_layout(part).id()

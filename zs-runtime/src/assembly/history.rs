@@ -6,10 +6,14 @@
 //! run resumed from a checkpoint builds its list again at the saved positions, so it sums in
 //! the uninterrupted run's order and continues bit for bit.
 //!
-//! Entries, under the model's scope of the checkpoint: `neighbors.builds` (how many lists the
-//! run built so far) and `neighbors.sites` (every body's reference site at the last build,
-//! three coordinates each, in the order the bodies are held in inside — a function of the
-//! run's input, [`super::BodyOrder`]).
+//! A state in spatial order re-sorts its bodies as the run goes on
+//! ([`super::Assembled::with_resort_period`]), so its order is part of the history too.
+//!
+//! Entries, under the model's scope of the checkpoint: in spatial order, `order.rank` (every
+//! body's place inside, in the user's body order), `order.sorted-at` (the build count when
+//! that order was made) and `order.resorts`; under a cutoff, `neighbors.builds` (how many lists the run built so
+//! far) and `neighbors.sites` (every body's reference site at the last build, three
+//! coordinates each, in the order inside).
 
 use super::system::Assembled;
 use super::terms::Terms;
@@ -18,6 +22,13 @@ use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// [`crate::Model::save_history`]: the neighbour list's builds and reference sites.
     pub(crate) fn save_list(&self, out: &mut ScopeMut<'_>) {
+        if let Some(order) = &self.arranged().order {
+            let rank: Vec<f64> = order.rank.iter().map(|&r| f64::from(r)).collect();
+            out.set_f64s("order.rank", &rank);
+            let work = self.work();
+            out.set_u64("order.sorted-at", work.sorted_at as u64);
+            out.set_u64("order.resorts", work.resorts as u64);
+        }
         let work = self.work();
         let Some((builds, sites)) = work.list_history() else {
             return;
@@ -34,6 +45,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// # Errors
     /// Saved sites of another number of bodies, or not finite.
     pub(crate) fn restore_list(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        self.restore_order(from)?;
         if !from.contains("neighbors.sites") {
             return Ok(());
         }
@@ -59,7 +71,66 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             ));
         }
         let sites: Vec<[f64; 3]> = flat.chunks_exact(3).map(|s| [s[0], s[1], s[2]]).collect();
-        work.restore_list(&sites, builds as usize, &self.refresh_inputs());
+        let arranged = self.arranged();
+        work.restore_list(&sites, builds as usize, &self.refresh_inputs(&arranged));
+        Ok(())
+    }
+
+    /// The saved order made again (when it is not this state's already) and its build count.
+    ///
+    /// # Errors
+    /// A saved order for a system in the topology's order (or the reverse), or one that is not
+    /// a permutation of the bodies.
+    fn restore_order(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+        let spatial = self.arranged().order.is_some();
+        let saved = from.contains("order.rank");
+        if spatial != saved {
+            return Err(CheckpointError::Mismatch(format!(
+                "the checkpoint holds the bodies in {}, this system in {} (ZS_BODY_ORDER?)",
+                if saved {
+                    "a spatial order"
+                } else {
+                    "the topology's order"
+                },
+                if spatial {
+                    "a spatial order"
+                } else {
+                    "the topology's order"
+                },
+            )));
+        }
+        if !saved {
+            return Ok(());
+        }
+        let n = self.model.topology.bodies();
+        let mut seen = vec![false; n];
+        let mut rank = Vec::with_capacity(n);
+        for r in from.f64s("order.rank")? {
+            let fits = r >= 0.0 && r < n as f64 && r.fract() == 0.0;
+            if !fits || std::mem::replace(&mut seen[r as usize], true) {
+                return Err(CheckpointError::Mismatch(format!(
+                    "the checkpoint's order is not a permutation of the {n} bodies"
+                )));
+            }
+            rank.push(r as u32);
+        }
+        if rank.len() != n {
+            return Err(CheckpointError::Mismatch(format!(
+                "the checkpoint's order has {} bodies, the system {n}",
+                rank.len()
+            )));
+        }
+        let same = self
+            .arranged()
+            .order
+            .as_ref()
+            .is_some_and(|o| o.rank == rank);
+        if !same {
+            self.rearrange(rank);
+        }
+        let mut work = self.work();
+        work.sorted_at = from.u64("order.sorted-at")? as usize;
+        work.resorts = from.u64("order.resorts")? as usize;
         Ok(())
     }
 }

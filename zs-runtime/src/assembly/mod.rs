@@ -59,6 +59,7 @@
 //! assert!(state.q.iter().all(|x| x.is_finite()));
 //! ```
 
+mod arrange;
 mod cell;
 pub mod constraints;
 mod eval;
@@ -81,7 +82,7 @@ pub use forms::{
     Angle, Bond, Dihedral, Form, FormInfo, Forms, Over, Pair, Pair14, Site, ThirdForm,
 };
 pub use jacobian::{SparseConstraintSolver, SparseJacobian};
-pub use order::BodyOrder;
-pub use system::{Assembled, PARALLEL_BY_DEFAULT_ABOVE};
+pub use order::{BodyOrder, resort_period_from_env};
+pub use system::{Assembled, PARALLEL_BY_DEFAULT_ABOVE, RESORT_EVERY};
 pub use terms::{Body, Kernel, Kinds, Local, LocalHessian, LocalThird, Terms};
 pub use topology::{Topology, TopologyError};

@@ -19,6 +19,7 @@
 
 use super::cell::Cell;
 use super::plan::{Bodies, PINNED};
+use super::topology::Topology;
 
 /// How an [`super::Assembled`] system orders its bodies inside ([`super::Assembled::ordered`]).
 /// A public value, as faer's choices of algorithm are. Whatever the order, the system's
@@ -60,10 +61,23 @@ impl BodyOrder {
     }
 }
 
-/// A spatial order of the free bodies: inner free index `i` holds the coordinates of the
-/// user's free index `to_user[i]`, and user free index `u` is inner `to_inner[u]`.
+/// `ZS_RESORT_EVERY=K` from the environment (a number of neighbour-list builds; 0: never),
+/// [`super::RESORT_EVERY`] when unset or not a number: what the command line's
+/// condensed-phase systems give [`super::Assembled::with_resort_period`], so that one file
+/// can be run with any period (benchmarks).
+pub fn resort_period_from_env() -> usize {
+    std::env::var("ZS_RESORT_EVERY")
+        .ok()
+        .and_then(|k| k.trim().parse().ok())
+        .unwrap_or(super::RESORT_EVERY)
+}
+
+/// A spatial order of the bodies: user body `b` is inner body `rank[b]`; inner free index `i`
+/// holds the coordinates of the user's free index `to_user[i]`, and user free index `u` is
+/// inner `to_inner[u]`.
 #[derive(Debug)]
 pub(crate) struct Order {
+    pub rank: Vec<u32>,
     pub to_user: Vec<u32>,
     pub to_inner: Vec<u32>,
     /// The user's free index of every user body ([`PINNED`] for a pinned one).
@@ -73,7 +87,7 @@ pub(crate) struct Order {
 impl Order {
     /// The order of the relabeling `rank` (user body → inner body), with the user's bodies
     /// `user` and the inner ones `inner`.
-    pub fn new(rank: &[u32], user: &Bodies, inner: &Bodies) -> Self {
+    pub fn new(rank: Vec<u32>, user: &Bodies, inner: &Bodies) -> Self {
         let mut to_user = vec![0; user.free];
         let mut to_inner = vec![0; user.free];
         for (b, &f) in user.free_of.iter().enumerate() {
@@ -84,6 +98,7 @@ impl Order {
             }
         }
         Self {
+            rank,
             to_user,
             to_inner,
             user_free_of: user.free_of.clone(),
@@ -146,6 +161,22 @@ fn permute_blocks<const D: usize>(from: &[f64], to: &mut [f64], index: &[u32], p
             .for_each(copy);
     } else {
         copy((to, index));
+    }
+}
+
+/// Every body's reference site at the user's coordinates `q` (`D` per free body, at the user's
+/// free index `free_of[b]`), a pinned body's at its pin.
+pub(crate) fn user_site<const D: usize>(
+    topology: &Topology,
+    free_of: &[u32],
+    q: &[f64],
+) -> impl Fn(usize) -> [f64; 3] {
+    move |b| match free_of[b] {
+        PINNED => {
+            let p = &topology.pinned()[&b];
+            [p[0], p[1], p[2]]
+        }
+        f => core::array::from_fn(|a| q[f as usize * D + a]),
     }
 }
 
@@ -294,7 +325,7 @@ mod tests {
             free_of: (0..n as u32).collect(),
             free: n,
         };
-        let order = Order::new(&rank, &user, &inner);
+        let order = Order::new(rank.clone(), &user, &inner);
         let q: Vec<f64> = (0..3 * n).map(|k| k as f64 * 0.25).collect();
         for parallel in [false, true] {
             let mut inside = vec![0.0; 3 * n];

@@ -4,16 +4,16 @@
 
 use std::sync::Arc;
 
-use atomic_refcell::{AtomicRefCell, AtomicRefMut};
+use atomic_refcell::{AtomicRef, AtomicRefCell, AtomicRefMut};
 
+use super::arrange::{Arrangement, arrange};
 use super::cell::Cell;
-use super::eval::pairs::{CutoffPairs, PairStrategy};
-use super::eval::{Absent, CHUNK, FormList, FormOps, FormState, Inputs};
-use super::forms::{Angle, Bond, Dihedral, Form, Forms, Pair, Pair14, Site};
-use super::neighbors::Neighbors;
-use super::order::{self, BodyOrder, Inside, Order};
+use super::eval::pairs::PairStrategy;
+use super::eval::{CHUNK, FormList, Inputs};
+use super::forms::{Form, Forms, Pair};
+use super::order::{self, BodyOrder, Inside};
 use super::plan::{Bodies, PINNED};
-use super::terms::{Kernel, Terms};
+use super::terms::Terms;
 use super::topology::{Topology, TopologyError};
 use super::workspace::{Refresh, Workspace};
 use crate::DynState;
@@ -26,81 +26,24 @@ use crate::sparse::{Backend, BlockLayout};
 /// ([`Assembled::with_parallel`]).
 pub const PARALLEL_BY_DEFAULT_ABOVE: usize = 4 * CHUNK;
 
-/// The forms of a definition `T`, in table order ([`super::forms`]): the one place that lists
-/// them for the engine. Every form's terms are summed in this order. A pair form under a cutoff
-/// goes to the pair engine ([`CutoffPairs`]), every other form to the term engine.
-fn forms_of<T: Terms<D>, const D: usize>(
-    topology: &Topology,
-    bodies: &Bodies,
-) -> Result<Vec<Box<dyn FormOps<T, D>>>, TopologyError> {
-    let pairs: Box<dyn FormOps<T, D>> = if const { has::<T, Pair, D>() } {
-        let terms = FormState::<Pair, D, 2>::new(Pair::info(&T::FORMS), topology, bodies)?;
-        if topology.pair_cutoff().is_some() {
-            Box::new(CutoffPairs::new(terms))
-        } else {
-            Box::new(terms)
-        }
-    } else {
-        Box::new(Absent::<Pair>::new())
-    };
-    Ok(vec![
-        form::<T, Site, D, 1>(topology, bodies)?,
-        form::<T, Bond, D, 2>(topology, bodies)?,
-        pairs,
-        form::<T, Angle, D, 3>(topology, bodies)?,
-        form::<T, Dihedral, D, 4>(topology, bodies)?,
-        form::<T, Pair14, D, 2>(topology, bodies)?,
-    ])
-}
-
-fn form<T, F, const D: usize, const K: usize>(
-    topology: &Topology,
-    bodies: &Bodies,
-) -> Result<Box<dyn FormOps<T, D>>, TopologyError>
-where
-    T: Terms<D> + Kernel<D, K, F>,
-    F: Form,
-{
-    if const { has::<T, F, D>() } {
-        Ok(Box::new(FormState::<F, D, K>::new(
-            F::info(&T::FORMS),
-            topology,
-            bodies,
-        )?))
-    } else {
-        Ok(Box::new(Absent::<F>::new()))
-    }
-}
-
-/// Whether definition `T` has form `F`: a constant, read in `if const`, so that a form the
-/// definition lacks makes none of the engine's code — its passes, lanes and rows are
-/// monomorphized only for the forms a definition has.
-const fn has<T: Terms<D>, F: Form, const D: usize>() -> bool {
-    T::FORMS.of(F::OVER).present
-}
+/// A system in spatial order re-sorts its bodies at every this many neighbour-list builds by
+/// default ([`Assembled::with_resort_period`]).
+pub const RESORT_EVERY: usize = 100;
 
 /// The model of an assembled system: what does not change as it is evaluated — the kernels,
-/// the topology, which bodies are free and where the pinned ones are, the masses and types —
-/// read by every evaluation state of it at once (the forms' plans are shared the same way,
-/// see [`super::workspace`]).
+/// the topology, the masses, the box — read by every evaluation state of it at once (the
+/// forms' plans and the arrangement of the bodies are shared the same way until a state
+/// re-sorts, see [`super::workspace`] and [`super::arrange`]).
 pub(crate) struct Assembly<T, const D: usize> {
     pub terms: T,
     pub topology: Topology,
-    pub bodies: Bodies,
-    /// Every body's position when some body is pinned (read for pinned bodies only), else
-    /// empty.
-    pub pins: Vec<[f64; D]>,
+    /// The number of free bodies.
+    pub free: usize,
     pub masses: BodyMasses<D>,
-    /// Every body's type, when a form reads them (else empty: all 0).
-    pub kinds: Vec<u32>,
     /// Per form, in table order: name, number of terms at set-up, constraint rows.
     pub counts: Vec<(&'static str, usize, usize)>,
     /// The periodic box, when the topology has one.
     pub cell: Option<Cell>,
-    /// The spatial order the bodies are held in inside, when not the topology's
-    /// ([`BodyOrder`]): then `bodies`, `pins`, `kinds`, the forms and the neighbour list are
-    /// of the relabeled topology, while `topology` and `masses` are the user's.
-    pub order: Option<Order>,
 }
 
 /// A mechanical system of `B` bodies with `D` coordinates each, assembled from the per-term
@@ -136,6 +79,9 @@ pub(crate) struct Assembly<T, const D: usize> {
 /// non-excluded pair; a replica adds its own buffers and neighbour list, not the model.
 pub struct Assembled<T, const D: usize> {
     pub(crate) model: Arc<Assembly<T, D>>,
+    /// Where this state holds its bodies ([`Arrangement`]): the topology's order or a spatial
+    /// one; made anew when the state re-sorts.
+    pub(crate) arranged: AtomicRefCell<Arc<Arrangement<D>>>,
     work: AtomicRefCell<Workspace<T, D>>,
     /// In spatial order, this state's vectors in the inner order (else empty).
     pub(crate) inside: AtomicRefCell<Inside>,
@@ -144,13 +90,15 @@ pub struct Assembled<T, const D: usize> {
     isa: Isa,
     backend: Backend,
     strategy: PairStrategy,
+    /// In spatial order: re-sort at every this many neighbour-list builds (0: never).
+    pub(crate) resort_every: usize,
 }
 
 impl<T, const D: usize> core::fmt::Debug for Assembled<T, D> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Assembled")
             .field("bodies", &self.model.topology.bodies())
-            .field("free", &self.model.bodies.free)
+            .field("free", &self.model.free)
             .field("dim", &D)
             .field("terms", &self.model.counts)
             .field("parallel", &self.parallel)
@@ -214,22 +162,17 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             return Self::build(terms, topology, None).and_then(|s| s.checked(start));
         };
         let cell = topology.box_lengths().map(Cell::new);
-        let site = |b: usize| -> [f64; 3] {
-            match user.free_of[b] {
-                PINNED => {
-                    let p = &topology.pinned()[&b];
-                    [p[0], p[1], p[2]]
-                }
-                f => core::array::from_fn(|a| start[f as usize * D + a]),
+        let rank = {
+            let site = order::user_site::<D>(&topology, &user.free_of, start);
+            let n = topology.bodies();
+            if order == BodyOrder::Auto && order::locality(n, &site, cell.as_ref(), reach) >= 0.5 {
+                None
+            } else {
+                Some(order::cell_rank(n, &site, cell.as_ref(), reach))
             }
         };
-        let n = topology.bodies();
-        if order == BodyOrder::Auto && order::locality(n, site, cell.as_ref(), reach) >= 0.5 {
-            drop(user);
-            return Self::build(terms, topology, None).and_then(|s| s.checked(start));
-        }
-        let rank = order::cell_rank(n, site, cell.as_ref(), reach);
-        Self::build(terms, topology, Some((rank, user))).and_then(|s| s.checked(start))
+        drop(user);
+        Self::build(terms, topology, rank).and_then(|s| s.checked(start))
     }
 
     /// `self` once its start `q` is checked ([`Assembled::check_start`]).
@@ -238,13 +181,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         Ok(self)
     }
 
-    /// Set-up over `topology` (validated), relabeled by `rank` when given (with the user's
-    /// bodies `user`).
-    fn build(
-        terms: T,
-        topology: Topology,
-        relabel: Option<(Vec<u32>, Bodies)>,
-    ) -> Result<Self, TopologyError> {
+    /// Set-up over `topology` (validated), relabeled by `rank` (user body → inner body) when
+    /// given.
+    fn build(terms: T, topology: Topology, rank: Option<Vec<u32>>) -> Result<Self, TopologyError> {
         // The per-body arrays (free indices, pinned positions, masses, the energy cache) are
         // reserved first: a topology too large for memory is an error, not an abort.
         let n = topology.bodies();
@@ -254,38 +193,11 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             .map_err(|_| TopologyError::TooLarge("the number of bodies"))?;
         drop(probe);
         // In spatial order, everything of the engine is made of the relabeled topology.
-        let inner = relabel.as_ref().map(|(rank, _)| topology.relabeled(rank));
-        let engine = inner.as_ref().unwrap_or(&topology);
-        let bodies = Bodies::new(engine);
-        let forms = forms_of::<T, D>(engine, &bodies)?;
-        for f in &forms {
-            // Local slots `t·K²` of the gather lists are 32-bit.
-            if f.len() >= u32::MAX as usize / (f.arity() * f.arity()).max(4) {
-                return Err(TopologyError::TooLarge("the number of terms of a form"));
-            }
-        }
-        // Every body's pin, read only for pinned bodies: none without one (a million free
-        // bodies need no 24 MB of zeros).
-        let mut pins = if engine.pinned().is_empty() {
-            Vec::new()
-        } else {
-            vec![[0.0; D]; topology.bodies()]
-        };
-        for (&b, p) in engine.pinned() {
-            pins[b].copy_from_slice(p);
-        }
-        let order = relabel.map(|(rank, user)| Order::new(&rank, &user, &bodies));
+        let (arranged, forms, neighbors) = arrange::<T, D>(&topology, rank)?;
         // The masses are the interface's: in the user's order.
-        let masses = match &order {
+        let masses = match &arranged.order {
             Some(o) => masses_of(&terms, &topology, &o.user_free_of)?,
-            None => masses_of(&terms, &topology, &bodies.free_of)?,
-        };
-        // Every body's type when a form reads them (type 0 for all without `types`): the lane
-        // kernels of a typed form index one row per lane.
-        let kinds = if T::FORMS.any_typed() {
-            (0..n).map(|b| engine.kind_of(b)).collect()
-        } else {
-            Vec::new()
+            None => masses_of(&terms, &topology, &arranged.bodies.free_of)?,
         };
         let counts: Vec<_> = forms
             .iter()
@@ -299,27 +211,26 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                     .iter()
                     .any(|f| f.name() == <Pair as Form>::NAME && f.enters(part))
         });
-        let work = Workspace::new(forms, follows, Neighbors::new(engine), bodies.free);
-        drop(inner);
-        let inside = Inside::new(order.as_ref().map_or(0, |_| bodies.free * D));
+        let free = arranged.bodies.free;
+        let work = Workspace::new(forms, follows, neighbors, free);
+        let inside = Inside::new(arranged.order.as_ref().map_or(0, |_| free * D));
         Ok(Self {
             model: Arc::new(Assembly {
                 cell: topology.box_lengths().map(Cell::new),
                 terms,
                 topology,
-                bodies,
-                pins,
+                free,
                 masses,
-                kinds,
                 counts,
-                order,
             }),
+            arranged: AtomicRefCell::new(Arc::new(arranged)),
             work: AtomicRefCell::new(work),
             inside: AtomicRefCell::new(inside),
             parallel: terms_count >= PARALLEL_BY_DEFAULT_ABOVE,
             isa: simd::selected(),
             backend: Backend::Auto,
             strategy: PairStrategy::Auto,
+            resort_every: RESORT_EVERY,
         })
     }
 
@@ -330,12 +241,14 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     pub fn replica(&self) -> Self {
         Self {
             model: self.model.clone(),
+            arranged: AtomicRefCell::new(self.arranged().clone()),
             work: AtomicRefCell::new(self.work().replica()),
             inside: AtomicRefCell::new(Inside::new(self.inside.borrow().len())),
             parallel: self.parallel,
             isa: self.isa,
             backend: self.backend,
             strategy: self.strategy,
+            resort_every: self.resort_every,
         }
     }
 
@@ -372,10 +285,31 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             let mut work = self.work();
             if work.has_pairs() {
                 // A list already built: its forms take it again, the new way.
-                work.give_pairs(&self.refresh_inputs());
+                let arranged = self.arranged();
+                work.give_pairs(&self.refresh_inputs(&arranged));
             }
         }
         self
+    }
+
+    /// In spatial order ([`BodyOrder::Cells`]), make the order again — from the positions of
+    /// the moment, as at set-up — at every `builds`-th neighbour-list build (0: never, the
+    /// order of the start kept; default [`RESORT_EVERY`]). Bodies diffuse: the order made at
+    /// the start scatters the partners of a pair over memory again as the run goes on, and
+    /// LAMMPS re-sorts its atoms every 1 000 steps for the same reason. The re-sorted order is
+    /// a function of the state, so the bits are the same at every thread count and SIMD
+    /// width; a checkpoint keeps it ([`crate::Model::save_history`]), so a resumed run
+    /// continues bit for bit. A system with constraints keeps its start's order (their rows,
+    /// which a stepper's multipliers follow, are in the order of the terms). A re-sort is a
+    /// set-up of the state's term lists and neighbour list: it allocates them anew.
+    pub fn with_resort_period(mut self, builds: usize) -> Self {
+        self.resort_every = builds;
+        self
+    }
+
+    /// The number of builds between two re-sorts ([`Assembled::with_resort_period`]).
+    pub fn resort_period(&self) -> usize {
+        self.resort_every
     }
 
     /// The pair strategy ([`Assembled::with_pair_strategy`]).
@@ -430,14 +364,15 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
     /// Number of free bodies.
     pub fn free_bodies(&self) -> usize {
-        self.model.bodies.free
+        self.model.free
     }
     /// The coordinate block of `body` (its coordinates are `D·k .. D·k + D`), or `None` for a
     /// pinned body.
     pub fn free_index(&self, body: usize) -> Option<usize> {
-        let free_of = match &self.model.order {
+        let arranged = self.arranged();
+        let free_of = match &arranged.order {
             Some(o) => &o.user_free_of,
-            None => &self.model.bodies.free_of,
+            None => &arranged.bodies.free_of,
         };
         match free_of.get(body) {
             Some(&f) if f != PINNED => Some(f as usize),
@@ -468,7 +403,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// The order its bodies are held in inside: [`BodyOrder::Cells`] or [`BodyOrder::Given`]
     /// (what [`BodyOrder::Auto`] decided, [`Assembled::ordered`]).
     pub fn body_order(&self) -> BodyOrder {
-        if self.model.order.is_some() {
+        if self.arranged().order.is_some() {
             BodyOrder::Cells
         } else {
             BodyOrder::Given
@@ -494,11 +429,18 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.work().neighbors.as_ref().map_or(0, |n| n.builds)
     }
 
+    /// The number of times this evaluation state re-sorted its bodies so far
+    /// ([`Assembled::with_resort_period`]).
+    pub fn resorts(&self) -> usize {
+        self.work().resorts
+    }
+
     /// The block pattern of `Hess V` (`HessianPart::Full`) or of the stiff Hessian, as of the
     /// last neighbour list (see [`Assembled::hessian_follows_neighbors`]).
     pub fn hessian_layout(&self, part: HessianPart) -> Arc<BlockLayout> {
+        let arranged = self.arranged();
         self.work()
-            .layout(part, self.model.bodies.free, self.to_user())
+            .layout(part, self.model.free, arranged.to_user())
     }
 
     /// Names of the coordinates, for a CSV header ([`crate::CsvRecorder::with_names`]): per
@@ -506,7 +448,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// `x{b}_{s}, …` for the site `s` of a body of several sites of 3; else `q{b}_{d}`.
     pub fn coordinate_names(&self) -> Vec<String> {
         let n = self.model.topology.bodies();
-        let mut names = Vec::with_capacity(self.model.bodies.free * D);
+        let mut names = Vec::with_capacity(self.model.free * D);
         for b in (0..n).filter(|&b| self.free_index(b).is_some()) {
             let b = b + 1;
             for d in 0..D {
@@ -568,7 +510,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             self.model.topology.bodies(),
             "one position per body"
         );
-        let mut q = vec![0.0; self.model.bodies.free * D];
+        let mut q = vec![0.0; self.model.free * D];
         for (b, p) in positions.iter().enumerate() {
             if let Some(f) = self.free_index(b) {
                 q[f * D..(f + 1) * D].copy_from_slice(p);
@@ -592,17 +534,18 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// coordinates — exact, term by term, for fitting force fields. Allocates (not a step).
     pub fn parameter_derivatives(&self, q: &[f64]) -> (Vec<f64>, Vec<Vec<f64>>) {
         let p = T::PARAMETERS.len();
-        let n = self.model.bodies.free * D;
+        let n = self.model.free * D;
         let (mut dv, mut dg) = (vec![0.0; p], vec![0.0; p * n]);
         self.inside(q, &[], None, |q, _, _| {
-            let input = self.inputs(0.0, q, q);
+            let arranged = self.arranged();
+            let input = self.inputs(&arranged, 0.0, q, q);
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs());
+            s.refresh(q, &self.refresh_inputs(&arranged));
             for f in &s.forms {
                 f.add_parameter_derivatives(&self.model.terms, &input, &mut dv, &mut dg);
             }
         });
-        if let Some(order) = &self.model.order {
+        if let Some(order) = &self.arranged().order {
             // Rows over the inner coordinates, back into the user's order.
             for row in dg.chunks_mut(n.max(1)) {
                 let inner = row.to_vec();
@@ -616,7 +559,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     pub(crate) fn check_len(&self, x: &[f64], what: &str) {
-        let n = self.model.bodies.free * D;
+        let n = self.model.free * D;
         assert!(
             x.len() == n,
             "assembled system: {what} has {} entries, the system {n} coordinates",
@@ -636,35 +579,41 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         })
     }
 
-    /// In spatial order, the user's free index of every inner one (the Hessian pattern's).
-    pub(crate) fn to_user(&self) -> Option<&[u32]> {
-        self.model.order.as_ref().map(|o| &o.to_user[..])
+    /// Where this state holds its bodies (see [`Arrangement`]).
+    pub(crate) fn arranged(&self) -> AtomicRef<'_, Arc<Arrangement<D>>> {
+        self.arranged.borrow()
     }
 
     /// What a neighbour-list build reads.
-    pub(crate) fn refresh_inputs(&self) -> Refresh<'_, D> {
+    pub(crate) fn refresh_inputs<'a>(&self, arranged: &'a Arrangement<D>) -> Refresh<'a, D> {
         Refresh {
-            bodies: &self.model.bodies,
-            pins: &self.model.pins,
-            kinds: &self.model.kinds,
+            bodies: &arranged.bodies,
+            pins: &arranged.pins,
+            kinds: &arranged.kinds,
             strategy: self.strategy,
         }
     }
 
-    pub(crate) fn inputs<'a>(&'a self, omega: f64, q: &'a [f64], a: &'a [f64]) -> Inputs<'a, D> {
+    pub(crate) fn inputs<'a>(
+        &'a self,
+        arranged: &'a Arrangement<D>,
+        omega: f64,
+        q: &'a [f64],
+        a: &'a [f64],
+    ) -> Inputs<'a, D> {
         self.check_len(q, "q");
         let m = &*self.model;
         Inputs {
             q,
             a,
-            pins: &m.pins,
+            pins: &arranged.pins,
             omega,
             parallel: self.parallel,
             isa: self.isa,
             cell: m.cell,
             cut2: m.topology.pair_cutoff().map(|(rc, _)| rc * rc),
-            kinds: &m.kinds,
-            all_free: m.bodies.free == m.bodies.free_of.len(),
+            kinds: &arranged.kinds,
+            all_free: m.free == arranged.bodies.free_of.len(),
             to_user: None,
         }
     }

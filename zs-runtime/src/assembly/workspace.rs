@@ -47,6 +47,11 @@ pub(crate) struct Workspace<T, const D: usize> {
     /// whether the list has changed since the pattern was made.
     pub follows: [bool; 2],
     stale: [bool; 2],
+    /// The number of neighbour-list builds when the bodies' arrangement was made (a spatial
+    /// order re-sorts [`super::Assembled::with_resort_period`] builds later).
+    pub sorted_at: usize,
+    /// How many times the bodies were re-sorted.
+    pub resorts: usize,
 }
 
 /// The block pattern of `part` over the current terms of `forms` (the pairs of a form's
@@ -97,6 +102,8 @@ impl<T, const D: usize> Workspace<T, D> {
             layouts: [None, None],
             follows,
             stale: [false; 2],
+            sorted_at: 0,
+            resorts: 0,
         }
     }
 
@@ -157,23 +164,59 @@ impl<T, const D: usize> Workspace<T, D> {
     /// since the last build (the reference sites of every body at `q`), and give it to the
     /// pair forms.
     pub fn refresh(&mut self, q: &[f64], at: &Refresh<'_, D>) {
-        let Some(nb) = self.neighbors.as_mut() else {
-            return;
-        };
-        let bodies = at.bodies;
-        let site = |b: usize| -> [f64; 3] {
-            let f = bodies.free_of[b];
-            let x = if f == PINNED {
-                &at.pins[b][..3]
-            } else {
-                &q[f as usize * D..f as usize * D + 3]
-            };
-            [x[0], x[1], x[2]]
-        };
-        if !nb.stale_at(bodies.free_of.len(), site) {
-            return;
+        if self.stale(q, at) {
+            self.build(at.bodies.free_of.len(), site_at(q, at), at);
         }
-        self.build(bodies.free_of.len(), site, at);
+    }
+
+    /// Under a pair cutoff: true when the pair list must be built at `q` (never built, or a
+    /// body moved more than half the skin since).
+    fn stale(&self, q: &[f64], at: &Refresh<'_, D>) -> bool {
+        self.neighbors
+            .as_ref()
+            .is_some_and(|nb| nb.stale_at(at.bodies.free_of.len(), site_at(q, at)))
+    }
+
+    /// True when the bodies' arrangement is due to be made again before evaluating at `q`: the
+    /// list must be built there, and `every` lists were built since the arrangement was made.
+    pub fn resort_due(&self, q: &[f64], at: &Refresh<'_, D>, every: usize) -> bool {
+        self.neighbors
+            .as_ref()
+            .is_some_and(|nb| nb.builds >= self.sorted_at + every)
+            && self.stale(q, at)
+    }
+
+    /// A state made anew for a new arrangement of the bodies continues this one's count of
+    /// builds (`builds`, now the arrangement's) and of re-sorts, and keeps the patterns of the Hessian parts
+    /// that do not follow the list, `kept`: made over the user's indices, they are the same in
+    /// any arrangement (a stepper keeps its matrix and solver), and the new forms' gathers are
+    /// attached to them (`to_user`: the new order).
+    pub fn continue_from(
+        &mut self,
+        (builds, resorts): (usize, usize),
+        kept: [Option<Arc<BlockLayout>>; 2],
+        to_user: Option<&[u32]>,
+    ) {
+        if let Some(nb) = self.neighbors.as_mut() {
+            nb.builds = builds;
+        }
+        self.sorted_at = builds;
+        self.resorts = resorts;
+        for (p, layout) in kept.into_iter().enumerate() {
+            let Some(layout) = layout.filter(|_| !self.follows[p]) else {
+                continue;
+            };
+            let part = [HessianPart::Full, HessianPart::Stiff][p];
+            for f in self.forms.iter_mut() {
+                f.attach(part, &layout, to_user);
+            }
+            self.layouts[p] = Some(layout);
+        }
+    }
+
+    /// The patterns made so far (see [`Workspace::continue_from`]).
+    pub fn layouts(&self) -> [Option<Arc<BlockLayout>>; 2] {
+        self.layouts.clone()
     }
 
     /// Build the pair list at the reference sites `site(b)` of the `n` bodies and give it to
@@ -267,6 +310,22 @@ impl<T, const D: usize> Workspace<T, D> {
             f.reserve_hessians(part);
         }
         self.kept = false;
+    }
+}
+
+/// Body `b`'s reference site at `q` (its pin when pinned).
+fn site_at<'a, const D: usize>(
+    q: &'a [f64],
+    at: &'a Refresh<'_, D>,
+) -> impl Fn(usize) -> [f64; 3] + Sync + 'a {
+    move |b| {
+        let f = at.bodies.free_of[b];
+        let x = if f == PINNED {
+            &at.pins[b][..3]
+        } else {
+            &q[f as usize * D..f as usize * D + 3]
+        };
+        [x[0], x[1], x[2]]
     }
 }
 

@@ -37,6 +37,7 @@ mod piecewise;
 mod pme;
 mod properties;
 mod rattle;
+mod resort;
 mod settle;
 mod shake;
 mod sparse_backends;

@@ -273,6 +273,13 @@ pub fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync>(
         "  neighbour lists  {:>14}   builds",
         system.neighbor_builds()
     );
+    if system.body_order() == zs_runtime::assembly::BodyOrder::Cells && system.resorts() > 0 {
+        say!(
+            "  spatial order    {:>14}   re-sorts (every {} builds; ZS_RESORT_EVERY)",
+            system.resorts(),
+            system.resort_period()
+        );
+    }
     done
 }
 
