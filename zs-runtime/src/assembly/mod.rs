@@ -23,6 +23,8 @@
 //! - `eval`: the engine, written once over the forms — kernels in parallel chunks into per-term
 //!   buffers, then a fixed-order gather (bit-identical whatever the thread count, nothing
 //!   allocated);
+//! - `arrange`: where an evaluation state holds its bodies (the topology's order or a spatial
+//!   one, re-sorted as the run goes on) and the forms made over it;
 //! - [`system`]: [`Assembled`], a [`crate::Model`] / [`crate::StiffModel`] over `Vec<f64>`;
 //! - `history`: what a checkpoint keeps of its evaluations (the neighbour list's sites);
 //! - [`constraints`]: which constraints there are, [`Assembled`] as a

@@ -6,16 +6,19 @@
 //! (measured: a shuffled melt of 864 000 beads steps twice as slowly as the same melt in
 //! chain order).
 //!
-//! The permutation lives here and in the [`super::Assembled`] that holds it; nothing outside
-//! sees it. The terms, the neighbour list, the per-body buffers and the Hessian gathers are
-//! built over the relabeled topology ([`super::Topology::relabeled`]); the model's interface
-//! stays in the user's order: each evaluation gathers `q` (and a direction `a`) into the
-//! inner order ([`Order::gather`]) and gathers its vector outputs back ([`Order::scatter`]),
-//! masses are the user's, and the Hessian's block pattern is made over the user's free
-//! indices ([`Order::to_user`]), so matrices, solvers, state vectors, files and checkpoints
-//! never see the inner order. The order is made once, at set-up, from the start: a function
-//! of the input (the topology and the start positions), so a resumed run, which is set up
-//! from the same input, evaluates in the same order and continues bit for bit.
+//! The permutation lives here and in the evaluation state that holds it (its arrangement,
+//! `arrange.rs`); nothing outside sees it. The terms, the neighbour list, the per-body
+//! buffers and the Hessian gathers are built over the relabeled topology
+//! ([`super::Topology::relabeled`]); the model's interface stays in the user's order: each
+//! evaluation gathers `q` (and a direction `a`) into the inner order ([`Order::gather`]) and
+//! gathers its vector outputs back ([`Order::scatter`]), masses are the user's, and the
+//! Hessian's block pattern is made over the user's free indices ([`Order::to_user`]), so
+//! matrices, solvers, state vectors and files never see the inner order. The order is made at
+//! set-up from the start, and made again from the positions of the moment every so many
+//! neighbour-list builds ([`super::Assembled::with_resort_period`]): a function of the state,
+//! so the same at every thread count. A checkpoint keeps it (`history.rs`, opaque to the
+//! reader: every body's place inside), so a resumed run evaluates in the same order and
+//! continues bit for bit.
 
 use super::cell::Cell;
 use super::plan::{Bodies, PINNED};

@@ -122,8 +122,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// every vector of the system). The system's interface is the same as [`Assembled::new`]'s
     /// in every order; the spatial order makes the pair passes of a large system whose
     /// topology numbers its bodies in no spatial order read the caches instead of main
-    /// memory. The order is a function of `topology` and `start`: a run set up again from the
-    /// same input (a resumed run) evaluates in the same order.
+    /// memory. The order is a function of `topology` and `start`, and is made again from the
+    /// positions of the moment every [`Assembled::with_resort_period`] neighbour-list builds;
+    /// a checkpoint keeps it ([`crate::Model::save_history`]).
     ///
     /// # Errors
     /// What [`Assembled::new`] reports; [`TopologyError::OrderDoesNotApply`] for
