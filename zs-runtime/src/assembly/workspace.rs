@@ -186,11 +186,11 @@ impl<T, const D: usize> Workspace<T, D> {
             && self.stale(q, at)
     }
 
-    /// A state made anew for a new arrangement of the bodies continues this one's count of
-    /// builds (`builds`, now the arrangement's) and of re-sorts, and keeps the patterns of the Hessian parts
-    /// that do not follow the list, `kept`: made over the user's indices, they are the same in
-    /// any arrangement (a stepper keeps its matrix and solver), and the new forms' gathers are
-    /// attached to them (`to_user`: the new order).
+    /// A state made anew for a new arrangement of the bodies continues this one's counts of
+    /// builds (`builds`, now the arrangement's) and of re-sorts, and keeps the patterns of the
+    /// Hessian parts that do not follow the list, `kept`: made over the user's indices, they
+    /// are the same in any arrangement (a stepper keeps its matrix and solver), and the new
+    /// forms' gathers are attached to them (`to_user`: the new order).
     pub fn continue_from(
         &mut self,
         (builds, resorts): (usize, usize),
