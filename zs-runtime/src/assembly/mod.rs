@@ -84,7 +84,7 @@ pub use forms::{
     Angle, Bond, Dihedral, Form, FormInfo, Forms, Over, Pair, Pair14, Site, ThirdForm,
 };
 pub use jacobian::{SparseConstraintSolver, SparseJacobian};
-pub use order::{BodyOrder, resort_period_from_env};
-pub use system::{Assembled, PARALLEL_BY_DEFAULT_ABOVE, RESORT_EVERY};
+pub use order::{BodyOrder, RESORT_EVERY, resort_period_from_env};
+pub use system::{Assembled, PARALLEL_BY_DEFAULT_ABOVE};
 pub use terms::{Body, Kernel, Kinds, Local, LocalHessian, LocalThird, Terms};
 pub use topology::{Topology, TopologyError};

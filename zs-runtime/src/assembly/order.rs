@@ -64,15 +64,19 @@ impl BodyOrder {
     }
 }
 
+/// A system in spatial order re-sorts its bodies at every this many neighbour-list builds by
+/// default ([`super::Assembled::with_resort_period`]).
+pub const RESORT_EVERY: usize = 100;
+
 /// `ZS_RESORT_EVERY=K` from the environment (a number of neighbour-list builds; 0: never),
-/// [`super::RESORT_EVERY`] when unset or not a number: what the command line's
+/// [`RESORT_EVERY`] when unset or not a number: what the command line's
 /// condensed-phase systems give [`super::Assembled::with_resort_period`], so that one file
 /// can be run with any period (benchmarks).
 pub fn resort_period_from_env() -> usize {
     std::env::var("ZS_RESORT_EVERY")
         .ok()
         .and_then(|k| k.trim().parse().ok())
-        .unwrap_or(super::RESORT_EVERY)
+        .unwrap_or(RESORT_EVERY)
 }
 
 /// A spatial order of the bodies: user body `b` is inner body `rank[b]`; inner free index `i`

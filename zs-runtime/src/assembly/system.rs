@@ -11,7 +11,7 @@ use super::cell::Cell;
 use super::eval::pairs::PairStrategy;
 use super::eval::{CHUNK, FormList, Inputs};
 use super::forms::{Form, Forms, Pair};
-use super::order::{self, BodyOrder, Inside};
+use super::order::{self, BodyOrder, Inside, RESORT_EVERY};
 use super::plan::{Bodies, PINNED};
 use super::terms::Terms;
 use super::topology::{Topology, TopologyError};
@@ -25,10 +25,6 @@ use crate::sparse::{Backend, BlockLayout};
 /// Systems with at least this many terms evaluate them on rayon's pool by default
 /// ([`Assembled::with_parallel`]).
 pub const PARALLEL_BY_DEFAULT_ABOVE: usize = 4 * CHUNK;
-
-/// A system in spatial order re-sorts its bodies at every this many neighbour-list builds by
-/// default ([`Assembled::with_resort_period`]).
-pub const RESORT_EVERY: usize = 100;
 
 /// The model of an assembled system: what does not change as it is evaluated — the kernels,
 /// the topology, the masses, the box — read by every evaluation state of it at once (the
