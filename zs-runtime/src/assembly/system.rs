@@ -231,10 +231,12 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         })
     }
 
-    /// Another evaluation state of the same model (see [`Assembled`]): the model, the forms'
-    /// plans and the Hessian patterns shared; buffers and caches of its own, and, under a
-    /// pair cutoff, a neighbour list of its own, built at its first evaluation. The options
-    /// (parallel, SIMD, backend, pair strategy) are this one's. Allocates its buffers (set-up).
+    /// Another evaluation state of the same model (see [`Assembled`]): the model, this state's
+    /// arrangement of the bodies, the forms' plans and the Hessian patterns shared (until
+    /// either re-sorts, [`Assembled::with_resort_period`]); buffers and caches of its own,
+    /// and, under a pair cutoff, a neighbour list of its own, built at its first evaluation.
+    /// The options (parallel, SIMD, backend, pair strategy, re-sort period) are this one's.
+    /// Allocates its buffers (set-up).
     pub fn replica(&self) -> Self {
         Self {
             model: self.model.clone(),
