@@ -313,15 +313,17 @@ impl<T, const D: usize> Workspace<T, D> {
     }
 }
 
-/// Body `b`'s reference site at `q` (its pin when pinned).
+/// Body `b`'s reference site at `q` (its pin when pinned). The slices are taken out of `at`
+/// first: the stale check calls this for every body at every evaluation.
 fn site_at<'a, const D: usize>(
     q: &'a [f64],
-    at: &'a Refresh<'_, D>,
+    at: &Refresh<'a, D>,
 ) -> impl Fn(usize) -> [f64; 3] + Sync + 'a {
+    let (free_of, pins) = (&at.bodies.free_of[..], at.pins);
     move |b| {
-        let f = at.bodies.free_of[b];
+        let f = free_of[b];
         let x = if f == PINNED {
-            &at.pins[b][..3]
+            &pins[b][..3]
         } else {
             &q[f as usize * D..f as usize * D + 3]
         };
