@@ -410,10 +410,10 @@ macro_rules! assembled_model {
                 self.as_system().hessian_vector(self.penalty(), q, a, out);
             }
             fn save_history(&self, out: &mut ScopeMut<'_>) {
-                self.as_system().save_list(out);
+                self.as_system().save_history_into(out);
             }
             fn restore_history(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
-                self.as_system().restore_list(from)
+                self.as_system().restore_history_from(from)
             }
         }
 

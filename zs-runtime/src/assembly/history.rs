@@ -11,17 +11,19 @@
 //!
 //! Entries, under the model's scope of the checkpoint: in spatial order, `order.rank` (every
 //! body's place inside, in the user's body order), `order.sorted-at` (the build count when
-//! that order was made) and `order.resorts`; under a cutoff, `neighbors.builds` (how many lists the run built so
-//! far) and `neighbors.sites` (every body's reference site at the last build, three
-//! coordinates each, in the order inside).
+//! that order was made) and `order.resorts`; under a cutoff, `neighbors.builds` (how many
+//! lists the run built so far) and `neighbors.sites` (every body's reference site at the last
+//! build, three coordinates each, in the order inside). A checkpoint without them (written
+//! before they were kept) resumes with the start's order and a list built afresh.
 
 use super::system::Assembled;
 use super::terms::Terms;
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 
 impl<T: Terms<D>, const D: usize> Assembled<T, D> {
-    /// [`crate::Model::save_history`]: the neighbour list's builds and reference sites.
-    pub(crate) fn save_list(&self, out: &mut ScopeMut<'_>) {
+    /// [`crate::Model::save_history`]: the spatial order and the neighbour list's builds and
+    /// reference sites.
+    pub(crate) fn save_history_into(&self, out: &mut ScopeMut<'_>) {
         if let Some(order) = &self.arranged().order {
             let rank: Vec<f64> = order.rank.iter().map(|&r| f64::from(r)).collect();
             out.set_f64s("order.rank", &rank);
@@ -38,13 +40,15 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         out.set_f64s("neighbors.sites", &flat);
     }
 
-    /// [`crate::Model::restore_history`]: the list built again at the saved sites. Nothing
-    /// saved (a system without a cutoff, or a checkpoint written before the first
-    /// evaluation): the list is built at the first evaluation, as in a fresh run.
+    /// [`crate::Model::restore_history`]: the saved order made again, then the list built again
+    /// at the saved sites. No list saved (a system without a cutoff, or a checkpoint written
+    /// before the first evaluation): the list is built at the first evaluation, as in a fresh
+    /// run.
     ///
     /// # Errors
-    /// Saved sites of another number of bodies, or not finite.
-    pub(crate) fn restore_list(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
+    /// See [`Assembled::restore_order`]; saved sites of another number of bodies, or not
+    /// finite.
+    pub(crate) fn restore_history_from(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
         self.restore_order(from)?;
         if !from.contains("neighbors.sites") {
             return Ok(());
@@ -79,28 +83,20 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// The saved order made again (when it is not this state's already) and its build count.
     ///
     /// # Errors
-    /// A saved order for a system in the topology's order (or the reverse), or one that is not
-    /// a permutation of the bodies.
+    /// A saved order for a system held in the topology's order, or one that is not a
+    /// permutation of the bodies.
     fn restore_order(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
-        let spatial = self.arranged().order.is_some();
-        let saved = from.contains("order.rank");
-        if spatial != saved {
-            return Err(CheckpointError::Mismatch(format!(
-                "the checkpoint holds the bodies in {}, this system in {} (ZS_BODY_ORDER?)",
-                if saved {
-                    "a spatial order"
-                } else {
-                    "the topology's order"
-                },
-                if spatial {
-                    "a spatial order"
-                } else {
-                    "the topology's order"
-                },
-            )));
-        }
-        if !saved {
+        if !from.contains("order.rank") {
+            // The topology's order, or a checkpoint of a spatial order from before orders
+            // were kept: the start's order, made at set-up.
             return Ok(());
+        }
+        if self.arranged().order.is_none() {
+            return Err(CheckpointError::Mismatch(
+                "the checkpoint holds the bodies in a spatial order, this system in the \
+                 topology's (ZS_BODY_ORDER?)"
+                    .into(),
+            ));
         }
         let n = self.model.topology.bodies();
         let mut seen = vec![false; n];
