@@ -18,7 +18,7 @@ use avx2::*;
 pub(super) use avx512::run_avx512;
 use avx512::*;
 
-use super::{Lanes, Loads, WithLanes};
+use super::{Lanes, Loads};
 
 /// 4 f64 lanes in a 256-bit register.
 #[derive(Clone, Copy)]
@@ -272,11 +272,3 @@ lanes!(
     pick16 = pick16_512
 );
 
-/// Scalar code with fused multiply-add in hardware (`f64::mul_add` in [`super::rsqrt`]).
-///
-/// # Safety
-/// The CPU must have FMA.
-#[target_feature(enable = "fma")]
-pub(super) unsafe fn run_scalar_fma<W: WithLanes>(code: W) -> W::Output {
-    code.run::<f64>()
-}
