@@ -271,4 +271,3 @@ lanes!(
     load_pairs3 = load_pairs3_512,
     pick16 = pick16_512
 );
-

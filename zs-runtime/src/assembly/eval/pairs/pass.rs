@@ -49,6 +49,7 @@ impl Rows {
             of_body,
             summed,
             sums,
+            scratch,
             ..
         } = self;
         let rows = View {
@@ -75,6 +76,25 @@ impl Rows {
                 },
             )
         };
+        if gradient && newton && !input.parallel {
+            // One thread: each chunk's partials into one chunk's buffer, added into their
+            // bodies' sums right after, while they are in cache — the additions of
+            // `sum_partials` (each body's partials in chunk order, from zero), so the same
+            // bits, without writing every chunk's partials to memory and gathering them back.
+            summed.fill(0.0);
+            for (c, e) in sums.iter_mut().enumerate() {
+                let (lo, hi) = (chunk_out[c] as usize, chunk_out[c + 1] as usize);
+                let buf = &mut out[..3 * (hi - lo)];
+                *e = chunk(c, Some(&mut *buf), &mut []);
+                for (&b, p) in scratch.slot_body[lo..hi].iter().zip(buf.chunks_exact(3)) {
+                    let s = &mut summed[3 * b as usize..3 * b as usize + 3];
+                    for d in 0..3 {
+                        s[d] += p[d];
+                    }
+                }
+            }
+            return;
+        }
         let spans = gradient.then_some(Spans {
             buf: out,
             at: chunk_out,

@@ -95,12 +95,12 @@ pub(crate) struct Rows {
     pub summed: Vec<f64>,
     /// Per chunk, the energy of its pairs; the last pass's.
     pub sums: Vec<f64>,
-    scratch: Scratch,
+    pub(super) scratch: Scratch,
 }
 
 /// What the builds reorder through, kept between them.
 #[derive(Debug, Default)]
-struct Scratch {
+pub(super) struct Scratch {
     row_of: Vec<u32>,
     /// The half list's pairs sorted into rows.
     counting: Counting,
@@ -114,7 +114,8 @@ struct Scratch {
     grouping: Vec<[u32; 1]>,
     seen: Vec<u32>,
     local: Vec<u32>,
-    slot_body: Vec<u32>,
+    /// Half list: the body of each partial (slot), chunk after chunk.
+    pub(super) slot_body: Vec<u32>,
     len: Vec<u32>,
     upper: Vec<u32>,
 }
