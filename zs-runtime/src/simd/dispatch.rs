@@ -98,8 +98,8 @@ pub fn dispatch_with<W: WithLanes>(isa: Isa, code: W) -> W::Output {
             // SAFETY: as above, with AVX2 and FMA confirmed (`detected()` ≥ `Avx2`).
             Isa::Avx2 => return unsafe { x86::run_avx2(code) },
             // One `f64` at a time, compiled for the target's baseline: a CPU without AVX2.
-            // No second copy for CPUs with FMA but not AVX2 (the lane code compiled once more
-            // costs the test build a tenth of its time); there `f64::mul_add` is libm's `fma`.
+            // No copy of its own for CPUs with FMA but not AVX2 (all the lane code compiled
+            // once more, for few CPUs): there `f64::mul_add` is libm's `fma`, the same bits.
             Isa::Scalar => {}
         }
     }

@@ -84,7 +84,8 @@ pub(crate) struct Rows {
     pub partner_slot: Vec<u32>,
     /// Chunk `c` is rows `chunk_rows[c] .. chunk_rows[c + 1]`, its outputs (three values
     /// each) `out[3 chunk_out[c] .. 3 chunk_out[c + 1]]`: partials (half list), or its rows'
-    /// gradients (full rows: the gradient itself).
+    /// gradients (full rows: the gradient itself). On one thread a half list's chunks take
+    /// their partials in turn into the start of `out` (`pass.rs`).
     pub chunk_rows: Vec<u32>,
     pub chunk_out: Vec<u32>,
     pub out: Vec<f64>,
