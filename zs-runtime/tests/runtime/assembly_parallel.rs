@@ -13,6 +13,14 @@ fn pool(threads: usize) -> rayon::ThreadPool {
         .unwrap()
 }
 
+/// `go` on a pool of `threads` threads, or serially (`None`).
+fn on<R: Send>(threads: Option<usize>, go: impl FnOnce() -> R + Send) -> R {
+    match threads {
+        Some(t) => pool(t).install(go),
+        None => go(),
+    }
+}
+
 fn bits(x: &[f64]) -> Vec<u64> {
     x.iter().map(|v| v.to_bits()).collect()
 }
@@ -32,10 +40,7 @@ fn dna_trajectories_are_bit_identical_on_1_2_and_3_threads_and_serially() {
             }
             (bits(&s.q), bits(&s.v))
         };
-        match threads {
-            Some(t) => pool(t).install(go),
-            None => go(),
-        }
+        on(threads, go)
     };
     let serial = run(None);
     for t in [1, 2, 3] {
@@ -73,10 +78,7 @@ fn pair_system_derivatives_are_bit_identical_whatever_the_thread_count() {
                 p.potential_at(&q).to_bits(),
             )
         };
-        match threads {
-            Some(t) => pool(t).install(go),
-            None => go(),
-        }
+        on(threads, go)
     };
     let serial = eval(None);
     for t in [1, 2, 4] {
@@ -169,10 +171,7 @@ fn row_passes_give_the_same_gradient_serially_and_on_a_pool() {
                 let v = sys.value_gradient_into(&q, &mut g);
                 (v.to_bits(), bits(&g))
             };
-            match threads {
-                Some(t) => pool(t).install(go),
-                None => go(),
-            }
+            on(threads, go)
         };
         let serial = eval(None);
         for t in [1, 2, 3] {
