@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::arrange::{Arrangement, arrange};
-use super::eval::{FormOps, Want, sum_hessian, sum_vector};
+use super::eval::{FormOps, Want, gradient_form_by_form, sum_hessian, sum_vector};
 use super::forms::ThirdForm;
 use super::order::{self, Inside};
 use super::system::Assembled;
@@ -44,7 +44,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             return pass(q, a, out);
         }
         self.check_len(q, "q");
-        let parallel = self.is_parallel();
+        let parallel = self.on_pool();
         let mut inside = self.inside.try_borrow_mut().unwrap_or_else(|_| {
             panic!(
                 "an assembled system's evaluation state is evaluated by two threads at once: \
@@ -165,11 +165,15 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             let input = self.inputs(&arranged, omega, q, &[]);
             let mut s = self.work();
             s.refresh(q, &self.refresh_inputs(&arranged));
-            for f in &mut s.forms {
-                f.evaluate(&self.model.terms, &input, Want::Gradient);
+            if input.parallel {
+                for f in &mut s.forms {
+                    f.evaluate(&self.model.terms, &input, Want::Gradient);
+                }
+                sum_vector(&s.forms, &|_| true, self.model.free, true, g);
+            } else {
+                gradient_form_by_form(&mut s.forms, &self.model.terms, &input, g);
             }
             s.mark_valued(q, omega);
-            sum_vector(&s.forms, &|_| true, self.model.free, self.is_parallel(), g);
             s.value()
         })
     }
@@ -226,7 +230,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                     &s.forms,
                     &|_| true,
                     self.model.free,
-                    self.is_parallel(),
+                    self.on_pool(),
                     g,
                 );
             }
@@ -234,7 +238,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 &s.forms,
                 part,
                 layout.blocks(),
-                self.is_parallel(),
+                self.on_pool(),
                 h.values_mut(),
             );
         });
@@ -257,7 +261,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 &s.forms,
                 &nonzero,
                 self.model.free,
-                self.is_parallel(),
+                self.on_pool(),
                 out.expect("an output"),
             );
         });
@@ -279,7 +283,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 &s.forms,
                 &|_| true,
                 self.model.free,
-                self.is_parallel(),
+                self.on_pool(),
                 out.expect("an output"),
             );
         });

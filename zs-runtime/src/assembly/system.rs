@@ -412,6 +412,13 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     pub fn is_parallel(&self) -> bool {
         self.parallel
     }
+    /// True when the passes split their chunks over rayon's current pool: the system is
+    /// parallel and the pool has more than one thread. On one thread the passes run their
+    /// chunks in turn, the same sums in the same order (the same bits), and the one-thread
+    /// paths keep each chunk's outputs in cache instead of streaming them through memory.
+    pub(crate) fn on_pool(&self) -> bool {
+        self.parallel && rayon::current_num_threads() > 1
+    }
     /// Whether the block pattern of the Hessian `part` follows the neighbour list: a pair
     /// cutoff's list gives the terms of a pair form that enters it. The pattern is then every
     /// pair of the list (within cutoff + skin), fixed between rebuilds; at a rebuild it is
@@ -607,7 +614,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             a,
             pins: &arranged.pins,
             omega,
-            parallel: self.parallel,
+            parallel: self.on_pool(),
             isa: self.isa,
             cell: m.cell,
             cut2: m.topology.pair_cutoff().map(|(rc, _)| rc * rc),

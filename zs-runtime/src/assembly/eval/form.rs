@@ -169,12 +169,15 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
 
     /// Phase A for `want` ([`FormOps::evaluate`]); `WINDOWED`: the terms are a neighbour list's
     /// pairs under a cutoff, which the SIMD pass filters by the cutoff first (the pair
-    /// engine's per-term pass; made only there).
+    /// engine's per-term pass; made only there). With `into` (the gradient on one thread,
+    /// [`FormOps::gradient_into`]), phase B goes with it: each chunk's partials are added into
+    /// `into` as the chunk is done.
     pub fn evaluate_with<T, const WINDOWED: bool>(
         &mut self,
         terms: &T,
         input: &Inputs<'_, D>,
         want: Want,
+        into: Option<&mut [f64]>,
     ) where
         T: Kernel<D, K, F>,
     {
@@ -186,11 +189,15 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             _ => false,
         };
         self.ready(lanes, !lanes);
+        debug_assert!(
+            into.is_none() || (want == Want::Gradient && !input.parallel),
+            "phase B with phase A: the gradient on one thread"
+        );
         if lanes {
-            self.vector = if want == Want::Energy {
-                Outputs::Terms
-            } else {
-                Outputs::Chunks
+            self.vector = match (want, &into) {
+                (Want::Energy, _) => Outputs::Terms,
+                (_, Some(_)) => Outputs::Added,
+                _ => Outputs::Chunks,
             };
         } else {
             self.vector = Outputs::Terms;
@@ -215,7 +222,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
                 terms,
             };
             let part = (want != Want::Energy).then_some(&mut self.part[..]);
-            lane_pass::<T, F, D, K, WINDOWED>(par, &at, &mut self.sums, part);
+            lane_pass::<T, F, D, K, WINDOWED>(par, &at, &mut self.sums, part, into);
             return;
         }
         match want {
@@ -376,7 +383,14 @@ where
     }
 
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {
-        self.evaluate_with::<T, false>(terms, input, want);
+        self.evaluate_with::<T, false>(terms, input, want, None);
+    }
+
+    fn gradient_into(&mut self, terms: &T, input: &Inputs<'_, D>, out: &mut [f64], first: bool) {
+        if first {
+            out.fill(0.0);
+        }
+        self.evaluate_with::<T, false>(terms, input, Want::Gradient, Some(out));
     }
 
     fn add_parameter_derivatives(
@@ -424,6 +438,10 @@ where
     }
 
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool) {
+        assert!(
+            self.vector != Outputs::Added,
+            "phase B was made with phase A"
+        );
         if self.vector == Outputs::Chunks {
             add_partials_by_piece::<D, K>(&self.plan.partials, &self.part, first_body, out, first);
             return;

@@ -7,7 +7,7 @@
 
 use core::marker::PhantomData;
 
-use super::sums::{Spans, chunk_sum, over_chunks};
+use super::sums::{Spans, add_partials, chunk_by_chunk, chunk_sum, over_chunks};
 use super::{Inputs, lane_chunk};
 use crate::assembly::cell::{Image, r2};
 use crate::assembly::forms::Form;
@@ -28,7 +28,10 @@ pub(super) struct Lanes_<'a, T, const D: usize, const K: usize> {
 /// `part` ([`PartialPlan`]), `Lanes::WIDTH` terms at a time (the remainder one by one, by the
 /// same code on `f64`). Each lane computes the bits the scalar kernel would, and each chunk
 /// sums its terms in term order: the same bits whatever the SIMD width and the thread count.
-/// Each chunk's term energies go to scratch on the stack ([`over_chunks`]). `WINDOWED`: the terms are a neighbour
+/// Each chunk's term energies go to scratch on the stack ([`over_chunks`]). With `into` (one
+/// thread), each chunk's partials are added into that gradient right after the chunk
+/// ([`chunk_by_chunk`]: `part` holds one chunk's at a time), the additions phase B would make
+/// ([`super::sums::add_partials_by_piece`]) in the same order. `WINDOWED`: the terms are a neighbour
 /// list's pairs under a cutoff, filtered and compacted first ([`windowed_pairs`]); made only for
 /// the pair engine's per-term pass.
 pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bool>(
@@ -36,6 +39,7 @@ pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bo
     at: &Lanes_<'_, T, D, K>,
     sums: &mut Vec<f64>,
     part: Option<&mut [f64]>,
+    into: Option<&mut [f64]>,
 ) where
     T: Kernel<D, K, F>,
     F: Form,
@@ -67,7 +71,18 @@ pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bo
         // The chunk's energy, summed here on the pool (`add_energy` then adds the sums).
         chunk_sum(&ec[..written])
     };
-    over_chunks(parallel, spans, (at.list.len(), chunk), sums, &one);
+    match (spans, into) {
+        (Some(spans), Some(grad)) => {
+            debug_assert!(!parallel, "one chunk's partials at a time on one thread");
+            let (body, offsets) = (&at.plan.body, &at.plan.offsets);
+            let mut add = |c: usize, part: &[f64]| {
+                let bodies = &body[offsets[c] as usize..offsets[c + 1] as usize];
+                add_partials::<D>(bodies, part, grad);
+            };
+            chunk_by_chunk(spans, (at.list.len(), chunk), sums, &one, &mut add);
+        }
+        (spans, _) => over_chunks(parallel, spans, (at.list.len(), chunk), sums, &one),
+    }
 }
 
 /// One chunk of [`lane_pass`].

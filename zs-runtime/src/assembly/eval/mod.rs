@@ -32,7 +32,7 @@ use crate::simd::Isa;
 use crate::sparse::BlockLayout;
 
 pub(crate) use form::FormState;
-pub(crate) use sums::{sum_hessian, sum_vector};
+pub(crate) use sums::{gradient_form_by_form, sum_hessian, sum_vector};
 
 /// Terms (phase A) or targets (phase B) per parallel chunk.
 pub(crate) const CHUNK: usize = 512;
@@ -88,13 +88,15 @@ impl Want {
 
 /// Where a form's last pass left its outputs: each term's own (the scalar passes; energies
 /// summed over chunks of terms when asked), each chunk's (the SIMD pass: energies summed per
-/// chunk, gradients in per-body partials), or the pair engine's rows.
+/// chunk, gradients in per-body partials), the pair engine's rows, or — the gradient on one
+/// thread, [`FormOps::gradient_into`] — already added into the caller's gradient.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Outputs {
     #[default]
     Terms,
     Chunks,
     Rows,
+    Added,
 }
 
 /// What phase A reads: the positions, the direction (third contraction), the pinned positions.
@@ -268,6 +270,15 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool);
     /// Phase B on one thread: the same sums, term by term (scatter).
     fn scatter_vector(&self, out: &mut [f64], first: bool);
+    /// On one thread ([`Inputs::parallel`] false), phase A of the gradient with its phase B:
+    /// [`FormOps::evaluate`] for [`Want::Gradient`] then [`FormOps::scatter_vector`]`(out,
+    /// first)` — the same additions in the same order, so the same bits. The term engine's
+    /// SIMD pass adds each chunk's partials while they are in cache instead of keeping every
+    /// chunk's for phase B (phase B is then not to be asked for this gradient again).
+    fn gradient_into(&mut self, terms: &T, input: &Inputs<'_, D>, out: &mut [f64], first: bool) {
+        self.evaluate(terms, input, Want::Gradient);
+        self.scatter_vector(out, first);
+    }
     /// True when [`FormOps::gather_vector`] can take any chunk of bodies (false: only all of
     /// them at once, [`crate::assembly::plan::PartialPlan::pieces`]).
     fn gathers_by_piece(&self) -> bool {

@@ -2,11 +2,12 @@
 //! lanes nor the threads: a chunk's term energies ([`chunk_sum`]), a row's eight virtual lanes
 //! ([`virtual_sum`]), the chunks of a pass on rayon's pool ([`over_chunks`]), each body's
 //! partials in chunk order ([`sum_partials`], [`add_partials_by_piece`]), and phase B of the
-//! engine, every form's contributions in table order ([`sum_vector`], [`sum_hessian`]).
+//! engine, every form's contributions in table order ([`sum_vector`], [`sum_hessian`]; on one
+//! thread the gradient's with each form's phase A, [`gradient_form_by_form`]).
 
 use rayon::prelude::*;
 
-use super::{CHUNK, FormList, FormOps, PAIR_CHUNK};
+use super::{CHUNK, FormList, FormOps, Inputs, PAIR_CHUNK, Want};
 use crate::assembly::plan::{PIECE, PartialPlan};
 use crate::model::HessianPart;
 use crate::simd::Lanes;
@@ -83,6 +84,28 @@ pub(crate) fn over_chunks(
     chunk: &ChunkFn<'_>,
 ) {
     split(parallel, 0..sums.len(), spans, (terms, per), sums, chunk);
+}
+
+/// [`over_chunks`] on one thread, each chunk's outputs kept only until the next: chunk `c`
+/// writes them into the start of `spans.buf` (one chunk's room, reused), and `then(c, its
+/// outputs)` adds them into their sums right after, while they are in cache — where the pass on
+/// a pool writes every chunk's outputs to memory and sums them in a later stream.
+pub(crate) fn chunk_by_chunk(
+    spans: Spans<'_>,
+    (terms, per): (usize, usize),
+    sums: &mut [f64],
+    chunk: &ChunkFn<'_>,
+    then: &mut dyn FnMut(usize, &[f64]),
+) {
+    let Spans { buf, at, stride } = spans;
+    on_stack(per, |scratch| {
+        for (c, s) in sums.iter_mut().enumerate() {
+            let out = &mut buf[..(at[c + 1] - at[c]) as usize * stride];
+            let len = per.min(terms.saturating_sub(c * per));
+            *s = chunk(c, Some(&mut *out), &mut scratch[..len]);
+            then(c, out);
+        }
+    });
 }
 
 /// `f` of `per` zeros on the stack (none when `per` is 0).
@@ -205,13 +228,7 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
     if first_body == 0 && !plan.pieces {
         // Every body at once (one thread): a stream through the partials in storage order,
         // each body's added in the order the pieces would add them.
-        debug_assert!(plan.body.iter().all(|&b| (b as usize) < out.len() / D));
-        for (&b, v) in plan.body.iter().zip(part.chunks_exact(D)) {
-            let o = b as usize * D;
-            for d in 0..D {
-                out[o + d] += v[d];
-            }
-        }
+        add_partials::<D>(&plan.body, part, out);
         return;
     }
     debug_assert!(plan.pieces, "the pieces are made for a pool of threads");
@@ -224,6 +241,19 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
             for d in 0..D {
                 out[o + d] += v[d];
             }
+        }
+    }
+}
+
+/// Each of the partials `part` (`D` values each) added into its body `body[p]` of `out`, in
+/// storage order.
+#[inline]
+pub(crate) fn add_partials<const D: usize>(body: &[u32], part: &[f64], out: &mut [f64]) {
+    debug_assert!(body.iter().all(|&b| (b as usize) < out.len() / D));
+    for (&b, v) in body.iter().zip(part.chunks_exact(D)) {
+        let o = b as usize * D;
+        for d in 0..D {
+            out[o + d] += v[d];
         }
     }
 }
@@ -256,6 +286,30 @@ pub(crate) fn sum_vector<T, const D: usize>(
         for (i, f) in included().enumerate() {
             f.scatter_vector(out, i == 0);
         }
+    }
+}
+
+/// The gradient on one thread, form by form: each form's phase A with its phase B
+/// ([`FormOps::gradient_into`]), its additions after the previous form's — the order
+/// [`sum_vector`] adds them in after every form's phase A, so the same bits.
+pub(crate) fn gradient_form_by_form<T, const D: usize>(
+    forms: &mut FormList<T, D>,
+    terms: &T,
+    input: &Inputs<'_, D>,
+    out: &mut [f64],
+) {
+    debug_assert!(!input.parallel, "phase B after every phase A on a pool");
+    let mut first = true;
+    for f in forms.iter_mut() {
+        if f.len() > 0 {
+            f.gradient_into(terms, input, out, first);
+            first = false;
+        } else {
+            f.evaluate(terms, input, Want::Gradient);
+        }
+    }
+    if first {
+        out.fill(0.0);
     }
 }
 

@@ -214,7 +214,8 @@ where
                 self.energy = Outputs::Rows;
             }
             _ => {
-                self.terms.evaluate_with::<T, true>(terms, input, want);
+                self.terms
+                    .evaluate_with::<T, true>(terms, input, want, None);
                 self.vector = Outputs::Terms;
                 if want.writes_energy() {
                     self.energy = Outputs::Terms;

@@ -13,7 +13,9 @@
 //! them independent of the threads.
 
 use super::super::Inputs;
-use super::super::sums::{Spans, block_positions, over_chunks, sum_partials, virtual_sum};
+use super::super::sums::{
+    Spans, add_partials, block_positions, chunk_by_chunk, over_chunks, sum_partials, virtual_sum,
+};
 use super::rows::{BLOCK, Group, MIXED, Rows};
 use crate::assembly::cell::{Cell, Image, r2};
 use crate::assembly::forms::Form;
@@ -82,17 +84,15 @@ impl Rows {
             // `sum_partials` (each body's partials in chunk order, from zero), so the same
             // bits, without writing every chunk's partials to memory and gathering them back.
             summed.fill(0.0);
-            for (c, e) in sums.iter_mut().enumerate() {
-                let (lo, hi) = (chunk_out[c] as usize, chunk_out[c + 1] as usize);
-                let buf = &mut out[..3 * (hi - lo)];
-                *e = chunk(c, Some(&mut *buf), &mut []);
-                for (&b, p) in scratch.slot_body[lo..hi].iter().zip(buf.chunks_exact(3)) {
-                    let s = &mut summed[3 * b as usize..3 * b as usize + 3];
-                    for d in 0..3 {
-                        s[d] += p[d];
-                    }
-                }
-            }
+            let spans = Spans {
+                buf: out,
+                at: chunk_out,
+                stride: 3,
+            };
+            chunk_by_chunk(spans, (0, 0), sums, &chunk, &mut |c, part| {
+                let bodies = &scratch.slot_body[chunk_out[c] as usize..chunk_out[c + 1] as usize];
+                add_partials::<3>(bodies, part, summed);
+            });
             return;
         }
         let spans = gradient.then_some(Spans {
