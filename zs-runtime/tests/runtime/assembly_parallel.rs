@@ -152,30 +152,40 @@ fn long_langevin_runs_are_bit_identical_whatever_the_thread_count() {
     assert!(blocks.windows(2).all(|w| w[0][..8] != w[1][..8]));
 }
 
-/// The pair passes by rows give one set of bits serially and on pools of any size. A half
-/// list's partials are summed after the pass on a pool, but chunk by chunk as they are made on
-/// one thread (`pass.rs`): the same additions in the same order. 4 096 particles, so that the
-/// half list has several chunks and bodies with partials in more than one.
+/// The pair passes by rows give one set of bits serially and on pools of any size, alone and
+/// added into a bonded form's gradient. A half list's partials are summed after the pass on a
+/// pool, but chunk by chunk as they are made on one thread (`pass.rs`), as are the bonds'
+/// (`lanes.rs`): the same additions in the same order. 4 096 particles, so that the half list
+/// has several chunks and bodies with partials in more than one.
 #[test]
 fn row_passes_give_the_same_gradient_serially_and_on_a_pool() {
     use zs_runtime::assembly::PairStrategy;
-    let (_, q, _) = assembled::cut_liquid(16);
-    for strategy in [PairStrategy::HalfRows, PairStrategy::FullRows] {
-        let eval = |threads: Option<usize>| {
-            let go = || {
-                let sys = assembled::cut_liquid(16)
-                    .0
-                    .with_pair_strategy(strategy)
-                    .with_parallel(threads.is_some());
-                let mut g = vec![0.0; q.len()];
-                let v = sys.value_gradient_into(&q, &mut g);
-                (v.to_bits(), bits(&g))
+    fn check<S: Model<Vec<f64>>>(q: &[f64], make: impl Fn(PairStrategy, bool) -> S + Sync) {
+        let q = q.to_vec();
+        for strategy in [PairStrategy::HalfRows, PairStrategy::FullRows] {
+            let eval = |threads: Option<usize>| {
+                let go = || {
+                    let sys = make(strategy, threads.is_some());
+                    let mut g = vec![0.0; q.len()];
+                    let v = sys.value_gradient_into(&q, &mut g);
+                    (v.to_bits(), bits(&g))
+                };
+                on(threads, go)
             };
-            on(threads, go)
-        };
-        let serial = eval(None);
-        for t in [1, 2, 3] {
-            assert!(eval(Some(t)) == serial, "{strategy:?}: {t} threads");
+            let serial = eval(None);
+            for t in [1, 2, 3] {
+                assert!(eval(Some(t)) == serial, "{strategy:?}: {t} threads");
+            }
         }
     }
+    let (_, q, _) = assembled::cut_liquid(16);
+    check(&q, |strategy, parallel| {
+        let (sys, _, _) = assembled::cut_liquid(16);
+        sys.with_pair_strategy(strategy).with_parallel(parallel)
+    });
+    let (_, q, _) = assembled::cut_melt(16);
+    check(&q, |strategy, parallel| {
+        let (sys, _, _) = assembled::cut_melt(16);
+        sys.with_pair_strategy(strategy).with_parallel(parallel)
+    });
 }

@@ -1,7 +1,7 @@
 //! Every sum the engine makes, each in a fixed order, so that its bits depend on neither the
 //! lanes nor the threads: a chunk's term energies ([`chunk_sum`]), a row's eight virtual lanes
 //! ([`virtual_sum`]), the chunks of a pass on rayon's pool ([`over_chunks`]), each body's
-//! partials in chunk order ([`sum_partials`], [`add_partials_by_piece`]), and phase B of the
+//! partials in chunk order ([`add_partials_by_body`], [`add_partials_by_piece`]), and phase B of the
 //! engine, every form's contributions in table order ([`sum_vector`], [`sum_hessian`]; on one
 //! thread the gradient's with each form's phase A, [`gradient_form_by_form`]).
 
@@ -181,32 +181,29 @@ fn leaf(
     }
 }
 
-/// Each body's `D` values in `grad`: the sum of its partials (`part`, `D` values each) in the
-/// order `of_body[body_at[b] .. body_at[b + 1]]` lists them (chunk order), from zero; bodies in
-/// fixed chunks on rayon's pool when `parallel`.
-pub(crate) fn sum_partials<const D: usize>(
-    parallel: bool,
-    body_at: &[u32],
-    of_body: &[u32],
+/// Bodies `first_body ..` of `out` (`D` values each): each body's partials (`part`, `D`
+/// values each) added into it in the order `of_body[body_at[b] .. body_at[b + 1]]` lists them
+/// (chunk order); from zero when `first`.
+pub(crate) fn add_partials_by_body<const D: usize>(
+    first_body: usize,
+    (body_at, of_body): (&[u32], &[u32]),
     part: &[f64],
-    grad: &mut [f64],
+    out: &mut [f64],
+    first: bool,
 ) {
-    let sum = |first: usize, g: &mut [f64]| {
-        for (b, gb) in (first..).zip(g.chunks_exact_mut(D)) {
-            let mut acc = [0.0; D];
-            for &s in &of_body[body_at[b] as usize..body_at[b + 1] as usize] {
-                let p = &part[s as usize * D..s as usize * D + D];
-                for d in 0..D {
-                    acc[d] += p[d];
-                }
+    for (b, ob) in (first_body..).zip(out.chunks_exact_mut(D)) {
+        let mut acc: [f64; D] = if first {
+            [0.0; D]
+        } else {
+            core::array::from_fn(|d| ob[d])
+        };
+        for &s in &of_body[body_at[b] as usize..body_at[b + 1] as usize] {
+            let p = &part[s as usize * D..s as usize * D + D];
+            for d in 0..D {
+                acc[d] += p[d];
             }
-            gb.copy_from_slice(&acc);
         }
-    };
-    if parallel {
-        in_chunks(grad, CHUNK * D, &|c, g| sum(c * CHUNK, g));
-    } else {
-        sum(0, grad);
+        ob.copy_from_slice(&acc);
     }
 }
 

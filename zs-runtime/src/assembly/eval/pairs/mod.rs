@@ -122,6 +122,50 @@ impl<F: Form, const D: usize> CutoffPairs<F, D> {
             energy: Outputs::Terms,
         }
     }
+
+    /// The energy and gradient go by rows for `want` (the build chose rows, and `want` is
+    /// their pass's).
+    fn by_rows<T: Kernel<D, 2, F>>(&self, want: Want) -> bool {
+        self.pass != PairPass::PerTerm
+            && match want {
+                Want::Energy | Want::Gradient => true,
+                Want::GradientStiffHessian => !FormOps::<T, D>::info(&self.terms).stiff,
+                _ => false,
+            }
+    }
+
+    /// Phase A for `want` ([`FormOps::evaluate`]); with `into`, the gradient on one thread
+    /// with its phase B ([`FormOps::gradient_into`]: `into` from zero or the forms before).
+    fn evaluate_into<T: Kernel<D, 2, F>>(
+        &mut self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        want: Want,
+        into: Option<&mut [f64]>,
+    ) {
+        match input.cut2 {
+            // Rows are of point bodies (a constant: no row pass is made for other bodies).
+            Some(cut2) if const { D == 3 } && self.by_rows::<T>(want) => {
+                let gradient = want != Want::Energy;
+                self.vector = match (gradient, &into) {
+                    (false, _) => Outputs::Terms,
+                    (true, None) => Outputs::Rows,
+                    (true, Some(_)) => Outputs::Added,
+                };
+                self.rows
+                    .evaluate::<T, F, D, 2>(terms, input, cut2, gradient, into);
+                self.energy = Outputs::Rows;
+            }
+            _ => {
+                self.terms
+                    .evaluate_with::<T, true>(terms, input, want, into);
+                self.vector = Outputs::Terms;
+                if want.writes_energy() {
+                    self.energy = Outputs::Terms;
+                }
+            }
+        }
+    }
 }
 
 impl<T, F, const D: usize> FormOps<T, D> for CutoffPairs<F, D>
@@ -193,35 +237,20 @@ where
     }
 
     fn evaluate(&mut self, terms: &T, input: &Inputs<'_, D>, want: Want) {
-        let info = FormOps::<T, D>::info(&self.terms);
-        let by_rows = self.pass != PairPass::PerTerm
-            && match want {
-                Want::Energy | Want::Gradient => true,
-                Want::GradientStiffHessian => !info.stiff,
-                _ => false,
-            };
-        match input.cut2 {
-            // Rows are of point bodies (a constant: no row pass is made for other bodies).
-            Some(cut2) if const { D == 3 } && by_rows => {
-                let gradient = want != Want::Energy;
-                self.rows
-                    .evaluate::<T, F, D, 2>(terms, input, cut2, gradient);
-                self.vector = if gradient {
-                    Outputs::Rows
-                } else {
-                    Outputs::Terms
-                };
-                self.energy = Outputs::Rows;
-            }
-            _ => {
-                self.terms
-                    .evaluate_with::<T, true>(terms, input, want, None);
-                self.vector = Outputs::Terms;
-                if want.writes_energy() {
-                    self.energy = Outputs::Terms;
-                }
-            }
+        self.evaluate_into(terms, input, want, None);
+    }
+
+    fn gradient_into(&mut self, terms: &T, input: &Inputs<'_, D>, out: &mut [f64], first: bool) {
+        if self.by_rows::<T>(Want::Gradient) && !self.rows.newton {
+            // Full rows hold each body's whole gradient: no partials to add while in cache.
+            self.evaluate_into(terms, input, Want::Gradient, None);
+            FormOps::<T, D>::scatter_vector(self, out, first);
+            return;
         }
+        if first {
+            out.fill(0.0);
+        }
+        self.evaluate_into(terms, input, Want::Gradient, Some(out));
     }
 
     fn add_energy(&self, acc: &mut f64) {
@@ -245,17 +274,9 @@ where
     }
 
     fn gather_vector(&self, first_body: usize, out: &mut [f64], first: bool) {
-        if self.vector != Outputs::Rows {
-            FormOps::<T, D>::gather_vector(&self.terms, first_body, out, first);
-            return;
-        }
-        let from = &self.rows.grad()[first_body * D..first_body * D + out.len()];
-        if first {
-            out.copy_from_slice(from);
-        } else {
-            for (o, g) in out.iter_mut().zip(from) {
-                *o += g;
-            }
+        match self.vector {
+            Outputs::Rows => self.rows.add_gradient(first_body, out, first),
+            _ => FormOps::<T, D>::gather_vector(&self.terms, first_body, out, first),
         }
     }
 

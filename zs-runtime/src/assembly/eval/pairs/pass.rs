@@ -14,7 +14,8 @@
 
 use super::super::Inputs;
 use super::super::sums::{
-    Spans, add_partials, block_positions, chunk_by_chunk, over_chunks, sum_partials, virtual_sum,
+    Spans, add_partials, add_partials_by_body, block_positions, chunk_by_chunk, over_chunks,
+    virtual_sum,
 };
 use super::rows::{BLOCK, Group, MIXED, Rows};
 use crate::assembly::cell::{Cell, Image, r2};
@@ -24,13 +25,18 @@ use crate::simd::{self, Loads, WithLanes};
 
 impl Rows {
     /// The energy of every pair within the cutoff (per chunk, into [`Rows::sums`]) and, with
-    /// `gradient`, each body's gradient ([`Rows::grad`]), at `input`.
+    /// `gradient`, the outputs [`Rows::add_gradient`] sums (each chunk's, [`Rows::out`]), at
+    /// `input`. With `into` (the half list's gradient on one thread): each chunk's partials
+    /// are added into that gradient right after the chunk, while they are in cache (one
+    /// chunk's buffer, reused) — the additions [`Rows::add_gradient`] would make, in the same
+    /// order, so the same bits.
     pub fn evaluate<T, F, const D: usize, const K: usize>(
         &mut self,
         terms: &T,
         input: &Inputs<'_, D>,
         cut2: f64,
         gradient: bool,
+        into: Option<&mut [f64]>,
     ) where
         T: Kernel<D, K, F>,
         F: Form,
@@ -47,9 +53,6 @@ impl Rows {
             chunk_rows,
             chunk_out,
             out,
-            body_at,
-            of_body,
-            summed,
             sums,
             scratch,
             ..
@@ -78,31 +81,45 @@ impl Rows {
                 },
             )
         };
-        if gradient && newton && !input.parallel {
-            // One thread: each chunk's partials into one chunk's buffer, added into their
-            // bodies' sums right after, while they are in cache — the additions of
-            // `sum_partials` (each body's partials in chunk order, from zero), so the same
-            // bits, without writing every chunk's partials to memory and gathering them back.
-            summed.fill(0.0);
-            let spans = Spans {
-                buf: out,
-                at: chunk_out,
-                stride: 3,
-            };
-            chunk_by_chunk(spans, (0, 0), sums, &chunk, &mut |c, part| {
-                let bodies = &scratch.slot_body[chunk_out[c] as usize..chunk_out[c + 1] as usize];
-                add_partials::<3>(bodies, part, summed);
-            });
-            return;
-        }
         let spans = gradient.then_some(Spans {
             buf: out,
             at: chunk_out,
             stride: 3,
         });
-        over_chunks(input.parallel, spans, (0, 0), sums, &chunk);
-        if gradient && newton {
-            sum_partials::<3>(input.parallel, body_at, of_body, out, summed);
+        match (spans, into) {
+            (Some(spans), Some(grad)) => {
+                assert!(newton && !input.parallel, "the half list on one thread");
+                chunk_by_chunk(spans, (0, 0), sums, &chunk, &mut |c, part| {
+                    let bodies =
+                        &scratch.slot_body[chunk_out[c] as usize..chunk_out[c + 1] as usize];
+                    add_partials::<3>(bodies, part, grad);
+                });
+            }
+            (spans, _) => over_chunks(input.parallel, spans, (0, 0), sums, &chunk),
+        }
+    }
+
+    /// Phase B of the last gradient pass, free bodies `first_body ..` of `out` (three values
+    /// each): the half list's partials of each body added into it in chunk order, or the full
+    /// rows' gradients; from zero when `first`.
+    pub fn add_gradient(&self, first_body: usize, out: &mut [f64], first: bool) {
+        if self.newton {
+            add_partials_by_body::<3>(
+                first_body,
+                (&self.body_at, &self.of_body),
+                &self.out,
+                out,
+                first,
+            );
+            return;
+        }
+        let from = &self.out[first_body * 3..first_body * 3 + out.len()];
+        if first {
+            out.copy_from_slice(from);
+        } else {
+            for (o, g) in out.iter_mut().zip(from) {
+                *o += g;
+            }
         }
     }
 }

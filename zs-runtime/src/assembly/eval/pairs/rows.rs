@@ -84,16 +84,16 @@ pub(crate) struct Rows {
     pub partner_slot: Vec<u32>,
     /// Chunk `c` is rows `chunk_rows[c] .. chunk_rows[c + 1]`, its outputs (three values
     /// each) `out[3 chunk_out[c] .. 3 chunk_out[c + 1]]`: partials (half list), or its rows'
-    /// gradients (full rows: the gradient itself). On one thread a half list's chunks take
-    /// their partials in turn into the start of `out` (`pass.rs`).
+    /// gradients (full rows: the gradient itself). When the gradient goes with its phase B on
+    /// one thread ([`Rows::evaluate`] `into`), a half list's chunks take their partials in
+    /// turn into the start of `out`.
     pub chunk_rows: Vec<u32>,
     pub chunk_out: Vec<u32>,
     pub out: Vec<f64>,
-    /// Half list: body `b`'s partials, in chunk order: `of_body[body_at[b] .. body_at[b + 1]]`,
-    /// and their sums, each body's gradient.
+    /// Half list: body `b`'s partials, in chunk order: `of_body[body_at[b] .. body_at[b + 1]]`
+    /// ([`Rows::add_gradient`] adds them into the gradient).
     pub body_at: Vec<u32>,
     pub of_body: Vec<u32>,
-    pub summed: Vec<f64>,
     /// Per chunk, the energy of its pairs; the last pass's.
     pub sums: Vec<f64>,
     pub(super) scratch: Scratch,
@@ -255,11 +255,6 @@ impl Groups<'_> {
 }
 
 impl Rows {
-    /// Per free body, its gradient; the last gradient pass's.
-    pub fn grad(&self) -> &[f64] {
-        if self.newton { &self.summed } else { &self.out }
-    }
-
     /// Full rows of the pairs `pairs` (`i < j`, bodies below `n`) of `n` free bodies: row `i`
     /// holds first its partners below `i`, then those above, each part in the order of
     /// `pairs` — grouped by the partners' types `kinds` when given (empty: untyped) and there
@@ -525,7 +520,6 @@ impl Rows {
             fill[b as usize] += 1;
         }
         self.out.resize(slot_body.len() * 3, 0.0);
-        self.summed.resize(n * 3, 0.0);
         self.sums.resize(chunks, 0.0);
     }
 }
@@ -578,7 +572,7 @@ mod tests {
         assert_eq!(partners(&rows, 3), vec![(MIXED, vec![0, 1, 5, 4], 2)]);
         assert_eq!(partners(&rows, 5), vec![(MIXED, vec![3, 0], 2)]);
         padded_with_the_last(&rows);
-        assert_eq!(rows.grad().len(), 18);
+        assert_eq!(rows.out.len(), 18, "a gradient per body");
         assert_eq!(rows.chunk_rows, vec![0, 6]);
         assert_eq!(rows.slot, vec![0, 1, 2, 3, 4, 5]);
         assert!(!rows.build_full(&[[2, 1]], 6, &[]), "i > j");
