@@ -304,14 +304,19 @@ impl MoveGuard {
         // chunks on rayon's current pool when long (a maximum: the same in any order).
         let stride = self.stride;
         let most = |q: &[f64], last: &[f64]| {
-            let (mut most, mut nan) = (0.0_f64, false);
-            for (a, b) in q.chunks_exact(stride).zip(last.chunks_exact(stride)) {
-                let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                nan |= r2.is_nan();
-                most = most.max(r2);
-            }
-            (most, nan)
+            crate::simd::widest(
+                #[inline(always)]
+                || {
+                    let (mut most, mut nan) = (0.0_f64, false);
+                    for (a, b) in q.chunks_exact(stride).zip(last.chunks_exact(stride)) {
+                        let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+                        let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                        nan |= r2.is_nan();
+                        most = most.max(r2);
+                    }
+                    (most, nan)
+                },
+            )
         };
         let (most, nan) = if q.len() < crate::vector::PARALLEL_FROM {
             most(q, last)

@@ -75,6 +75,7 @@ impl Masses<'_> {
     /// Calls `f(offset, masses)` for consecutive blocks of coordinates `from .. from + len`, the
     /// block's masses being those of coordinates `from + offset ..`: the stored slice itself
     /// when the masses are per coordinate (one block), else blocks of a buffer on the stack.
+    #[inline(always)]
     pub fn in_blocks(&self, from: usize, len: usize, mut f: impl FnMut(usize, &[f64])) {
         match *self {
             Masses::PerCoordinate(m) => f(0, &m[from..from + len]),

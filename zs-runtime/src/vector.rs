@@ -226,9 +226,14 @@ pub(crate) fn same_bits_slices(a: &[f64], b: &[f64]) -> bool {
 pub(crate) fn fingerprint(x: &[f64]) -> u64 {
     use rayon::prelude::*;
     let part = |at: usize, x: &[f64]| -> u64 {
-        x.iter().enumerate().fold(0u64, |h, (i, v)| {
-            h.wrapping_add(fingerprint_term(at + i, *v))
-        })
+        crate::simd::widest(
+            #[inline(always)]
+            || {
+                x.iter().enumerate().fold(0u64, |h, (i, v)| {
+                    h.wrapping_add(fingerprint_term(at + i, *v))
+                })
+            },
+        )
     };
     let sum = if x.len() < PARALLEL_FROM {
         part(0, x)
@@ -244,7 +249,7 @@ pub(crate) fn fingerprint(x: &[f64]) -> u64 {
 /// The term of entry `x` at position `i` in [`fingerprint`]'s sum (for a pass that computes
 /// the fingerprint of a vector while it writes it: sum the terms with `wrapping_add`, in any
 /// order, then [`fingerprint_of_sum`]).
-#[inline]
+#[inline(always)]
 pub(crate) fn fingerprint_term(i: usize, x: f64) -> u64 {
     let mut z = x.to_bits() ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

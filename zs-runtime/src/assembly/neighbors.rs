@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::cell::Cell;
 use super::topology::Topology;
-use crate::simd::{Loads, WithLanes};
+use crate::simd::{Loads, WithLanes, widest};
 
 /// The bodies sorted by cell, as structure of arrays: cell `c`'s are `start[c]..start[c + 1]`.
 #[derive(Debug, Default)]
@@ -207,6 +207,15 @@ fn group_by_types(
     group_stably(pairs, group, scratch);
 }
 
+/// True when the site `p` is more than `√limit` from `o`, its place at the build, or not a
+/// number (a NaN position rebuilds; the pass then reports it). No branch: the loops vectorize.
+#[inline(always)]
+fn moved_beyond(p: [f64; 3], o: [f64; 3], limit: f64) -> bool {
+    let d = [p[0] - o[0], p[1] - o[1], p[2] - o[2]];
+    let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    (r2 > limit) | r2.is_nan()
+}
+
 /// True when `moved(c)` for some `c` in `0..chunks`, the chunks on rayon's pool. Not generic:
 /// rayon's machinery compiled once, not once per system that asks [`Neighbors::stale_at`].
 fn any_chunk(chunks: usize, moved: &(dyn Fn(usize) -> bool + Sync)) -> bool {
@@ -328,20 +337,51 @@ impl Neighbors {
     /// [`Neighbors::stale`] for the `n` reference sites `site(b)`, in chunks on rayon's current
     /// pool when there are many (an OR: the same answer on any number of threads).
     pub fn stale_at(&self, n: usize, site: impl Fn(usize) -> [f64; 3] + Sync) -> bool {
+        let limit = self.half_skin * self.half_skin;
+        self.any_moved(n, &|bodies| {
+            widest(
+                #[inline(always)]
+                || {
+                    let mut any = false;
+                    for b in bodies {
+                        any |= moved_beyond(site(b), self.at_build[b], limit);
+                    }
+                    any
+                },
+            )
+        })
+    }
+
+    /// [`Neighbors::stale_at`] when every body is free: body `b`'s reference site the first
+    /// three of its `stride` coordinates in `q` (a stream through `q`, vectorized).
+    pub fn stale_free(&self, q: &[f64], stride: usize) -> bool {
+        let limit = self.half_skin * self.half_skin;
+        self.any_moved(q.len() / stride, &|bodies| {
+            widest(
+                #[inline(always)]
+                || {
+                    let q = &q[bodies.start * stride..bodies.end * stride];
+                    let mut any = false;
+                    for (p, &o) in q.chunks_exact(stride).zip(&self.at_build[bodies]) {
+                        any |= moved_beyond([p[0], p[1], p[2]], o, limit);
+                    }
+                    any
+                },
+            )
+        })
+    }
+
+    /// True when the list was built for other than `n` bodies, or `moved` is for some range of
+    /// them (ranges of [`VECTOR_CHUNK`] on rayon's current pool when there are many).
+    fn any_moved(
+        &self,
+        n: usize,
+        moved: &(dyn Fn(core::ops::Range<usize>) -> bool + Sync),
+    ) -> bool {
         use crate::vector::{PARALLEL_FROM, VECTOR_CHUNK};
         if self.at_build.len() != n {
             return true;
         }
-        let limit = self.half_skin * self.half_skin;
-        let moved = |bodies: core::ops::Range<usize>| {
-            bodies.fold(false, |any, b| {
-                let (p, o) = (site(b), self.at_build[b]);
-                let d = [p[0] - o[0], p[1] - o[1], p[2] - o[2]];
-                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                // `r2 > limit` or a NaN: a NaN position rebuilds (the pass then reports it).
-                any | (r2 > limit) | r2.is_nan()
-            })
-        };
         if 3 * n < PARALLEL_FROM {
             moved(0..n)
         } else {

@@ -172,9 +172,15 @@ impl<T, const D: usize> Workspace<T, D> {
     /// Under a pair cutoff: true when the pair list must be built at `q` (never built, or a
     /// body moved more than half the skin since).
     fn stale(&self, q: &[f64], at: &Refresh<'_, D>) -> bool {
-        self.neighbors
-            .as_ref()
-            .is_some_and(|nb| nb.stale_at(at.bodies.free_of.len(), site_at(q, at)))
+        self.neighbors.as_ref().is_some_and(|nb| {
+            let n = at.bodies.free_of.len();
+            if at.bodies.free == n && n * D == q.len() && D >= 3 {
+                // Every body free: body `b` is free index `b` (`Bodies::new`).
+                nb.stale_free(q, D)
+            } else {
+                nb.stale_at(n, site_at(q, at))
+            }
+        })
     }
 
     /// True when the bodies' arrangement is due to be made again before evaluating at `q`: the
@@ -320,6 +326,7 @@ fn site_at<'a, const D: usize>(
     at: &Refresh<'a, D>,
 ) -> impl Fn(usize) -> [f64; 3] + Sync + 'a {
     let (free_of, pins) = (&at.bodies.free_of[..], at.pins);
+    #[inline(always)]
     move |b| {
         let f = free_of[b];
         let x = if f == PINNED {

@@ -4,6 +4,7 @@
 use super::{Buffers, StepStats, check_finite, check_h, check_state, par_pairs, par_triples};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
+use crate::simd::widest;
 use crate::stepper::{Clock, Clocked};
 use crate::vector::{Vector, fingerprint_of_sum, fingerprint_term};
 use crate::{Masses, Model, StateOf, StepError, Stepper};
@@ -140,16 +141,21 @@ impl<V: Vector> VelocityVerlet<V> {
             let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), a0.as_slice());
             let (finite, key_q, key_x1) =
                 par_triples(v_half.as_mut_slice(), x1.as_mut_slice(), &|at, vh, x1| {
-                    let (mut finite, mut key_q, mut key_x1) = (true, 0u64, 0u64);
-                    for (i, (vh, x1)) in vh.iter_mut().zip(x1.iter_mut()).enumerate() {
-                        let j = at + i;
-                        *vh = v[j] + half * a0[j];
-                        *x1 = q[j] + h * *vh;
-                        finite &= x1.is_finite();
-                        key_q = key_q.wrapping_add(fingerprint_term(j, q[j]));
-                        key_x1 = key_x1.wrapping_add(fingerprint_term(j, *x1));
-                    }
-                    (finite, key_q, key_x1)
+                    widest(
+                        #[inline(always)]
+                        || {
+                            let (mut finite, mut key_q, mut key_x1) = (true, 0u64, 0u64);
+                            for (i, (vh, x1)) in vh.iter_mut().zip(x1.iter_mut()).enumerate() {
+                                let j = at + i;
+                                *vh = v[j] + half * a0[j];
+                                *x1 = q[j] + h * *vh;
+                                finite &= x1.is_finite();
+                                key_q = key_q.wrapping_add(fingerprint_term(j, q[j]));
+                                key_x1 = key_x1.wrapping_add(fingerprint_term(j, *x1));
+                            }
+                            (finite, key_q, key_x1)
+                        },
+                    )
                 });
             let n = q.len();
             (
@@ -185,15 +191,25 @@ impl<V: Vector> VelocityVerlet<V> {
         let gradient_finite = crate::vector::all_finite(a0);
         let finite = gradient_finite
             && par_pairs(a0.as_mut_slice(), v_half.as_mut_slice(), &|at, a1, v1| {
-                let mut finite = true;
-                m.in_blocks(at, a1.len(), |o, m| {
-                    for ((a1, v1), m) in a1[o..].iter_mut().zip(&mut v1[o..]).zip(m) {
-                        *a1 = -*a1 / m;
-                        *v1 += half * *a1;
-                        finite &= v1.is_finite() & a1.is_finite();
-                    }
-                });
-                finite
+                widest(
+                    #[inline(always)]
+                    || {
+                        let mut finite = true;
+                        m.in_blocks(
+                            at,
+                            a1.len(),
+                            #[inline(always)]
+                            |o, m| {
+                                for ((a1, v1), m) in a1[o..].iter_mut().zip(&mut v1[o..]).zip(m) {
+                                    *a1 = -*a1 / m;
+                                    *v1 += half * *a1;
+                                    finite &= v1.is_finite() & a1.is_finite();
+                                }
+                            },
+                        );
+                        finite
+                    },
+                )
             });
         if !finite {
             if !gradient_finite {

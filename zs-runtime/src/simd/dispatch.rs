@@ -85,6 +85,26 @@ pub fn dispatch<W: WithLanes>(code: W) -> W::Output {
     dispatch_with(selected(), code)
 }
 
+/// Runs `f` inside the `#[target_feature]` entry of the selected instruction set
+/// ([`selected`]), so that its plain loops over long vectors — a step's kicks and drifts, a
+/// fingerprint — are vectorized for that set rather than for the target's baseline (two
+/// lanes, no 64-bit vector multiply). They keep their bits: elementwise IEEE operations are
+/// correctly rounded on any width, the compiler contracts no multiply-add, and it reorders
+/// only exact reductions (integer sums, `&`, `|`). `f` and what it calls are compiled for the
+/// set only when inlined there: mark closures `#[inline(always)]`.
+#[inline]
+pub fn widest<R>(f: impl FnOnce() -> R) -> R {
+    struct Plain<F>(F);
+    impl<R, F: FnOnce() -> R> WithLanes for Plain<F> {
+        type Output = R;
+        #[inline(always)]
+        fn run<L: super::Loads>(self) -> R {
+            (self.0)()
+        }
+    }
+    dispatch(Plain(f))
+}
+
 /// Runs `code` with the lanes of `isa`, or of the widest available one below it.
 #[inline]
 pub fn dispatch_with<W: WithLanes>(isa: Isa, code: W) -> W::Output {

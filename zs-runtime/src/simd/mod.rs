@@ -54,7 +54,7 @@ mod tests;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-pub use dispatch::{Isa, detected, dispatch, dispatch_with, selected};
+pub use dispatch::{Isa, detected, dispatch, dispatch_with, selected, widest};
 pub use functions::{erf, erfc, erfc_exp, exp, root};
 pub use loads::Loads;
 pub(crate) use scalar::round_ties_even;

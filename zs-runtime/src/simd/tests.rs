@@ -384,3 +384,65 @@ fn negation_flips_the_sign_bit_on_every_path() {
         assert_eq!(bits, [(-0.0_f64).to_bits()], "{isa:?}");
     }
 }
+
+/// [`widest`] runs plain loops vectorized for the widest instruction set and keeps their bits:
+/// a kick and a drift (elementwise IEEE operations, a division among them), the finiteness and
+/// the fingerprint of the result (exact reductions), and a largest square distance, against
+/// the same loops compiled for the target's baseline — over values with signed zeros,
+/// subnormals, infinities and NaNs, and lengths that leave every remainder of 8 lanes.
+#[test]
+fn widest_keeps_the_bits_of_the_baseline_loops() {
+    let special = [
+        0.0,
+        -0.0,
+        1e-310,
+        -1e-310,
+        f64::INFINITY,
+        f64::NAN,
+        1.0,
+        -3.5,
+    ];
+    #[inline(always)]
+    fn pass(q: &[f64], v: &[f64], m: &[f64], x: &mut [f64]) -> (bool, u64, f64) {
+        let (mut finite, mut key, mut most) = (true, 0u64, 0.0_f64);
+        for (i, (((x, q), v), m)) in x.iter_mut().zip(q).zip(v).zip(m).enumerate() {
+            let a = -*v / m;
+            *x = q + 0.012 * (v + 0.006 * a);
+            finite &= x.is_finite();
+            key = key.wrapping_add(crate::vector::fingerprint_term(i, *x));
+            most = most.max((*x - q) * (*x - q));
+        }
+        (finite, key, most)
+    }
+    for n in [0, 1, 7, 8, 9, 61, 1000] {
+        let value = |i: usize, s: usize| -> f64 {
+            if (i * 7 + s) % 13 == 0 {
+                special[(i + s) % special.len()]
+            } else {
+                ((i * 31 + s * 17) as f64 * 0.37).sin() * 10f64.powi((i % 9) as i32 - 4)
+            }
+        };
+        let q: Vec<f64> = (0..n).map(|i| value(i, 1)).collect();
+        let v: Vec<f64> = (0..n).map(|i| value(i, 2)).collect();
+        let m: Vec<f64> = (0..n).map(|i| 0.5 + (i % 5) as f64).collect();
+        let (mut plain, mut wide) = (vec![0.0; n], vec![0.0; n]);
+        let a = pass(&q, &v, &m, &mut plain);
+        let b = widest(
+            #[inline(always)]
+            || pass(&q, &v, &m, &mut wide),
+        );
+        assert_eq!(
+            (a.0, a.1, a.2.to_bits()),
+            (b.0, b.1, b.2.to_bits()),
+            "n = {n}"
+        );
+        let bits = |x: &[f64]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&plain), bits(&wide), "n = {n}");
+        assert_eq!(crate::vector::fingerprint(&wide), {
+            let sum = (0..n).fold(0u64, |h, i| {
+                h.wrapping_add(crate::vector::fingerprint_term(i, wide[i]))
+            });
+            crate::vector::fingerprint_of_sum(sum, n)
+        });
+    }
+}
