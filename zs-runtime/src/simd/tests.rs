@@ -416,7 +416,7 @@ fn widest_keeps_the_bits_of_the_baseline_loops() {
     }
     for n in [0, 1, 7, 8, 9, 61, 1000] {
         let value = |i: usize, s: usize| -> f64 {
-            if (i * 7 + s) % 13 == 0 {
+            if (i * 7 + s).is_multiple_of(13) {
                 special[(i + s) % special.len()]
             } else {
                 ((i * 31 + s * 17) as f64 * 0.37).sin() * 10f64.powi((i % 9) as i32 - 4)
