@@ -348,6 +348,20 @@ impl<const K: usize> PartialPlan<K> {
         let chunks = n.div_ceil(chunk);
         // Every slot is written by `distinct`: sized, not cleared.
         resize_with_room(&mut self.slot, n, [NO_SLOT; K]);
+        self.pieces = rayon::current_num_threads() > 1;
+        if !self.pieces {
+            // One thread: the chunks in turn, each chunk's bodies written as they are found.
+            self.by_piece = Csr::default();
+            let (offsets, body) = (&mut self.offsets, &mut self.body);
+            offsets.clear();
+            offsets.push(0);
+            body.clear();
+            in_turn(&list.free, chunk, &mut self.slot, &mut |count, found| {
+                body.extend_from_slice(found);
+                offsets.push(offsets[offsets.len() - 1] + count);
+            });
+            return;
+        }
         // Per chunk: the number of its distinct free bodies.
         let counts = &mut scratch.counts;
         counts.clear();
@@ -387,16 +401,11 @@ impl<const K: usize> PartialPlan<K> {
         };
         at.fill(parallel, 0..chunks, &mut self.body);
         let body = &self.body;
-        self.pieces = rayon::current_num_threads() > 1;
-        if self.pieces {
-            self.by_piece.rebuild_with(free.div_ceil(PIECE), || {
-                (0u32..)
-                    .zip(body)
-                    .map(|(p, &b)| ((b as usize / PIECE) as u32, p))
-            });
-        } else {
-            self.by_piece = Csr::default();
-        }
+        self.by_piece.rebuild_with(free.div_ceil(PIECE), || {
+            (0u32..)
+                .zip(body)
+                .map(|(p, &b)| ((b as usize / PIECE) as u32, p))
+        });
     }
 
     /// Number of partials (bodies).
@@ -457,26 +466,91 @@ impl<const K: usize> Firsts<'_, K> {
 const PARALLEL_PLAN_FROM: usize = 16_384;
 
 /// One chunk of a [`PartialPlan`]: its distinct free bodies numbered in order of first
-/// appearance (their number returned), each term's bodies' numbers into `slot`. An open-addressing table on the stack holds what was seen: twice as many
-/// slots as the chunk names bodies, a power of two (2 048 for 512 pairs).
+/// appearance (their number returned), each term's bodies' numbers into `slot`. An
+/// open-addressing table on the stack holds what was seen: twice as many slots as the chunk
+/// names bodies, a power of two (2 048 for 512 pairs).
 fn distinct<const K: usize>(terms: &[[u32; K]], slot: &mut [[u16; K]]) -> u32 {
     let refs = K * terms.len();
+    let mut none = |_: u32| {};
     if refs <= 1024 {
-        distinct_in::<K, 2048>(terms, slot)
+        distinct_in(terms, slot, &mut [EMPTY; 2048], 0, &mut none)
     } else if refs <= 4096 {
-        distinct_in::<K, 8192>(terms, slot)
+        distinct_in(terms, slot, &mut [EMPTY; 8192], 0, &mut none)
     } else if refs <= 8192 {
-        distinct_in::<K, 16384>(terms, slot)
+        distinct_in(terms, slot, &mut [EMPTY; 16384], 0, &mut none)
     } else {
-        distinct_in::<K, 65536>(terms, slot)
+        distinct_in(terms, slot, &mut [EMPTY; 65536], 0, &mut none)
     }
 }
 
-/// [`distinct`] with a table of `T` slots, each `key | index << 32` (`u64::MAX`: empty).
-fn distinct_in<const K: usize, const T: usize>(terms: &[[u32; K]], slot: &mut [[u16; K]]) -> u32 {
-    const EMPTY: u64 = u64::MAX;
+/// The chunks of `chunk` terms of `free` in turn on one thread: [`distinct`] of each, then
+/// `done(its count, its bodies in order of first appearance)`. One table serves every chunk,
+/// cleared once: its entries carry their chunk's tag, and another chunk's are empty.
+fn in_turn<const K: usize>(
+    free: &[[u32; K]],
+    chunk: usize,
+    slot: &mut [[u16; K]],
+    done: &mut dyn FnMut(u32, &[u32]),
+) {
+    let refs = K * chunk;
+    if refs <= 1024 {
+        in_turn_with(free, chunk, slot, &mut [EMPTY; 2048], done);
+    } else if refs <= 4096 {
+        in_turn_with(free, chunk, slot, &mut [EMPTY; 8192], done);
+    } else if refs <= 8192 {
+        in_turn_with(free, chunk, slot, &mut [EMPTY; 16384], done);
+    } else {
+        in_turn_with(free, chunk, slot, &mut [EMPTY; 65536], done);
+    }
+}
+
+fn in_turn_with<const K: usize, const T: usize>(
+    free: &[[u32; K]],
+    chunk: usize,
+    slot: &mut [[u16; K]],
+    table: &mut [u64; T],
+    done: &mut dyn FnMut(u32, &[u32]),
+) {
+    // A chunk names at most `K · chunk` ≤ `T / 2` bodies: its found bodies fit on the stack
+    // beside the table.
+    let mut found = [0u32; 32_768];
+    let mut tag = 0u16;
+    for (terms, slot) in free.chunks(chunk).zip(slot.chunks_mut(chunk)) {
+        if tag == STALE_TAGS {
+            // Every tag used: the table cleared again, so that no old entry passes for new.
+            table.fill(EMPTY);
+            tag = 0;
+        }
+        let mut n = 0;
+        let count = distinct_in(terms, slot, table, tag, &mut |b| {
+            found[n] = b;
+            n += 1;
+        });
+        done(count, &found[..n]);
+        tag += 1;
+    }
+}
+
+/// An empty entry of [`distinct_in`]'s table (its tag is [`STALE_TAGS`], never a chunk's).
+const EMPTY: u64 = u64::MAX;
+/// Tags a table takes before it is cleared again.
+const STALE_TAGS: u16 = u16::MAX;
+
+/// [`distinct`] with a table of `T` slots, each `key | index << 32 | tag << 48`; an entry of
+/// another tag than `tag` is empty (so one table serves many chunks, [`in_turn`]). Each body
+/// is given to `found` when first seen. Linear probing stays exact with stale entries: within
+/// a chunk a slot only goes from stale to current, so a body's lookup meets only current
+/// entries before its own.
+fn distinct_in<const K: usize, const T: usize>(
+    terms: &[[u32; K]],
+    slot: &mut [[u16; K]],
+    table: &mut [u64; T],
+    tag: u16,
+    found: &mut impl FnMut(u32),
+) -> u32 {
+    debug_assert!(K * terms.len() <= T / 2, "a table at most half full");
     let bits = T.trailing_zeros();
-    let mut table = [EMPTY; T];
+    let tag = u64::from(tag) << 48;
     let mut count = 0u16;
     for (fr, slot) in terms.iter().zip(slot.iter_mut()) {
         for (k, &f) in fr.iter().enumerate() {
@@ -488,8 +562,9 @@ fn distinct_in<const K: usize, const T: usize>(terms: &[[u32; K]], slot: &mut [[
             let mut h = (f.wrapping_mul(0x9E37_79B1) >> (32 - bits)) as usize;
             let index = loop {
                 let e = table[h];
-                if e == EMPTY {
-                    table[h] = u64::from(f) | u64::from(count) << 32;
+                if e >> 48 << 48 != tag {
+                    table[h] = u64::from(f) | u64::from(count) << 32 | tag;
+                    found(f);
                     count += 1;
                     break count - 1;
                 }
@@ -638,5 +713,67 @@ mod tests {
         assert!(list.codes.is_empty() && list.decoded.is_empty());
         list.set_codes(&[]);
         assert!(list.codes.is_empty() && list.decoded.is_empty());
+    }
+
+    /// A partial plan made on one thread (the chunks in turn, one tagged table) is the plan
+    /// made on a pool (each chunk its own table, then its bodies read back from its slots):
+    /// for pairs in chunks of 512 and 16 384 with pinned bodies, and in chunks of one pair —
+    /// more chunks than the table's tags, so that it is cleared on the way.
+    #[test]
+    fn a_partial_plan_is_the_same_made_in_turn_and_on_a_pool() {
+        let (n, bodies) = (80_000usize, 5_000u32);
+        let free: Vec<[u32; 2]> = (0..n as u32)
+            .map(|t| {
+                let i = t.wrapping_mul(2_654_435_761) % bodies;
+                let j = (i + 1 + t % 97) % bodies;
+                let pin = |b: u32| if b.is_multiple_of(41) { PINNED } else { b };
+                [pin(i), pin(j)]
+            })
+            .collect();
+        let list = TermList::<2> {
+            own_bodies: Vec::new(),
+            free,
+            codes: Vec::new(),
+            decoded: Vec::new(),
+        };
+        let made = |threads: usize, chunk: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let plan = pool.install(|| PartialPlan::new(&list, bodies as usize, chunk));
+            assert_eq!(plan.pieces, threads > 1);
+            (plan.slot, plan.offsets, plan.body)
+        };
+        for chunk in [1, 512, 16_384] {
+            let one = made(1, chunk);
+            assert_eq!(one.1.len(), n.div_ceil(chunk) + 1, "chunk {chunk}");
+            assert!(one == made(2, chunk), "chunk {chunk}");
+        }
+        // The first pair's entries stay in the table while the next 65 534 chunks use other
+        // slots; the 65 536th chunk holds the first pair the other way round. A table not
+        // cleared when its tags run out would take the old entries for its own and number
+        // its bodies the other way.
+        let wrap = STALE_TAGS as usize;
+        let free: Vec<[u32; 2]> = (0..wrap + 2)
+            .map(|t| match t {
+                0 => [1, 2],
+                t if t == wrap => [2, 1],
+                _ => [3, 4],
+            })
+            .collect();
+        let list = TermList::<2> {
+            own_bodies: Vec::new(),
+            free,
+            codes: Vec::new(),
+            decoded: Vec::new(),
+        };
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let plan = one.install(|| PartialPlan::new(&list, 5, 1));
+        assert_eq!(plan.slot[wrap], [0, 1]);
+        assert_eq!(plan.body[2 * wrap..2 * wrap + 2], [2, 1]);
     }
 }
