@@ -31,9 +31,9 @@ pub(super) struct Lanes_<'a, T, const D: usize, const K: usize> {
 /// Each chunk's term energies go to scratch on the stack ([`over_chunks`]). With `into` (one
 /// thread), each chunk's partials are added into that gradient right after the chunk
 /// ([`chunk_by_chunk`]: `part` holds one chunk's at a time), the additions phase B would make
-/// ([`super::sums::add_partials_by_piece`]) in the same order. `WINDOWED`: the terms are a neighbour
-/// list's pairs under a cutoff, filtered and compacted first ([`windowed_pairs`]); made only for
-/// the pair engine's per-term pass.
+/// ([`super::sums::add_partials_by_piece`]) in the same order. `WINDOWED`: the terms are a
+/// neighbour list's pairs under a cutoff, filtered and compacted first ([`windowed_pairs`]);
+/// made only for the pair engine's per-term pass.
 pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bool>(
     parallel: bool,
     at: &Lanes_<'_, T, D, K>,

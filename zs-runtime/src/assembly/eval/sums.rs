@@ -1,9 +1,10 @@
 //! Every sum the engine makes, each in a fixed order, so that its bits depend on neither the
 //! lanes nor the threads: a chunk's term energies ([`chunk_sum`]), a row's eight virtual lanes
-//! ([`virtual_sum`]), the chunks of a pass on rayon's pool ([`over_chunks`]), each body's
-//! partials in chunk order ([`add_partials_by_body`], [`add_partials_by_piece`]), and phase B of the
-//! engine, every form's contributions in table order ([`sum_vector`], [`sum_hessian`]; on one
-//! thread the gradient's with each form's phase A, [`gradient_form_by_form`]).
+//! ([`virtual_sum`]), the chunks of a pass on rayon's pool ([`over_chunks`]) or in turn
+//! ([`chunk_by_chunk`]), each body's partials in chunk order ([`add_partials_by_body`],
+//! [`add_partials_by_piece`]), and phase B of the engine, every form's contributions in table
+//! order ([`sum_vector`], [`sum_hessian`]; on one thread the gradient's with each form's phase
+//! A, [`gradient_form_by_form`]).
 
 use rayon::prelude::*;
 
