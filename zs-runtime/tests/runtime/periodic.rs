@@ -4,33 +4,12 @@
 //! while the bodies move far enough for the neighbour list to be rebuilt many times — and gives
 //! the same bits on every SIMD path and thread count. Bad boxes and cutoffs are typed errors.
 
+// Harmonic bonds and LJ cut at `rc`.
+use crate::support::assembled::Melt as Beads;
 use crate::support::fixtures::Rng;
 use zs_runtime::assembly::{Assembled, PairStrategy, Topology, TopologyError};
 use zs_runtime::simd::Isa;
 use zs_runtime::{HessianPart, Model, mechanical_system};
-
-/// Harmonic bonds (k = 20, r0 = 1) and LJ cut at `rc` and shifted (σ = ε = 1).
-struct Beads {
-    rc: f64,
-}
-
-#[mechanical_system]
-impl Beads {
-    fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
-        let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();
-        10.0 * (r - 1.0).powi(2)
-    }
-    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
-        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
-        if r2 < self.rc * self.rc {
-            let s6 = 1.0 / (r2 * r2 * r2);
-            let c6 = 1.0 / self.rc.powi(6);
-            4.0 * (s6 * s6 - s6) - 4.0 * (c6 * c6 - c6)
-        } else {
-            0.0
-        }
-    }
-}
 
 const CHAINS: usize = 12;
 const BEADS: usize = 10;

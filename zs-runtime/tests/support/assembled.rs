@@ -113,30 +113,33 @@ pub fn cut_liquid(k: usize) -> (Assembled<CutLiquid, 3>, Vec<f64>, Vec<f64>) {
     (sys, q, vec![0.0; n])
 }
 
-/// [`CutLiquid`] with harmonic bonds along chains: the bonds' gradient comes first in the
-/// sums, the pairs' is added into it.
-pub struct CutMelt;
+/// Harmonic bonds (k = 20, r0 = 1) and LJ cut at `rc` and shifted (σ = ε = 1): the bonds'
+/// gradient comes first in the sums, the pairs' is added into it.
+pub struct Melt {
+    pub rc: f64,
+}
 
 #[mechanical_system]
-impl CutMelt {
+impl Melt {
     fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
-        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
-        50.0 * (r2.sqrt() - 1.1).powi(2)
+        let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();
+        10.0 * (r - 1.0).powi(2)
     }
     fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
         let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
-        if r2 < 6.25 {
+        if r2 < self.rc * self.rc {
             let s6 = 1.0 / (r2 * r2 * r2);
-            4.0 * (s6 * s6 - s6) + 0.016_316_891_136
+            let c6 = 1.0 / self.rc.powi(6);
+            4.0 * (s6 * s6 - s6) - 4.0 * (c6 * c6 - c6)
         } else {
             0.0
         }
     }
 }
 
-/// [`cut_liquid`]'s particles as chains of `k` along x (each lattice row a chain), the bonded
-/// pairs excluded from the pair potential.
-pub fn cut_melt(k: usize) -> (Assembled<CutMelt, 3>, Vec<f64>, Vec<f64>) {
+/// A [`Melt`] cut at 2.5 of [`cut_liquid`]'s particles as chains of `k` along x (each lattice
+/// row a chain), the bonded pairs excluded from the pair potential.
+pub fn cut_melt(k: usize) -> (Assembled<Melt, 3>, Vec<f64>, Vec<f64>) {
     let (_, q, v) = cut_liquid(k);
     let side = 1.1 * k as f64;
     let bonds = (0..k * k * k).filter(|i| i % k + 1 < k).map(|i| (i, i + 1));
@@ -145,7 +148,7 @@ pub fn cut_melt(k: usize) -> (Assembled<CutMelt, 3>, Vec<f64>, Vec<f64>) {
         .exclude_bonded()
         .periodic([side; 3])
         .cutoff(2.5, 0.3);
-    (Assembled::new(CutMelt, topology).unwrap(), q, v)
+    (Assembled::new(Melt { rc: 2.5 }, topology).unwrap(), q, v)
 }
 
 /// [`CutLiquid`] of two types of sites, `ε` chosen by the pair's types (the alkane's way).
