@@ -216,12 +216,6 @@ fn moved_beyond(p: [f64; 3], o: [f64; 3], limit: f64) -> bool {
     (r2 > limit) | r2.is_nan()
 }
 
-/// True when `moved(c)` for some `c` in `0..chunks`, the chunks on rayon's pool. Not generic:
-/// rayon's machinery compiled once, not once per system that asks [`Neighbors::stale_at`].
-fn any_chunk(chunks: usize, moved: &(dyn Fn(usize) -> bool + Sync)) -> bool {
-    (0..chunks).into_par_iter().any(moved)
-}
-
 /// The layers' pairs one after the other into `out` (exactly as long): halves of the layers
 /// copied on rayon's pool (`join`, no allocation).
 fn concatenate(layers: &[Layer], out: &mut [[u32; 2]]) {
@@ -372,7 +366,8 @@ impl Neighbors {
     }
 
     /// True when the list was built for other than `n` bodies, or `moved` is for some range of
-    /// them (ranges of [`VECTOR_CHUNK`] on rayon's current pool when there are many).
+    /// them (ranges of [`VECTOR_CHUNK`] on rayon's current pool when there are many). Not
+    /// generic: rayon's machinery compiled once, not once per system that asks.
     fn any_moved(
         &self,
         n: usize,
@@ -385,9 +380,9 @@ impl Neighbors {
         if 3 * n < PARALLEL_FROM {
             moved(0..n)
         } else {
-            any_chunk(n.div_ceil(VECTOR_CHUNK), &|c| {
-                moved(c * VECTOR_CHUNK..((c + 1) * VECTOR_CHUNK).min(n))
-            })
+            (0..n.div_ceil(VECTOR_CHUNK))
+                .into_par_iter()
+                .any(|c| moved(c * VECTOR_CHUNK..((c + 1) * VECTOR_CHUNK).min(n)))
         }
     }
 
