@@ -715,6 +715,25 @@ mod tests {
         assert!(list.codes.is_empty() && list.decoded.is_empty());
     }
 
+    /// A list of the pairs of free bodies `free`, untyped.
+    fn pairs(free: Vec<[u32; 2]>) -> TermList<2> {
+        TermList {
+            own_bodies: Vec::new(),
+            free,
+            codes: Vec::new(),
+            decoded: Vec::new(),
+        }
+    }
+
+    /// The partial plan of `list` made on a pool of `threads` threads.
+    fn plan_on(threads: usize, list: &TermList<2>, free: usize, chunk: usize) -> PartialPlan<2> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| PartialPlan::new(list, free, chunk))
+    }
+
     /// A partial plan made on one thread (the chunks in turn, one tagged table) is the plan
     /// made on a pool (each chunk its own table, then its bodies read back from its slots):
     /// for pairs in chunks of 512 and 16 384 with pinned bodies, and in chunks of one pair —
@@ -730,18 +749,9 @@ mod tests {
                 [pin(i), pin(j)]
             })
             .collect();
-        let list = TermList::<2> {
-            own_bodies: Vec::new(),
-            free,
-            codes: Vec::new(),
-            decoded: Vec::new(),
-        };
+        let list = pairs(free);
         let made = |threads: usize, chunk: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            let plan = pool.install(|| PartialPlan::new(&list, bodies as usize, chunk));
+            let plan = plan_on(threads, &list, bodies as usize, chunk);
             assert_eq!(plan.pieces, threads > 1);
             (plan.slot, plan.offsets, plan.body)
         };
@@ -762,17 +772,7 @@ mod tests {
                 _ => [3, 4],
             })
             .collect();
-        let list = TermList::<2> {
-            own_bodies: Vec::new(),
-            free,
-            codes: Vec::new(),
-            decoded: Vec::new(),
-        };
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        let plan = one.install(|| PartialPlan::new(&list, 5, 1));
+        let plan = plan_on(1, &pairs(free), 5, 1);
         assert_eq!(plan.slot[wrap], [0, 1]);
         assert_eq!(plan.body[2 * wrap..2 * wrap + 2], [2, 1]);
     }
