@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::cell::Cell;
 use super::topology::Topology;
-use crate::simd::{Loads, WithLanes, widest};
+use crate::simd::{Isa, Loads, WithLanes, widest};
 
 /// The bodies sorted by cell, as structure of arrays: cell `c`'s are `start[c]..start[c + 1]`.
 #[derive(Debug, Default)]
@@ -54,52 +54,22 @@ pub(crate) struct Neighbors {
     cell_of: Vec<u32>,
 }
 
-/// The bodies at `(x, y, z) + q` (`q` = shift − the searched body's position) within
-/// `reach2`, as indices `first + c`, appended to `found[kept..]`; returns the new count.
-/// Written always, kept when within reach: no branch on the test (a coin toss the branch
-/// predictor loses).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn within(
-    x: &[f64],
-    y: &[f64],
-    z: &[f64],
-    q: [f64; 3],
-    reach2: f64,
-    first: u32,
-    found: &mut [u32],
-    mut kept: usize,
-) -> usize {
-    let n = x.len().min(y.len()).min(z.len());
-    let found = &mut found[kept..kept + n + 1];
-    let mut k = 0;
-    for c in 0..n {
-        let d = [x[c] + q[0], y[c] + q[1], z[c] + q[2]];
-        let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-        found[k] = first + c as u32;
-        k += usize::from(r2 < reach2);
-    }
-    kept += k;
-    kept
-}
-
-/// A body's candidates from which [`Scan`] runs on the widest lanes (below, on one, inline):
-/// a Kremer–Grest bead has a few dozen, a site of a charged liquid cut at 10 Å a few
-/// thousand, and the call into an instruction set's code per body cost the melt's builds more
-/// than the lanes gave back (BENCHMARKS.md, twenty-first session).
-const SCAN_LANES_FROM: usize = 128;
+/// Entries past the last body in the cell-sorted positions, so that a run's last block of lanes
+/// loads whole ([`Scan`] masks the lanes past the run): the widest lanes' count.
+const PAD: usize = 8;
 
 /// One body's candidates within reach: its own cell's bodies after it (`own`) and the half
-/// stencil's `runs`, scanned [`Lanes::WIDTH`] at a time — the same square distances, by the
-/// same operations, as [`within`], which takes each run's remainder — into `found`; returns
-/// how many.
+/// stencil's `runs`, scanned [`Lanes::WIDTH`] at a time, a run's last block masked to the run
+/// (the positions are padded, [`PAD`]) — the same square distances, by the same operations,
+/// on every width, so the same pairs — into `found`, written always and kept when within
+/// reach (no branch on the test: a coin toss the branch predictor loses); returns how many.
 struct Scan<'a> {
     sorted: &'a Sorted,
     own: Run,
     runs: &'a [Run],
     p: [f64; 3],
     reach2: f64,
-    found: &'a mut [u32],
+    found: &'a mut [f64],
 }
 
 impl WithLanes for Scan<'_> {
@@ -116,44 +86,143 @@ impl WithLanes for Scan<'_> {
             found,
         } = self;
         let mut kept = 0;
+        let iota = L::from_fn(|l| l as f64);
         for r in core::iter::once(&own).chain(runs) {
             let q = [r.shift[0] - p[0], r.shift[1] - p[1], r.shift[2] - p[2]];
             let (from, to) = (r.from as usize, r.to as usize);
-            let (x, y, z) = (
-                &sorted.x[from..to],
-                &sorted.y[from..to],
-                &sorted.z[from..to],
-            );
-            let whole = x.len() / L::WIDTH * L::WIDTH;
+            // Padded: every block below `to` loads whole.
+            let (x, y, z) = (&sorted.x[from..], &sorted.y[from..], &sorted.z[from..]);
             let (q0, q1, q2) = (L::splat(q[0]), L::splat(q[1]), L::splat(q[2]));
             let cut = L::splat(reach2);
-            for c in (0..whole).step_by(L::WIDTH) {
+            for c in (0..to - from).step_by(L::WIDTH) {
                 let d = [
                     L::load(&x[c..]) + q0,
                     L::load(&y[c..]) + q1,
                     L::load(&z[c..]) + q2,
                 ];
                 let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                let mask = r2.lt_mask(cut);
-                // Every lane written, kept when within reach (no branch on the test).
-                let first = (from + c) as u32;
-                for l in 0..L::WIDTH {
-                    found[kept] = first + l as u32;
-                    kept += ((mask >> l) & 1) as usize;
-                }
+                let left = to - from - c;
+                let mask = if left < L::WIDTH {
+                    r2.lt_mask(cut) & ((1 << left) - 1)
+                } else {
+                    r2.lt_mask(cut)
+                };
+                // The kept lanes' indices, packed (exact: below 2^53).
+                (L::splat((from + c) as f64) + iota).compress_store(mask, &mut found[kept..]);
+                kept += mask.count_ones() as usize;
             }
-            kept = within(
-                &x[whole..],
-                &y[whole..],
-                &z[whole..],
-                q,
-                reach2,
-                (from + whole) as u32,
-                found,
-                kept,
-            );
         }
         kept
+    }
+}
+
+/// What every z-layer of a build reads: the list with its cells sorted, the grid, the types.
+struct Grid<'a> {
+    list: &'a Neighbors,
+    dims: [usize; 3],
+    /// The bodies' types, or empty (untyped, or too many types to group).
+    kinds: &'a [u32],
+    types: usize,
+    reach2: f64,
+    /// The box's sides and half sides (infinite when open).
+    len: [f64; 3],
+    half: [f64; 3],
+    /// Fewer than three cells along a periodic axis: the whole stencil.
+    revisits: bool,
+}
+
+/// The pairs found from the cells of z-layer `cz` ([`Neighbors::build_from`]'s order), into
+/// `pairs`: run on the selected instruction set's lanes, each body's scan inline.
+struct LayerScan<'a> {
+    grid: &'a Grid<'a>,
+    cz: usize,
+    scratch: &'a mut Scratch,
+    pairs: &'a mut Vec<[u32; 2]>,
+}
+
+impl WithLanes for LayerScan<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<L: Loads>(self) {
+        let LayerScan {
+            grid,
+            cz,
+            scratch,
+            pairs,
+        } = self;
+        let Grid {
+            list,
+            dims,
+            kinds,
+            types,
+            reach2,
+            len,
+            half,
+            revisits,
+        } = *grid;
+        let Scratch {
+            stencil,
+            runs,
+            hits,
+            grouping,
+        } = scratch;
+        let sorted = &list.sorted;
+        for cy in 0..dims[1] {
+            for cx in 0..dims[0] {
+                let here = (cz * dims[1] + cy) * dims[0] + cx;
+                let (from, to) = (list.start[here] as usize, list.start[here + 1] as usize);
+                if from == to {
+                    continue;
+                }
+                if revisits {
+                    list.whole_stencil([cx, cy, cz], dims, stencil);
+                    for k in from..to {
+                        let first = pairs.len();
+                        list.pairs_of(k, stencil, reach2, len, half, pairs);
+                        if !kinds.is_empty() {
+                            let i = sorted.id[k];
+                            group_by_types(&mut pairs[first..], i, kinds, types, grouping);
+                        }
+                    }
+                    continue;
+                }
+                list.half_stencil([cx, cy, cz], dims, len, runs);
+                let most: usize = runs.iter().map(|r| (r.to - r.from) as usize).sum();
+                hits.clear();
+                // A block of lanes writes all its lanes: room for a last one past the count.
+                hits.resize(most + to - from + PAD, 0.0);
+                for k in from..to {
+                    let (i, p) = (sorted.id[k], [sorted.x[k], sorted.y[k], sorted.z[k]]);
+                    // This cell's bodies after this one, then the half stencil's.
+                    let own = Run {
+                        from: k as u32 + 1,
+                        to: to as u32,
+                        shift: [0.0; 3],
+                    };
+                    let kept = Scan {
+                        sorted,
+                        own,
+                        runs,
+                        p,
+                        reach2,
+                        found: hits,
+                    }
+                    .run::<L>();
+                    let excluded = list.excluded_of(i);
+                    let first = pairs.len();
+                    for &c in &hits[..kept] {
+                        let j = sorted.id[c as usize];
+                        if !excluded.contains(&j) {
+                            pairs.push([i.min(j), i.max(j)]);
+                        }
+                    }
+                    if !kinds.is_empty() {
+                        group_by_types(&mut pairs[first..], i, kinds, types, grouping);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -243,7 +312,7 @@ struct Scratch {
     stencil: Vec<usize>,
     runs: Vec<Run>,
     /// Candidates of one body, kept when within reach (branch-free compaction).
-    hits: Vec<u32>,
+    hits: Vec<f64>,
     /// One body's pairs while they are grouped by types ([`group_by_types`]).
     grouping: Vec<[u32; 2]>,
 }
@@ -389,7 +458,7 @@ impl Neighbors {
     /// [`Neighbors::build_from`] at the sites `pos`.
     #[cfg(test)]
     pub fn build(&mut self, pos: &[[f64; 3]], kinds: &[u32], out: &mut Vec<[u32; 2]>) {
-        self.build_from(pos.len(), |b| pos[b], kinds, out);
+        self.build_from(pos.len(), |b| pos[b], kinds, crate::simd::selected(), out);
     }
 
     /// The pairs `(i, j)`, `i < j`, not excluded, whose reference sites (nearest images in a
@@ -407,6 +476,7 @@ impl Neighbors {
         n: usize,
         site: impl Fn(usize) -> [f64; 3],
         kinds: &[u32],
+        isa: Isa,
         out: &mut Vec<[u32; 2]>,
     ) {
         self.at_build.clear();
@@ -414,7 +484,7 @@ impl Neighbors {
         // Taken for the build and put back: the build reads the sites while it fills the
         // list's other buffers.
         let pos = core::mem::take(&mut self.at_build);
-        self.build_at(&pos, kinds, out);
+        self.build_at(&pos, kinds, isa, out);
         self.at_build = pos;
     }
 
@@ -423,7 +493,7 @@ impl Neighbors {
         &self.at_build
     }
 
-    fn build_at(&mut self, pos: &[[f64; 3]], kinds: &[u32], out: &mut Vec<[u32; 2]>) {
+    fn build_at(&mut self, pos: &[[f64; 3]], kinds: &[u32], isa: Isa, out: &mut Vec<[u32; 2]>) {
         self.builds += 1;
         let types = kinds.iter().max().map_or(0, |&k| k as usize + 1);
         let kinds = if 2 * types * types <= MOST_GROUPS {
@@ -486,10 +556,11 @@ impl Neighbors {
         self.fill.clear();
         self.fill.extend_from_slice(&self.start[..cells]);
         let sorted = &mut self.sorted;
-        // Every entry is written below: sized, not cleared.
+        // Every entry below `n` is written below: sized, not cleared; the padding is never
+        // kept as a pair.
         sorted.id.resize(n, 0);
         for v in [&mut sorted.x, &mut sorted.y, &mut sorted.z] {
-            v.resize(n, 0.0);
+            v.resize(n + PAD, 0.0);
         }
         for (i, &c) in self.cell_of.iter().enumerate() {
             let c = c as usize;
@@ -509,76 +580,28 @@ impl Neighbors {
         // order: the same pairs in the same order whatever the number of threads.
         let mut layers = core::mem::take(&mut self.layers);
         layers.resize_with(dims[2], Default::default);
-        let this = &*self;
+        let grid = Grid {
+            list: self,
+            dims,
+            kinds,
+            types,
+            reach2,
+            len,
+            half,
+            revisits,
+        };
+        // Each layer inside the widest instruction set's code: one call per layer, the
+        // scans of its bodies inline on that set's lanes.
         let layer = |cz: usize, l: &mut Scratch, pairs: &mut Vec<[u32; 2]>| {
-            let Scratch {
-                stencil,
-                runs,
-                hits,
-                grouping,
-            } = l;
-            let sorted = &this.sorted;
-            for cy in 0..dims[1] {
-                for cx in 0..dims[0] {
-                    let here = index([cx, cy, cz]);
-                    let (from, to) = (this.start[here] as usize, this.start[here + 1] as usize);
-                    if from == to {
-                        continue;
-                    }
-                    if revisits {
-                        this.whole_stencil([cx, cy, cz], dims, stencil);
-                        for k in from..to {
-                            let first = pairs.len();
-                            this.pairs_of(k, stencil, reach2, len, half, pairs);
-                            if !kinds.is_empty() {
-                                let i = sorted.id[k];
-                                group_by_types(&mut pairs[first..], i, kinds, types, grouping);
-                            }
-                        }
-                        continue;
-                    }
-                    this.half_stencil([cx, cy, cz], dims, len, runs);
-                    let most: usize = runs.iter().map(|r| (r.to - r.from) as usize).sum();
-                    hits.clear();
-                    hits.resize(most + to - from + 1, 0);
-                    for k in from..to {
-                        let (i, p) = (sorted.id[k], [sorted.x[k], sorted.y[k], sorted.z[k]]);
-                        // This cell's bodies after this one, then the half stencil's.
-                        let own = Run {
-                            from: k as u32 + 1,
-                            to: to as u32,
-                            shift: [0.0; 3],
-                        };
-                        let scan = Scan {
-                            sorted,
-                            own,
-                            runs,
-                            p,
-                            reach2,
-                            found: hits,
-                        };
-                        // Lanes where a body has candidates enough to fill blocks (a liquid
-                        // of charges, hundreds); a few dozen (a bead melt's) are scanned one
-                        // at a time, without the call into the instruction set's code.
-                        let kept = if most + to - k >= SCAN_LANES_FROM {
-                            crate::simd::dispatch(scan)
-                        } else {
-                            scan.run::<f64>()
-                        };
-                        let excluded = this.excluded_of(i);
-                        let first = pairs.len();
-                        for &c in &hits[..kept] {
-                            let j = sorted.id[c as usize];
-                            if !excluded.contains(&j) {
-                                pairs.push([i.min(j), i.max(j)]);
-                            }
-                        }
-                        if !kinds.is_empty() {
-                            group_by_types(&mut pairs[first..], i, kinds, types, grouping);
-                        }
-                    }
-                }
-            }
+            crate::simd::dispatch_with(
+                isa,
+                LayerScan {
+                    grid: &grid,
+                    cz,
+                    scratch: l,
+                    pairs,
+                },
+            );
         };
         if rayon::current_num_threads() == 1 {
             // One thread: the layers in order straight into `out` (the same pairs in the same
@@ -827,6 +850,36 @@ mod tests {
             nb.build(&pos, &[], &mut again);
             assert_eq!(again, pairs, "one order");
             assert!(n < 100 || pairs.len() > n / 4, "{} pairs", pairs.len());
+        }
+    }
+
+    #[test]
+    fn every_instruction_set_finds_the_same_pairs_in_the_same_order() {
+        // Cells of a few bodies (a melt's: runs shorter than a block of lanes) and of many (a
+        // dense box: whole blocks and a masked remainder), each against the direct loop and
+        // against the scalar build, order included.
+        let mut s = 0x2545_F491_4F6C_DD1D_u64;
+        for (n, side) in [(300, 7.0), (3000, 6.0)] {
+            let pos: Vec<[f64; 3]> = (0..n)
+                .map(|_| core::array::from_fn(|_| uniform(&mut s) * side))
+                .collect();
+            let top = Topology::chain(n)
+                .exclude_bonded()
+                .cutoff(1.1, 0.4)
+                .periodic([side; 3]);
+            let mut nb = Neighbors::new(&top).expect("a cutoff");
+            let on = |nb: &mut Neighbors, isa| {
+                let mut pairs = Vec::new();
+                nb.build_from(n, |b| pos[b], &[], isa, &mut pairs);
+                pairs
+            };
+            let scalar = on(&mut nb, Isa::Scalar);
+            let mut sorted = scalar.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, direct(&pos, 1.5, nb.cell, &top.exclusion_lists()));
+            for isa in Isa::available() {
+                assert_eq!(on(&mut nb, isa), scalar, "{isa:?}, {n} bodies");
+            }
         }
     }
 

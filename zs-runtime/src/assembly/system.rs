@@ -597,6 +597,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             pins: &arranged.pins,
             kinds: &arranged.kinds,
             strategy: self.strategy,
+            isa: self.isa,
         }
     }
 

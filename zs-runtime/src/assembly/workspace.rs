@@ -236,7 +236,7 @@ impl<T, const D: usize> Workspace<T, D> {
             Some(buffer) => buffer,
             None => &mut self.pairs,
         };
-        nb.build_from(n, site, at.kinds, out);
+        nb.build_from(n, site, at.kinds, at.isa, out);
         self.give_pairs(at);
     }
 
@@ -345,4 +345,6 @@ pub(crate) struct Refresh<'a, const D: usize> {
     /// Every body's type (empty: untyped).
     pub kinds: &'a [u32],
     pub strategy: PairStrategy,
+    /// The instruction set the list is built with (the system's, [`super::Assembled::with_simd`]).
+    pub isa: crate::simd::Isa,
 }
