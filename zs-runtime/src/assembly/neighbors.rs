@@ -650,6 +650,7 @@ impl Neighbors {
     /// after `(0, 0, 0)` in lexicographic order — as runs of consecutive cells along x, each
     /// with the box vector that brings it next to `cell` (periodic), or cut at the grid's faces
     /// (open). Needs at least three cells along every periodic axis.
+    #[inline]
     fn half_stencil(&self, cell: [usize; 3], dims: [usize; 3], len: [f64; 3], runs: &mut Vec<Run>) {
         let periodic = self.cell.is_some();
         runs.clear();
@@ -658,10 +659,12 @@ impl Neighbors {
             if (0..m).contains(&k) {
                 Some((k as usize, 0.0))
             } else if periodic {
-                Some((
-                    k.rem_euclid(m) as usize,
-                    if k < 0 { -len[a] } else { len[a] },
-                ))
+                // One cell past either face (no division: this runs for every cell).
+                Some(if k < 0 {
+                    ((k + m) as usize, -len[a])
+                } else {
+                    ((k - m) as usize, len[a])
+                })
             } else {
                 None
             }
