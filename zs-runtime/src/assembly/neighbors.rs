@@ -1,8 +1,9 @@
 //! Pair lists under a cutoff: the periodic box's nearest images, a cell list that finds the
 //! pairs within `rc + skin` in O(N), and the Verlet-list rule of when to find them again
 //! (a body moved more than `skin / 2` since the last build: then no pair can have come from
-//! beyond `rc + skin` to within `rc`). The pairs come out in one order — by first body, then
-//! second — whatever the cells and the thread count, so sums over them are deterministic.
+//! beyond `rc + skin` to within `rc`). The pairs come out in one order — cell by cell, each
+//! body's grouped by types ([`Neighbors::build_from`]) — whatever the thread count and the
+//! instruction set, so sums over them are deterministic.
 
 use std::sync::Arc;
 
