@@ -422,7 +422,7 @@ impl Neighbors {
             half,
             revisits,
         };
-        // Each layer inside the widest instruction set's code: one call per layer, the
+        // Each layer inside the system's instruction set (`isa`): one call per layer, the
         // scans of its bodies inline on that set's lanes.
         let layer = |cz: usize, l: &mut Scratch, pairs: &mut Vec<[u32; 2]>| {
             crate::simd::dispatch_with(
