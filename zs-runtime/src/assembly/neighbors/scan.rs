@@ -51,12 +51,10 @@ impl WithLanes for Scan<'_> {
                     L::load(&z[c..]) + q2,
                 ];
                 let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                // The lanes past the run (a last, partial block) never kept.
                 let left = to - from - c;
-                let mask = if left < L::WIDTH {
-                    r2.lt_mask(cut) & ((1 << left) - 1)
-                } else {
-                    r2.lt_mask(cut)
-                };
+                let run = if left < L::WIDTH { (1 << left) - 1 } else { !0 };
+                let mask = r2.lt_mask(cut) & run;
                 // The kept lanes' indices, packed (exact: below 2^53).
                 (L::splat((from + c) as f64) + iota).compress_store(mask, &mut found[kept..]);
                 kept += mask.count_ones() as usize;
