@@ -53,6 +53,13 @@ impl<L: Lanes> Image<L> {
         }
     }
 
+    /// `d` reduced to its nearest image lane by lane: [`Cell::nearest`]'s operations, so the
+    /// same bits as it on every lane.
+    #[inline(always)]
+    pub fn nearest(&self, d: [L; 3]) -> [L; 3] {
+        core::array::from_fn(|a| d[a] - (d[a] * self.inv[a]).round_even() * self.len[a])
+    }
+
     /// Shift bodies `1..K` of a term by whole box vectors to the nearest image of body 0, by
     /// their reference sites (coordinates `0..3`); every site `s` of a body (coordinates
     /// `3s..3s + 3`) moves with it.

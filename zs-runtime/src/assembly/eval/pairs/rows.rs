@@ -22,8 +22,9 @@
 //! bits on every instruction set and thread count.
 
 use super::counting::Counting;
-use crate::assembly::cell::Cell;
+use crate::assembly::cell::{Cell, Image};
 use crate::assembly::neighbors::group_stably;
+use crate::simd::{Loads, WithLanes};
 
 /// Entries per block: the widest lanes (narrower ones take a block in several parts).
 pub(crate) const BLOCK: usize = 8;
@@ -197,60 +198,124 @@ impl Groups<'_> {
             );
             return;
         }
-        let (base, keys) = (self.entry(rows.start), &mut keys[0]);
+        let band = Band {
+            groups: self,
+            base: self.entry(rows.start),
+            rows,
+            partner,
+            keys: &mut keys[0],
+        };
+        crate::simd::dispatch(band);
+    }
+}
+
+/// One band of [`Groups::order`]: the rows `rows`, whose entries begin at `base` of the
+/// padded list, into `partner`; the square distances on the lanes, eight partners at a time.
+struct Band<'a, 'g> {
+    groups: &'a Groups<'g>,
+    rows: core::ops::Range<usize>,
+    partner: &'a mut [[u32; 1]],
+    base: usize,
+    keys: &'a mut Vec<u64>,
+}
+
+impl WithLanes for Band<'_, '_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<L: Loads>(self) {
+        let Band {
+            groups: g,
+            rows,
+            partner,
+            base,
+            keys,
+        } = self;
+        let w = L::WIDTH;
+        let flat = g.sites.as_flattened();
+        let image = g.cell.map(Image::<L>::new);
+        let one = g.cell.map(Image::<f64>::new);
+        let mut r2s = [0.0; 8];
         for r in rows {
-            for (g, group) in (self.group_at[r]..self.group_at[r + 1])
-                .zip(&self.groups[self.group_at[r] as usize..self.group_at[r + 1] as usize])
+            for (at, group) in (g.group_at[r]..g.group_at[r + 1])
+                .zip(&g.groups[g.group_at[r] as usize..g.group_at[r + 1] as usize])
             {
-                let from = self.listed_at[g as usize] as usize;
-                let found = &self.listed[from..from + group.len as usize];
+                let from = g.listed_at[at as usize] as usize;
+                let found = &g.listed[from..from + group.len as usize];
                 let padded = group.padded();
                 let out = &mut partner[padded.start - base..padded.end - base];
-                if self.sites.is_empty() {
+                if g.sites.is_empty() {
                     for (o, &j) in out.iter_mut().zip(found) {
                         *o = [j];
                     }
                 } else {
                     // Nearest first by a counting sort: the square distance at the build as one
                     // of `SHELLS` shells of the group's farthest, the order found within one.
-                    let xi = self.sites[self.body[r] as usize];
+                    let xi = g.sites[g.body[r] as usize];
                     let mut farthest = 0.0_f64;
                     keys.clear();
-                    keys.extend(found.iter().map(|&j| {
-                        let xj = self.sites[j as usize];
-                        let d = [xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]];
-                        let d = self.cell.map_or(d, |c| c.nearest(d));
-                        let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    let mut key = |r2: f64, j: u32| {
                         farthest = farthest.max(r2);
-                        (r2.to_bits() & !0xffff_ffff) | u64::from(j)
-                    }));
-                    let per = if farthest > 0.0 {
-                        (SHELLS - 1) as f64 / farthest
-                    } else {
-                        0.0
+                        keys.push((r2.to_bits() & !0xffff_ffff) | u64::from(j));
                     };
-                    let mut at = [0u32; SHELLS + 1];
-                    for k in keys.iter_mut() {
-                        // The high word's square distance (its low mantissa bits cleared: an order,
-                        // not a value); NaN sites go to the first shell.
-                        let r2 = f64::from_bits(*k & !0xffff_ffff);
-                        let shell = ((r2 * per) as usize).min(SHELLS - 1);
-                        *k = ((shell as u64) << 32) | (*k & 0xffff_ffff);
-                        at[shell + 1] += 1;
+                    let js = found.as_chunks::<1>().0;
+                    let whole = found.len() / w * w;
+                    for b in (0..whole).step_by(w) {
+                        let at = &js[b..b + w];
+                        let xj = L::gather_bodies::<3, 1>(flat, at, 0);
+                        let d = core::array::from_fn(|a| xj[a] - L::splat(xi[a]));
+                        distance2(d, image.as_ref()).store(&mut r2s);
+                        for (&r2, &[j]) in r2s.iter().zip(at) {
+                            key(r2, j);
+                        }
                     }
-                    for c in 0..SHELLS {
-                        at[c + 1] += at[c];
+                    for &j in &found[whole..] {
+                        let xj = g.sites[j as usize];
+                        let d = core::array::from_fn(|a| xj[a] - xi[a]);
+                        key(distance2(d, one.as_ref()), j);
                     }
-                    for &k in keys.iter() {
-                        let shell = (k >> 32) as usize;
-                        out[at[shell] as usize] = [k as u32];
-                        at[shell] += 1;
-                    }
+                    shells_in_order(farthest, keys, out);
                 }
                 let last = out[group.len as usize - 1];
                 out[group.len as usize..].fill(last);
             }
         }
+    }
+}
+
+/// `|d|²`, `d` reduced to its nearest image in a box: the operations of [`Cell::nearest`] and
+/// of `d₀² + d₁² + d₂²`, the same bits on every lane width.
+#[inline(always)]
+fn distance2<L: crate::simd::Lanes>(d: [L; 3], image: Option<&Image<L>>) -> L {
+    let d = image.map_or(d, |i| i.nearest(d));
+    d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+}
+
+/// The keys of a group's partners (each a square distance's high word and the partner) into
+/// `out` by a counting sort on [`SHELLS`] shells of `farthest`, the order found within one.
+#[inline(always)]
+fn shells_in_order(farthest: f64, keys: &mut [u64], out: &mut [[u32; 1]]) {
+    let per = if farthest > 0.0 {
+        (SHELLS - 1) as f64 / farthest
+    } else {
+        0.0
+    };
+    let mut at = [0u32; SHELLS + 1];
+    for k in keys.iter_mut() {
+        // The high word's square distance (its low mantissa bits cleared: an order, not a
+        // value); NaN sites go to the first shell.
+        let r2 = f64::from_bits(*k & !0xffff_ffff);
+        let shell = ((r2 * per) as usize).min(SHELLS - 1);
+        *k = ((shell as u64) << 32) | (*k & 0xffff_ffff);
+        at[shell + 1] += 1;
+    }
+    for c in 0..SHELLS {
+        at[c + 1] += at[c];
+    }
+    for &k in keys.iter() {
+        let shell = (k >> 32) as usize;
+        out[at[shell] as usize] = [k as u32];
+        at[shell] += 1;
     }
 }
 
@@ -525,278 +590,4 @@ impl Rows {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each row's partners as listed, without padding, with the group's type and `below`.
-    fn partners(rows: &Rows, r: usize) -> Vec<(u32, Vec<u32>, u32)> {
-        let g = &rows.groups[rows.group_at[r] as usize..rows.group_at[r + 1] as usize];
-        g.iter()
-            .map(|g| {
-                let at = g.start as usize..(g.start + g.len) as usize;
-                (
-                    g.kind,
-                    rows.partner[at].iter().map(|j| j[0]).collect(),
-                    g.below,
-                )
-            })
-            .collect()
-    }
-
-    /// Every group's padding repeats its last partner, up to whole blocks.
-    fn padded_with_the_last(rows: &Rows) {
-        for g in &rows.groups {
-            assert_eq!(g.padded().len() % BLOCK, 0);
-            if g.len > 0 {
-                let last = rows.partner[(g.start + g.len - 1) as usize];
-                assert!(
-                    rows.partner[g.padded()][g.len as usize..]
-                        .iter()
-                        .all(|&j| j == last)
-                );
-            }
-        }
-    }
-
-    /// Full rows: each pair lands in both its bodies' rows — the partners below a body first,
-    /// then those above, each in the list's order — padded to whole blocks with the last
-    /// partner; a list that is not a half list (`i < j`, bodies in range) makes no rows.
-    #[test]
-    fn full_rows_hold_every_pair_from_both_ends_lower_partners_first() {
-        let pairs = [[3, 5], [0, 3], [1, 3], [0, 5], [3, 4]];
-        let mut rows = Rows::default();
-        assert!(rows.build_full(&pairs, 6, &[]));
-        assert!(!rows.newton);
-        assert_eq!(partners(&rows, 0), vec![(MIXED, vec![3, 5], 0)]);
-        assert_eq!(partners(&rows, 2), vec![(MIXED, vec![], 0)]);
-        assert_eq!(partners(&rows, 3), vec![(MIXED, vec![0, 1, 5, 4], 2)]);
-        assert_eq!(partners(&rows, 5), vec![(MIXED, vec![3, 0], 2)]);
-        padded_with_the_last(&rows);
-        assert_eq!(rows.out.len(), 18, "a gradient per body");
-        assert_eq!(rows.chunk_rows, vec![0, 6]);
-        assert_eq!(rows.slot, vec![0, 1, 2, 3, 4, 5]);
-        assert!(!rows.build_full(&[[2, 1]], 6, &[]), "i > j");
-        assert!(!rows.build_full(&[[1, 1]], 6, &[]), "i = j");
-        assert!(!rows.build_full(&[[1, 6]], 6, &[]), "a body out of range");
-    }
-
-    /// Full rows with types: each part of a row (below, above) holds the same partners
-    /// grouped by type, in the order found within a type; the padding repeats the row's new
-    /// last partner. Untyped: as found.
-    #[test]
-    fn full_rows_group_each_part_by_the_partners_types() {
-        let pairs = [
-            [3, 5],
-            [0, 3],
-            [1, 3],
-            [0, 5],
-            [3, 4],
-            [2, 3],
-            [3, 6],
-            [3, 7],
-        ];
-        let kinds = [1, 0, 1, 0, 0, 1, 0, 1];
-        let mut rows = Rows::default();
-        assert!(rows.build_full(&pairs, 8, &kinds));
-        // Below 3: 0, 1, 2 found, types 1, 0, 1; above: 5, 4, 6, 7, types 1, 0, 0, 1.
-        assert_eq!(
-            partners(&rows, 3),
-            vec![(MIXED, vec![1, 0, 2, 4, 6, 5, 7], 3)]
-        );
-        padded_with_the_last(&rows);
-        assert!(rows.build_full(&pairs, 8, &[]));
-        assert_eq!(
-            partners(&rows, 3),
-            vec![(MIXED, vec![0, 1, 2, 5, 4, 6, 7], 3)]
-        );
-    }
-
-    /// Full rows come in chunks of [`FULL_CHUNK`] rows, each row's output its place in its
-    /// chunk.
-    #[test]
-    fn full_rows_are_chunked_by_a_fixed_number_of_rows() {
-        let n = 2 * FULL_CHUNK + 5;
-        let pairs: Vec<[u32; 2]> = (1..n as u32).map(|j| [j - 1, j]).collect();
-        let mut rows = Rows::default();
-        assert!(rows.build_full(&pairs, n, &[]));
-        let c = FULL_CHUNK as u32;
-        assert_eq!(rows.chunk_rows, vec![0, c, 2 * c, n as u32]);
-        assert_eq!(rows.chunk_out, rows.chunk_rows);
-        assert_eq!(rows.slot[FULL_CHUNK + 3], 3);
-        assert_eq!(rows.sums.len(), 3);
-    }
-
-    /// Half list: a row per first body, in the order the bodies first lead a pair; its
-    /// partners grouped by type (in increasing type, the order found within one), each group
-    /// padded to whole blocks with its last partner; the pairs' second bodies below or above
-    /// the first alike.
-    #[test]
-    fn half_rows_hold_each_pair_once_by_its_first_body_grouped_by_type() {
-        let pairs = [
-            [3, 5],
-            [0, 3],
-            [3, 1],
-            [0, 5],
-            [3, 4],
-            [5, 2],
-            [3, 6],
-            [3, 7],
-        ];
-        let kinds = [1, 0, 1, 0, 0, 1, 0, 1];
-        let mut rows = Rows::default();
-        assert!(rows.build_half(&pairs, 8, &kinds, (&[], None)));
-        assert!(rows.newton);
-        assert_eq!(rows.body, vec![3, 0, 5]);
-        assert_eq!(
-            partners(&rows, 0),
-            vec![(0, vec![1, 4, 6], 0), (1, vec![5, 7], 0)]
-        );
-        assert_eq!(partners(&rows, 1), vec![(0, vec![3], 0), (1, vec![5], 0)]);
-        assert_eq!(partners(&rows, 2), vec![(1, vec![2], 0)]);
-        padded_with_the_last(&rows);
-        // Untyped: one group per row, in the order found.
-        assert!(rows.build_half(&pairs, 8, &[], (&[], None)));
-        assert_eq!(partners(&rows, 0), vec![(0, vec![5, 1, 4, 6, 7], 0)]);
-        assert!(!rows.build_half(&[[1, 1]], 6, &[], (&[], None)), "i = j");
-        assert!(
-            !rows.build_half(&[[1, 6]], 6, &[], (&[], None)),
-            "a body out of range"
-        );
-        let many: Vec<u32> = (0..10).collect();
-        assert!(
-            !rows.build_half(&[[0, 1]], 10, &many, (&[], None)),
-            "more than eight types"
-        );
-    }
-
-    /// Given the sites at the build, each group's partners come nearest first (nearest images
-    /// in a box) to a shell, still grouped by type.
-    #[test]
-    fn half_rows_come_nearest_first_by_their_distance_at_the_build() {
-        let sites = [
-            [0.0, 0.0, 0.0],
-            [3.0, 0.0, 0.0],
-            [9.5, 0.0, 0.0],
-            [1.0, 0.0, 0.0],
-            [0.0, 2.0, 0.0],
-            [0.0, 0.0, 1.5],
-        ];
-        let pairs = [[0, 1], [0, 2], [0, 3], [0, 4], [0, 5]];
-        let cell = Cell::new([10.0; 3]);
-        let mut rows = Rows::default();
-        assert!(rows.build_half(&pairs, 6, &[], (&sites, Some(&cell))));
-        assert_eq!(partners(&rows, 0), vec![(0, vec![2, 3, 5, 4, 1], 0)]);
-        assert!(rows.build_half(&pairs, 6, &[], (&sites, None)));
-        assert_eq!(partners(&rows, 0), vec![(0, vec![3, 5, 4, 1, 2], 0)]);
-        let kinds = [0, 1, 0, 1, 0, 1];
-        assert!(rows.build_half(&pairs, 6, &kinds, (&sites, Some(&cell))));
-        assert_eq!(
-            partners(&rows, 0),
-            vec![(0, vec![2, 4], 0), (1, vec![3, 5, 1], 0)]
-        );
-        // Within a shell (a 63rd of the farthest square distance), the order found.
-        let close = [
-            [0.0, 0.0, 0.0],
-            [3.0, 0.0, 0.0],
-            [1.01, 0.0, 0.0],
-            [1.0, 0.0, 0.0],
-        ];
-        let pairs = [[0, 1], [0, 2], [0, 3]];
-        assert!(rows.build_half(&pairs, 4, &[], (&close, None)));
-        assert_eq!(partners(&rows, 0), vec![(0, vec![2, 3, 1], 0)]);
-    }
-
-    /// A list long enough for bands: the rows built on pools of 1, 2 and 3 threads are the
-    /// same, entry for entry.
-    #[test]
-    fn half_rows_are_the_same_in_any_number_of_bands() {
-        let n = 3000u32;
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut uniform = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
-        let sites: Vec<[f64; 3]> = (0..n)
-            .map(|_| [10.0 * uniform(), 10.0 * uniform(), 10.0 * uniform()])
-            .collect();
-        let kinds: Vec<u32> = (0..n).map(|_| (3.0 * uniform()) as u32).collect();
-        let pairs: Vec<[u32; 2]> = (0..4 * crate::vector::PARALLEL_FROM)
-            .map(|_| {
-                let i = (uniform() * f64::from(n)) as u32;
-                let j = (i + 1 + (uniform() * f64::from(n - 1)) as u32) % n;
-                [i, j]
-            })
-            .collect();
-        let cell = Cell::new([10.0; 3]);
-        let built = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            let mut rows = Rows::default();
-            assert!(pool.install(|| rows.build_half(
-                &pairs,
-                n as usize,
-                &kinds,
-                (&sites, Some(&cell))
-            )));
-            rows
-        };
-        let one = built(1);
-        assert!(one.groups.len() > 2 * n as usize);
-        for threads in [2, 3] {
-            let more = built(threads);
-            assert_eq!(more.body, one.body, "{threads} threads");
-            assert_eq!(more.groups, one.groups);
-            assert_eq!(more.partner, one.partner);
-            assert_eq!(more.partner_slot, one.partner_slot);
-        }
-        padded_with_the_last(&one);
-    }
-
-    /// Every entry's partial is its partner's in its chunk, every row's its body's; a chunk's
-    /// partials are distinct bodies; each body's partials are listed in chunk order, and they
-    /// are all the partials there are.
-    #[test]
-    fn each_half_chunk_gives_its_bodies_one_partial_each_summed_in_chunk_order() {
-        // Two rows of more than a chunk each, then two short ones: three chunks.
-        let n = 3 * ROW_CHUNK / 2;
-        let mut pairs = Vec::new();
-        for i in [7u32, 2, 9, 4] {
-            let m = if i == 7 || i == 2 { ROW_CHUNK + 3 } else { 5 };
-            pairs.extend((0..m as u32).map(|k| [i, (i + 1 + k) % n as u32]));
-        }
-        let mut rows = Rows::default();
-        assert!(rows.build_half(&pairs, n, &[], (&[], None)));
-        assert_eq!(rows.chunk_rows, vec![0, 1, 2, 4]);
-        let slot_body = &rows.scratch.slot_body;
-        for c in 0..rows.chunk_rows.len() - 1 {
-            let base = rows.chunk_out[c] as usize;
-            let bodies = &slot_body[base..rows.chunk_out[c + 1] as usize];
-            let mut seen = bodies.to_vec();
-            seen.sort_unstable();
-            seen.dedup();
-            assert_eq!(seen.len(), bodies.len(), "chunk {c}: one partial per body");
-            for r in rows.chunk_rows[c] as usize..rows.chunk_rows[c + 1] as usize {
-                assert_eq!(bodies[rows.slot[r] as usize], rows.body[r]);
-                let g = &rows.groups[rows.group_at[r] as usize..rows.group_at[r + 1] as usize];
-                for g in g {
-                    for e in g.padded() {
-                        let s = rows.partner_slot[e] as usize;
-                        assert_eq!(bodies[s], rows.partner[e][0], "entry {e}");
-                    }
-                }
-            }
-        }
-        let mut listed = 0;
-        for b in 0..n {
-            let of = &rows.of_body[rows.body_at[b] as usize..rows.body_at[b + 1] as usize];
-            assert!(of.windows(2).all(|w| w[0] < w[1]), "body {b}: chunk order");
-            assert!(of.iter().all(|&s| slot_body[s as usize] as usize == b));
-            listed += of.len();
-        }
-        assert_eq!(listed, slot_body.len());
-    }
-}
+mod tests;
