@@ -2,6 +2,17 @@
 
 use super::*;
 
+/// Uniform numbers in `[0, 1)` from `seed` (xorshift): the tests' random sites, the same
+/// on every run.
+fn uniform_from(mut state: u64) -> impl FnMut() -> f64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
 /// Each row's partners as listed, without padding, with the group's type and `below`.
 fn partners(rows: &Rows, r: usize) -> Vec<(u32, Vec<u32>, u32)> {
     let g = &rows.groups[rows.group_at[r] as usize..rows.group_at[r + 1] as usize];
@@ -186,13 +197,7 @@ fn half_rows_come_nearest_first_by_their_distance_at_the_build() {
 #[test]
 fn long_groups_come_in_the_order_of_their_distances_written_out() {
     let n = 40u32;
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut uniform = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut uniform = uniform_from(0x2545_f491_4f6c_dd1du64);
     let sites: Vec<[f64; 3]> = (0..n)
         .map(|_| [7.0 * uniform(), 7.0 * uniform(), 7.0 * uniform()])
         .collect();
@@ -238,13 +243,7 @@ fn long_groups_come_in_the_order_of_their_distances_written_out() {
 #[test]
 fn half_rows_are_the_same_in_any_number_of_bands() {
     let n = 3000u32;
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut uniform = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut uniform = uniform_from(0x9e37_79b9_7f4a_7c15u64);
     let sites: Vec<[f64; 3]> = (0..n)
         .map(|_| [10.0 * uniform(), 10.0 * uniform(), 10.0 * uniform()])
         .collect();
