@@ -1,18 +1,20 @@
-//! A cluster-pair pass for the water box, built to be measured against zs's rows (issue: what
-//! GROMACS's `nbnxm` layout would give zs). The same generated pair function (`SpcE`'s
+//! A cluster-pair pass for the water box, built to measure what GROMACS's `nbnxm` layout would
+//! give zs against its rows. The same generated pair function (`SpcE`'s
 //! `pair_potential`, `Kernel::value_gradient_lanes`), the same lanes, one thread:
 //!
-//! - the atoms are cut into clusters of 8 as GROMACS does: columns of the box in x and y, each
-//!   sorted along z and cut into runs of 8 (the last one padded with masked lanes); `pure`
-//!   clusters hold one type each (the O and the H atoms gridded apart: every block's types are
-//!   one row, read once), `mixed` clusters hold both (each lane reads its own types);
+//! - the atoms are cut into clusters of `SIZE` (8, or 4) as GROMACS does: columns of the box in
+//!   x and y, each sorted along z and cut into runs (the last one padded with masked lanes);
+//!   `pure` clusters hold one type each (the O and the H atoms gridded apart), `mixed` ones both
+//!   (a block's lanes then read their own types);
 //! - the list holds each pair of clusters once (`J ≥ I`, within `I = J` each pair of atoms
-//!   once), with the whole cluster's periodic shift (no nearest image per pair) and, per atom
-//!   of `I`, the bits of `J`'s lanes it may pair with (padding, the same molecule, the diagonal);
-//!   its clusters' bounding boxes within the cutoff plus the skin (zs's list: 2 Å);
-//! - a block is one atom of `I` against the 8 lanes of `J`, loaded whole (no gather), skipped
-//!   when no lane is within the cutoff; `J`'s gradient is summed in registers over `I`'s atoms
-//!   and added once per pair of clusters (no scatter per block), `I`'s atoms' at the end of `I`.
+//!   once), with the whole cluster's periodic shift (no nearest image per pair) and, per row, the
+//!   bits of the lanes that pair atoms (padding, the same molecule, the diagonal masked); its
+//!   clusters' bounding boxes within the cutoff plus the skin (zs's list: 2 Å);
+//! - a block of 8 lanes is one atom of `I` against `J` (clusters of 8: GROMACS's `4xM` on 8
+//!   lanes) or two atoms of `I` against `J` twice (clusters of 4: its `2xMM`), `J`'s coordinates
+//!   loaded whole (no gather), skipped when no lane is within the cutoff; `J`'s gradient is
+//!   summed in registers over `I`'s atoms and added once per pair of clusters (no scatter per
+//!   block), `I`'s atoms' at the end of `I`.
 //!
 //! It prints the blocks evaluated and their lanes within the cutoff, checks the energy and
 //! gradient against every pair summed one at a time (the scalar `value_gradient`, the nearest
@@ -21,32 +23,43 @@
 //! thousand exclusion corrections on top), alternated, best of 7 batches of 50 each:
 //!
 //! ```text
-//! cargo run --release -p zs-bench --bin water_cluster_pairs -- [DATA] [pure | mixed]
+//! cargo run --release -p zs-bench --bin water_cluster_pairs -- [DATA] [mixed | pure] [SIZE]
 //! ```
-//! See BENCHMARKS.md, "A cluster-pair pass, built and measured".
+//! (`mixed` clusters of 8 unless told.) See BENCHMARKS.md, "A cluster-pair pass, built and measured".
+// Coordinates, lanes and clusters by index: the loops read as GROMACS's kernels do.
+#![allow(clippy::needless_range_loop)]
 use std::path::Path;
 use std::time::Instant;
 
 use zs_runtime::assembly::forms::Pair;
-use zs_runtime::assembly::{Kernel, Kinds};
+use zs_runtime::assembly::Kernel;
 use zs_runtime::lammps::DataFile;
 use zs_runtime::simd::{self, Loads, WithLanes};
 use zs_runtime::Model;
 use zs_systems::water_box::{SpcE, WaterBox, WaterBoxOptions, RC, SKIN};
 
-/// Atoms per cluster: one block of the widest lanes.
-const C: usize = 8;
+/// Lanes per block: the widest lanes' (narrower ones take a block in parts).
+const B: usize = 8;
 /// A padded lane's coordinate: beyond every cutoff from any atom.
 const FAR: f64 = 1.0e6;
 
-/// The atoms in clusters, their coordinates by lane, and the list of cluster pairs.
+/// The atoms in clusters of `size` (8, or 4: GROMACS's `4xM` and `2xMM` on 8 lanes), their
+/// coordinates, and the list of cluster pairs. A block's lane `l` pairs atom `row·(8/size) +
+/// l / size` of `I` with atom `l mod size` of `J`: one atom of `I` against `J` (size 8), or two
+/// against `J` twice (size 4); a cluster pair is `size²/8` such rows.
 struct Clusters {
-    /// Slot `C·c + l` is atom `atom[C·c + l]` (`u32::MAX`: padding).
+    size: usize,
+    /// Slot `size·c + a` is atom `atom[size·c + a]` (`u32::MAX`: padding).
     atom: Vec<u32>,
     /// Coordinate `d` of every slot (wrapped into the box; padding at `FAR`).
     x: [Vec<f64>; 3],
     /// Each slot's type (padding: 0).
     kind: Vec<u32>,
+    /// By block, `8c + l`: cluster `c`'s slot `l mod size` as a partner (its coordinates, its type).
+    xb: [Vec<f64>; 3],
+    kind_b: Vec<u32>,
+    /// Per cluster, its one type when every slot has it (padding included).
+    one_kind: Vec<Option<u32>>,
     /// Cluster `I`'s pairs are `pairs[at[I] .. at[I + 1]]`.
     at: Vec<usize>,
     pairs: Vec<ClusterPair>,
@@ -57,12 +70,21 @@ struct ClusterPair {
     j: u32,
     /// Added to `J`'s coordinates: the image nearest `I`.
     shift: [f64; 3],
-    /// Per atom of `I`, the lanes of `J` it pairs with.
-    lanes: [u8; C],
+    /// Per row, the lanes that pair atoms.
+    lanes: [u8; B],
 }
 
 impl Clusters {
-    fn build(data: &DataFile, pure: bool, rlist: f64) -> Self {
+    fn rows(&self) -> usize {
+        self.size * self.size / B
+    }
+
+    /// Lane `l` of row `row`: the slot of `I`'s atom and of `J`'s, within their clusters.
+    fn lane(&self, row: usize, l: usize) -> (usize, usize) {
+        (row * (B / self.size) + l / self.size, l % self.size)
+    }
+
+    fn build(data: &DataFile, pure: bool, size: usize, rlist: f64) -> Self {
         let n = data.len();
         let side: [f64; 3] = data.box_lengths();
         let wrap = |a: usize, d: usize| (data.positions[a][d] - data.lo[d]).rem_euclid(side[d]);
@@ -79,7 +101,7 @@ impl Clusters {
         for group in &mut groups {
             // Columns about a cluster's width apart (the group's density), sorted along z.
             let volume = side[0] * side[1] * side[2];
-            let width = (C as f64 * volume / group.len() as f64).cbrt();
+            let width = (size as f64 * volume / group.len() as f64).cbrt();
             let cols = [0, 1].map(|d| ((side[d] / width).floor() as usize).max(1));
             let column = |a: usize| {
                 let c =
@@ -95,7 +117,7 @@ impl Clusters {
             while k < group.len() {
                 let col = column(group[k]);
                 let mut run = 0;
-                while k < group.len() && column(group[k]) == col && run < C {
+                while k < group.len() && column(group[k]) == col && run < size {
                     let a = group[k];
                     atom.push(a as u32);
                     for d in 0..3 {
@@ -104,7 +126,7 @@ impl Clusters {
                     kind.push(data.types[a] as u32 - 1);
                     (k, run) = (k + 1, run + 1);
                 }
-                for _ in run..C {
+                for _ in run..size {
                     atom.push(u32::MAX);
                     for xd in &mut x {
                         xd.push(FAR);
@@ -113,12 +135,17 @@ impl Clusters {
                 }
             }
         }
-        let nc = atom.len() / C;
+        let nc = atom.len() / size;
+        let by_block = |v: &[f64]| (0..B * nc).map(|s| v[size * (s / B) + s % size]).collect();
+        let xb = [by_block(&x[0]), by_block(&x[1]), by_block(&x[2])];
+        let kind_b = (0..B * nc)
+            .map(|s| kind[size * (s / B) + s % size])
+            .collect();
         let real = |s: usize| atom[s] != u32::MAX;
         let bounds: Vec<([f64; 3], [f64; 3])> = (0..nc)
             .map(|c| {
                 let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
-                for s in (C * c..C * c + C).filter(|&s| real(s)) {
+                for s in (size * c..size * c + size).filter(|&s| real(s)) {
                     for d in 0..3 {
                         lo[d] = lo[d].min(x[d][s]);
                         hi[d] = hi[d].max(x[d][s]);
@@ -127,7 +154,23 @@ impl Clusters {
                 (lo, hi)
             })
             .collect();
-        let molecule = |s: usize| data.molecules[atom[s] as usize];
+        let one_kind = kind
+            .chunks(size)
+            .map(|k| k.iter().all(|&t| t == k[0]).then_some(k[0]))
+            .collect();
+        let mut clusters = Self {
+            size,
+            atom,
+            x,
+            kind,
+            xb,
+            one_kind,
+            kind_b,
+            at: vec![0],
+            pairs: Vec::new(),
+        };
+        let real = |s: usize| clusters.atom[s] != u32::MAX;
+        let molecule = |s: usize| data.molecules[clusters.atom[s] as usize];
         let (mut at, mut pairs) = (vec![0], Vec::new());
         for i in 0..nc {
             let (lo_i, hi_i) = bounds[i];
@@ -146,15 +189,15 @@ impl Clusters {
                 if gap2 >= rlist * rlist {
                     continue;
                 }
-                let mut lanes = [0u8; C];
-                for (a, bits) in lanes.iter_mut().enumerate() {
-                    let si = C * i + a;
-                    for l in 0..C {
-                        let sj = C * j + l;
+                let mut lanes = [0u8; B];
+                for (row, bits) in lanes[..clusters.rows()].iter_mut().enumerate() {
+                    for l in 0..B {
+                        let (a, b) = clusters.lane(row, l);
+                        let (si, sj) = (size * i + a, size * j + b);
                         let ok = real(si)
                             && real(sj)
                             && molecule(si) != molecule(sj)
-                            && (i != j || l > a);
+                            && (i != j || b > a);
                         *bits |= u8::from(ok) << l;
                     }
                 }
@@ -168,13 +211,8 @@ impl Clusters {
             }
             at.push(pairs.len());
         }
-        Self {
-            atom,
-            x,
-            kind,
-            at,
-            pairs,
-        }
+        (clusters.at, clusters.pairs) = (at, pairs);
+        clusters
     }
 }
 
@@ -187,17 +225,18 @@ struct Outputs {
     live: usize,
 }
 
-/// One pass over every cluster pair.
-struct Pass<'a> {
+/// One pass over every cluster pair, clusters of `S` atoms (a constant: the rows' loop
+/// unrolled, their sums kept in registers).
+struct Pass<'a, const S: usize> {
     field: &'a SpcE,
     clusters: &'a Clusters,
     out: &'a mut Outputs,
     /// 0/1 per lane of each lane mask.
-    bits: &'a [[f64; C]],
+    bits: &'a [[f64; B]],
     cut2: f64,
 }
 
-impl WithLanes for Pass<'_> {
+impl<const S: usize> WithLanes for Pass<'_, S> {
     type Output = f64;
 
     #[inline(always)]
@@ -210,34 +249,60 @@ impl WithLanes for Pass<'_> {
             cut2,
         } = self;
         let (w, zero, cut) = (L::WIDTH, L::splat(0.0), L::splat(cut2));
-        let parts = C / w;
+        let (parts, size, rows) = (B / w, S, S * S / B);
+        assert_eq!(cl.size, S);
         for g in &mut out.g {
             g.fill(0.0);
         }
         let (mut blocks, mut live) = (0, 0);
         let mut energy = L::splat(0.0);
-        let mut lane_kinds = [[0u32; 2]; C];
+        let mut lane_kinds = [[0u32; 2]; B];
+        let mut xi = [[[0.0; B]; 3]; B];
+        let mut ki = [[0u32; B]; B];
+        let mut ki_one = [None; B];
         for i in 0..cl.at.len() - 1 {
-            let xi: [[f64; 3]; C] =
-                core::array::from_fn(|a| core::array::from_fn(|d| cl.x[d][C * i + a]));
-            let mut acc_i = [[[zero; 3]; C]; C];
+            // Each row's atoms of `I`, by lane.
+            for row in 0..rows {
+                for l in 0..B {
+                    let s = size * i + row * (B / S) + l / S;
+                    for d in 0..3 {
+                        xi[row][d][l] = cl.x[d][s];
+                    }
+                    ki[row][l] = cl.kind[s];
+                }
+                ki_one[row] = ki[row]
+                    .iter()
+                    .all(|&k| k == ki[row][0])
+                    .then_some(ki[row][0]);
+            }
+            let mut acc_i = [[[zero; 3]; B]; B];
             for p in &cl.pairs[cl.at[i]..cl.at[i + 1]] {
                 let j = p.j as usize;
-                let pure = cl.kind[C * j..C * j + C]
-                    .iter()
-                    .all(|&k| k == cl.kind[C * j]);
-                let mut acc_j = [[zero; 3]; C];
+                let mut acc_j = [[zero; 3]; B];
+                let one_j = cl.one_kind[j];
                 for v in 0..parts {
-                    let s = C * j + v * w;
+                    let s = B * j + v * w;
                     let xj: [L; 3] = core::array::from_fn(|d| {
-                        L::load(&cl.x[d][s..s + w]) + L::splat(p.shift[d])
+                        L::load(&cl.xb[d][s..s + w]) + L::splat(p.shift[d])
                     });
-                    for a in 0..C {
-                        let allowed = p.lanes[a] >> (v * w);
+                    let kj = &cl.kind_b[s..s + w];
+                    for row in 0..rows {
+                        let allowed = p.lanes[row] >> (v * w);
                         if allowed == 0 {
                             continue;
                         }
-                        let x = [xi[a].map(L::splat), xj];
+                        let at = v * w..v * w + w;
+                        // One atom of `I` per row (S = 8): a broadcast; two (S = 4): a load.
+                        let x = [
+                            xi[row].map(|c| {
+                                if S == B {
+                                    L::splat(c[0])
+                                } else {
+                                    L::load(&c[at.clone()])
+                                }
+                            }),
+                            xj,
+                        ];
                         let mut r2 = zero;
                         for d in 0..3 {
                             let e = x[1][d] - x[0][d];
@@ -249,15 +314,20 @@ impl WithLanes for Pass<'_> {
                         }
                         blocks += 1;
                         live += within.count_ones() as usize;
-                        let keep =
-                            r2.lt(cut) * L::load(&bits[p.lanes[a] as usize][v * w..v * w + w]);
-                        let ki = cl.kind[C * i + a];
-                        let one = [[ki, cl.kind[C * j]]];
-                        let kinds: &[Kinds<2>] = if pure {
-                            &one
+                        let keep = r2.lt(cut) * L::load(&bits[p.lanes[row] as usize][at.clone()]);
+                        // One row of types when `I`'s row and `J` have one type each.
+                        let one;
+                        let kinds = if let (Some(a), Some(b)) = (ki_one[row], one_j) {
+                            one = [[a, b]];
+                            &one[..]
                         } else {
                             for (l, k) in lane_kinds[..w].iter_mut().enumerate() {
-                                *k = [ki, cl.kind[s + l]];
+                                let a = if S == B {
+                                    ki[row][0]
+                                } else {
+                                    ki[row][v * w + l]
+                                };
+                                *k = [a, kj[l]];
                             }
                             &lane_kinds[..w]
                         };
@@ -265,30 +335,45 @@ impl WithLanes for Pass<'_> {
                             field, 0.0, &x, kinds,
                         );
                         for d in 0..3 {
-                            acc_i[a][v][d] = acc_i[a][v][d] + L::select(keep, gr[0][d], zero);
+                            acc_i[row][v][d] = acc_i[row][v][d] + L::select(keep, gr[0][d], zero);
                             acc_j[v][d] = acc_j[v][d] + L::select(keep, gr[1][d], zero);
                         }
                         energy = energy + L::select(keep, e, zero);
                     }
-                    for d in 0..3 {
-                        let g = &mut out.g[d][s..s + w];
-                        (L::load(g) + acc_j[v][d]).store(g);
+                }
+                // `J`'s gradient: whole blocks added (size 8), or each atom's lanes summed.
+                for d in 0..3 {
+                    if size == B {
+                        for v in 0..parts {
+                            let g = &mut out.g[d][B * j + v * w..B * j + v * w + w];
+                            (L::load(g) + acc_j[v][d]).store(g);
+                        }
+                    } else {
+                        let mut lanes = [0.0; B];
+                        for (v, part) in acc_j[..parts].iter().enumerate() {
+                            part[d].store(&mut lanes[v * w..v * w + w]);
+                        }
+                        for (l, x) in lanes.iter().enumerate() {
+                            out.g[d][size * j + l % size] += x;
+                        }
                     }
                 }
             }
-            for (a, acc) in acc_i.iter().enumerate() {
+            for (row, acc) in acc_i[..rows].iter().enumerate() {
                 for d in 0..3 {
-                    let mut lanes = [0.0; C];
+                    let mut lanes = [0.0; B];
                     for (v, part) in acc[..parts].iter().enumerate() {
                         part[d].store(&mut lanes[v * w..v * w + w]);
                     }
-                    out.g[d][C * i + a] += lanes.iter().sum::<f64>();
+                    for (l, x) in lanes.iter().enumerate() {
+                        out.g[d][size * i + row * (B / S) + l / S] += x;
+                    }
                 }
             }
         }
         out.blocks = blocks;
         out.live = live;
-        let mut lanes = [0.0; C];
+        let mut lanes = [0.0; B];
         energy.store(&mut lanes[..w]);
         lanes[..w].iter().sum()
     }
@@ -331,18 +416,22 @@ fn main() {
         .next()
         .unwrap_or_else(|| "/usr/share/lammps/examples/rdf-adf/data.spce".to_string());
     let pure = match args.next().as_deref() {
-        None | Some("pure") => true,
-        Some("mixed") => false,
+        Some("pure") => true,
+        None | Some("mixed") => false,
         Some(other) => panic!("`pure` or `mixed`, not {other}"),
     };
+    let size: usize = args
+        .next()
+        .map_or(8, |s| s.parse().expect("a cluster size"));
+    assert!(size == 8 || size == 4, "clusters of 8 or 4 atoms");
     let data = DataFile::read(Path::new(&path)).expect("a data file");
     let water = WaterBox::from_data_with(&data, &WaterBoxOptions::default()).expect("water");
     let field = SpcE::new(RC, water.long.alpha());
     let n = data.len();
     let t = Instant::now();
-    let clusters = Clusters::build(&data, pure, RC + SKIN);
+    let clusters = Clusters::build(&data, pure, size, RC + SKIN);
     let build = t.elapsed().as_secs_f64();
-    let bits: Vec<[f64; C]> = (0..256u32)
+    let bits: Vec<[f64; B]> = (0..256u32)
         .map(|b| core::array::from_fn(|l| f64::from((b >> l) & 1)))
         .collect();
     let mut out = Outputs {
@@ -352,13 +441,23 @@ fn main() {
     };
     let mut g = vec![0.0; 3 * n];
     let pass = |out: &mut Outputs, g: &mut [f64]| {
-        let e = simd::dispatch(Pass {
-            field: &field,
-            clusters: &clusters,
-            out,
-            bits: &bits,
-            cut2: RC * RC,
-        });
+        let e = if size == B {
+            simd::dispatch(Pass::<B> {
+                field: &field,
+                clusters: &clusters,
+                out: &mut *out,
+                bits: &bits,
+                cut2: RC * RC,
+            })
+        } else {
+            simd::dispatch(Pass::<4> {
+                field: &field,
+                clusters: &clusters,
+                out: &mut *out,
+                bits: &bits,
+                cut2: RC * RC,
+            })
+        };
         for (s, &a) in clusters
             .atom
             .iter()
@@ -373,12 +472,12 @@ fn main() {
     };
     let energy = pass(&mut out, &mut g);
     println!(
-        "{n} atoms, {} clusters of {C} ({}), {} cluster pairs (built in {:.1} ms, not tuned): {} blocks of 8 lanes evaluated, {:.2} of their lanes within the cutoff ({} pairs)",
-        clusters.atom.len() / C,
+        "{n} atoms, {} clusters of {size} ({}), {} cluster pairs (built in {:.1} ms, not tuned): {} blocks of 8 lanes evaluated, {:.2} of their lanes within the cutoff ({} pairs)",
+        clusters.atom.len() / size,
         if pure { "one type each" } else { "mixed types" },
         clusters.pairs.len(),
         build * 1e3,
-        out.blocks * simd::selected().width() / C,
+        out.blocks * simd::selected().width() / B,
         out.live as f64 / (out.blocks * simd::selected().width()) as f64,
         out.live
     );
