@@ -1,13 +1,13 @@
 """How many 8-lane blocks the water box's pair pass evaluates: rows of the half list (zs's
 pass: each body's partners by type, nearest first, a block skipped when no lane is within the
 cutoff) against cluster pairs (GROMACS's nbnxm layout: columns of the box cut into clusters of
-4 or 8 atoms along z, an i-cluster's atoms each against a j-cluster's lanes), on LAMMPS's
-data.spce at its own configuration (the list just built: the rows' best case).
+4 or 8 atoms along z, each pair of clusters once), on LAMMPS's data.spce at its own
+configuration (the list just built: the rows' best case).
 
     python3 benches/water_blocks.py [/usr/share/lammps/examples/rdf-adf/data.spce]
 
 A block is counted when one of its lanes is within the cutoff (the rest masked); numpy, about
-a minute. See BENCHMARKS.md, "The water pass by cluster pairs, counted"."""
+a minute. See BENCHMARKS.md, "A cluster-pair pass, built and measured"."""
 import sys, numpy as np
 path = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/lammps/examples/rdf-adf/data.spce"
 lines = open(path).read().split("\n")
@@ -49,47 +49,47 @@ for a in range(n):
         lanes_within += (g < rc * rc).sum()
 print(f"{n} atoms: half list {list_pairs} pairs ({list_pairs / n:.0f} per atom), within rc {lanes_within}")
 print(f"rows: {blocks_rows} blocks of {W} evaluated, {lanes_within / (W * blocks_rows):.2f} of their lanes within rc")
-# cluster pairs: GROMACS-like grid: columns in x-y with ~ci atoms per cluster, sorted by z, cut in clusters
-def clusters(size):
-    dens = n / L.prod()
-    side = (size / dens) ** (1 / 3)
+# cluster pairs: GROMACS-like grid: columns in x-y about a cluster's width apart, sorted by z, cut
+# in clusters of `size` (`pure`: the O and the H atoms gridded apart, one type per cluster)
+def clusters(size, sel):
+    idx = np.where(sel)[0]
+    side = (size * L.prod() / len(idx)) ** (1 / 3)
     nc = np.maximum(1, np.floor(L[:2] / side)).astype(int)
-    col = (np.floor(x[:, 0] / L[0] * nc[0]) * nc[1] + np.floor(x[:, 1] / L[1] * nc[1])).astype(int)
-    order = np.lexsort((x[:, 2], col))
+    xs = x[idx]
+    col = (np.floor(xs[:, 0] / L[0] * nc[0]) * nc[1] + np.floor(xs[:, 1] / L[1] * nc[1])).astype(int)
+    order = np.lexsort((xs[:, 2], col))
     out = []
     for c in np.unique(col):
         m = order[col[order] == c]
         for k in range(0, len(m), size):
-            out.append(m[k:k + size])
+            out.append(idx[m[k:k + size]])
     return out
-def bbox_dist2(ci, cj):
-    a, b = x[ci], x[cj]
-    ca = a.mean(0)
-    b = ca + min_image(b - ca); a = ca + min_image(a - ca)
-    lo_a, hi_a, lo_b, hi_b = a.min(0), a.max(0), b.min(0), b.max(0)
-    gap = np.maximum(0, np.maximum(lo_b - hi_a, lo_a - hi_b))
-    return (gap * gap).sum()
-for (si, sj, rlist) in [(4, 8, rl), (8, 8, rl), (4, 4, rl), (4, 8, rc + 1.0)]:
-    ci_list = clusters(si); cj_list = clusters(sj) if sj != si else ci_list
-    # i clusters of si, j clusters of sj; pairs counted once: every (I, J) with bbox within rlist,
-    # half by atom order: an (i, j) lane counted where i < j (masked otherwise) — blocks: per i atom
-    # of I, one W-lane block of J (sj = 8) or half a block (sj = 4: two J per block)
-    blocks = 0; lanes_in = 0; cps = 0
-    centers_j = np.array([x[c].mean(0) for c in cj_list])
-    for I in ci_list:
-        cI = x[I].mean(0)
-        dc = min_image(centers_j - cI); near = np.where((dc * dc).sum(1) < (rlist + 8) ** 2)[0]
-        for jj in near:
-            J = cj_list[jj]
-            if bbox_dist2(I, J) >= rlist * rlist: continue
-            # the half: keep (i, j) with i < j by index, different molecules
-            d = min_image(x[J][None, :, :] - x[I][:, None, :]); r2 = (d * d).sum(2)
-            ok = (I[:, None] < J[None, :]) & (mol[I][:, None] != mol[J][None, :])
-            if not ok.any(): continue
-            cps += 1
-            live = ok & (r2 < rc * rc)
-            lanes_in += live.sum()
-            # per i atom one block of sj lanes (sj = 8: a block; sj = 4: half a block)
-            blocks += (live.any(1)).sum() * sj / W
-    print(f"clusters {si}x{sj}, rlist {rlist:.1f}: {cps} cluster pairs, {blocks:.0f} blocks of {W} evaluated "
-          f"({blocks / blocks_rows:.2f} of the rows'), {lanes_in / (W * blocks):.2f} of their lanes within rc")
+# Each pair of clusters once (J >= I; within I = J each pair of atoms once), bounding boxes within
+# rl; a block is one atom of I against J (size 8: GROMACS's 4xM on 8 lanes) or two against J twice
+# (size 4: its 2xMM), counted when one of its lanes is within rc. benches' water_cluster_pairs
+# evaluates exactly these blocks.
+for pure in (False, True):
+    for size in (8, 4):
+        cl = clusters(size, typ == 1) + clusters(size, typ == 2) if pure else clusters(size, typ > 0)
+        cen = np.array([x[c].mean(0) for c in cl])
+        blocks = 0; lanes_in = 0; cps = 0
+        for I in range(len(cl)):
+            dc = min_image(cen[I:] - cen[I]); near = I + np.where((dc * dc).sum(1) < (rl + 10) ** 2)[0]
+            a = x[cl[I]]
+            for J in near:
+                b = cen[I] + min_image(x[cl[J]] - cen[I])
+                gap = np.maximum(0, np.maximum(b.min(0) - a.max(0), a.min(0) - b.max(0)))
+                if (gap * gap).sum() >= rl * rl: continue
+                d = b[None, :, :] - a[:, None, :]; r2 = (d * d).sum(2)
+                ok = mol[cl[I]][:, None] != mol[cl[J]][None, :]
+                if I == J:
+                    ok &= np.arange(len(cl[I]))[:, None] < np.arange(len(cl[J]))[None, :]
+                if not ok.any(): continue
+                cps += 1
+                live = (ok & (r2 < rc * rc)).any(1)
+                lanes_in += (ok & (r2 < rc * rc)).sum()
+                per = W // size  # atoms of I per block
+                live = np.concatenate([live, np.zeros((-len(live)) % per, bool)])
+                blocks += live.reshape(-1, per).any(1).sum()
+        print(f"{'pure' if pure else 'mixed'} clusters of {size}: {cps} cluster pairs, {blocks} blocks of {W} "
+              f"evaluated ({blocks / blocks_rows:.2f} of the rows'), {lanes_in / (W * blocks):.2f} of their lanes within rc")

@@ -26,11 +26,14 @@ does), written as a data file that every engine reads. Each engine takes its own
   the cutoff between two searches are missed. `--gromacs-rlist 1.18` gives it LAMMPS's and
   zs's list instead — 2 Å beyond the cutoff, searched every 10 steps
   (`verlet-buffer-tolerance = -1`) — so that all three evaluate every pair within the cutoff.
+  `--gromacs-parts` prints, per GROMACS run, its log's cycle accounting as milliseconds per
+  step: the nonbonded kernel (`Force`), `PME mesh`, and the search (per search and per step).
 
 Usage (from the repository root; needs `lmp`, `mpirun`, `gmx` from apt and `pip install
 openmm numpy`):
     python3 benches/peers/water_box_peers.py [--replicate 2x4x1] [--steps 100] [--repeat 2]
         [--engines zs,lammps,openmm,gromacs,gromacs-double] [--gromacs-rlist NM]
+        [--gromacs-parts]
 """
 import argparse
 import math
@@ -220,6 +223,9 @@ def gromacs_files(d, data):
                  f"[ system ]\nSPC/E\n\n[ molecules ]\nSOL {len(mols)}\n")
 
 
+PARTS = False
+
+
 def time_gromacs(d, steps, threads, gmx="gmx", rlist=None):
     # Twice the steps, timed over the second half (-resethway): PME tuning and start-up out.
     with open(os.path.join(d, "grompp.mdp"), "w") as fh:
@@ -248,6 +254,18 @@ nstlog = 0
          "-resethway", "-noconfout", "-g", "md.log"], d)
     log = open(os.path.join(d, "md.log")).read()
     wall = float(re.search(r"Time:\s+([0-9.]+)\s+([0-9.]+)", log).group(2))
+    if PARTS:
+        # The cycle table's rows: name, ranks, threads, calls, wall time (s), ...
+        table = log[log.index("R E A L   C Y C L E"):]
+        part = {}
+        for name in ("Neighbor search", "Force", "PME mesh"):
+            m = re.search(rf"^\s*{name}\s+\d+\s+\d+\s+(\d+)\s+([0-9.]+)", table, re.M)
+            part[name] = (int(m.group(1)), float(m.group(2)))
+        searches, search = part["Neighbor search"]
+        print(f"    {gmx}, {threads} thread(s), rlist {rlist or 'its own'}: per step, nonbonded "
+              f"{1e3 * part['Force'][1] / steps:.2f} ms, PME mesh {1e3 * part['PME mesh'][1] / steps:.2f} ms, "
+              f"search {1e3 * search / steps:.2f} ms ({1e3 * search / searches:.2f} ms per search, "
+              f"{searches} searches)")
     return wall, steps
 
 
@@ -260,7 +278,11 @@ def main():
     p.add_argument("--engines", default="zs,lammps,openmm,gromacs")
     p.add_argument("--gromacs-rlist", type=float,
                    help="GROMACS's list radius in nm, searched every 10 steps (default: its own)")
+    p.add_argument("--gromacs-parts", action="store_true",
+                   help="print each GROMACS run's nonbonded, PME and search times per step")
     a = p.parse_args()
+    global PARTS
+    PARTS = a.gromacs_parts
     engines = a.engines.split(",")
     if "zs" in engines:
         subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "zs-systems", "--bin", "zs"])
