@@ -92,10 +92,11 @@ pub struct PmeParameters {
 }
 
 impl PmeParameters {
-    /// OpenMM's choice for relative force accuracy `tolerance` (its `ewaldErrorTolerance`;
-    /// the "Ewald summation" section of its user guide): `α = √(−ln 2δ) / rc`, splines of
-    /// order 5, and per axis the smallest size with prime factors 2, 3, 5 and 7 that is at
-    /// least `max(6, 2αL / (3 δ^{1/5}))`.
+    /// The parameters for relative force accuracy `tolerance` (as OpenMM's
+    /// `ewaldErrorTolerance`): `α = √(−ln δ) / rc` ([`crate::ewald`]'s splitting, where OpenMM
+    /// takes `2δ`), and OpenMM's mesh and order at that α (the "Ewald summation" section of
+    /// its user guide): splines of order 5, and per axis the smallest size with prime factors
+    /// 2, 3, 5 and 7 that is at least `max(6, 2αL / (3 δ^{1/5}))`.
     ///
     /// # Errors
     /// A tolerance outside `(0, 1)`, a box side not finite and positive, a cutoff beyond half

@@ -845,3 +845,51 @@ fn the_rigid_kinetic_energy_keeps_translation_and_rotation_and_drops_bond_stretc
     let after = rigid_kinetic(&q, &stretched, &molecule, masses);
     assert!((after - ke).abs() < 1e-12 * ke, "{after} vs {ke}");
 }
+
+/// LAMMPS's `examples/rdf-adf/data.spce` (Debian's `lammps-examples`), where the measurement of
+/// BENCHMARKS.md ("Charged liquids") was made.
+const DATA_SPCE: &str = "/usr/share/lammps/examples/rdf-adf/data.spce";
+
+/// `--ewald-tolerance D` is the relative force error: PME's whole force field at `D` (its
+/// α from the cutoff, its mesh) within `D` of the converged Ewald sum, as an RMS over every
+/// component, on the 1 500 molecules of `data.spce` at 9.8 Å.
+///
+/// ```text
+/// cargo test -p zs-systems --test systems -- --ignored pme_forces_on_data_spce
+/// ```
+#[test]
+#[ignore = "needs LAMMPS's data.spce (apt lammps-examples) and about a minute: command in the doc comment"]
+fn pme_forces_on_data_spce_are_within_the_tolerance_of_the_converged_sum() {
+    let data = DataFile::read(std::path::Path::new(DATA_SPCE))
+        .unwrap_or_else(|e| panic!("{DATA_SPCE} (apt-get install lammps-examples): {e}"));
+    let field = |kspace, tolerance| {
+        WaterBox::from_data_with(
+            &data,
+            &WaterBoxOptions {
+                rc: 9.8,
+                tolerance,
+                kspace,
+                water: Water::Flexible,
+            },
+        )
+        .expect("SPC/E")
+    };
+    let q: Vec<f64> = data.positions.iter().flatten().copied().collect();
+    let mut reference = vec![0.0; q.len()];
+    field(Kspace::Ewald, 1e-12).value_gradient(&q, &mut reference);
+    let norm = reference.iter().map(|x| x * x).sum::<f64>();
+    for tolerance in [5e-4, 1e-4, 1e-5] {
+        let mut g = vec![0.0; q.len()];
+        field(Kspace::Pme, tolerance).value_gradient(&q, &mut g);
+        let error = g
+            .iter()
+            .zip(&reference)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>();
+        let rms = (error / norm).sqrt();
+        assert!(
+            rms < tolerance,
+            "D = {tolerance:e}: RMS relative force error {rms:e}"
+        );
+    }
+}
