@@ -4,8 +4,8 @@
 Both against the converged lattice sum of `ewald_reference.py` (numpy, independent of both):
 RMS relative force error `sqrt(Σ|F − F_ref|² / Σ|F_ref|²)` and the largest error over the
 largest force, of the whole force field (Coulomb, O–O Lennard-Jones, the file's bonds and
-angles). zs: `zs eval water-box --kspace pme --ewald-tolerance D` (OpenMM's recipe for α, mesh
-and order). LAMMPS: `lj/cut/coul/long RC RC` with `pair_modify table 0`, `kspace_style pppm D`
+angles). zs: `zs eval water-box --kspace pme --ewald-tolerance D` (α = √(−ln D)/rc, OpenMM's
+mesh and order at that α). LAMMPS: `lj/cut/coul/long RC RC` with `pair_modify table 0`, `kspace_style pppm D`
 (its own α, mesh and order for D), `run 0`, forces dumped at full precision.
 
     pip install numpy
