@@ -85,8 +85,10 @@ pub struct EwaldParameters {
 
 impl EwaldParameters {
     /// The parameters of relative accuracy `tolerance` (as OpenMM's `ewaldErrorTolerance`,
-    /// LAMMPS's `kspace_style ewald δ`): `α = √(−ln δ) / rc` ([`splitting`]); and per axis the
-    /// smallest `kmax` whose first left-out term, `e^{−(π kmax / (α L))²}`, is below `δ`.
+    /// LAMMPS's `kspace_style ewald δ`): `α = √(−ln δ) / rc`, so that the pairs' terms left out
+    /// beyond the cutoff fall as `e^{−α² rc²} = δ` (OpenMM takes `2δ` there, and its forces'
+    /// RMS relative error on water is then above `δ`); and per axis the smallest `kmax` whose
+    /// first left-out term, `e^{−(π kmax / (α L))²}`, is below `δ`.
     ///
     /// # Errors
     /// A tolerance outside `(0, 1)`, a box side not finite and positive, a cutoff beyond half
