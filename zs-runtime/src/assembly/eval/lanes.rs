@@ -329,6 +329,9 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
 /// Terms a window of [`windowed_pairs`] holds before it evaluates them.
 const WINDOW: usize = 256;
 
+/// Terms ahead of the block loaded whose bodies [`windowed_pairs`] prefetches.
+const AHEAD: usize = 64;
+
 /// The pair terms of a chunk under a cutoff: each block of `WIDTH` terms is loaded once (its
 /// partners gathered, nearest images taken), its terms within the cutoff (`|Δ|² < cut2` on the
 /// reference sites; about 40 % of a Verlet list with LAMMPS's skin) are compacted, positions
@@ -355,9 +358,19 @@ where
     let mut near = [0u16; WINDOW + 8];
     let mut xs = [[[0.0; WINDOW + 8]; D]; K];
     let (mut filled, mut done) = (0, 0);
+    let far = input.q.len() >= crate::simd::PREFETCH_FROM;
     let mut t = 0;
     while t < n {
         if t + w <= n {
+            // The bodies of the block `AHEAD` terms on asked for now: a pair's second body is
+            // anywhere in a long `q` when the file's order is not spatial.
+            if let Some(ahead) = free.get(t + AHEAD..t + AHEAD + w).filter(|_| far) {
+                for f in ahead {
+                    for &b in f {
+                        crate::simd::prefetch(input.q.as_ptr().wrapping_add(b as usize * D));
+                    }
+                }
+            }
             let x = load_consecutive::<L, D, K>(
                 input,
                 image.as_ref(),
