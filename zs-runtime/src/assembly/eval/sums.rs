@@ -249,7 +249,7 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
 pub(crate) fn add_partials<const D: usize>(body: &[u32], part: &[f64], out: &mut [f64]) {
     debug_assert!(body.iter().all(|&b| (b as usize) < out.len() / D));
     // The bodies are anywhere in `out`: a long one's are asked for `AHEAD` partials on.
-    const AHEAD: usize = 16;
+    const AHEAD: usize = 64;
     let far = out.len() >= crate::simd::PREFETCH_FROM;
     for (k, (&b, v)) in body.iter().zip(part.chunks_exact(D)).enumerate() {
         if let Some(&f) = body.get(k + AHEAD).filter(|_| far) {
