@@ -231,8 +231,15 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
     }
     debug_assert!(plan.pieces, "the pieces are made for a pool of threads");
     let pieces = first_body / PIECE..(first_body + out.len() / D).div_ceil(PIECE);
+    // A piece's partials are spread over every chunk's: a long `part`'s are asked for ahead.
+    let far = part.len() >= crate::simd::PREFETCH_FROM;
     for piece in pieces {
-        for &p in plan.by_piece.row(piece) {
+        let row = plan.by_piece.row(piece);
+        for (k, &p) in row.iter().enumerate() {
+            if let Some(&a) = row.get(k + AHEAD).filter(|_| far) {
+                crate::simd::prefetch(plan.body.as_ptr().wrapping_add(a as usize));
+                crate::simd::prefetch(part.as_ptr().wrapping_add(a as usize * D));
+            }
             let (p, b) = (p as usize, plan.body[p as usize] as usize);
             let o = (b - first_body) * D;
             let v = &part[p * D..p * D + D];
@@ -243,13 +250,16 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
     }
 }
 
+/// Partials ahead of the one added whose memory [`add_partials`] and
+/// [`add_partials_by_piece`] ask for ([`crate::simd::prefetch`]).
+const AHEAD: usize = 64;
+
 /// Each of the partials `part` (`D` values each) added into its body `body[p]` of `out`, in
 /// storage order.
 #[inline]
 pub(crate) fn add_partials<const D: usize>(body: &[u32], part: &[f64], out: &mut [f64]) {
     debug_assert!(body.iter().all(|&b| (b as usize) < out.len() / D));
     // The bodies are anywhere in `out`: a long one's are asked for `AHEAD` partials on.
-    const AHEAD: usize = 64;
     let far = out.len() >= crate::simd::PREFETCH_FROM;
     for (k, (&b, v)) in body.iter().zip(part.chunks_exact(D)).enumerate() {
         if let Some(&f) = body.get(k + AHEAD).filter(|_| far) {
