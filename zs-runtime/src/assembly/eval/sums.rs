@@ -364,3 +364,36 @@ pub(super) fn in_chunks(out: &mut [f64], len: usize, f: &(dyn Fn(usize, &mut [f6
         .enumerate()
         .for_each(|(c, chunk)| f(c, chunk));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The partials added with prefetches (every length prefetches in the crate's tests) are
+    /// the plain loop's sums, bit for bit, bodies repeated and scattered.
+    #[test]
+    fn partials_added_with_prefetches_are_the_plain_sums() {
+        let (bodies, partials) = (1000, 5000);
+        let body: Vec<u32> = (0..partials)
+            .map(|p| ((p * 7919) % bodies) as u32)
+            .collect();
+        let part: Vec<f64> = (0..3 * partials).map(|k| (k as f64 * 0.37).sin()).collect();
+        let mut plain = vec![0.5; 3 * bodies];
+        for (&b, v) in body.iter().zip(part.chunks_exact(3)) {
+            for d in 0..3 {
+                plain[3 * b as usize + d] += v[d];
+            }
+        }
+        let mut out = vec![0.5; 3 * bodies];
+        assert!(
+            out.len() >= crate::simd::PREFETCH_FROM,
+            "the prefetching path"
+        );
+        add_partials::<3>(&body, &part, &mut out);
+        assert!(
+            out.iter()
+                .zip(&plain)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        );
+    }
+}
