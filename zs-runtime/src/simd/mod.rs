@@ -238,12 +238,15 @@ pub trait WithLanes {
 /// ([`prefetch`]): a pair pass's partners and a sum's bodies, when the bodies are not in
 /// spatial order, are anywhere in them, and a vector this long has left a core's L2 cache
 /// (1–2 MB on the machines measured). Shorter ones stay in it, and the prefetches only cost.
-/// The crate's own tests prefetch at every length, so that their small systems take that
-/// path too (a prefetch changes no value).
-#[cfg(not(test))]
 pub(crate) const PREFETCH_FROM: usize = 1 << 17;
-#[cfg(test)]
-pub(crate) const PREFETCH_FROM: usize = 0;
+
+/// True when a vector of `len` `f64` is read out of order with prefetches ([`PREFETCH_FROM`]);
+/// at every length in the crate's own tests, so that their small systems take that path too
+/// (a prefetch changes no value).
+#[inline(always)]
+pub(crate) fn prefetches(len: usize) -> bool {
+    cfg!(test) || len >= PREFETCH_FROM
+}
 
 /// Ask for the cache line at `p` to be brought into the caches (`prefetcht0`): a hint, with no
 /// effect on any value. A no-op on other architectures.

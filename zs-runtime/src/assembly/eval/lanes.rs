@@ -358,7 +358,7 @@ where
     let mut near = [0u16; WINDOW + 8];
     let mut xs = [[[0.0; WINDOW + 8]; D]; K];
     let (mut filled, mut done) = (0, 0);
-    let far = input.q.len() >= crate::simd::PREFETCH_FROM;
+    let far = crate::simd::prefetches(input.q.len());
     let mut t = 0;
     while t < n {
         if t + w <= n {

@@ -232,7 +232,7 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
     debug_assert!(plan.pieces, "the pieces are made for a pool of threads");
     let pieces = first_body / PIECE..(first_body + out.len() / D).div_ceil(PIECE);
     // A piece's partials are spread over every chunk's: a long `part`'s are asked for ahead.
-    let far = part.len() >= crate::simd::PREFETCH_FROM;
+    let far = crate::simd::prefetches(part.len());
     for piece in pieces {
         let row = plan.by_piece.row(piece);
         for (k, &p) in row.iter().enumerate() {
@@ -260,7 +260,7 @@ const AHEAD: usize = 64;
 pub(crate) fn add_partials<const D: usize>(body: &[u32], part: &[f64], out: &mut [f64]) {
     debug_assert!(body.iter().all(|&b| (b as usize) < out.len() / D));
     // The bodies are anywhere in `out`: a long one's are asked for `AHEAD` partials on.
-    let far = out.len() >= crate::simd::PREFETCH_FROM;
+    let far = crate::simd::prefetches(out.len());
     for (k, (&b, v)) in body.iter().zip(part.chunks_exact(D)).enumerate() {
         if let Some(&f) = body.get(k + AHEAD).filter(|_| far) {
             crate::simd::prefetch(out.as_ptr().wrapping_add(f as usize * D));
@@ -386,7 +386,7 @@ mod tests {
         }
         let mut out = vec![0.5; 3 * bodies];
         assert!(
-            out.len() >= crate::simd::PREFETCH_FROM,
+            crate::simd::prefetches(out.len()),
             "the prefetching path"
         );
         add_partials::<3>(&body, &part, &mut out);
