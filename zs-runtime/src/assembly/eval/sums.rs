@@ -385,10 +385,7 @@ mod tests {
             }
         }
         let mut out = vec![0.5; 3 * bodies];
-        assert!(
-            crate::simd::prefetches(out.len()),
-            "the prefetching path"
-        );
+        assert!(crate::simd::prefetches(out.len()), "the prefetching path");
         add_partials::<3>(&body, &part, &mut out);
         assert!(
             out.iter()
