@@ -143,7 +143,10 @@ where
         let mut soa = [[[0.0; 8]; D]; K];
         let mut order = [0u16; 8];
         let mut j = 0;
+        let far = simd::prefetches(input.q.len());
         while j + w <= n {
+            // Bonded terms in a spatial order reach far along a long `q` as well.
+            prefetch_ahead::<D, K>(far, input.q, free, j..j + w);
             for (l, o) in order[..w].iter_mut().enumerate() {
                 *o = (j + l) as u16;
             }
@@ -329,8 +332,29 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
 /// Terms a window of [`windowed_pairs`] holds before it evaluates them.
 const WINDOW: usize = 256;
 
-/// Terms ahead of the block loaded whose bodies [`windowed_pairs`] prefetches.
+/// Terms ahead of the block loaded whose bodies a pass prefetches ([`prefetch_ahead`]).
 const AHEAD: usize = 64;
+
+/// When `far` ([`simd::prefetches`]): the coordinates in `q` of the bodies of the terms
+/// [`AHEAD`] after `block` (their rows of `free`) asked for now, so that they are in cache
+/// when that block is loaded. A pinned body's index asks for an address past `q`: a prefetch
+/// never faults.
+#[inline(always)]
+fn prefetch_ahead<const D: usize, const K: usize>(
+    far: bool,
+    q: &[f64],
+    free: &[[u32; K]],
+    block: core::ops::Range<usize>,
+) {
+    if let Some(ahead) = free
+        .get(block.start + AHEAD..block.end + AHEAD)
+        .filter(|_| far)
+    {
+        for &b in ahead.iter().flatten() {
+            simd::prefetch(q.as_ptr().wrapping_add(b as usize * D));
+        }
+    }
+}
 
 /// The pair terms of a chunk under a cutoff: each block of `WIDTH` terms is loaded once (its
 /// partners gathered, nearest images taken), its terms within the cutoff (`|Δ|² < cut2` on the
@@ -358,19 +382,13 @@ where
     let mut near = [0u16; WINDOW + 8];
     let mut xs = [[[0.0; WINDOW + 8]; D]; K];
     let (mut filled, mut done) = (0, 0);
-    let far = crate::simd::prefetches(input.q.len());
+    let far = simd::prefetches(input.q.len());
     let mut t = 0;
     while t < n {
         if t + w <= n {
-            // The bodies of the block `AHEAD` terms on asked for now: a pair's second body is
-            // anywhere in a long `q` when the file's order is not spatial.
-            if let Some(ahead) = free.get(t + AHEAD..t + AHEAD + w).filter(|_| far) {
-                for f in ahead {
-                    for &b in f {
-                        crate::simd::prefetch(input.q.as_ptr().wrapping_add(b as usize * D));
-                    }
-                }
-            }
+            // A pair's second body is anywhere in a long `q` when the file's order is not
+            // spatial.
+            prefetch_ahead::<D, K>(far, input.q, free, t..t + w);
             let x = load_consecutive::<L, D, K>(
                 input,
                 image.as_ref(),
