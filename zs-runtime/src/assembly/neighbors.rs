@@ -149,6 +149,9 @@ struct Scratch {
     grouping: Vec<[u32; 2]>,
 }
 
+/// Bodies ahead of the one placed whose places a build's counting sort asks for.
+const SCATTER_AHEAD: usize = 32;
+
 /// Cells per `rc + skin` along an axis. LAMMPS bins at half the reach (a stencil of 125
 /// half-cells, 55 reach³ of candidates instead of 27 whole cells' 95); here whole cells
 /// were faster on the Kremer–Grest melt (BENCHMARKS.md: the cell list's cost), and the half
@@ -394,7 +397,18 @@ impl Neighbors {
         for v in [&mut sorted.x, &mut sorted.y, &mut sorted.z] {
             v.resize(n + PAD, 0.0);
         }
+        // A body's cell is anywhere in the sorted arrays: when they are long, the places of
+        // the body `SCATTER_AHEAD` on are asked for now (its cell's next place at this
+        // moment: the same line, or the next, as the place it will take).
+        let far = crate::simd::prefetches(3 * n);
         for (i, &c) in self.cell_of.iter().enumerate() {
+            if let Some(&a) = self.cell_of.get(i + SCATTER_AHEAD).filter(|_| far) {
+                let k = self.fill[a as usize] as usize;
+                crate::simd::prefetch(sorted.id.as_ptr().wrapping_add(k));
+                for v in [&sorted.x, &sorted.y, &sorted.z] {
+                    crate::simd::prefetch(v.as_ptr().wrapping_add(k));
+                }
+            }
             let c = c as usize;
             let k = self.fill[c] as usize;
             let w = wrap(&pos[i]);
