@@ -217,26 +217,16 @@ pub(crate) fn check_state<V: Vector>(
     Ok(())
 }
 
-/// `f(first, a_chunk, b_chunk)` over matching chunks of `a` and `b` (`first` the chunk's offset),
-/// on rayon's current pool when the vectors are long, and the AND of its results. Each entry is
-/// computed by the same operations whatever the split: the same bits on any number of threads.
-/// `f` is a trait object, called once per chunk: rayon's machinery is compiled once for every
-/// stepper and system, not once for each.
-#[allow(clippy::type_complexity)]
-pub(crate) fn par_pairs(
-    a: &mut [f64],
-    b: &mut [f64],
-    f: &(dyn Fn(usize, &mut [f64], &mut [f64]) -> bool + Sync),
-) -> bool {
-    par_triples(a, b, &|at, a, b| (f(at, a, b), 0, 0)).0
-}
-
 /// A chunk's pass of [`par_triples`]: its offset, its two slices → its flag and two sums.
 pub(crate) type TriplePass<'a> =
     dyn Fn(usize, &mut [f64], &mut [f64]) -> (bool, u64, u64) + Sync + 'a;
 
-/// [`par_pairs`] whose chunks also return two 64-bit sums (fingerprints' terms): the flags are
-/// and-ed, the sums added (wrapping) — the same results whatever the chunks' schedule.
+/// `f(first, a_chunk, b_chunk)` over matching chunks of `a` and `b` (`first` the chunk's
+/// offset), on rayon's current pool when the vectors are long: each chunk's flag and two 64-bit
+/// sums (fingerprints' terms, counts), the flags and-ed, the sums added (wrapping) — the same
+/// results whatever the chunks' schedule, each entry computed by the same operations whatever
+/// the split. `f` is a trait object, called once per chunk: rayon's machinery is compiled once
+/// for every stepper and system, not once for each.
 pub(crate) fn par_triples(a: &mut [f64], b: &mut [f64], f: &TriplePass<'_>) -> (bool, u64, u64) {
     use rayon::prelude::*;
     if a.len() < PARALLEL_FROM {

@@ -1,7 +1,7 @@
 //! Velocity Verlet (Störmer–Verlet), `docs/INTEGRATORS.md` §1 — the paper's "variational Euler" on
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
-use super::{Buffers, StepStats, check_finite, check_h, check_state, par_pairs, par_triples};
+use super::{Buffers, StepStats, check_finite, check_h, check_state, par_triples};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::simd::widest;
@@ -188,29 +188,32 @@ impl<V: Vector> VelocityVerlet<V> {
         // the acceleration is no longer `q`'s.
         potential.gradient_into(x1, a0);
         *cached = false;
-        let gradient_finite = crate::vector::all_finite(a0);
-        let finite = gradient_finite
-            && par_pairs(a0.as_mut_slice(), v_half.as_mut_slice(), &|at, a1, v1| {
+        // The gradient's own finiteness counted in the same pass (the entries not finite),
+        // so that an error names it without a pass of its own over `a0` first.
+        let (finite, not_finite_gradient, _) =
+            par_triples(a0.as_mut_slice(), v_half.as_mut_slice(), &|at, a1, v1| {
                 widest(
                     #[inline(always)]
                     || {
-                        let mut finite = true;
+                        let (mut finite, mut not_finite_gradient) = (true, 0u64);
                         m.in_blocks(
                             at,
                             a1.len(),
                             #[inline(always)]
                             |o, m| {
                                 for ((a1, v1), m) in a1[o..].iter_mut().zip(&mut v1[o..]).zip(m) {
+                                    not_finite_gradient += u64::from(!a1.is_finite());
                                     *a1 = -*a1 / m;
                                     *v1 += half * *a1;
                                     finite &= v1.is_finite() & a1.is_finite();
                                 }
                             },
                         );
-                        finite
+                        (finite, not_finite_gradient, 0)
                     },
                 )
             });
+        let gradient_finite = not_finite_gradient == 0;
         if !finite {
             if !gradient_finite {
                 return Err(StepError::non_finite(k, t, Quantity::Gradient));
