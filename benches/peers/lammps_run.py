@@ -54,12 +54,12 @@ def alternated(run_lammps, run_zs, steps, repeat):
             t_l = run_lammps(np)
             t_z, builds, *rest = run_zs(np)
             ratios.append(t_l / t_z)
-            line = (f"  {steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.1f} "
-                    f"steps/s, zs {steps / t_z:.1f} steps/s ({builds} neighbour-list builds), "
+            line = (f"  {steps} steps, {np} {'rank' if np == 1 else 'ranks'}/threads: LAMMPS {steps / t_l:.4g} "
+                    f"steps/s, zs {steps / t_z:.4g} steps/s ({builds} neighbour-list builds), "
                     f"zs / LAMMPS (speed) = {t_l / t_z:.2f}")
             if rest and rest[0]:
                 alone.append(t_l / rest[0])
-                line += f"; steps alone {steps / rest[0]:.1f} steps/s, ratio {t_l / rest[0]:.2f}"
+                line += f"; steps alone {steps / rest[0]:.4g} steps/s, ratio {t_l / rest[0]:.2f}"
             print(line)
         if repeat > 1:
             print(f"  {np} {'rank' if np == 1 else 'ranks'}/threads, {repeat} alternated pairs: zs / LAMMPS "
