@@ -145,12 +145,19 @@ impl<V: Vector> VelocityVerlet<V> {
                         #[inline(always)]
                         || {
                             let (mut finite, mut key_q, mut key_x1) = (true, 0u64, 0u64);
-                            for (i, (vh, x1)) in vh.iter_mut().zip(x1.iter_mut()).enumerate() {
-                                let j = at + i;
-                                *vh = v[j] + half * a0[j];
-                                *x1 = q[j] + h * *vh;
+                            // The chunk's entries as slices of one length: no bounds check in
+                            // the loop, which then runs on the lanes.
+                            let r = at..at + vh.len();
+                            let (v, q, a0) = (&v[r.clone()], &q[r.clone()], &a0[r]);
+                            let terms = vh
+                                .iter_mut()
+                                .zip(x1.iter_mut())
+                                .zip(v.iter().zip(q).zip(a0));
+                            for (j, ((vh, x1), ((&v, &q), &a0))) in (at..).zip(terms) {
+                                *vh = v + half * a0;
+                                *x1 = q + h * *vh;
                                 finite &= x1.is_finite();
-                                key_q = key_q.wrapping_add(fingerprint_term(j, q[j]));
+                                key_q = key_q.wrapping_add(fingerprint_term(j, q));
                                 key_x1 = key_x1.wrapping_add(fingerprint_term(j, *x1));
                             }
                             (finite, key_q, key_x1)
