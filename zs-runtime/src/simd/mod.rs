@@ -240,6 +240,11 @@ pub trait WithLanes {
 /// (1–2 MB on the machines measured). Shorter ones stay in it, and the prefetches only cost.
 pub(crate) const PREFETCH_FROM: usize = 1 << 17;
 
+/// How far ahead of the item in hand a pass that reads out of order asks for memory
+/// ([`prefetch`]), in items (terms of a pass, partials of a sum): far enough that the line
+/// arrives from main memory before it is read (BENCHMARKS.md: 16 and 32 were slower).
+pub(crate) const PREFETCH_AHEAD: usize = 64;
+
 /// True when a vector of `len` `f64` is read out of order with prefetches ([`PREFETCH_FROM`]);
 /// at every length in the crate's own tests, so that their small systems take that path too
 /// (a prefetch changes no value).

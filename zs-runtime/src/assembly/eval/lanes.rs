@@ -13,7 +13,7 @@ use crate::assembly::cell::{Image, r2};
 use crate::assembly::forms::Form;
 use crate::assembly::plan::{NO_SLOT, PINNED, PartialPlan, TermList};
 use crate::assembly::terms::{Kernel, Kinds};
-use crate::simd::{self, Lanes, Loads, WithLanes};
+use crate::simd::{self, Lanes, Loads, PREFETCH_AHEAD as AHEAD, WithLanes};
 
 /// What a SIMD pass reads (named with a trailing underscore: `Lanes` is the lane trait).
 pub(super) struct Lanes_<'a, T, const D: usize, const K: usize> {
@@ -331,9 +331,6 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
 
 /// Terms a window of [`windowed_pairs`] holds before it evaluates them.
 const WINDOW: usize = 256;
-
-/// Terms ahead of the block loaded whose bodies a pass prefetches ([`prefetch_ahead`]).
-const AHEAD: usize = 64;
 
 /// When `far` ([`simd::prefetches`]): the coordinates in `q` of the bodies of the terms
 /// [`AHEAD`] after `block` (their rows of `free`) asked for now, so that they are in cache

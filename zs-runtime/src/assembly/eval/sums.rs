@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::{CHUNK, FormList, FormOps, Inputs, PAIR_CHUNK, Want};
 use crate::assembly::plan::{PIECE, PartialPlan};
 use crate::model::HessianPart;
-use crate::simd::Lanes;
+use crate::simd::{Lanes, PREFETCH_AHEAD as AHEAD};
 
 /// The sum of a chunk of term energies, in a fixed pattern: term `t` into accumulator `t mod 8`,
 /// the eight accumulators added pairwise. Independent sums keep the adder busy, and the pattern
@@ -249,10 +249,6 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
         }
     }
 }
-
-/// Partials ahead of the one added whose memory [`add_partials`] and
-/// [`add_partials_by_piece`] ask for ([`crate::simd::prefetch`]).
-const AHEAD: usize = 64;
 
 /// Each of the partials `part` (`D` values each) added into its body `body[p]` of `out`, in
 /// storage order.
