@@ -255,11 +255,16 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
 #[inline]
 pub(crate) fn add_partials<const D: usize>(body: &[u32], part: &[f64], out: &mut [f64]) {
     debug_assert!(body.iter().all(|&b| (b as usize) < out.len() / D));
-    // The bodies are anywhere in `out`: a long one's are asked for `AHEAD` partials on.
+    // The bodies are anywhere in `out`: a long one's are asked for `2 AHEAD` partials on (an
+    // addition is quicker than a term of a pass, so twice as many items cover the same time).
+    // A body's `D` values straddle two cache lines when they cross a 64-byte boundary (a
+    // quarter of the bodies for `D = 3`): both lines are asked for, the last value's too.
     let far = crate::simd::prefetches(out.len());
     for (k, (&b, v)) in body.iter().zip(part.chunks_exact(D)).enumerate() {
-        if let Some(&f) = body.get(k + AHEAD).filter(|_| far) {
-            crate::simd::prefetch(out.as_ptr().wrapping_add(f as usize * D));
+        if let Some(&f) = body.get(k + 2 * AHEAD).filter(|_| far) {
+            let at = out.as_ptr().wrapping_add(f as usize * D);
+            crate::simd::prefetch(at);
+            crate::simd::prefetch(at.wrapping_add(D - 1));
         }
         let o = b as usize * D;
         for d in 0..D {
