@@ -485,6 +485,19 @@ impl Neighbors {
         self.layers = layers;
     }
 
+    /// Ask for the exclusions of body `near` (their start is asked for `far`): a body's are
+    /// found by its index, anywhere in the exclusion arrays when the bodies are not held in
+    /// spatial order, while the scan visits the bodies cell by cell. A hint, no value changes.
+    #[inline(always)]
+    fn prefetch_excluded(&self, near: Option<u32>, far: Option<u32>) {
+        if let Some(f) = far {
+            crate::simd::prefetch(self.excluded_at.as_ptr().wrapping_add(f as usize));
+        }
+        if let Some(&at) = near.and_then(|b| self.excluded_at.get(b as usize)) {
+            crate::simd::prefetch(self.excluded.as_ptr().wrapping_add(at as usize));
+        }
+    }
+
     /// The partners excluded from body `i`'s pairs.
     #[inline]
     fn excluded_of(&self, i: u32) -> &[u32] {

@@ -8,6 +8,10 @@ use crate::simd::{Loads, WithLanes};
 /// loads whole ([`Scan`] masks the lanes past the run): the widest lanes' count.
 pub(super) const PAD: usize = 8;
 
+/// How many bodies ahead (in cell order) the scan asks for a body's excluded partners, and
+/// twice as far for where they start ([`Neighbors::prefetch_excluded`]).
+const EXCLUDED_AHEAD: usize = 8;
+
 /// One body's candidates within reach: its own cell's bodies after it (`own`) and the half
 /// stencil's `runs`, scanned [`crate::simd::Lanes::WIDTH`] at a time, a run's last block masked to the run
 /// (the positions are padded, [`PAD`]) — the same square distances, by the same operations,
@@ -116,6 +120,9 @@ impl WithLanes for LayerScan<'_> {
             grouping,
         } = scratch;
         let sorted = &list.sorted;
+        // The exclusions are asked for when the positions are long enough to be (the same
+        // test as the list build's counting sort).
+        let far = crate::simd::prefetches(3 * sorted.id.len());
         for cy in 0..dims[1] {
             for cx in 0..dims[0] {
                 let here = (cz * dims[1] + cy) * dims[0] + cx;
@@ -141,6 +148,12 @@ impl WithLanes for LayerScan<'_> {
                 // A block of lanes writes all its lanes: room for a last one past the count.
                 hits.resize(most + to - from + PAD, 0.0);
                 for k in from..to {
+                    if far {
+                        list.prefetch_excluded(
+                            sorted.id.get(k + EXCLUDED_AHEAD).copied(),
+                            sorted.id.get(k + 2 * EXCLUDED_AHEAD).copied(),
+                        );
+                    }
                     let (i, p) = (sorted.id[k], [sorted.x[k], sorted.y[k], sorted.z[k]]);
                     // This cell's bodies after this one, then the half stencil's.
                     let own = Run {
