@@ -120,8 +120,8 @@ impl WithLanes for LayerScan<'_> {
             grouping,
         } = scratch;
         let sorted = &list.sorted;
-        // The exclusions are asked for when the positions are long enough to be (the same
-        // test as the list build's counting sort).
+        // The exclusions are asked for only when the positions are long enough to have left
+        // the L2 cache (the list build's own test for its counting sort).
         let far = crate::simd::prefetches(3 * sorted.id.len());
         for cy in 0..dims[1] {
             for cx in 0..dims[0] {
