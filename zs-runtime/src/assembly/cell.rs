@@ -53,6 +53,18 @@ impl<L: Lanes> Image<L> {
         }
     }
 
+    /// No box: [`Image::apply`] shifts by `±0`, which leaves every coordinate as it is but a
+    /// `−0`, made `+0` — the same values and, every sum starting at `+0`, the same bits
+    /// downstream. For a pass that applies an image whether in a box or not, with no branch.
+    #[inline(always)]
+    pub fn none() -> Self {
+        let zero = [L::splat(0.0); 3];
+        Self {
+            inv: zero,
+            len: zero,
+        }
+    }
+
     /// `d` reduced to its nearest image lane by lane: [`Cell::nearest`]'s operations, so the
     /// same bits as it on every lane.
     #[inline(always)]

@@ -18,15 +18,16 @@ use super::super::sums::{
     virtual_sum,
 };
 use super::rows::{BLOCK, Group, MIXED, Rows};
-use crate::assembly::cell::{Cell, Image, r2};
+use crate::assembly::cell::{Image, r2};
 use crate::assembly::forms::Form;
 use crate::assembly::terms::{Kernel, Kinds};
 use crate::simd::{self, Loads, WithLanes};
 
 impl Rows {
-    /// The energy of every pair within the cutoff (per chunk, into [`Rows::sums`]) and, with
-    /// `gradient`, the outputs [`Rows::add_gradient`] sums (each chunk's, [`Rows::out`]), at
-    /// `input`. With `into` (the half list's gradient on one thread): each chunk's partials
+    /// The energy of every pair within the cutoff (per chunk, into [`Rows::sums`]) and the
+    /// outputs [`Rows::add_gradient`] sums (each chunk's, [`Rows::out`]), at `input`; without
+    /// `gradient` only the energy is wanted, and on one thread the outputs go into one chunk's
+    /// room, reused. With `into` (the half list's gradient on one thread): each chunk's partials
     /// are added into that gradient right after the chunk, while they are in cache (one
     /// chunk's buffer, reused) — the additions [`Rows::add_gradient`] would make, in the same
     /// order, so the same bits.
@@ -81,21 +82,32 @@ impl Rows {
                 },
             )
         };
-        let spans = gradient.then_some(Spans {
+        // The energy alone goes through the gradient's pass, its outputs dropped: the energy is
+        // the same, and each pass is compiled once per layout, box and instruction set instead
+        // of twice (passes for the energy alone are rare: an observer's first value, an
+        // exchange's).
+        let spans = Spans {
             buf: out,
             at: chunk_out,
             stride: 3,
-        });
-        match (spans, into) {
-            (Some(spans), Some(grad)) => {
-                assert!(newton && !input.parallel, "the half list on one thread");
+        };
+        match into {
+            Some(grad) => {
+                assert!(
+                    gradient && newton && !input.parallel,
+                    "the half list on one thread"
+                );
                 chunk_by_chunk(spans, (0, 0), sums, &chunk, &mut |c, part| {
                     let bodies =
                         &scratch.slot_body[chunk_out[c] as usize..chunk_out[c + 1] as usize];
                     add_partials::<3>(bodies, part, grad);
                 });
             }
-            (spans, _) => over_chunks(input.parallel, spans, (0, 0), sums, &chunk),
+            // On one thread, the energy's outputs in one chunk's room, reused.
+            None if !gradient && !input.parallel => {
+                chunk_by_chunk(spans, (0, 0), sums, &chunk, &mut |_, _| {});
+            }
+            None => over_chunks(input.parallel, Some(spans), (0, 0), sums, &chunk),
         }
     }
 
@@ -153,19 +165,15 @@ where
 {
     type Output = f64;
 
-    /// [`RowPass::pass`] made for each layout, for the gradient or not, in a box or not: the
-    /// choices out of the loops (the compiler does not take them out itself).
+    /// [`RowPass::pass`] made for each layout: the choice out of the loops (the compiler does
+    /// not take it out itself). The box is a branch in the loop, taken the same way by every
+    /// block, rather than a copy of the pass for each side.
     #[inline(always)]
     fn run<L: Loads>(self) -> f64 {
-        match (self.newton, self.out.is_some(), self.input.cell.is_some()) {
-            (true, true, true) => self.pass::<L, true, true, true>(),
-            (true, true, false) => self.pass::<L, true, true, false>(),
-            (true, false, true) => self.pass::<L, true, false, true>(),
-            (true, false, false) => self.pass::<L, true, false, false>(),
-            (false, true, true) => self.pass::<L, false, true, true>(),
-            (false, true, false) => self.pass::<L, false, true, false>(),
-            (false, false, true) => self.pass::<L, false, false, true>(),
-            (false, false, false) => self.pass::<L, false, false, false>(),
+        if self.newton {
+            self.pass::<L, true>()
+        } else {
+            self.pass::<L, false>()
         }
     }
 }
@@ -175,10 +183,10 @@ where
     T: Kernel<D, K, F>,
     F: Form,
 {
-    /// The chunk's rows: with `NEWTON`, a half list's; with `GRADIENT`, the outputs (`out`
-    /// given); with `PERIODIC`, the nearest images (`input.cell` given).
+    /// The chunk's rows, their energy and outputs: with `NEWTON`, a half list's; the nearest
+    /// images when `input.cell` is given.
     #[inline(always)]
-    fn pass<L: Loads, const NEWTON: bool, const GRADIENT: bool, const PERIODIC: bool>(self) -> f64 {
+    fn pass<L: Loads, const NEWTON: bool>(self) -> f64 {
         let RowPass {
             terms,
             input,
@@ -192,15 +200,11 @@ where
         let parts = BLOCK / w;
         let zero = L::splat(0.0);
         let cut2 = L::splat(cut2);
-        let image = Image::<L>::new(&input.cell.unwrap_or(Cell::new([1.0; 3])));
+        let image = input.cell.as_ref().map_or(Image::<L>::none(), Image::new);
         let iota = block_positions::<L>();
-        let out: &mut [[f64; 3]] = match out {
-            Some(p) => {
-                p.fill(0.0);
-                p.as_chunks_mut::<3>().0
-            }
-            None => &mut [],
-        };
+        let out = out.expect("a pass's outputs");
+        out.fill(0.0);
+        let out: &mut [[f64; 3]] = out.as_chunks_mut::<3>().0;
         let typed = !input.kinds.is_empty();
         let mut soa = [[0.0; 8]; 3];
         let mut lane_kinds = [[0u32; K]; BLOCK];
@@ -238,9 +242,7 @@ where
                                 )
                             };
                         }
-                        if PERIODIC {
-                            image.apply(&mut x);
-                        }
+                        image.apply(&mut x);
                         let r2 = r2(&x);
                         if r2.lt_mask(cut2) == 0 {
                             // Every lane beyond the cutoff: nothing to add.
@@ -269,42 +271,35 @@ where
                                 &lane_kinds[..w]
                             }
                         };
-                        let e = if GRADIENT {
-                            let (e, gr) = terms.value_gradient_lanes(input.omega, &x, kinds);
-                            for d in 0..3 {
-                                let own = if NEWTON {
-                                    gr[0][d]
-                                } else {
-                                    L::select(is_below, gr[K - 1][d], gr[0][d])
-                                };
-                                acc_g[v][d] = acc_g[v][d] + L::select(keep, own, zero);
-                                if NEWTON {
-                                    L::select(keep, gr[K - 1][d], zero).store(&mut soa[d]);
-                                }
-                            }
+                        let (e, gr) = terms.value_gradient_lanes(input.omega, &x, kinds);
+                        for d in 0..3 {
+                            let own = if NEWTON {
+                                gr[0][d]
+                            } else {
+                                L::select(is_below, gr[K - 1][d], gr[0][d])
+                            };
+                            acc_g[v][d] = acc_g[v][d] + L::select(keep, own, zero);
                             if NEWTON {
-                                let slots = &rows.partner_slot[at..at + w];
-                                for (l, &s) in slots.iter().enumerate() {
-                                    let dst = &mut out[s as usize];
-                                    for d in 0..3 {
-                                        dst[d] += soa[d][l];
-                                    }
+                                L::select(keep, gr[K - 1][d], zero).store(&mut soa[d]);
+                            }
+                        }
+                        if NEWTON {
+                            let slots = &rows.partner_slot[at..at + w];
+                            for (l, &s) in slots.iter().enumerate() {
+                                let dst = &mut out[s as usize];
+                                for d in 0..3 {
+                                    dst[d] += soa[d][l];
                                 }
                             }
-                            e
-                        } else {
-                            terms.value_lanes(input.omega, &x, kinds)
-                        };
+                        }
                         let counted = if NEWTON { keep } else { keep * below.le(pos) };
                         acc_e[v] = acc_e[v] + L::select(counted, e, zero);
                     }
                 }
             }
-            if GRADIENT {
-                let dst = &mut out[rows.slot[r] as usize];
-                for (d, gd) in dst.iter_mut().enumerate() {
-                    *gd += virtual_sum(|v| acc_g[v][d]);
-                }
+            let dst = &mut out[rows.slot[r] as usize];
+            for (d, gd) in dst.iter_mut().enumerate() {
+                *gd += virtual_sum(|v| acc_g[v][d]);
             }
             energy += virtual_sum(|v| acc_e[v]);
         }
