@@ -99,7 +99,7 @@ pub(crate) fn chunk_by_chunk(
     then: &mut dyn FnMut(usize, &[f64]),
 ) {
     let Spans { buf, at, stride } = spans;
-    on_stack(per, |scratch| {
+    on_stack(per.min(terms), |scratch| {
         for (c, s) in sums.iter_mut().enumerate() {
             let out = &mut buf[..(at[c + 1] - at[c]) as usize * stride];
             let len = per.min(terms.saturating_sub(c * per));
@@ -109,15 +109,20 @@ pub(crate) fn chunk_by_chunk(
     });
 }
 
-/// `f` of `per` zeros on the stack (none when `per` is 0).
-fn on_stack<R>(per: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
-    if per == 0 {
+/// `f` of `len` zeros on the stack (none when `len` is 0), from an array of the smallest of
+/// three sizes that holds them: the whole array is zeroed, and a small system's pass (a few
+/// dozen terms, a chunk of [`PAIR_CHUNK`]) would otherwise clear 128 KiB at every evaluation.
+fn on_stack<R>(len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
+    const FEW: usize = 64;
+    if len == 0 {
         f(&mut [])
-    } else if per <= CHUNK {
-        f(&mut [0.0; CHUNK][..per])
+    } else if len <= FEW {
+        f(&mut [0.0; FEW][..len])
+    } else if len <= CHUNK {
+        f(&mut [0.0; CHUNK][..len])
     } else {
-        assert!(per <= PAIR_CHUNK, "a chunk of {per} terms");
-        f(&mut [0.0; PAIR_CHUNK][..per])
+        assert!(len <= PAIR_CHUNK, "a chunk of {len} terms");
+        f(&mut [0.0; PAIR_CHUNK][..len])
     }
 }
 
@@ -149,20 +154,20 @@ fn split(
         );
         return;
     }
-    on_stack(per, |scratch| {
-        leaf(range, spans, (terms, scratch), sums, chunk)
+    on_stack(per.min(terms), |scratch| {
+        leaf(range, spans, (terms, per, scratch), sums, chunk)
     });
 }
 
-/// The chunks of `range` in turn, each with its part of `scratch`.
+/// The chunks of `range` (of `per` terms) in turn, each with its part of `scratch`.
 fn leaf(
     range: core::ops::Range<usize>,
     spans: Option<Spans<'_>>,
-    (terms, scratch): (usize, &mut [f64]),
+    (terms, per, scratch): (usize, usize, &mut [f64]),
     sums: &mut [f64],
     chunk: &ChunkFn<'_>,
 ) {
-    let (mut spans, per) = (spans, scratch.len());
+    let mut spans = spans;
     for (c, s) in range.zip(sums) {
         let out = match spans.take() {
             Some(Spans { buf, at, stride }) => {
