@@ -34,7 +34,6 @@ fn melt_text(seed: u64) -> String {
 fn numbered_melt_text(seed: u64, id: &[usize]) -> String {
     let mut s = seed;
     let mut pos: Vec<[f64; 3]> = Vec::new();
-    let near = |d: f64| d - (d / SIDE).round() * SIDE;
     while pos.len() < CHAINS * BEADS {
         let k = pos.len();
         let p: [f64; 3] = if k.is_multiple_of(BEADS) {
@@ -45,9 +44,7 @@ fn numbered_melt_text(seed: u64, id: &[usize]) -> String {
             let norm = (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt();
             core::array::from_fn(|a| pos[k - 1][a] + r * u[a] / norm)
         };
-        let clear = pos
-            .iter()
-            .all(|q| (0..3).map(|a| near(p[a] - q[a]).powi(2)).sum::<f64>() > 0.64);
+        let clear = pos.iter().all(|q| apart(&p, q));
         if clear {
             pos.push(p);
         } else if !k.is_multiple_of(BEADS) {
@@ -108,6 +105,29 @@ fn random_melt(
         .map(|b| (b.atoms[0], b.atoms[1]))
         .collect();
     (sys, q, bonded)
+}
+
+/// Beads `p` and `q` of [`numbered_melt_text`]'s walk are more than 0.8 apart (nearest
+/// images). Most of the time of the tests that build a melt is here (many walks fail and start
+/// again), in a test crate at opt-level 1: written without closures or iterators, which it
+/// does not inline, and without a call to `round` (a library call on the baseline x86-64) —
+/// the same squares, so the same melts.
+#[inline(always)]
+fn apart(p: &[f64; 3], q: &[f64; 3]) -> bool {
+    /// `d − round(d / L)·L`: `t + 1.5·2⁵² − 1.5·2⁵²` rounds `t` (|t| < 2⁵¹) to the nearest
+    /// integer, ties to even; `round` takes ties away from zero.
+    #[inline(always)]
+    fn near(d: f64) -> f64 {
+        const M: f64 = 6_755_399_441_055_744.0;
+        let t = d / SIDE;
+        let mut round = (t + M) - M;
+        if (t - round).abs() == 0.5 {
+            round = t + 0.5f64.copysign(t);
+        }
+        d - round * SIDE
+    }
+    let (x, y, z) = (near(p[0] - q[0]), near(p[1] - q[1]), near(p[2] - q[2]));
+    x * x + y * y + z * z > 0.64
 }
 
 /// Energy and gradient of the melt by the direct loop over nearest images, derivatives by hand.
