@@ -109,21 +109,22 @@ pub(crate) fn chunk_by_chunk(
     });
 }
 
-/// `f` of `len` zeros on the stack (none when `len` is 0), from an array of the smallest of
-/// three sizes that holds them: the whole array is zeroed, and a small system's pass (a few
-/// dozen terms, a chunk of [`PAIR_CHUNK`]) would otherwise clear 128 KiB at every evaluation.
+/// `f` of `len` zeros on the stack (none when `len` is 0), from the smallest array of a
+/// power of two from 64 that holds them: the whole array is zeroed, and a small system's pass
+/// (a few hundred terms, a chunk of [`PAIR_CHUNK`]) would otherwise clear 128 KiB at every
+/// evaluation.
 fn on_stack<R>(len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
-    const FEW: usize = 64;
-    if len == 0 {
-        f(&mut [])
-    } else if len <= FEW {
-        f(&mut [0.0; FEW][..len])
-    } else if len <= CHUNK {
-        f(&mut [0.0; CHUNK][..len])
-    } else {
-        assert!(len <= PAIR_CHUNK, "a chunk of {len} terms");
-        f(&mut [0.0; PAIR_CHUNK][..len])
+    macro_rules! sized {
+        ($($n:literal)*) => {
+            match len {
+                0 => f(&mut []),
+                $(_ if len <= $n => f(&mut [0.0; $n][..len]),)*
+                _ => panic!("a chunk of {len} terms"),
+            }
+        };
     }
+    const _: () = assert!(PAIR_CHUNK == 16_384 && CHUNK <= PAIR_CHUNK);
+    sized!(64 128 256 512 1024 2048 4096 8192 16384)
 }
 
 fn split(
