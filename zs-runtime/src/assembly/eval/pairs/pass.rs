@@ -83,8 +83,8 @@ impl Rows {
             )
         };
         // The energy alone goes through the gradient's pass, its outputs dropped: the energy is
-        // the same, and each pass is compiled once per layout, box and instruction set instead
-        // of twice (passes for the energy alone are rare: an observer's first value, an
+        // the same, and the pass is compiled once per layout and instruction set instead of
+        // twice (passes for the energy alone are rare: an observer's first value, an
         // exchange's).
         let spans = Spans {
             buf: out,
@@ -166,8 +166,8 @@ where
     type Output = f64;
 
     /// [`RowPass::pass`] made for each layout: the choice out of the loops (the compiler does
-    /// not take it out itself). The box is a branch in the loop, taken the same way by every
-    /// block, rather than a copy of the pass for each side.
+    /// not take it out itself). The box is no choice: without one the pass applies
+    /// [`Image::none`], whose shifts are `±0`, so one copy serves both.
     #[inline(always)]
     fn run<L: Loads>(self) -> f64 {
         if self.newton {
