@@ -70,6 +70,46 @@ fn direct_in(
     (e, g)
 }
 
+/// The melt's topology: `CHAINS` chains of `BEADS` beads bonded in turn.
+fn chains() -> Topology {
+    let mut t = Topology::new(CHAINS * BEADS);
+    for c in 0..CHAINS {
+        for b in 1..BEADS {
+            t = t.bond(c * BEADS + b - 1, c * BEADS + b);
+        }
+    }
+    t
+}
+
+/// An assembled system's energy `v` and gradient `g` against the double loop's `(e, gd)`,
+/// both to 1e-12 (relative to the energy and the largest component).
+fn assert_matches(at: &str, (v, g): (f64, &[f64]), (e, gd): (f64, &[f64])) {
+    assert!(
+        (v - e).abs() <= 1e-12 * e.abs().max(1.0),
+        "{at}: {v} vs {e}"
+    );
+    let scale = gd.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    for (a, b) in g.iter().zip(gd) {
+        assert!((a - b).abs() <= 1e-12 * scale, "{at}: {a} vs {b}");
+    }
+}
+
+/// `(v, g)` has the bits of the `first` kept, or is kept as the first.
+fn assert_same_bits(at: &str, first: &mut Option<(f64, Vec<f64>)>, v: f64, g: Vec<f64>) {
+    match first {
+        None => *first = Some((v, g)),
+        Some((v0, g0)) => {
+            assert_eq!(v.to_bits(), v0.to_bits(), "{at}");
+            assert!(
+                g.iter()
+                    .zip(g0.iter())
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{at}"
+            );
+        }
+    }
+}
+
 /// Chains of beads 1 apart on random walks (in random images of the box), no two beads
 /// closer than 0.9.
 fn melt(rng: &mut Rng) -> Vec<f64> {
@@ -101,15 +141,7 @@ fn melt(rng: &mut Rng) -> Vec<f64> {
 fn a_periodic_melt_with_a_cutoff_equals_the_double_loop_over_nearest_images() {
     let rc = 1.5;
     let n = CHAINS * BEADS;
-    let topology = || {
-        let mut t = Topology::new(n);
-        for c in 0..CHAINS {
-            for b in 1..BEADS {
-                t = t.bond(c * BEADS + b - 1, c * BEADS + b);
-            }
-        }
-        t.exclude_bonded().periodic(SIDE).cutoff(rc, 0.3)
-    };
+    let topology = || chains().exclude_bonded().periodic(SIDE).cutoff(rc, 0.3);
     let bonded: Vec<(usize, usize)> = topology().bonds().collect();
     let mut rng = Rng(0x0123_4567_89AB_CDEF);
     let mut q = melt(&mut rng);
@@ -178,12 +210,7 @@ fn pinned_bodies_in_a_periodic_melt_equal_the_double_loop_by_the_term_pass() {
     let q = melt(&mut Rng(0x0bad_5eed));
     let pinned = [0, 17, 64];
     let topology = || {
-        let mut t = Topology::new(n);
-        for c in 0..CHAINS {
-            for b in 1..BEADS {
-                t = t.bond(c * BEADS + b - 1, c * BEADS + b);
-            }
-        }
+        let mut t = chains();
         for &p in &pinned {
             t = t.pin(p, q[3 * p..3 * p + 3].to_vec());
         }
@@ -200,7 +227,6 @@ fn pinned_bodies_in_a_periodic_melt_equal_the_double_loop_by_the_term_pass() {
         .iter()
         .flat_map(|&b| gd[3 * b..3 * b + 3].to_vec())
         .collect();
-    let scale = gd.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
     let mut first: Option<(f64, Vec<f64>)> = None;
     for isa in Isa::available() {
         for (parallel, rows) in [
@@ -217,23 +243,8 @@ fn pinned_bodies_in_a_periodic_melt_equal_the_double_loop_by_the_term_pass() {
             let mut g = vec![0.0; qf.len()];
             let v = sys.value_gradient_into(&qf, &mut g);
             let at = format!("{isa:?}, parallel {parallel}, rows {rows:?}");
-            assert!(
-                (v - e).abs() <= 1e-12 * e.abs().max(1.0),
-                "{at}: {v} vs {e}"
-            );
-            for (a, b) in g.iter().zip(&gd) {
-                assert!((a - b).abs() <= 1e-12 * scale, "{at}: {a} vs {b}");
-            }
-            match &first {
-                None => first = Some((v, g)),
-                Some((v0, g0)) => {
-                    assert_eq!(v.to_bits(), v0.to_bits(), "{at}");
-                    assert!(
-                        g.iter().zip(g0).all(|(a, b)| a.to_bits() == b.to_bits()),
-                        "{at}"
-                    );
-                }
-            }
+            assert_matches(&at, (v, &g), (e, &gd));
+            assert_same_bits(&at, &mut first, v, g);
         }
     }
 }
@@ -246,18 +257,9 @@ fn pinned_bodies_in_a_periodic_melt_equal_the_double_loop_by_the_term_pass() {
 fn a_melt_in_no_box_equals_the_double_loop_by_every_pair_pass() {
     let rc = 1.5;
     let q = melt(&mut Rng(0xd40_1e7));
-    let topology = || {
-        let mut t = Topology::new(CHAINS * BEADS);
-        for c in 0..CHAINS {
-            for b in 1..BEADS {
-                t = t.bond(c * BEADS + b - 1, c * BEADS + b);
-            }
-        }
-        t.exclude_bonded().cutoff(rc, 0.3)
-    };
+    let topology = || chains().exclude_bonded().cutoff(rc, 0.3);
     let bonded: Vec<(usize, usize)> = topology().bonds().collect();
     let (e, gd) = direct_in(&q, rc, &bonded, |d| d);
-    let scale = gd.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
     for rows in [
         PairStrategy::FullRows,
         PairStrategy::HalfRows,
@@ -274,29 +276,14 @@ fn a_melt_in_no_box_equals_the_double_loop_by_every_pair_pass() {
                 let mut g = vec![0.0; q.len()];
                 let v = sys.value_gradient_into(&q, &mut g);
                 let at = format!("{isa:?}, parallel {parallel}, rows {rows:?}");
-                assert!(
-                    (v - e).abs() <= 1e-12 * e.abs().max(1.0),
-                    "{at}: {v} vs {e}"
-                );
-                for (a, b) in g.iter().zip(&gd) {
-                    assert!((a - b).abs() <= 1e-12 * scale, "{at}: {a} vs {b}");
-                }
+                assert_matches(&at, (v, &g), (e, &gd));
                 let fresh = Assembled::new(Beads { rc }, topology())
                     .expect("valid")
                     .with_simd(isa)
                     .with_parallel(parallel)
                     .with_pair_strategy(rows);
                 assert_eq!(fresh.potential_at(&q).to_bits(), v.to_bits(), "{at}");
-                match &first {
-                    None => first = Some((v, g)),
-                    Some((v0, g0)) => {
-                        assert_eq!(v.to_bits(), v0.to_bits(), "{at}");
-                        assert!(
-                            g.iter().zip(g0).all(|(a, b)| a.to_bits() == b.to_bits()),
-                            "{at}"
-                        );
-                    }
-                }
+                assert_same_bits(&at, &mut first, v, g);
             }
         }
     }
@@ -312,15 +299,7 @@ fn the_full_hessian_follows_the_neighbour_list_and_zhang_skeel_runs_through_rebu
     use zs_runtime::ZhangSkeel;
     let rc = 1.5;
     let n = CHAINS * BEADS;
-    let topology = |skin: f64| {
-        let mut t = Topology::new(n);
-        for c in 0..CHAINS {
-            for b in 1..BEADS {
-                t = t.bond(c * BEADS + b - 1, c * BEADS + b);
-            }
-        }
-        t.exclude_bonded().periodic(SIDE).cutoff(rc, skin)
-    };
+    let topology = |skin: f64| chains().exclude_bonded().periodic(SIDE).cutoff(rc, skin);
     let mut rng = Rng(0x005E_ED0F_1157);
     let q0 = melt(&mut rng);
     let v0: Vec<f64> = (0..3 * n).map(|_| 2.0 * rng.next()).collect();
@@ -501,15 +480,9 @@ fn a_body_moving_more_than_the_skin_in_one_step_stops_the_run() {
     use zs_runtime::{StepErrorKind, VelocityVerlet};
     let (rc, skin) = (1.5, 0.3);
     let n = CHAINS * BEADS;
-    let mut t = Topology::new(n);
-    for c in 0..CHAINS {
-        for b in 1..BEADS {
-            t = t.bond(c * BEADS + b - 1, c * BEADS + b);
-        }
-    }
     let sys = Assembled::new(
         Beads { rc },
-        t.exclude_bonded().periodic(SIDE).cutoff(rc, skin),
+        chains().exclude_bonded().periodic(SIDE).cutoff(rc, skin),
     )
     .expect("valid");
     let q0 = melt(&mut Rng(0x0123_4567_89AB_CDEF));
