@@ -145,12 +145,12 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, &[]);
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs(&arranged));
-            if !s.valued_at(q, omega) {
+            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged));
+            if !s.valued_at(key, omega) {
                 for f in &mut s.forms {
                     f.evaluate(&self.model.terms, &input, Want::Energy);
                 }
-                s.mark_valued(q, omega);
+                s.mark_valued(key, omega);
             }
             s.value()
         })
@@ -164,7 +164,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, &[]);
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs(&arranged));
+            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged));
             if input.parallel {
                 for f in &mut s.forms {
                     f.evaluate(&self.model.terms, &input, Want::Gradient);
@@ -173,7 +173,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             } else {
                 gradient_form_by_form(&mut s.forms, &self.model.terms, &input, g);
             }
-            s.mark_valued(q, omega);
+            s.mark_valued(key, omega);
             s.value()
         })
     }
@@ -203,7 +203,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 HessianPart::Full
             };
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs(&arranged));
+            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged));
             let layout = s.layout(part, self.model.free, arranged.to_user());
             if h.layout().id() != layout.id() {
                 assert!(
@@ -221,9 +221,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             for f in &mut s.forms {
                 f.evaluate(&self.model.terms, &input, want);
             }
-            s.mark_valued(q, omega);
+            s.mark_valued(key, omega);
             if want == Want::GradientHessianThird {
-                s.mark_kept(q, omega);
+                s.mark_kept(key, omega);
             }
             if let Some(g) = g {
                 sum_vector(
@@ -251,8 +251,8 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, a);
             let mut s = self.work();
-            s.refresh(q, &self.refresh_inputs(&arranged));
-            let kept = s.tensors_kept_at(q, omega);
+            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged));
+            let kept = s.tensors_kept_at(key, omega);
             for f in &mut s.forms {
                 f.evaluate(&self.model.terms, &input, Want::Third { kept });
             }

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use super::cell::Cell;
 use super::topology::Topology;
 use crate::simd::{Isa, widest};
+use crate::vector::fingerprint;
 use scan::{Grid, LayerScan, PAD};
 
 mod scan;
@@ -267,6 +268,73 @@ impl Neighbors {
                 },
             )
         })
+    }
+
+    /// [`Neighbors::stale_free`] and the fingerprint of `q` ([`fingerprint`]) in one pass: each
+    /// range's entries hashed while they are in the caches (a sum, so the same key on any
+    /// number of threads). Every range is read (no stop at the first body that moved).
+    pub fn stale_free_keyed(&self, q: &[f64], stride: usize) -> (bool, u64) {
+        /// Bodies tested at once by their largest displacement along an axis.
+        const GROUP: usize = 64;
+        use crate::vector::{PARALLEL_FROM, VECTOR_CHUNK, fingerprint_of_sum, fingerprint_term};
+        let n = q.len() / stride;
+        if self.at_build.len() != n {
+            return (true, fingerprint(q));
+        }
+        let limit = self.half_skin * self.half_skin;
+        // The largest square along one axis whose three times stays within `limit`.
+        let mut axis = limit / 3.0;
+        while 3.0 * axis > limit {
+            axis = axis.next_down();
+        }
+        let range = |bodies: core::ops::Range<usize>| -> (bool, u64) {
+            widest(
+                #[inline(always)]
+                || {
+                    let first = bodies.start * stride;
+                    let q = &q[first..bodies.end * stride];
+                    let at = &self.at_build[bodies];
+                    let mut any = false;
+                    if stride == 3 {
+                        // A group of bodies at a time: first, on the lanes (a flat stream),
+                        // whether some coordinate moved by a square above `axis`. When none
+                        // did, no body's sum of three squares is above the limit (rounding is
+                        // monotone: the sum is at most `3 axis`, itself within the limit);
+                        // else, or on a NaN, the group body by body.
+                        let at = at.as_flattened();
+                        for (p, o) in q.chunks(3 * GROUP).zip(at.chunks(3 * GROUP)) {
+                            let near = p.iter().zip(o).fold(true, |near, (&p, &o)| {
+                                let d = p - o;
+                                near & (d * d <= axis)
+                            });
+                            if !near {
+                                for (p, o) in p.chunks_exact(3).zip(o.chunks_exact(3)) {
+                                    let (p, o) = ([p[0], p[1], p[2]], [o[0], o[1], o[2]]);
+                                    any |= moved_beyond(p, o, limit);
+                                }
+                            }
+                        }
+                    } else {
+                        for (p, &o) in q.chunks_exact(stride).zip(at) {
+                            any |= moved_beyond([p[0], p[1], p[2]], o, limit);
+                        }
+                    }
+                    let key = (first..)
+                        .zip(q)
+                        .fold(0u64, |h, (i, &v)| h.wrapping_add(fingerprint_term(i, v)));
+                    (any, key)
+                },
+            )
+        };
+        let (any, sum) = if 3 * n < PARALLEL_FROM {
+            range(0..n)
+        } else {
+            (0..n.div_ceil(VECTOR_CHUNK))
+                .into_par_iter()
+                .map(|c| range(c * VECTOR_CHUNK..((c + 1) * VECTOR_CHUNK).min(n)))
+                .reduce(|| (false, 0), |a, b| (a.0 | b.0, a.1.wrapping_add(b.1)))
+        };
+        (any, fingerprint_of_sum(sum, q.len()))
     }
 
     /// True when the list was built for other than `n` bodies, or `moved` is for some range of
@@ -807,5 +875,55 @@ mod tests {
         assert!(nb.stale(&pos));
         pos[0][0] = f64::NAN;
         assert!(nb.stale(&pos));
+    }
+
+    #[test]
+    fn the_staleness_pass_takes_the_fingerprint_of_the_positions() {
+        // Below and above the length whose ranges go on the pool; points of 3 and 4
+        // coordinates (the fourth is hashed, not tested for motion).
+        let mut s = 0x9E37_79B9_7F4A_7C15_u64;
+        for (n, stride) in [(3, 3), (50, 4), (12_000, 3), (9_000, 4)] {
+            let side = (n as f64).cbrt() * 3.0;
+            let pos: Vec<[f64; 3]> = (0..n)
+                .map(|_| core::array::from_fn(|_| side * uniform(&mut s)))
+                .collect();
+            let mut q: Vec<f64> = pos
+                .iter()
+                .flat_map(|p| (0..stride).map(move |d| p.get(d).copied().unwrap_or(0.5)))
+                .collect();
+            let mut nb = Neighbors::new(&Topology::new(n).cutoff(1.0, 0.4)).expect("a cutoff");
+            // Never built: stale, and still keyed.
+            assert_eq!(nb.stale_free_keyed(&q, stride), (true, fingerprint(&q)));
+            nb.build(&pos, &[], &mut Vec::new());
+            let keyed = |q: &[f64]| {
+                let (stale, key) = nb.stale_free_keyed(q, stride);
+                assert_eq!(stale, nb.stale_free(q, stride), "n = {n}");
+                assert_eq!(key, fingerprint(q), "n = {n}, stride {stride}");
+                stale
+            };
+            assert!(!keyed(&q));
+            // The last body (the last range's): a little; along one axis by more than
+            // 1/√3 of half the skin (0.2), so that its group is tested body by body; along a
+            // second axis, still within half the skin; along the third, beyond it, though by
+            // less than half the skin along each; not a number.
+            let last = (n - 1) * stride;
+            let before = q[last..last + 3].to_vec();
+            q[last + 1] += 0.05;
+            assert!(!keyed(&q));
+            q[last + 1] += 0.1;
+            assert!(!keyed(&q));
+            q[last] += 0.13;
+            assert!(!keyed(&q));
+            q[last + 2] += 0.13;
+            assert!(keyed(&q));
+            q[last..last + 3].copy_from_slice(&before);
+            if stride > 3 {
+                // The fourth coordinate: another key, not a move.
+                q[last + 3] += 1.0;
+                assert!(!keyed(&q));
+            }
+            q[last] = f64::NAN;
+            assert!(keyed(&q));
+        }
     }
 }

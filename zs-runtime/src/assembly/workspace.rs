@@ -14,6 +14,7 @@ use super::neighbors::Neighbors;
 use super::plan::{Bodies, PINNED};
 use crate::model::HessianPart;
 use crate::sparse::BlockLayout;
+use crate::vector::fingerprint;
 
 /// One evaluation state of an assembled model (see the [module docs](self)).
 pub(crate) struct Workspace<T, const D: usize> {
@@ -122,30 +123,28 @@ impl<T, const D: usize> Workspace<T, D> {
         r
     }
 
-    /// True when the tensors were kept at exactly `q` and `omega` (bit for bit).
-    pub fn tensors_kept_at(&self, q: &[f64], omega: f64) -> bool {
-        self.kept
-            && self.kept_omega.to_bits() == omega.to_bits()
-            && self.kept_q == crate::vector::fingerprint(q)
+    /// True when the tensors were kept at exactly the positions of fingerprint `key`
+    /// ([`Workspace::refresh_keyed`]) and `omega` (bit for bit).
+    pub fn tensors_kept_at(&self, key: u64, omega: f64) -> bool {
+        self.kept && self.kept_omega.to_bits() == omega.to_bits() && self.kept_q == key
     }
 
-    /// The tensors were just kept at `q` and `omega`.
-    pub fn mark_kept(&mut self, q: &[f64], omega: f64) {
-        self.kept_q = crate::vector::fingerprint(q);
+    /// The tensors were just kept at the positions of fingerprint `key` and `omega`.
+    pub fn mark_kept(&mut self, key: u64, omega: f64) {
+        self.kept_q = key;
         self.kept_omega = omega;
         self.kept = true;
     }
 
-    /// True when the term energies are those at exactly `q` and `omega`.
-    pub fn valued_at(&self, q: &[f64], omega: f64) -> bool {
-        self.valued
-            && self.valued_omega.to_bits() == omega.to_bits()
-            && self.valued_q == crate::vector::fingerprint(q)
+    /// True when the term energies are those at exactly the positions of fingerprint `key`
+    /// ([`Workspace::refresh_keyed`]) and `omega`.
+    pub fn valued_at(&self, key: u64, omega: f64) -> bool {
+        self.valued && self.valued_omega.to_bits() == omega.to_bits() && self.valued_q == key
     }
 
-    /// The term energies were just computed at `q` and `omega`.
-    pub fn mark_valued(&mut self, q: &[f64], omega: f64) {
-        self.valued_q = crate::vector::fingerprint(q);
+    /// The term energies were just computed at the positions of fingerprint `key` and `omega`.
+    pub fn mark_valued(&mut self, key: u64, omega: f64) {
+        self.valued_q = key;
         self.valued_omega = omega;
         self.valued = true;
     }
@@ -169,16 +168,29 @@ impl<T, const D: usize> Workspace<T, D> {
         }
     }
 
+    /// [`Workspace::refresh`], returning the fingerprint of `q` ([`fingerprint`]: the key of
+    /// the caches of the last evaluation). When every body is free the staleness test takes it
+    /// on its way through `q`, so that an evaluation reads the positions once for both, not
+    /// twice (a long `q` is read from main memory); otherwise it is a pass of its own.
+    pub fn refresh_keyed(&mut self, q: &[f64], at: &Refresh<'_, D>) -> u64 {
+        let (stale, key) = match self.neighbors.as_ref() {
+            Some(nb) if all_free(q, at) => nb.stale_free_keyed(q, D),
+            _ => (self.stale(q, at), fingerprint(q)),
+        };
+        if stale {
+            self.build(at.bodies.free_of.len(), site_at(q, at), at);
+        }
+        key
+    }
+
     /// Under a pair cutoff: true when the pair list must be built at `q` (never built, or a
     /// body moved more than half the skin since).
     fn stale(&self, q: &[f64], at: &Refresh<'_, D>) -> bool {
         self.neighbors.as_ref().is_some_and(|nb| {
-            let n = at.bodies.free_of.len();
-            if at.bodies.free == n && n * D == q.len() && D >= 3 {
-                // Every body free: body `b` is free index `b` (`Bodies::new`).
+            if all_free(q, at) {
                 nb.stale_free(q, D)
             } else {
-                nb.stale_at(n, site_at(q, at))
+                nb.stale_at(at.bodies.free_of.len(), site_at(q, at))
             }
         })
     }
@@ -317,6 +329,13 @@ impl<T, const D: usize> Workspace<T, D> {
         }
         self.kept = false;
     }
+}
+
+/// True when every body is free and a point of at least three coordinates: body `b` is then
+/// free index `b` (`Bodies::new`), its reference site the first three of its `D` in `q`.
+fn all_free<const D: usize>(q: &[f64], at: &Refresh<'_, D>) -> bool {
+    let n = at.bodies.free_of.len();
+    at.bodies.free == n && n * D == q.len() && D >= 3
 }
 
 /// Body `b`'s reference site at `q` (its pin when pinned). The slices are taken out of `at`

@@ -55,7 +55,10 @@ pub fn detected() -> Isa {
         {
             // FMA: `rsqrt`'s fused steps (every AVX-512 and AVX2 CPU has it).
             let fma = std::arch::is_x86_feature_detected!("fma");
-            if std::arch::is_x86_feature_detected!("avx512f") && fma {
+            // AVX-512DQ with F: every AVX-512 CPU but the Xeon Phi.
+            let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512dq");
+            if avx512 && fma {
                 return Isa::Avx512;
             }
             if std::arch::is_x86_feature_detected!("avx2") && fma {
@@ -113,7 +116,7 @@ pub fn dispatch_with<W: WithLanes>(isa: Isa, code: W) -> W::Output {
     {
         match isa {
             // SAFETY: `detected()` returned at least `Avx512`, so `is_x86_feature_detected!`
-            // confirmed AVX-512F and FMA on this CPU: the target-feature function's instructions exist.
+            // confirmed AVX-512F, AVX-512DQ and FMA on this CPU: the target-feature function's instructions exist.
             Isa::Avx512 => return unsafe { x86::run_avx512(code) },
             // SAFETY: as above, with AVX2 and FMA confirmed (`detected()` ≥ `Avx2`).
             Isa::Avx2 => return unsafe { x86::run_avx2(code) },

@@ -292,8 +292,10 @@ pub(super) unsafe fn rsqrt512(x: __m512d) -> __m512d {
 }
 
 /// # Safety
-/// The CPU must have AVX-512F and FMA.
-#[target_feature(enable = "avx512f,fma")]
+/// The CPU must have AVX-512F, AVX-512DQ and FMA. DQ's 64-bit multiply (`vpmullq`) is what
+/// the positions' fingerprints ([`crate::vector::fingerprint`]) are made of; without it each
+/// is three 32-bit multiplies and their shifts. It changes no floating-point value.
+#[target_feature(enable = "avx512f,avx512dq,fma")]
 pub(in crate::simd) unsafe fn run_avx512<W: WithLanes>(code: W) -> W::Output {
     code.run::<F64x8>()
 }
