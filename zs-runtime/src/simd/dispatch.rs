@@ -15,7 +15,7 @@ pub enum Isa {
     Scalar,
     /// 4 lanes (AVX2).
     Avx2,
-    /// 8 lanes (AVX-512F).
+    /// 8 lanes (AVX-512F and DQ).
     Avx512,
 }
 
@@ -116,7 +116,8 @@ pub fn dispatch_with<W: WithLanes>(isa: Isa, code: W) -> W::Output {
     {
         match isa {
             // SAFETY: `detected()` returned at least `Avx512`, so `is_x86_feature_detected!`
-            // confirmed AVX-512F, AVX-512DQ and FMA on this CPU: the target-feature function's instructions exist.
+            // confirmed AVX-512F, AVX-512DQ and FMA on this CPU: the target-feature function's
+            // instructions exist.
             Isa::Avx512 => return unsafe { x86::run_avx512(code) },
             // SAFETY: as above, with AVX2 and FMA confirmed (`detected()` ≥ `Avx2`).
             Isa::Avx2 => return unsafe { x86::run_avx2(code) },

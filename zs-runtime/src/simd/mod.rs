@@ -8,7 +8,7 @@
 //!
 //! | [`Isa`] | lanes | instructions |
 //! |---|---|---|
-//! | [`Isa::Avx512`] | 8 × f64 | AVX-512F |
+//! | [`Isa::Avx512`] | 8 × f64 | AVX-512F + DQ (DQ's 64-bit multiply in the fingerprints) + FMA |
 //! | [`Isa::Avx2`] | 4 × f64 | AVX2 + FMA (FMA only in [`rsqrt`]: see below) |
 //! | [`Isa::Scalar`] | 1 (`f64`) | the target's baseline, and every remainder |
 //!
