@@ -11,11 +11,11 @@ use rayon::prelude::*;
 
 use super::cell::Cell;
 use super::topology::Topology;
-use crate::simd::{Isa, widest};
-use crate::vector::fingerprint;
+use crate::simd::Isa;
 use scan::{Grid, LayerScan, PAD};
 
 mod scan;
+mod stale;
 
 /// The bodies sorted by cell, as structure of arrays: cell `c`'s are `start[c]..start[c + 1]`.
 #[derive(Debug, Default)]
@@ -107,15 +107,6 @@ fn group_by_types(
             + usize::from(p[0] != i)
     };
     group_stably(pairs, group, scratch);
-}
-
-/// True when the site `p` is more than `√limit` from `o`, its place at the build, or not a
-/// number (a NaN position rebuilds; the pass then reports it). No branch: the loops vectorize.
-#[inline(always)]
-fn moved_beyond(p: [f64; 3], o: [f64; 3], limit: f64) -> bool {
-    let d = [p[0] - o[0], p[1] - o[1], p[2] - o[2]];
-    let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    (r2 > limit) | r2.is_nan()
 }
 
 /// The layers' pairs one after the other into `out` (exactly as long): halves of the layers
@@ -224,138 +215,6 @@ impl Neighbors {
     /// The periodic box, if any.
     pub fn cell(&self) -> Option<Cell> {
         self.cell
-    }
-
-    /// True when the list must be built at reference sites `pos`: never built, or a body
-    /// moved more than half the skin since (LAMMPS's `check yes`).
-    #[cfg(test)]
-    pub fn stale(&self, pos: &[[f64; 3]]) -> bool {
-        self.stale_at(pos.len(), |b| pos[b])
-    }
-
-    /// [`Neighbors::stale`] for the `n` reference sites `site(b)`, in chunks on rayon's current
-    /// pool when there are many (an OR: the same answer on any number of threads).
-    pub fn stale_at(&self, n: usize, site: impl Fn(usize) -> [f64; 3] + Sync) -> bool {
-        let limit = self.half_skin * self.half_skin;
-        self.any_moved(n, &|bodies| {
-            widest(
-                #[inline(always)]
-                || {
-                    let mut any = false;
-                    for b in bodies {
-                        any |= moved_beyond(site(b), self.at_build[b], limit);
-                    }
-                    any
-                },
-            )
-        })
-    }
-
-    /// [`Neighbors::stale_at`] when every body is free: body `b`'s reference site the first
-    /// three of its `stride` coordinates in `q` (a stream through `q`, vectorized).
-    pub fn stale_free(&self, q: &[f64], stride: usize) -> bool {
-        let limit = self.half_skin * self.half_skin;
-        self.any_moved(q.len() / stride, &|bodies| {
-            widest(
-                #[inline(always)]
-                || {
-                    let q = &q[bodies.start * stride..bodies.end * stride];
-                    let mut any = false;
-                    for (p, &o) in q.chunks_exact(stride).zip(&self.at_build[bodies]) {
-                        any |= moved_beyond([p[0], p[1], p[2]], o, limit);
-                    }
-                    any
-                },
-            )
-        })
-    }
-
-    /// [`Neighbors::stale_free`] and the fingerprint of `q` ([`fingerprint`]) in one pass: each
-    /// range's entries hashed while they are in the caches (a sum, so the same key on any
-    /// number of threads). Every range is read (no stop at the first body that moved).
-    pub fn stale_free_keyed(&self, q: &[f64], stride: usize) -> (bool, u64) {
-        /// Bodies tested at once by their largest displacement along an axis.
-        const GROUP: usize = 64;
-        use crate::vector::{PARALLEL_FROM, VECTOR_CHUNK, fingerprint_of_sum, fingerprint_term};
-        let n = q.len() / stride;
-        if self.at_build.len() != n {
-            return (true, fingerprint(q));
-        }
-        let limit = self.half_skin * self.half_skin;
-        // The largest square along one axis whose three times stays within `limit`.
-        let mut axis = limit / 3.0;
-        while 3.0 * axis > limit {
-            axis = axis.next_down();
-        }
-        let range = |bodies: core::ops::Range<usize>| -> (bool, u64) {
-            widest(
-                #[inline(always)]
-                || {
-                    let first = bodies.start * stride;
-                    let q = &q[first..bodies.end * stride];
-                    let at = &self.at_build[bodies];
-                    let mut any = false;
-                    if stride == 3 {
-                        // A group of bodies at a time: first, on the lanes (a flat stream),
-                        // whether some coordinate moved by a square above `axis`. When none
-                        // did, no body's sum of three squares is above the limit (rounding is
-                        // monotone: the sum is at most `3 axis`, itself within the limit);
-                        // else, or on a NaN, the group body by body.
-                        let at = at.as_flattened();
-                        for (p, o) in q.chunks(3 * GROUP).zip(at.chunks(3 * GROUP)) {
-                            let near = p.iter().zip(o).fold(true, |near, (&p, &o)| {
-                                let d = p - o;
-                                near & (d * d <= axis)
-                            });
-                            if !near {
-                                for (p, o) in p.chunks_exact(3).zip(o.chunks_exact(3)) {
-                                    let (p, o) = ([p[0], p[1], p[2]], [o[0], o[1], o[2]]);
-                                    any |= moved_beyond(p, o, limit);
-                                }
-                            }
-                        }
-                    } else {
-                        for (p, &o) in q.chunks_exact(stride).zip(at) {
-                            any |= moved_beyond([p[0], p[1], p[2]], o, limit);
-                        }
-                    }
-                    let key = (first..)
-                        .zip(q)
-                        .fold(0u64, |h, (i, &v)| h.wrapping_add(fingerprint_term(i, v)));
-                    (any, key)
-                },
-            )
-        };
-        let (any, sum) = if 3 * n < PARALLEL_FROM {
-            range(0..n)
-        } else {
-            (0..n.div_ceil(VECTOR_CHUNK))
-                .into_par_iter()
-                .map(|c| range(c * VECTOR_CHUNK..((c + 1) * VECTOR_CHUNK).min(n)))
-                .reduce(|| (false, 0), |a, b| (a.0 | b.0, a.1.wrapping_add(b.1)))
-        };
-        (any, fingerprint_of_sum(sum, q.len()))
-    }
-
-    /// True when the list was built for other than `n` bodies, or `moved` is for some range of
-    /// them (ranges of [`VECTOR_CHUNK`] on rayon's current pool when there are many). Not
-    /// generic: rayon's machinery compiled once, not once per system that asks.
-    fn any_moved(
-        &self,
-        n: usize,
-        moved: &(dyn Fn(core::ops::Range<usize>) -> bool + Sync),
-    ) -> bool {
-        use crate::vector::{PARALLEL_FROM, VECTOR_CHUNK};
-        if self.at_build.len() != n {
-            return true;
-        }
-        if 3 * n < PARALLEL_FROM {
-            moved(0..n)
-        } else {
-            (0..n.div_ceil(VECTOR_CHUNK))
-                .into_par_iter()
-                .any(|c| moved(c * VECTOR_CHUNK..((c + 1) * VECTOR_CHUNK).min(n)))
-        }
     }
 
     /// [`Neighbors::build_from`] at the sites `pos`.
@@ -720,6 +579,7 @@ impl Neighbors {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vector::fingerprint;
 
     /// Uniform in [0, 1) from a xorshift (reproducible, no dependency).
     fn uniform(state: &mut u64) -> f64 {
