@@ -110,6 +110,19 @@ fn assert_same_bits(at: &str, first: &mut Option<(f64, Vec<f64>)>, v: f64, g: Ve
     }
 }
 
+/// The beads of `topology` on instruction set `isa`, on the pool or not, by pair pass `rows`.
+fn beads(
+    rc: f64,
+    topology: Topology,
+    (isa, parallel, rows): (Isa, bool, PairStrategy),
+) -> Assembled<Beads, 3> {
+    Assembled::new(Beads { rc }, topology)
+        .expect("valid")
+        .with_simd(isa)
+        .with_parallel(parallel)
+        .with_pair_strategy(rows)
+}
+
 /// Chains of beads 1 apart on random walks (in random images of the box), no two beads
 /// closer than 0.9.
 fn melt(rng: &mut Rng) -> Vec<f64> {
@@ -235,11 +248,7 @@ fn pinned_bodies_in_a_periodic_melt_equal_the_double_loop_by_the_term_pass() {
             (true, PairStrategy::HalfRows),
             (true, PairStrategy::PerTerm),
         ] {
-            let sys = Assembled::new(Beads { rc }, topology())
-                .expect("valid")
-                .with_simd(isa)
-                .with_parallel(parallel)
-                .with_pair_strategy(rows);
+            let sys = beads(rc, topology(), (isa, parallel, rows));
             let mut g = vec![0.0; qf.len()];
             let v = sys.value_gradient_into(&qf, &mut g);
             let at = format!("{isa:?}, parallel {parallel}, rows {rows:?}");
@@ -268,20 +277,12 @@ fn a_melt_in_no_box_equals_the_double_loop_by_every_pair_pass() {
         let mut first: Option<(f64, Vec<f64>)> = None;
         for isa in Isa::available() {
             for parallel in [false, true] {
-                let sys = Assembled::new(Beads { rc }, topology())
-                    .expect("valid")
-                    .with_simd(isa)
-                    .with_parallel(parallel)
-                    .with_pair_strategy(rows);
+                let sys = beads(rc, topology(), (isa, parallel, rows));
                 let mut g = vec![0.0; q.len()];
                 let v = sys.value_gradient_into(&q, &mut g);
                 let at = format!("{isa:?}, parallel {parallel}, rows {rows:?}");
                 assert_matches(&at, (v, &g), (e, &gd));
-                let fresh = Assembled::new(Beads { rc }, topology())
-                    .expect("valid")
-                    .with_simd(isa)
-                    .with_parallel(parallel)
-                    .with_pair_strategy(rows);
+                let fresh = beads(rc, topology(), (isa, parallel, rows));
                 assert_eq!(fresh.potential_at(&q).to_bits(), v.to_bits(), "{at}");
                 assert_same_bits(&at, &mut first, v, g);
             }
