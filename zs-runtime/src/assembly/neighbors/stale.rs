@@ -40,16 +40,13 @@ impl Neighbors {
     /// three of its `stride` coordinates in `q` (a stream through `q`, vectorized).
     pub fn stale_free(&self, q: &[f64], stride: usize) -> bool {
         let limit = self.half_skin * self.half_skin;
+        let axis = axis_bound(limit);
         self.any_moved(q.len() / stride, &|bodies| {
             widest(
                 #[inline(always)]
                 || {
                     let q = &q[bodies.start * stride..bodies.end * stride];
-                    let mut any = false;
-                    for (p, &o) in q.chunks_exact(stride).zip(&self.at_build[bodies]) {
-                        any |= moved_beyond([p[0], p[1], p[2]], o, limit);
-                    }
-                    any
+                    moved_in(q, &self.at_build[bodies], stride, (limit, axis))
                 },
             )
         })
@@ -59,51 +56,20 @@ impl Neighbors {
     /// range's entries hashed while they are in the caches (a sum, so the same key on any
     /// number of threads). Every range is read (no stop at the first body that moved).
     pub fn stale_free_keyed(&self, q: &[f64], stride: usize) -> (bool, u64) {
-        /// Bodies tested at once by their largest displacement along an axis.
-        const GROUP: usize = 64;
         use crate::vector::{PARALLEL_FROM, VECTOR_CHUNK, fingerprint_of_sum, fingerprint_term};
         let n = q.len() / stride;
         if self.at_build.len() != n {
             return (true, fingerprint(q));
         }
         let limit = self.half_skin * self.half_skin;
-        // The largest square along one axis whose three times stays within `limit`.
-        let mut axis = limit / 3.0;
-        while 3.0 * axis > limit {
-            axis = axis.next_down();
-        }
+        let axis = axis_bound(limit);
         let range = |bodies: core::ops::Range<usize>| -> (bool, u64) {
             widest(
                 #[inline(always)]
                 || {
                     let first = bodies.start * stride;
                     let q = &q[first..bodies.end * stride];
-                    let at = &self.at_build[bodies];
-                    let mut any = false;
-                    if stride == 3 {
-                        // A group of bodies at a time: first, on the lanes (a flat stream),
-                        // whether some coordinate moved by a square above `axis`. When none
-                        // did, no body's sum of three squares is above the limit (rounding is
-                        // monotone: the sum is at most `3 axis`, itself within the limit);
-                        // else, or on a NaN, the group body by body.
-                        let at = at.as_flattened();
-                        for (p, o) in q.chunks(3 * GROUP).zip(at.chunks(3 * GROUP)) {
-                            let near = p.iter().zip(o).fold(true, |near, (&p, &o)| {
-                                let d = p - o;
-                                near & (d * d <= axis)
-                            });
-                            if !near {
-                                for (p, o) in p.chunks_exact(3).zip(o.chunks_exact(3)) {
-                                    let (p, o) = ([p[0], p[1], p[2]], [o[0], o[1], o[2]]);
-                                    any |= moved_beyond(p, o, limit);
-                                }
-                            }
-                        }
-                    } else {
-                        for (p, &o) in q.chunks_exact(stride).zip(at) {
-                            any |= moved_beyond([p[0], p[1], p[2]], o, limit);
-                        }
-                    }
+                    let any = moved_in(q, &self.at_build[bodies], stride, (limit, axis));
                     let key = (first..)
                         .zip(q)
                         .fold(0u64, |h, (i, &v)| h.wrapping_add(fingerprint_term(i, v)));
@@ -151,4 +117,49 @@ fn moved_beyond(p: [f64; 3], o: [f64; 3], limit: f64) -> bool {
     let d = [p[0] - o[0], p[1] - o[1], p[2] - o[2]];
     let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
     (r2 > limit) | r2.is_nan()
+}
+
+/// Bodies tested at once by their largest displacement along an axis ([`moved_in`]).
+const GROUP: usize = 64;
+
+/// The largest square of a displacement along one axis whose three times stays within
+/// `limit` ([`moved_in`]'s bound).
+fn axis_bound(limit: f64) -> f64 {
+    let mut axis = limit / 3.0;
+    while 3.0 * axis > limit {
+        axis = axis.next_down();
+    }
+    axis
+}
+
+/// True when a body of `q` (`stride` coordinates each, the first three its site) moved from
+/// its site at the build `at` by more than `√limit` ([`moved_beyond`]), `axis` being
+/// [`axis_bound`]`(limit)`.
+#[inline(always)]
+fn moved_in(q: &[f64], at: &[[f64; 3]], stride: usize, (limit, axis): (f64, f64)) -> bool {
+    let mut any = false;
+    if stride == 3 {
+        // A group of bodies at a time: first, on the lanes (a flat stream), whether some
+        // coordinate moved by a square above `axis`. When none did, no body's sum of three
+        // squares is above the limit (rounding is monotone: the sum is at most `3 axis`, itself
+        // within the limit); else, or on a NaN, the group body by body.
+        let at = at.as_flattened();
+        for (p, o) in q.chunks(3 * GROUP).zip(at.chunks(3 * GROUP)) {
+            let near = p.iter().zip(o).fold(true, |near, (&p, &o)| {
+                let d = p - o;
+                near & (d * d <= axis)
+            });
+            if !near {
+                for (p, o) in p.chunks_exact(3).zip(o.chunks_exact(3)) {
+                    let (p, o) = ([p[0], p[1], p[2]], [o[0], o[1], o[2]]);
+                    any |= moved_beyond(p, o, limit);
+                }
+            }
+        }
+    } else {
+        for (p, &o) in q.chunks_exact(stride).zip(at) {
+            any |= moved_beyond([p[0], p[1], p[2]], o, limit);
+        }
+    }
+    any
 }
