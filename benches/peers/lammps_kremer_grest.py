@@ -23,10 +23,14 @@ special_bonds fene; neighbor 0.4 bin, neigh_modify every 1 delay 1 (check yes).
    the whole process: the same `--steps` of Langevin dynamics).
 4. With `--shuffle SEED`: both on the file with its atom IDs renumbered at random — LAMMPS sorts
    its atoms in space itself; zs holds them in spatial order inside (`BodyOrder::Auto`).
+5. With `--cell-order SIDE`: both on the file with its atom IDs renumbered cell by cell (cells of
+   SIDE, x fastest): zs then holds the melt in spatial order with no permutation at all (the
+   file's order is already local, so `BodyOrder::Auto` keeps it) — the limit of spatial order
+   inside the assembly, which permutes `q` and the gradient at every evaluation.
 
 Usage (from the repository root; needs `apt-get install lammps lammps-examples openmpi-bin`):
     python3 benches/peers/lammps_kremer_grest.py [--data FILE] [--steps 500] [--repeat R] [--skip-speed] [--scaling]
-        [--replicate A,B,C] [--shuffle SEED] [--verlet] [--memory]
+        [--replicate A,B,C] [--shuffle SEED] [--cell-order SIDE] [--verlet] [--memory]
 """
 import argparse
 import math
@@ -87,31 +91,84 @@ write_data {out} nocoeff
     return out
 
 
+def sections(lines):
+    """Where the Atoms, Velocities and Bonds sections of a data file's `lines` start."""
+    return {l.split("#")[0].strip(): k for k, l in enumerate(lines)
+            if l.split("#")[0].strip() in ("Atoms", "Velocities", "Bonds")}
+
+
+def section_rows(lines, head, section):
+    """The line numbers of `section`'s rows."""
+    k = head[section] + 2
+    while k < len(lines) and lines[k].strip():
+        yield k
+        k += 1
+
+
+def renumbered(lines, new_id, by_new_id=False):
+    """`lines` with the atom IDs renumbered by `new_id` (old ID string -> new ID string) in the
+    Atoms, Velocities and Bonds sections. With `by_new_id`, the Atoms and Velocities rows
+    and the bonds are listed by their new IDs (least first), the bonds numbered again in that order."""
+    head = sections(lines)
+    for section, at in (("Atoms", [0]), ("Velocities", [0]), ("Bonds", [2, 3])):
+        rows = list(section_rows(lines, head, section))
+        fields = [lines[k].split() for k in rows]
+        for f in fields:
+            for a in at:
+                f[a] = new_id[f[a]]
+        if by_new_id:
+            fields.sort(key=lambda f: sorted(int(f[a]) for a in at))
+            if section == "Bonds":
+                for b, f in enumerate(fields):
+                    f[0] = str(b + 1)
+        for k, f in zip(rows, fields):
+            lines[k] = " ".join(f)
+    return lines
+
+
 def shuffled(data, seed, d):
     """`data` with its atom IDs renumbered at random (`seed`): the same melt, its atoms in no
     spatial order (IDs in the Atoms, Velocities and Bonds sections renumbered together)."""
     import random
     lines = open(data).read().split("\n")
-    head = {l.split("#")[0].strip(): k for k, l in enumerate(lines)
-            if l.split("#")[0].strip() in ("Atoms", "Velocities", "Bonds")}
+    head = sections(lines)
     n = next(int(l.split()[0]) for l in lines if l.strip().endswith(" atoms"))
     new = list(range(1, n + 1))
     random.Random(seed).shuffle(new)
     ids = {}
-    k = head["Atoms"] + 2
-    while k < len(lines) and lines[k].strip():
+    for k in section_rows(lines, head, "Atoms"):
         ids[lines[k].split()[0]] = str(new[len(ids)])
-        k += 1
-    for section, at in (("Atoms", [0]), ("Velocities", [0]), ("Bonds", [2, 3])):
-        k = head[section] + 2
-        while k < len(lines) and lines[k].strip():
-            f = lines[k].split()
-            for a in at:
-                f[a] = ids[f[a]]
-            lines[k] = " ".join(f)
-            k += 1
     out = os.path.join(d, os.path.basename(data) + f".shuffled{seed}")
-    open(out, "w").write("\n".join(lines))
+    open(out, "w").write("\n".join(renumbered(lines, ids)))
+    return out
+
+
+def in_cell_order(data, side, d):
+    """`data` with its atom IDs renumbered in cell order: cells of `side` (or a little more, a
+    whole number per box length), x fastest, then y, then z, the file's order within a cell;
+    atoms and bonds listed by their new IDs. The order zs holds a melt in when it sorts it
+    (`BodyOrder::Cells`), here given by the file: a run with no permutation at all."""
+    lines = open(data).read().split("\n")
+    box = {}
+    for l in lines[:60]:
+        f = l.split()
+        if len(f) >= 4 and f[2] in ("xlo", "ylo", "zlo"):
+            box[f[2][0]] = (float(f[0]), float(f[1]))
+    cells = [max(1, int((box[a][1] - box[a][0]) // side)) for a in "xyz"]
+
+    def cell(f):
+        c = []
+        for k, a in enumerate("xyz"):
+            lo, hi = box[a]
+            u = ((float(f[3 + k]) - lo) / (hi - lo)) % 1.0
+            c.append(min(cells[k] - 1, int(u * cells[k])))
+        return (c[2], c[1], c[0], int(f[0]))
+
+    head = sections(lines)
+    atoms = sorted((lines[k].split() for k in section_rows(lines, head, "Atoms")), key=cell)
+    ids = {f[0]: str(i + 1) for i, f in enumerate(atoms)}
+    out = os.path.join(d, os.path.basename(data) + ".cells")
+    open(out, "w").write("\n".join(renumbered(lines, ids, by_new_id=True)))
     return out
 
 
@@ -242,6 +299,9 @@ def main():
     ap.add_argument("--memory", action="store_true", help="also the peak resident memory of each, 1 core")
     ap.add_argument("--shuffle", type=int, metavar="SEED",
                     help="compare on the file with its atom IDs renumbered at random (no spatial order)")
+    ap.add_argument("--cell-order", type=float, metavar="SIDE",
+                    help="compare on the file with its atom IDs renumbered in cells of SIDE (the "
+                         "neighbour list's reach, 1.5225): zs held in spatial order without a permutation")
     args = ap.parse_args()
     if not os.path.exists(args.data):
         sys.exit(f"{args.data} is missing: apt-get install lammps lammps-examples")
@@ -257,6 +317,10 @@ def main():
         keep = keep or tempfile.TemporaryDirectory()
         data = shuffled(data, args.shuffle, keep.name)
         print(f"atom IDs shuffled (seed {args.shuffle}): {data}")
+    if args.cell_order is not None:
+        keep = keep or tempfile.TemporaryDirectory()
+        data = in_cell_order(data, args.cell_order, keep.name)
+        print(f"atom IDs in cells of {args.cell_order}: {data}")
     check(zs, data)
     if not args.skip_speed:
         speed(zs, data, args.steps, args.repeat, args.verlet)

@@ -7,6 +7,21 @@
 
 pub mod hand_step;
 
+use zs_runtime::assembly::PairStrategy;
+
+/// The pair pass a harness's `PASS` argument forces (`Assembled::with_pair_strategy`): `rows`
+/// full rows, `half` the half list's rows, `terms` the per-term pass; none or `auto` the
+/// machine's choice.
+pub fn pair_strategy(arg: Option<&str>) -> PairStrategy {
+    match arg {
+        None | Some("auto") => PairStrategy::Auto,
+        Some("rows") => PairStrategy::FullRows,
+        Some("half") => PairStrategy::HalfRows,
+        Some("terms") => PairStrategy::PerTerm,
+        Some(other) => panic!("PASS: auto, rows, half or terms, not {other}"),
+    }
+}
+
 /// `n` charges of SPC/E's (−0.8476 on every third, 0.4238 on the others) at random in a cube
 /// of `data.spce`'s density (4 500 atoms in 35.5 Å cubed), from a fixed xorshift stream: the
 /// same box in every run and every harness that asks (`pme_cost`, `pme_scan`). Returns the

@@ -12,7 +12,6 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use zs_runtime::assembly::PairStrategy;
 use zs_runtime::lammps::DataFile;
 use zs_runtime::Model;
 use zs_systems::alkane::variant::Flexible;
@@ -25,13 +24,7 @@ fn main() {
     let data = PathBuf::from(args.next().expect("DATA: a LAMMPS data file of the liquid"));
     let reps: usize = args.next().map_or(20, |s| s.parse().expect("REPS"));
     let threads: usize = args.next().map_or(1, |s| s.parse().expect("THREADS"));
-    let pass = match args.next().as_deref() {
-        None => PairStrategy::Auto,
-        Some("rows") => PairStrategy::FullRows,
-        Some("half") => PairStrategy::HalfRows,
-        Some("terms") => PairStrategy::PerTerm,
-        Some(other) => panic!("PASS: rows, half or terms, not {other}"),
-    };
+    let pass = zs_bench::pair_strategy(args.next().as_deref());
     let file = DataFile::read(&data).unwrap_or_else(|e| panic!("{e}"));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

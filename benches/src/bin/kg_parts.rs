@@ -4,10 +4,12 @@
 //! (γ = 1, kT = 1, h = 0.012). Each part `REPS` times, alternating, on a rayon pool of
 //! `THREADS` threads; the median of `ROUNDS` rounds is printed (these machines are shared).
 //! `PART` = `gradient` times the fixed-point gradient alone, `rebuild` the gradient with a
-//! rebuild alone (for a profiler).
+//! rebuild alone (for a profiler), `all` (the default) every part. `PASS` = `rows`, `half` or
+//! `terms` forces the pair pass (`Assembled::with_pair_strategy`); by default the machine's
+//! choice (the per-term pass, for this melt).
 //!
 //! ```text
-//! cargo run --release -p zs-bench --bin kg_parts -- [DATA] [REPS] [THREADS] [PART]
+//! cargo run --release -p zs-bench --bin kg_parts -- [DATA] [REPS] [THREADS] [PART] [PASS]
 //! ```
 use std::path::PathBuf;
 use std::time::Instant;
@@ -32,6 +34,7 @@ fn main() {
     let reps: usize = args.next().map_or(50, |s| s.parse().expect("REPS"));
     let threads: usize = args.next().map_or(1, |s| s.parse().expect("THREADS"));
     let part = args.next();
+    let pass = zs_bench::pair_strategy(args.next().as_deref());
     let only_gradient = part.as_deref() == Some("gradient");
     let only_rebuild = part.as_deref() == Some("rebuild");
     let melt = DataFile::read(&data).unwrap_or_else(|e| panic!("{e}"));
@@ -42,6 +45,7 @@ fn main() {
     let (sys, q, v) = KremerGrest::lammps_chain()
         .from_data(&melt)
         .unwrap_or_else(|e| panic!("{e}"));
+    let sys = sys.with_pair_strategy(pass);
     // A second point a whole skin away along x: every evaluation there (or back) rebuilds.
     let far: Vec<f64> = q
         .iter()
