@@ -119,7 +119,7 @@ def alternated(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("logs", nargs="*", help="saved output of lammps_kremer_grest.py")
-    ap.add_argument("--run", nargs=2, metavar=("SMALL", "LARGE"), help="two data files: zs alone, alternated")
+    ap.add_argument("--run", nargs=2, metavar=("SMALL", "LARGE"), help="two data files of different sizes, stepped in turn")
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--threads", default="1", help="thread counts, comma-separated")
     ap.add_argument("--small-steps", type=int, default=1000)
