@@ -154,6 +154,8 @@ def in_cell_order(data, side, d):
         f = l.split()
         if len(f) >= 4 and f[2] in ("xlo", "ylo", "zlo"):
             box[f[2][0]] = (float(f[0]), float(f[1]))
+    if len(box) != 3:
+        sys.exit(f"{data}: no xlo xhi, ylo yhi and zlo zhi lines to bin the atoms by")
     cells = [max(1, int((box[a][1] - box[a][0]) // side)) for a in "xyz"]
 
     def cell(f):
