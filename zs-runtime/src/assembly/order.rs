@@ -23,6 +23,7 @@
 use super::cell::Cell;
 use super::plan::{Bodies, PINNED};
 use super::topology::Topology;
+use crate::simd::PREFETCH_AHEAD;
 
 /// How an [`super::Assembled`] system orders its bodies inside ([`super::Assembled::ordered`]).
 /// A public value, as faer's choices of algorithm are. Whatever the order, the system's
@@ -152,13 +153,23 @@ impl Inside {
 }
 
 /// `to[k] = from[index[k]]` by blocks of `D`, in parallel ranges when `parallel`: a copy, the
-/// same bits whatever the threads.
+/// same bits whatever the threads. Past a core's L2 cache ([`crate::simd::prefetches`]) each
+/// block is asked for [`PREFETCH_AHEAD`] blocks ahead, both of its lines when it straddles
+/// two: in either direction one order's neighbours are anywhere in the other's vector.
 fn permute_blocks<const D: usize>(from: &[f64], to: &mut [f64], index: &[u32], parallel: bool) {
     use rayon::prelude::*;
     const RANGE: usize = 4096;
+    let far = crate::simd::prefetches(from.len());
     let copy = |(to, index): (&mut [f64], &[u32])| {
-        for (t, &i) in to.chunks_exact_mut(D).zip(index) {
-            let i = i as usize * D;
+        for (k, t) in to.chunks_exact_mut(D).enumerate() {
+            if far {
+                if let Some(&a) = index.get(k + PREFETCH_AHEAD) {
+                    let a = a as usize * D;
+                    crate::simd::prefetch(from[a..].as_ptr());
+                    crate::simd::prefetch(from[a + D - 1..].as_ptr());
+                }
+            }
+            let i = index[k] as usize * D;
             t.copy_from_slice(&from[i..i + D]);
         }
     };
