@@ -67,9 +67,9 @@ fn fene(r2: f64) -> (f64, f64) {
 /// The terms of body `i` with `partners` at `q` under `law` into `g` (the partners') and
 /// `gi`; their energy.
 #[inline(always)]
-fn terms(
+fn terms<G: Grad + ?Sized>(
     q: &[[f64; 3]],
-    g: &mut [[f64; 3]],
+    g: &mut G,
     side: &[f64; 3],
     qi: &[f64; 3],
     gi: &mut [f64; 3],
@@ -84,10 +84,54 @@ fn terms(
         e += ej;
         for k in 0..3 {
             gi[k] -= f * s[k];
-            g[j][k] += f * s[k];
         }
+        g.add(j, s.map(|x| f * x));
     }
     e
+}
+
+/// Where a pass's gradients go: body `j`'s.
+trait Grad {
+    fn add(&mut self, j: usize, d: [f64; 3]);
+}
+
+impl Grad for [[f64; 3]] {
+    #[inline(always)]
+    fn add(&mut self, j: usize, d: [f64; 3]) {
+        for k in 0..3 {
+            self[j][k] += d[k];
+        }
+    }
+}
+
+/// A chunk of rows' partials (`Windows`): bodies from `lo` in `low`, from `hi` (the partners
+/// across the box's periodic faces, far in a spatial order) in `high`.
+struct Window<'a> {
+    lo: usize,
+    low: &'a mut [[f64; 3]],
+    hi: usize,
+    high: &'a mut [[f64; 3]],
+}
+
+impl Grad for Window<'_> {
+    #[inline(always)]
+    fn add(&mut self, j: usize, d: [f64; 3]) {
+        if j >= self.hi {
+            self.high.add(j - self.hi, d);
+        } else {
+            self.low.add(j - self.lo, d);
+        }
+    }
+}
+
+/// Rows per chunk of `Windows`.
+const CHUNK: usize = 4096;
+
+/// Chunk `c` of rows `c·CHUNK ..`: its partials' windows `[lo, lo_end)` and `[hi, n)`.
+#[derive(Clone, Copy)]
+struct Span {
+    lo_end: usize,
+    hi: usize,
 }
 
 /// A half list and the bonds, in some order of the bodies: row `i` is
@@ -152,17 +196,39 @@ impl Lists {
 
     /// Row `i`'s pairs and bonds at `q` into `g` (`i`'s and its partners'); its energy.
     #[inline(always)]
-    fn row(&self, q: &[[f64; 3]], g: &mut [[f64; 3]], side: &[f64; 3], i: usize) -> f64 {
+    fn row<G: Grad + ?Sized>(&self, q: &[[f64; 3]], g: &mut G, side: &[f64; 3], i: usize) -> f64 {
         let qi = q[i];
         let mut gi = [0.0; 3];
         let pairs = &self.partner[self.row_at[i] as usize..self.row_at[i + 1] as usize];
         let bonds = &self.bond[self.bond_at[i] as usize..self.bond_at[i + 1] as usize];
         let e = terms(q, g, side, &qi, &mut gi, pairs, wca)
             + terms(q, g, side, &qi, &mut gi, bonds, fene);
-        for k in 0..3 {
-            g[i][k] += gi[k];
-        }
+        g.add(i, gi);
         e
+    }
+
+    /// Each chunk's windows ([`Span`]) over `n` bodies.
+    fn spans(&self, n: usize) -> Vec<Span> {
+        (0..n.div_ceil(CHUNK))
+            .map(|c| {
+                let rows = c * CHUNK..n.min((c + 1) * CHUNK);
+                let split = rows.start + n / 2;
+                let (mut lo_end, mut hi) = (rows.end, n);
+                for i in rows {
+                    let pairs = self.row_at[i] as usize..self.row_at[i + 1] as usize;
+                    let bonds = self.bond_at[i] as usize..self.bond_at[i + 1] as usize;
+                    for &j in self.partner[pairs].iter().chain(&self.bond[bonds]) {
+                        let j = j as usize;
+                        if j >= split {
+                            hi = hi.min(j);
+                        } else {
+                            lo_end = lo_end.max(j + 1);
+                        }
+                    }
+                }
+                Span { lo_end, hi }
+            })
+            .collect()
     }
 }
 
@@ -213,6 +279,10 @@ enum Walk {
     /// The positions permuted into the last build's cell order every step, the gradient over
     /// a list in that order, permuted back, then a kick and a drift in the user's order.
     Sorted,
+    /// `Sorted`, with each chunk of rows' gradients into its own partials over the window of
+    /// bodies it reaches, added into the gradient chunk after chunk: a sum order fixed by the
+    /// chunks, not by the threads that would run them.
+    Windows,
 }
 
 /// The melt in the user's order, and its list in the walk's order.
@@ -229,6 +299,10 @@ struct Melt {
     order: Vec<u32>,
     qs: Vec<[f64; 3]>,
     gs: Vec<[f64; 3]>,
+    /// `Windows`: each chunk's windows, and the partials' buffers (as long as the longest).
+    spans: Vec<Span>,
+    low: Vec<[f64; 3]>,
+    high: Vec<[f64; 3]>,
     /// Positions at the last build.
     at_build: Vec<[f64; 3]>,
     builds: usize,
@@ -272,6 +346,9 @@ impl Melt {
             order: Vec::new(),
             qs: vec![[0.0; 3]; n],
             gs: vec![[0.0; 3]; n],
+            spans: Vec::new(),
+            low: Vec::new(),
+            high: Vec::new(),
             at_build: Vec::new(),
             builds: 0,
         }
@@ -279,7 +356,7 @@ impl Melt {
 
     /// The list for `walk` at the current positions.
     fn build(&mut self, walk: Walk) {
-        if walk == Walk::Sorted {
+        if matches!(walk, Walk::Sorted | Walk::Windows) {
             self.order = self.cells.sort(&self.q).1;
             let mut place = vec![0u32; self.q.len()];
             for (k, &b) in self.order.iter().enumerate() {
@@ -295,6 +372,15 @@ impl Melt {
                 })
                 .collect();
             self.lists = Lists::build(&self.qs, &bonds, &self.cells);
+            let n = self.q.len();
+            self.spans = self.lists.spans(n);
+            let low = self
+                .spans
+                .iter()
+                .enumerate()
+                .map(|(c, s)| s.lo_end - c * CHUNK);
+            self.low = vec![[0.0; 3]; low.max().unwrap_or(0)];
+            self.high = vec![[0.0; 3]; self.spans.iter().map(|s| n - s.hi).max().unwrap_or(0)];
         } else {
             self.lists = Lists::build(&self.q, &self.bonds, &self.cells);
         }
@@ -328,12 +414,16 @@ impl Melt {
         match walk {
             Walk::Passes => {
                 for i in 0..n {
-                    e += self.lists.row(&self.q, &mut self.g, &self.cells.side, i);
+                    e += self
+                        .lists
+                        .row(&self.q, &mut self.g[..], &self.cells.side, i);
                 }
             }
             Walk::Fused => {
                 for i in 0..n {
-                    e += self.lists.row(&self.q, &mut self.g, &self.cells.side, i);
+                    e += self
+                        .lists
+                        .row(&self.q, &mut self.g[..], &self.cells.side, i);
                     self.kick_drift(i);
                 }
                 return e;
@@ -343,7 +433,38 @@ impl Melt {
                     self.qs[k] = self.q[b as usize];
                 }
                 for k in 0..n {
-                    e += self.lists.row(&self.qs, &mut self.gs, &self.cells.side, k);
+                    e += self
+                        .lists
+                        .row(&self.qs, &mut self.gs[..], &self.cells.side, k);
+                }
+                for (k, &b) in self.order.iter().enumerate() {
+                    self.g[b as usize] = self.gs[k];
+                    self.gs[k] = [0.0; 3];
+                }
+            }
+            Walk::Windows => {
+                for (k, &b) in self.order.iter().enumerate() {
+                    self.qs[k] = self.q[b as usize];
+                }
+                for (c, span) in self.spans.iter().enumerate() {
+                    let lo = c * CHUNK;
+                    let mut w = Window {
+                        lo,
+                        low: &mut self.low[..span.lo_end - lo],
+                        hi: span.hi,
+                        high: &mut self.high[..n - span.hi],
+                    };
+                    for k in lo..n.min(lo + CHUNK) {
+                        e += self.lists.row(&self.qs, &mut w, &self.cells.side, k);
+                    }
+                    for (at, w) in [(lo, &mut *w.low), (span.hi, &mut *w.high)] {
+                        for (g, p) in self.gs[at..].iter_mut().zip(w.iter_mut()) {
+                            for k in 0..3 {
+                                g[k] += p[k];
+                            }
+                            *p = [0.0; 3];
+                        }
+                    }
                 }
                 for (k, &b) in self.order.iter().enumerate() {
                     self.g[b as usize] = self.gs[k];
@@ -370,7 +491,7 @@ fn main() {
     for round in 1..=rounds {
         let mut line = format!("round {round}:");
         let mut ends = Vec::new();
-        for walk in [Walk::Passes, Walk::Fused, Walk::Sorted] {
+        for walk in [Walk::Passes, Walk::Fused, Walk::Sorted, Walk::Windows] {
             let mut m = start.clone();
             m.build(walk);
             let (mut stepping, mut building, mut energy) = (0.0, 0.0, 0.0);
