@@ -1,26 +1,36 @@
-//! Would a step whose data stay in the caches lower the growth of a Kremer–Grest step's time
-//! per bead with size? A plain, scalar, one-thread melt step written twice, independently of
-//! `zs-runtime`'s engine, measures it:
+//! Where does a Kremer–Grest step's growth of time per bead with size come from, and what
+//! would remove it? A plain, scalar, one-thread melt step, independent of `zs-runtime`'s
+//! engine (LAMMPS's way: a half list by rows, each pair's force added straight into both
+//! bodies), walked four ways (`WALKS`, a comma list; all by default):
 //!
-//! - `passes`: what an engine of separate passes does (zs's and LAMMPS's): the gradient zeroed,
-//!   the half list's pairs, the bonds, then a kick and a drift over the whole state;
+//! - `passes`: separate passes over the state in the user's order: the gradient (pairs and
+//!   bonds, row by row), then a kick and a drift;
 //! - `fused`: one pass. With a half list whose pairs `(i, j)` all have `j > i`, walked in
 //!   increasing `i`, body `i` has every contribution to its force once row `i` is done (the
 //!   rows before it held the pairs `(k, i)`, `k < i`), and no later row reads its position (a
 //!   later row `k` reads only `j > k > i`). So it is kicked, drifted and its gradient zeroed
 //!   for the next step right there, while its lines are still in the cache: leapfrog's
 //!   `v ← v − h∇V(q)`, `q ← q + hv` (the kick–drift of velocity Verlet's consecutive steps),
-//!   the same arithmetic in the same order as `passes`, bit for bit (checked at the end).
+//!   the same arithmetic in the same order as `passes`, bit for bit (checked);
+//! - `sorted`: the state in the user's order, the positions permuted into the last build's
+//!   cell order (cells of the list's reach, x fastest, z slowest) every step, the gradient
+//!   over a list in that order, permuted back: the design of `BodyOrder::Cells`;
+//! - `windows`: `sorted`, each chunk of `CHUNK` rows (4 096 by default) adding its gradients
+//!   into its own dense partials over the bodies it reaches (from its first row to its
+//!   farthest partner, and apart the partners across the box's periodic faces), added into
+//!   the gradient chunk after chunk: a sum order fixed by the chunks, so the same bits on any
+//!   number of threads, as zs requires.
 //!
 //! LJ cut at 2^(1/6) and shifted, FENE bonds (K = 30, R0 = 1.5) with their own WCA term, the
 //! bonded pairs out of the list (LAMMPS's `special_bonds fene`), unit masses; the list (cutoff
 //! plus a skin of 0.4) rebuilt by cells when a bead has moved more than half the skin, its
-//! time reported apart. The energy is summed every step, as a thermostat or an observer would
-//! read it. Both variants alternate, `ROUNDS` times; the steps' seconds (rebuilds apart) are
-//! printed per round.
+//! time reported apart (this build is not tuned). The energy is summed every step, as a
+//! thermostat or an observer would read it. The walks alternate, `ROUNDS` times, each from
+//! the file's state; the steps' nanoseconds per bead and step (rebuilds apart) are printed per
+//! round. The walks' energies are checked against each other.
 //!
 //! ```text
-//! cargo run --release -p zs-bench --bin kg_fused -- DATA STEPS [ROUNDS]
+//! cargo run --release -p zs-bench --bin kg_fused -- DATA STEPS [ROUNDS] [WALKS] [CHUNK]
 //! ```
 use std::path::PathBuf;
 use std::time::Instant;
@@ -124,10 +134,7 @@ impl Grad for Window<'_> {
     }
 }
 
-/// Rows per chunk of `Windows`.
-const CHUNK: usize = 4096;
-
-/// Chunk `c` of rows `c·CHUNK ..`: its partials' windows `[lo, lo_end)` and `[hi, n)`.
+/// Chunk `c` of rows `c·chunk ..`: its partials' windows `[lo, lo_end)` and `[hi, n)`.
 #[derive(Clone, Copy)]
 struct Span {
     lo_end: usize,
@@ -208,10 +215,10 @@ impl Lists {
     }
 
     /// Each chunk's windows ([`Span`]) over `n` bodies.
-    fn spans(&self, n: usize) -> Vec<Span> {
-        (0..n.div_ceil(CHUNK))
+    fn spans(&self, n: usize, chunk: usize) -> Vec<Span> {
+        (0..n.div_ceil(chunk))
             .map(|c| {
-                let rows = c * CHUNK..n.min((c + 1) * CHUNK);
+                let rows = c * chunk..n.min((c + 1) * chunk);
                 let split = rows.start + n / 2;
                 let (mut lo_end, mut hi) = (rows.end, n);
                 for i in rows {
@@ -299,7 +306,9 @@ struct Melt {
     order: Vec<u32>,
     qs: Vec<[f64; 3]>,
     gs: Vec<[f64; 3]>,
-    /// `Windows`: each chunk's windows, and the partials' buffers (as long as the longest).
+    /// `Windows`: rows per chunk, each chunk's windows, and the partials' buffers (as long as
+    /// the longest).
+    chunk: usize,
     spans: Vec<Span>,
     low: Vec<[f64; 3]>,
     high: Vec<[f64; 3]>,
@@ -346,6 +355,7 @@ impl Melt {
             order: Vec::new(),
             qs: vec![[0.0; 3]; n],
             gs: vec![[0.0; 3]; n],
+            chunk: 4096,
             spans: Vec::new(),
             low: Vec::new(),
             high: Vec::new(),
@@ -373,12 +383,12 @@ impl Melt {
                 .collect();
             self.lists = Lists::build(&self.qs, &bonds, &self.cells);
             let n = self.q.len();
-            self.spans = self.lists.spans(n);
+            self.spans = self.lists.spans(n, self.chunk);
             let low = self
                 .spans
                 .iter()
                 .enumerate()
-                .map(|(c, s)| s.lo_end - c * CHUNK);
+                .map(|(c, s)| s.lo_end - c * self.chunk);
             self.low = vec![[0.0; 3]; low.max().unwrap_or(0)];
             self.high = vec![[0.0; 3]; self.spans.iter().map(|s| n - s.hi).max().unwrap_or(0)];
         } else {
@@ -447,14 +457,14 @@ impl Melt {
                     self.qs[k] = self.q[b as usize];
                 }
                 for (c, span) in self.spans.iter().enumerate() {
-                    let lo = c * CHUNK;
+                    let lo = c * self.chunk;
                     let mut w = Window {
                         lo,
                         low: &mut self.low[..span.lo_end - lo],
                         hi: span.hi,
                         high: &mut self.high[..n - span.hi],
                     };
-                    for k in lo..n.min(lo + CHUNK) {
+                    for k in lo..n.min(lo + self.chunk) {
                         e += self.lists.row(&self.qs, &mut w, &self.cells.side, k);
                     }
                     for (at, w) in [(lo, &mut *w.low), (span.hi, &mut *w.high)] {
@@ -484,14 +494,26 @@ fn main() {
     let data = PathBuf::from(args.next().expect("DATA"));
     let steps: usize = args.next().map_or(100, |s| s.parse().expect("STEPS"));
     let rounds: usize = args.next().map_or(3, |s| s.parse().expect("ROUNDS"));
+    let all = [Walk::Passes, Walk::Fused, Walk::Sorted, Walk::Windows];
+    let walks: Vec<Walk> = args.next().map_or(all.to_vec(), |s| {
+        s.split(',')
+            .map(|w| {
+                *all.iter()
+                    .find(|a| format!("{a:?}").eq_ignore_ascii_case(w))
+                    .unwrap_or_else(|| panic!("WALKS: passes, fused, sorted or windows, not {w}"))
+            })
+            .collect()
+    });
+    let chunk: usize = args.next().map_or(4096, |s| s.parse().expect("CHUNK"));
     let file = DataFile::read(&data).unwrap_or_else(|e| panic!("{e}"));
-    let start = Melt::new(&file);
+    let mut start = Melt::new(&file);
+    start.chunk = chunk;
     let n = start.q.len();
-    println!("{n} beads, {steps} steps");
+    println!("{n} beads, {steps} steps, chunks of {chunk} rows");
     for round in 1..=rounds {
         let mut line = format!("round {round}:");
         let mut ends = Vec::new();
-        for walk in [Walk::Passes, Walk::Fused, Walk::Sorted, Walk::Windows] {
+        for &walk in &walks {
             let mut m = start.clone();
             m.build(walk);
             let (mut stepping, mut building, mut energy) = (0.0, 0.0, 0.0);
@@ -510,16 +532,21 @@ fn main() {
                 1e9 * stepping / (n * steps) as f64,
                 m.builds
             );
-            ends.push((m.q, energy));
+            ends.push((walk, m.q, energy));
         }
-        // One pass or two: the same arithmetic in the same order. Sorted: the same sums in
-        // another order.
-        assert!(ends[0] == ends[1], "the fused step differs from the passes");
-        let drift = (ends[2].1 - ends[0].1).abs() / ends[0].1.abs();
-        assert!(
-            drift < 1e-9,
-            "the sorted step's energies differ by {drift:e}"
-        );
+        // Passes and Fused: the same arithmetic in the same order, so the same bits. Sorted
+        // and Windows: the same sums in other orders, so the same energies to rounding.
+        let find = |w: Walk| ends.iter().find(|e| e.0 == w);
+        if let (Some(a), Some(b)) = (find(Walk::Passes), find(Walk::Fused)) {
+            assert!(
+                a.1 == b.1 && a.2 == b.2,
+                "the fused step differs from the passes"
+            );
+        }
+        for (walk, _, energy) in &ends[1..] {
+            let drift = (energy - ends[0].2).abs() / ends[0].2.abs();
+            assert!(drift < 1e-9, "{walk:?}'s energies differ by {drift:e}");
+        }
         println!("{line}");
     }
 }
