@@ -162,12 +162,10 @@ fn permute_blocks<const D: usize>(from: &[f64], to: &mut [f64], index: &[u32], p
     let far = crate::simd::prefetches(from.len());
     let copy = |(to, index): (&mut [f64], &[u32])| {
         for (k, t) in to.chunks_exact_mut(D).enumerate() {
-            if far {
-                if let Some(&a) = index.get(k + PREFETCH_AHEAD) {
-                    let a = a as usize * D;
-                    crate::simd::prefetch(from[a..].as_ptr());
-                    crate::simd::prefetch(from[a + D - 1..].as_ptr());
-                }
+            if far && let Some(&a) = index.get(k + PREFETCH_AHEAD) {
+                let a = a as usize * D;
+                crate::simd::prefetch(from[a..].as_ptr());
+                crate::simd::prefetch(from[a + D - 1..].as_ptr());
             }
             let i = index[k] as usize * D;
             t.copy_from_slice(&from[i..i + D]);
