@@ -141,6 +141,25 @@ struct Span {
     hi: usize,
 }
 
+/// `(key, value)` items grouped by key (a counting sort, stable): key `k`'s values are
+/// `values[start[k] .. start[k + 1]]`. Returns `(start, values)`.
+fn grouped(keys: usize, items: impl Iterator<Item = (usize, u32)> + Clone) -> (Vec<u32>, Vec<u32>) {
+    let mut start = vec![0u32; keys + 1];
+    for (k, _) in items.clone() {
+        start[k + 1] += 1;
+    }
+    for k in 0..keys {
+        start[k + 1] += start[k];
+    }
+    let mut fill = start.clone();
+    let mut values = vec![0u32; start[keys] as usize];
+    for (k, v) in items {
+        values[fill[k] as usize] = v;
+        fill[k] += 1;
+    }
+    (start, values)
+}
+
 /// A half list and the bonds, in some order of the bodies: row `i` is
 /// `partner[row_at[i] .. row_at[i + 1]]`, every partner `> i`, and body `i`'s bonded partners
 /// above it are `bond[bond_at[i] .. bond_at[i + 1]]`.
@@ -156,20 +175,7 @@ impl Lists {
     /// The lists of the bodies at `q` (in their order), `bonds` each pair `(i, j)`, `i < j`,
     /// built by cells of at least `rc + skin`; rows in body order.
     fn build(q: &[[f64; 3]], bonds: &[(u32, u32)], cells: &Cells) -> Self {
-        let n = q.len();
-        let mut bond_at = vec![0u32; n + 1];
-        for &(i, _) in bonds {
-            bond_at[i as usize + 1] += 1;
-        }
-        for i in 0..n {
-            bond_at[i + 1] += bond_at[i];
-        }
-        let mut fill = bond_at.clone();
-        let mut bond = vec![0u32; bonds.len()];
-        for &(i, j) in bonds {
-            bond[fill[i as usize] as usize] = j;
-            fill[i as usize] += 1;
-        }
+        let (bond_at, bond) = grouped(q.len(), bonds.iter().map(|&(i, j)| (i as usize, j)));
         let (start, members) = cells.sort(q);
         let mut row_at = vec![0u32];
         let mut partner = Vec::new();
@@ -240,6 +246,7 @@ impl Lists {
 }
 
 /// The box's cells of at least `rc + skin`.
+#[derive(Clone)]
 struct Cells {
     side: [f64; 3],
     n: [usize; 3],
@@ -257,22 +264,11 @@ impl Cells {
     }
     /// Each cell's first place and the bodies cell by cell (z slowest), in body order within one.
     fn sort(&self, q: &[[f64; 3]]) -> (Vec<u32>, Vec<u32>) {
-        let total = self.n.iter().product::<usize>();
-        let mut start = vec![0u32; total + 1];
-        let home: Vec<usize> = q.iter().map(|p| self.index(self.of(p))).collect();
-        for &c in &home {
-            start[c + 1] += 1;
-        }
-        for c in 0..total {
-            start[c + 1] += start[c];
-        }
-        let mut fill = start.clone();
-        let mut members = vec![0u32; q.len()];
-        for (i, &c) in home.iter().enumerate() {
-            members[fill[c] as usize] = i as u32;
-            fill[c] += 1;
-        }
-        (start, members)
+        let home = q.iter().enumerate();
+        grouped(
+            self.n.iter().product(),
+            home.map(|(i, p)| (self.index(self.of(p)), i as u32)),
+        )
     }
 }
 
@@ -315,15 +311,6 @@ struct Melt {
     /// Positions at the last build.
     at_build: Vec<[f64; 3]>,
     builds: usize,
-}
-
-impl Clone for Cells {
-    fn clone(&self) -> Self {
-        Cells {
-            side: self.side,
-            n: self.n,
-        }
-    }
 }
 
 impl Melt {
@@ -417,6 +404,32 @@ impl Melt {
         self.g[i] = [0.0; 3];
     }
 
+    /// `Windows`' gradient into `gs`, chunk after chunk; its energy.
+    fn windows(&mut self) -> f64 {
+        let (n, mut e) = (self.q.len(), 0.0);
+        for (c, span) in self.spans.iter().enumerate() {
+            let lo = c * self.chunk;
+            let mut w = Window {
+                lo,
+                low: &mut self.low[..span.lo_end - lo],
+                hi: span.hi,
+                high: &mut self.high[..n - span.hi],
+            };
+            for k in lo..n.min(lo + self.chunk) {
+                e += self.lists.row(&self.qs, &mut w, &self.cells.side, k);
+            }
+            for (at, w) in [(lo, &mut *w.low), (span.hi, &mut *w.high)] {
+                for (g, p) in self.gs[at..].iter_mut().zip(w.iter_mut()) {
+                    for k in 0..3 {
+                        g[k] += p[k];
+                    }
+                    *p = [0.0; 3];
+                }
+            }
+        }
+        e
+    }
+
     /// One step; its energy (at the step's start).
     fn step(&mut self, walk: Walk) -> f64 {
         let n = self.q.len();
@@ -438,43 +451,18 @@ impl Melt {
                 }
                 return e;
             }
-            Walk::Sorted => {
+            Walk::Sorted | Walk::Windows => {
                 for (k, &b) in self.order.iter().enumerate() {
                     self.qs[k] = self.q[b as usize];
                 }
-                for k in 0..n {
-                    e += self
-                        .lists
-                        .row(&self.qs, &mut self.gs[..], &self.cells.side, k);
-                }
-                for (k, &b) in self.order.iter().enumerate() {
-                    self.g[b as usize] = self.gs[k];
-                    self.gs[k] = [0.0; 3];
-                }
-            }
-            Walk::Windows => {
-                for (k, &b) in self.order.iter().enumerate() {
-                    self.qs[k] = self.q[b as usize];
-                }
-                for (c, span) in self.spans.iter().enumerate() {
-                    let lo = c * self.chunk;
-                    let mut w = Window {
-                        lo,
-                        low: &mut self.low[..span.lo_end - lo],
-                        hi: span.hi,
-                        high: &mut self.high[..n - span.hi],
-                    };
-                    for k in lo..n.min(lo + self.chunk) {
-                        e += self.lists.row(&self.qs, &mut w, &self.cells.side, k);
+                if walk == Walk::Sorted {
+                    for k in 0..n {
+                        e += self
+                            .lists
+                            .row(&self.qs, &mut self.gs[..], &self.cells.side, k);
                     }
-                    for (at, w) in [(lo, &mut *w.low), (span.hi, &mut *w.high)] {
-                        for (g, p) in self.gs[at..].iter_mut().zip(w.iter_mut()) {
-                            for k in 0..3 {
-                                g[k] += p[k];
-                            }
-                            *p = [0.0; 3];
-                        }
-                    }
+                } else {
+                    e += self.windows();
                 }
                 for (k, &b) in self.order.iter().enumerate() {
                     self.g[b as usize] = self.gs[k];
