@@ -505,8 +505,8 @@ const PARALLEL_FIELDS: usize = 8192;
 /// by `ryu`, which finds the shortest digits several times faster than the standard library (a
 /// row of a million-body state is millions of numbers) and places them by the same rule; its
 /// text differs by the `.0` it gives a whole number, removed here, and where two shortest forms
-/// are equally near `x` (a tie at 17 digits: rare) by rounding the last
-/// digit to even. Both read back as `x` (`number_writes_rusts_shortest_form`).
+/// are equally near `x` (a tie at 17 digits: rare) by rounding the last digit to even. Both
+/// read back as `x` (`number_writes_rusts_shortest_form`).
 fn number(text: &mut String, x: f64) {
     if x.is_finite() {
         let mut digits = ryu::Buffer::new();
