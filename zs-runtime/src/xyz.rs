@@ -226,14 +226,12 @@ impl XyzRecorder {
                             core::array::from_fn(|a| x[a] - ((x[a] - lo[a]) / l[a]).floor() * l[a])
                         }
                     };
-                    let _ = writeln!(
-                        text,
-                        "{} {:.10} {:.10} {:.10}",
-                        symbols.get(i),
-                        p[0],
-                        p[1],
-                        p[2]
-                    );
+                    text.push_str(symbols.get(i));
+                    for x in p {
+                        text.push(' ');
+                        ten_decimals(text, x);
+                    }
+                    text.push('\n');
                 },
                 w,
             )
@@ -335,9 +333,91 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
     }
 }
 
+/// `x` with ten decimals: the text of `{x:.10}`, the exact value of `x` rounded half to even.
+/// Where `x` is `m·2^e` with `−120 ≤ e < 0` (every coordinate of a simulation but those beyond
+/// `2^53` or within `2^-67` of zero), the rounding is made exactly in integers — `m·10¹⁰` fits
+/// in 128 bits — several times faster than the standard library's exact formatting (a frame
+/// of a million atoms is three million numbers); elsewhere by the standard library.
+fn ten_decimals(text: &mut String, x: f64) {
+    const SCALE: u128 = 10_000_000_000;
+    let bits = x.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1 << 52) - 1);
+    let (m, e) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | 1 << 52, biased - 1075)
+    };
+    if biased == 0x7ff || !(-120..0).contains(&e) {
+        // Writing to a `String` cannot fail.
+        let _ = write!(text, "{x:.10}");
+        return;
+    }
+    let shift = e.unsigned_abs();
+    let scaled = u128::from(m) * SCALE;
+    let (mut units, rest) = (scaled >> shift, scaled & ((1 << shift) - 1));
+    let half = 1 << (shift - 1);
+    if rest > half || (rest == half && units & 1 == 1) {
+        units += 1;
+    }
+    if x.is_sign_negative() {
+        text.push('-');
+    }
+    let _ = write!(text, "{}.{:010}", units / SCALE, units % SCALE);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The standard library's text for every kind of `f64`: random bit patterns (every
+    /// exponent), coordinates of a simulation's sizes, numbers a tie away from ten decimals
+    /// (`k/2^11` and `k/2^20`: an odd eleventh-and-later decimal tail of exactly one half),
+    /// both zeros, the smallest numbers, the non-finite ones and the bounds of the integer path.
+    #[test]
+    fn ten_decimals_writes_what_the_standard_library_writes() {
+        use rand_chacha::rand_core::{RngCore, SeedableRng};
+        use rand_distr::{Distribution, Uniform};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let sizes = Uniform::new(-200.0, 200.0).unwrap();
+        let mut xs: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1e-12,
+            5e-11,
+            -5e-11,
+            0.5e-10,
+            f64::MIN_POSITIVE,
+            5e-324,
+            2f64.powi(53),
+            2f64.powi(52) + 0.5,
+            2f64.powi(-67),
+            2f64.powi(-68),
+            f64::MAX,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        for k in 0..20_000 {
+            let k = f64::from(k);
+            xs.extend([k / 2048.0, -k / 2048.0, k / 1_048_576.0, (k + 0.5) * 1e-10]);
+        }
+        // Random bits are mostly very large or very small numbers, hundreds of digits each
+        // in the standard library's text: fewer of them.
+        for k in 0..200_000 {
+            if k % 10 == 0 {
+                xs.push(f64::from_bits(rng.next_u64()));
+            }
+            xs.push(sizes.sample(&mut rng));
+        }
+        let mut text = String::new();
+        for &x in &xs {
+            text.clear();
+            ten_decimals(&mut text, x);
+            assert_eq!(text, format!("{x:.10}"), "{:#x}", x.to_bits());
+        }
+    }
     use crate::State;
     use crate::files::incomplete_marker_of;
 
