@@ -502,8 +502,8 @@ const PARALLEL_FIELDS: usize = 8192;
 
 /// `x` in its shortest round-trip form, in exponent notation when `|x|` is finite, not zero
 /// and outside `[1e-5, 1e16)`: the text of Rust's `{x:e}` and `{x}`. A finite `x` is written
-/// by `ryu`, which finds the shortest digits faster than the standard library does (a
-/// row of a million-body state is millions of numbers) and places them by the same rule; its
+/// by `ryu`, which finds the shortest digits faster than the standard library does (a row of
+/// a million-body state is millions of numbers) and places them by the same rule; its
 /// text differs by the `.0` it gives a whole number, removed here, and where two shortest forms
 /// are equally near `x` (a tie at 17 digits: rare) by rounding the last digit to even. Both
 /// read back as `x` (`number_writes_rusts_shortest_form`).

@@ -336,8 +336,8 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
 /// `x` with ten decimals: the text of `{x:.10}`, the exact value of `x` rounded half to even.
 /// Where `x` is `m·2^e` with `−120 ≤ e < 0` (every coordinate of a simulation but those beyond
 /// `2^53` or within `2^-67` of zero), the rounding is made exactly in integers — `m·10¹⁰` fits
-/// in 128 bits — faster than the standard library's exact formatting (a frame
-/// of a million atoms is three million numbers); elsewhere by the standard library.
+/// in 128 bits — faster than the standard library's exact formatting (a frame of a million
+/// atoms is three million numbers); elsewhere by the standard library.
 fn ten_decimals(text: &mut String, x: f64) {
     const SCALE: u128 = 10_000_000_000;
     let bits = x.to_bits();
