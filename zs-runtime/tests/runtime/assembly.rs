@@ -9,6 +9,7 @@
 // The unrolled definitions index `q` in loops, the style the macro unrolls.
 #![allow(clippy::needless_range_loop)]
 
+use crate::support::assembled::Dna;
 use crate::support::fixtures::Rng;
 use zs_runtime::assembly::{Assembled, ThirdForm, Topology};
 use zs_runtime::{
@@ -18,25 +19,7 @@ use zs_runtime::{
 
 // ------------------------------------------------------------------ the DNA ring, N = 6
 
-/// Tao & Owhadi §4.4 with N = 6, periodic, term by term.
-struct DnaTerms {
-    epsilon: f64,
-    a: f64,
-    x0: f64,
-}
-
-#[mechanical_system]
-impl DnaTerms {
-    fn site_potential(&self, theta: &[f64; 1]) -> f64 {
-        let u = (-self.a * (1.0 - theta[0].cos() - self.x0)).exp() - 1.0;
-        self.epsilon * u * u
-    }
-    fn bond_potential(&self, left: &[f64; 1], right: &[f64; 1]) -> f64 {
-        0.5 * (right[0] - left[0]).powi(2)
-    }
-}
-
-/// The same, unrolled.
+/// Tao & Owhadi §4.4 with N = 6, periodic, unrolled: the ring of [`Dna`]'s terms written out.
 struct DnaUnrolled {
     epsilon: f64,
     a: f64,
@@ -247,7 +230,7 @@ where
 fn dna_ring_equals_the_unrolled_potential() {
     let (eps, a, x0) = (1.0 / 1400.0, 7.0, 0.3);
     let asm = Assembled::new(
-        DnaTerms {
+        Dna {
             epsilon: eps,
             a,
             x0,

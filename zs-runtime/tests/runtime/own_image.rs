@@ -3,29 +3,10 @@
 //! (`Assembled::check_start`, and `Assembled::ordered` on its start); a molecule just clear of
 //! its image, and an infinite periodic chain bonded through the box, are not.
 
+use crate::support::assembled::Melt;
 use zs_runtime::assembly::{Assembled, BodyOrder, Topology, TopologyError};
-use zs_runtime::mechanical_system;
 
-/// Harmonic bonds of rest length 1 and the WCA repulsion.
-struct Wca;
-
-#[mechanical_system]
-impl Wca {
-    fn bond_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
-        let r = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2)).sqrt();
-        50.0 * (r - 1.0).powi(2)
-    }
-    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
-        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
-        if r2 < 1.259_921_049_894_873_2 {
-            let s6 = 1.0 / (r2 * r2 * r2);
-            4.0 * (s6 * s6 - s6) + 1.0
-        } else {
-            0.0
-        }
-    }
-}
-
+/// `2^(1/6)`: [`Melt`] cut there is the WCA repulsion.
 const CUTOFF: f64 = 1.122_462_048_309_373;
 
 /// A regular `n`-gon of side 1 in the plane z = 1.5, centred at (2.6, 2.6): bodies 0 and n/2
@@ -41,9 +22,9 @@ fn ring(n: usize) -> (Topology, Vec<f64>) {
     (Topology::ring(n), q)
 }
 
-fn system(topology: Topology, side: f64) -> Assembled<Wca, 3> {
+fn system(topology: Topology, side: f64) -> Assembled<Melt, 3> {
     Assembled::new(
-        Wca,
+        Melt { rc: CUTOFF },
         topology
             .exclude_bonded()
             .periodic([side; 3])
@@ -88,7 +69,7 @@ fn a_ring_wider_than_its_box_is_refused_naming_the_pair_that_meets_through_the_b
         .periodic([5.2; 3])
         .cutoff(CUTOFF, 0.3);
     for order in [BodyOrder::Given, BodyOrder::Auto, BodyOrder::Cells] {
-        let refused = Assembled::ordered(Wca, t.clone(), order, &q);
+        let refused = Assembled::ordered(Melt { rc: CUTOFF }, t.clone(), order, &q);
         assert!(
             matches!(
                 refused,

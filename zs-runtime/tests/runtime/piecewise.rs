@@ -4,6 +4,7 @@
 //! cut-and-shifted Lennard-Jones pair term equals the direct double loop, and its SIMD passes
 //! give the scalar path's bits.
 
+use crate::support::assembled::Melt;
 use crate::support::fixtures::Rng;
 use zs_runtime::assembly::{Assembled, Topology};
 use zs_runtime::simd::Isa;
@@ -68,27 +69,14 @@ fn each_branch_is_differentiated_on_its_own() {
 }
 
 /// LAMMPS's `pair_style lj/cut` with `pair_modify shift yes`: `4ε((σ/r)¹² − (σ/r)⁶) − E(rc)`
-/// below `rc`, zero beyond (σ = ε = 1).
+/// below `rc`, zero beyond (σ = ε = 1), written out: the double loop's reference for the pair
+/// term of [`Melt`] (assembled here without bonds).
 struct CutLj {
     rc: f64,
 }
 
 impl CutLj {
     fn energy(&self, r2: f64) -> f64 {
-        if r2 < self.rc * self.rc {
-            let s6 = 1.0 / (r2 * r2 * r2);
-            let c6 = 1.0 / self.rc.powi(6);
-            4.0 * (s6 * s6 - s6) - 4.0 * (c6 * c6 - c6)
-        } else {
-            0.0
-        }
-    }
-}
-
-#[mechanical_system]
-impl CutLj {
-    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
-        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
         if r2 < self.rc * self.rc {
             let s6 = 1.0 / (r2 * r2 * r2);
             let c6 = 1.0 / self.rc.powi(6);
@@ -144,7 +132,7 @@ fn a_cut_and_shifted_pair_term_equals_the_double_loop_on_every_path() {
     );
     let scale = g.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
     let eval = |isa: Isa, parallel: bool| {
-        let sys = Assembled::new(CutLj { rc }, Topology::new(n))
+        let sys = Assembled::new(Melt { rc }, Topology::new(n))
             .expect("a valid topology")
             .with_simd(isa)
             .with_parallel(parallel);

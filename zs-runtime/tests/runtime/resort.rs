@@ -5,7 +5,7 @@
 //! same bits; and resumes from a checkpoint taken between re-sorts bit for bit, the order
 //! being part of the checkpoint.
 
-use crate::support::assembled::CutLiquid;
+use crate::support::assembled::Melt;
 use crate::support::fixtures::Rng;
 use zs_runtime::assembly::{Assembled, BodyOrder, Topology};
 use zs_runtime::driver::{Checkpointing, resume, run_checkpointed};
@@ -40,11 +40,11 @@ fn start_of(k: usize) -> (Vec<f64>, Vec<f64>) {
     (q, v)
 }
 
-fn liquid(order: BodyOrder, q: &[f64], every: usize) -> Assembled<CutLiquid, 3> {
+fn liquid(order: BodyOrder, q: &[f64], every: usize) -> Assembled<Melt, 3> {
     let n = q.len() / 3;
     let side = 1.1 * (n as f64).cbrt().round();
     let topology = Topology::new(n).periodic([side; 3]).cutoff(2.5, 0.3);
-    Assembled::ordered(CutLiquid, topology, order, q)
+    Assembled::ordered(Melt { rc: 2.5 }, topology, order, q)
         .expect("valid")
         .with_resort_period(every)
 }

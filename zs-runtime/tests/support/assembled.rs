@@ -75,28 +75,14 @@ pub fn beads(n: usize) -> (Assembled<Beads, 2>, Vec<f64>, Vec<f64>) {
     (sys, q, v)
 }
 
-/// A Lennard-Jones liquid cut at 2.5 and shifted, in a periodic box, under a neighbour list.
-pub struct CutLiquid;
-
-#[mechanical_system]
-impl CutLiquid {
-    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
-        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
-        if r2 < 6.25 {
-            let s6 = 1.0 / (r2 * r2 * r2);
-            4.0 * (s6 * s6 - s6) + 0.016_316_891_136
-        } else {
-            0.0
-        }
-    }
-}
-
-/// `k³` particles on a cubic lattice of spacing 1.1 in a periodic box (density 0.75), each
-/// displaced by up to ±0.05, still; cutoff 2.5, skin 0.3.
-pub fn cut_liquid(k: usize) -> (Assembled<CutLiquid, 3>, Vec<f64>, Vec<f64>) {
+/// A Lennard-Jones liquid cut at 2.5 and shifted, in a periodic box, under a neighbour list:
+/// [`Melt`] without bonds (one system type for the liquids and the melts of these tests, each
+/// type's passes being compiled once per instruction set). `k³` particles on a cubic lattice of
+/// spacing 1.1 (density 0.75), each displaced by up to ±0.05, still; cutoff 2.5, skin 0.3.
+pub fn cut_liquid(k: usize) -> (Assembled<Melt, 3>, Vec<f64>, Vec<f64>) {
     let side = 1.1 * k as f64;
     let sys = Assembled::new(
-        CutLiquid,
+        Melt { rc: 2.5 },
         Topology::new(k * k * k)
             .periodic([side; 3])
             .cutoff(2.5, 0.3),
@@ -151,7 +137,7 @@ pub fn cut_melt(k: usize) -> (Assembled<Melt, 3>, Vec<f64>, Vec<f64>) {
     (Assembled::new(Melt { rc: 2.5 }, topology).unwrap(), q, v)
 }
 
-/// [`CutLiquid`] of two types of sites, `ε` chosen by the pair's types (the alkane's way).
+/// [`cut_liquid`]'s Lennard-Jones liquid of two types of sites, `ε` chosen by the pair's types (the alkane's way).
 pub struct TypedLiquid {
     pub eps4: [[f64; 2]; 2],
 }
