@@ -1,7 +1,10 @@
 //! Tests of the dense backend: its Cholesky against `nalgebra`'s, its LU against elimination
 //! written out, the condition estimate against exact condition numbers, every failure path.
 
-use nalgebra::{SMatrix, SVector};
+// nalgebra's side in run-time-sized matrices: its algorithms are then compiled once, not once
+// per fixed size `N` of the tests (its fixed-size inverse alone was a seventh of this crate's
+// unit-test build).
+use nalgebra::{DMatrix, DVector};
 
 use super::cholesky::Cholesky;
 use super::lu::{Lu, LuMatrix};
@@ -49,8 +52,9 @@ fn solve_array_with<const N: usize>(
     Ok((x, how))
 }
 
-/// The row-major array of an `nalgebra` matrix.
-fn to_rows<const N: usize>(a: &SMatrix<f64, N, N>) -> [[f64; N]; N] {
+/// The row-major array of an `N × N` `nalgebra` matrix.
+fn to_rows<const N: usize>(a: &DMatrix<f64>) -> [[f64; N]; N] {
+    assert_eq!(a.shape(), (N, N));
     core::array::from_fn(|i| core::array::from_fn(|j| a[(i, j)]))
 }
 
@@ -168,13 +172,14 @@ fn non_finite_inputs_are_reported() {
 }
 
 /// Exact `κ₁ = ‖A‖₁‖A⁻¹‖₁` through nalgebra's inverse.
-fn exact_condition<const N: usize>(a: &SMatrix<f64, N, N>) -> f64 {
-    let norm1 = |m: &SMatrix<f64, N, N>| {
-        (0..N)
-            .map(|j| (0..N).map(|i| m[(i, j)].abs()).sum::<f64>())
+fn exact_condition(a: &DMatrix<f64>) -> f64 {
+    let n = a.ncols();
+    let norm1 = |m: &DMatrix<f64>| {
+        (0..n)
+            .map(|j| (0..n).map(|i| m[(i, j)].abs()).sum::<f64>())
             .fold(0.0, f64::max)
     };
-    let inv = a.try_inverse().expect("invertible");
+    let inv = a.clone().try_inverse().expect("invertible");
     norm1(a) * norm1(&inv)
 }
 
@@ -190,8 +195,8 @@ impl Xs {
     }
 }
 
-fn random_symmetric<const N: usize>(rng: &mut Xs, shift: f64) -> SMatrix<f64, N, N> {
-    let mut a = SMatrix::<f64, N, N>::zeros();
+fn random_symmetric<const N: usize>(rng: &mut Xs, shift: f64) -> DMatrix<f64> {
+    let mut a = DMatrix::<f64>::zeros(N, N);
     for i in 0..N {
         for j in 0..=i {
             let x = rng.next();
@@ -212,7 +217,7 @@ fn estimate_quality<const N: usize>(rng: &mut Xs) -> (f64, f64) {
         let shift = if case % 2 == 0 { N as f64 + 0.5 } else { 0.0 };
         let a = random_symmetric::<N>(rng, shift);
         let exact = exact_condition(&a);
-        let est = condition_estimate(&to_rows(&a));
+        let est = condition_estimate(&to_rows::<N>(&a));
         // A lower bound, up to rounding.
         assert!(est <= exact * (1.0 + 1e-9), "N = {N}: {est} > {exact}");
         worst = worst.min(est / exact);
@@ -240,11 +245,11 @@ fn condition_estimate_is_a_tight_lower_bound() {
         assert!(worst >= 1.0 / 3.0 && exact >= 0.4, "{q:?}");
     }
     // Diagonal: exact, κ₁ = max|d| / min|d|.
-    let d = SMatrix::<f64, 3, 3>::from_diagonal(&SVector::from([2.0, -1e-6, 5.0]));
-    assert_eq!(condition_estimate(&to_rows(&d)), 5.0 / 1e-6);
+    let d = DMatrix::from_diagonal(&DVector::from_vec(vec![2.0, -1e-6, 5.0]));
+    assert_eq!(condition_estimate(&to_rows::<3>(&d)), 5.0 / 1e-6);
     // Singular: infinite.
-    let s = SMatrix::<f64, 2, 2>::new(1.0, 2.0, 2.0, 4.0);
-    assert_eq!(condition_estimate(&to_rows(&s)), f64::INFINITY);
+    let s = DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 2.0, 4.0]);
+    assert_eq!(condition_estimate(&to_rows::<2>(&s)), f64::INFINITY);
 }
 
 #[test]
@@ -301,9 +306,9 @@ fn lu_factor_then_solve_matches_elimination_bit_for_bit() {
         let a = random_symmetric::<5>(&mut rng, 0.0);
         let rhs: [f64; 5] = core::array::from_fn(|_| rng.next());
         let mut b = rhs;
-        Lu::factor(&to_rows(&a)).unwrap().solve(&mut b);
+        Lu::factor(&to_rows::<5>(&a)).unwrap().solve(&mut b);
         let mut m = a;
-        let mut c = SVector::<f64, 5>::from_column_slice(&rhs);
+        let mut c = DVector::from_column_slice(&rhs);
         for k in 0..5 {
             let p = (k..5)
                 .max_by(|&i, &j| m[(i, k)].abs().total_cmp(&m[(j, k)].abs()).then(j.cmp(&i)))
@@ -328,7 +333,8 @@ fn lu_factor_then_solve_matches_elimination_bit_for_bit() {
             }
             c[i] = s / m[(i, i)];
         }
-        assert_eq!(b.map(f64::to_bits), <[f64; 5]>::from(c).map(f64::to_bits));
+        let c: [f64; 5] = core::array::from_fn(|i| c[i]);
+        assert_eq!(b.map(f64::to_bits), c.map(f64::to_bits));
     }
 }
 
@@ -338,7 +344,7 @@ fn run_time_lu_is_the_fixed_size_lu_and_rejects_singular_matrices() {
     // generic elimination, so the same bits as the stack LU on the same matrix.
     let mut rng = Xs(7);
     for _ in 0..20 {
-        let a = to_rows(&random_symmetric::<4>(&mut rng, 0.0));
+        let a = to_rows::<4>(&random_symmetric::<4>(&mut rng, 0.0));
         let rhs: [f64; 4] = core::array::from_fn(|_| rng.next());
         let mut fixed = rhs;
         Lu::factor(&a).unwrap().solve(&mut fixed);
@@ -386,10 +392,10 @@ fn run_time_lu_is_the_fixed_size_lu_and_rejects_singular_matrices() {
 
 /// `B Bᵀ + δ I` with `B` uniform in [-1, 1) and `δ = 10^(-8u)`, `u` uniform in [0, 1): SPD,
 /// with condition numbers up to ~1e9.
-fn random_spd<const N: usize>(rng: &mut Xs) -> SMatrix<f64, N, N> {
-    let b = SMatrix::<f64, N, N>::from_fn(|_, _| rng.next());
+fn random_spd<const N: usize>(rng: &mut Xs) -> DMatrix<f64> {
+    let b = DMatrix::from_fn(N, N, |_, _| rng.next());
     let delta = 10f64.powf(-4.0 * (rng.next() + 1.0));
-    b * b.transpose() + SMatrix::<f64, N, N>::identity() * delta
+    &b * b.transpose() + DMatrix::<f64>::identity(N, N) * delta
 }
 
 fn norm_inf<const N: usize>(x: &[f64; N]) -> f64 {
@@ -399,9 +405,9 @@ fn norm_inf<const N: usize>(x: &[f64; N]) -> f64 {
 /// The decision of the former `solve_matrix`: `nalgebra`'s Cholesky succeeds and its pivots
 /// `L_ii²` pass the ratio test; with the ratio `min/(N·ε·max)` (1 at the threshold).
 fn nalgebra_cholesky_accepted<const N: usize>(
-    a: &SMatrix<f64, N, N>,
-) -> (Option<nalgebra::Cholesky<f64, nalgebra::Const<N>>>, f64) {
-    let Some(chol) = a.cholesky() else {
+    a: &DMatrix<f64>,
+) -> (Option<nalgebra::Cholesky<f64, nalgebra::Dyn>>, f64) {
+    let Some(chol) = a.clone().cholesky() else {
         return (None, f64::NAN);
     };
     let l = chol.l_dirty();
@@ -421,10 +427,10 @@ fn cholesky_against_nalgebra_and_lu<const N: usize>(rng: &mut Xs) -> (usize, f64
     let mut accepted = 0;
     for _ in 0..200 {
         let a = random_spd::<N>(rng);
-        let rows = to_rows(&a);
+        let rows = to_rows::<N>(&a);
         let b: [f64; N] = core::array::from_fn(|_| rng.next());
         let ours = factor(&rows);
-        let (theirs, _) = nalgebra_cholesky_accepted(&a);
+        let (theirs, _) = nalgebra_cholesky_accepted::<N>(&a);
         assert_eq!(ours.is_some(), theirs.is_some(), "N = {N}: {a}");
         let (Some(ours), Some(theirs)) = (ours, theirs) else {
             continue;
@@ -449,7 +455,7 @@ fn cholesky_against_nalgebra_and_lu<const N: usize>(rng: &mut Xs) -> (usize, f64
                 );
             }
         }
-        let mut expected = SVector::<f64, N>::from_column_slice(&b);
+        let mut expected = DVector::from_column_slice(&b);
         theirs.solve_mut(&mut expected);
         let (x, how) = solve_array(&rows, &b).unwrap();
         assert_eq!(how, Factorization::Cholesky);
@@ -511,15 +517,15 @@ fn fallback_as_before<const N: usize>(rng: &mut Xs) -> (usize, usize) {
             1 => random_symmetric::<N>(rng, N as f64 + 0.5),
             _ => {
                 // A v vᵀ + ε-ish: one pivot of relative size around N·ε.
-                let v = SVector::<f64, N>::from_fn(|_, _| rng.next());
+                let v = DVector::from_fn(N, |_, _| rng.next());
                 let tiny = singular_threshold(N) * 10f64.powf(rng.next()) * v.norm_squared();
-                v * v.transpose()
-                    + SMatrix::<f64, N, N>::from_diagonal_element(tiny.max(f64::MIN_POSITIVE))
+                &v * v.transpose()
+                    + DMatrix::from_diagonal_element(N, N, tiny.max(f64::MIN_POSITIVE))
             }
         };
-        let rows = to_rows(&a);
+        let rows = to_rows::<N>(&a);
         let b: [f64; N] = core::array::from_fn(|_| rng.next());
-        let (before, ratio) = nalgebra_cholesky_accepted(&a);
+        let (before, ratio) = nalgebra_cholesky_accepted::<N>(&a);
         let ours = factor(&rows).is_some();
         if (1e-2..=1e2).contains(&ratio) {
             borderline += 1;
