@@ -50,6 +50,21 @@ impl Emitter<'_> {
         outputs: &[NodeId],
         assemble: impl FnOnce(&[TokenStream]) -> TokenStream,
     ) -> TokenStream {
+        let (lets, outs) = self.statements(graph, outputs);
+        let result = assemble(&outs);
+        quote! {
+            #(#lets)*
+            #result
+        }
+    }
+
+    /// [`Emitter::body`]'s statements and its outputs' operands: not generic over `assemble`,
+    /// so compiled once rather than once per caller's closure.
+    fn statements(
+        &self,
+        graph: &Graph,
+        outputs: &[NodeId],
+    ) -> (Vec<TokenStream>, Vec<TokenStream>) {
         let prog = schedule(graph, outputs);
         let ty = self.ty();
         let mut lets = Vec::new();
@@ -180,11 +195,7 @@ impl Emitter<'_> {
             });
         }
         let outs: Vec<TokenStream> = prog.outputs.iter().map(|&o| self.operand(o)).collect();
-        let result = assemble(&outs);
-        quote! {
-            #(#lets)*
-            #result
-        }
+        (lets, outs)
     }
 }
 
