@@ -2,8 +2,7 @@
 //! written out, the condition estimate against exact condition numbers, every failure path.
 
 // nalgebra's side in run-time-sized matrices: its algorithms are then compiled once, not once
-// per fixed size `N` of the tests (its fixed-size inverse alone was a seventh of this crate's
-// unit-test build).
+// per fixed size `N` of the tests (BENCHMARKS.md, "The test command's time on the Intel VM").
 use nalgebra::{DMatrix, DVector};
 
 use super::cholesky::Cholesky;
