@@ -154,8 +154,17 @@ where
             block.evaluate_run(x, j, &mut e[j..], part.as_deref_mut(), &mut soa);
             j += w;
         }
-        for (t, e) in e[..n].iter_mut().enumerate().skip(j) {
-            block.evaluate_one(free, t as u16, e, part.as_deref_mut(), &mut soa);
+        if j < n {
+            // The chunk's last terms, fewer than a block: one block whose spare lanes repeat
+            // the last term, of which only the first `n - j` lanes are kept. Not the scalar
+            // kernel term by term: that would be one more copy of the kernel in every lane
+            // entry, for a handful of terms per chunk.
+            let used = n - j;
+            for (l, o) in order[..w].iter_mut().enumerate() {
+                *o = (j + l.min(used - 1)) as u16;
+            }
+            let x = load_lanes::<L, D, K>(input, free, bodies, &order[..w], &mut soa);
+            block.evaluate(x, &order[..w], used, &mut e[j..n], part, &mut soa);
         }
         n
     }
@@ -174,14 +183,15 @@ struct LaneBlock<'a, T, const D: usize, const K: usize> {
 }
 
 impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
-    /// The terms `block` (`L::WIDTH` of them, indices into the chunk) at positions `x`: their
-    /// energies into `e[0..WIDTH]` and, with `part`, their gradients added into the chunk's
-    /// partials in lane order (`soa` is scratch).
+    /// The terms `block` (`L::WIDTH` of them, indices into the chunk) at positions `x`, of
+    /// which the first `used` are kept: their energies into `e[0..used]` and, with `part`,
+    /// their gradients added into the chunk's partials in lane order (`soa` is scratch).
     #[inline(always)]
     fn evaluate<L: Lanes, F: Form>(
         &self,
         x: [[L; D]; K],
         block: &[u16],
+        used: usize,
         e: &mut [f64],
         part: Option<&mut [f64]>,
         soa: &mut [[[f64; 8]; D]; K],
@@ -214,7 +224,7 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
         for (s, &t) in slot.iter_mut().zip(block) {
             *s = self.slots[t as usize];
         }
-        self.evaluate_at(x, kinds, &slot[..w], e, part, soa);
+        self.evaluate_at(x, kinds, &slot[..used], e, part, soa);
     }
 
     /// [`LaneBlock::evaluate`] of the `L::WIDTH` consecutive terms from `t`: their types' codes
@@ -253,8 +263,8 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
         self.evaluate_at(x, kinds, &self.slots[t..t + w], e, part, soa);
     }
 
-    /// The kernel on one block (`kinds`: one row, or one per lane; `slot`: each lane's
-    /// partials).
+    /// The kernel on one block (`kinds`: one row, or one per lane; `slot`: the partials of
+    /// each lane kept, the first `slot.len()`; the others' results are dropped).
     #[inline(always)]
     fn evaluate_at<L: Lanes, F: Form>(
         &self,
@@ -267,64 +277,39 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
     ) where
         T: Kernel<D, K, F>,
     {
-        let w = L::WIDTH;
+        let used = slot.len();
+        let store = |v: L, e: &mut [f64]| {
+            if used == L::WIDTH {
+                v.store(e);
+            } else {
+                let mut all = [0.0; 8];
+                v.store(&mut all);
+                e[..used].copy_from_slice(&all[..used]);
+            }
+        };
         let Some(p) = part else {
-            self.terms.value_lanes(self.omega, &x, kinds).store(e);
+            store(self.terms.value_lanes(self.omega, &x, kinds), e);
             return;
         };
         let (v, grad) = self.terms.value_gradient_lanes(self.omega, &x, kinds);
-        v.store(e);
+        store(v, e);
         for k in 0..K {
             for d in 0..D {
                 grad[k][d].store(&mut soa[k][d]);
             }
         }
         let rows = p.as_chunks_mut::<D>().0;
-        let slot = &slot[..w];
         let free = self.input.all_free;
         if let Some(s0) = shared_first_body(slot) {
             // The block's first bodies are one body (a row of a pair tile): its w partials
             // are summed in registers, in lane order as below.
             let dst = &mut rows[s0 as usize];
             for (x, lanes) in dst.iter_mut().zip(&soa[0]) {
-                *x = lanes[..w].iter().fold(*x, |acc, g| acc + g);
+                *x = lanes[..used].iter().fold(*x, |acc, g| acc + g);
             }
             scatter(rows, slot, soa, 1, free);
         } else {
             scatter(rows, slot, soa, 0, free);
-        }
-    }
-
-    /// Term `t` of the chunk alone (a chunk's last terms, fewer than a block): its energy into
-    /// `e` and its gradient into the partials, as [`LaneBlock::evaluate`] would in one lane.
-    #[inline(always)]
-    fn evaluate_one<F: Form>(
-        &self,
-        free: &[[u32; K]],
-        t: u16,
-        e: &mut f64,
-        part: Option<&mut [f64]>,
-        soa: &mut [[[f64; 8]; D]; K],
-    ) where
-        T: Kernel<D, K, F>,
-    {
-        let t = t as usize;
-        let x = self.input.x(&free[t], &self.bodies[t]);
-        let kinds = [self.input.kinds(&self.bodies[t])];
-        match part {
-            Some(p) => {
-                let (v, grad) = self
-                    .terms
-                    .value_gradient_lanes::<f64>(self.omega, &x, &kinds);
-                *e = v;
-                for k in 0..K {
-                    for d in 0..D {
-                        soa[k][d][0] = grad[k][d];
-                    }
-                }
-                accumulate(p.as_chunks_mut::<D>().0, &self.slots[t], soa, 0, 0);
-            }
-            None => *e = self.terms.value_lanes::<f64>(self.omega, &x, &kinds),
         }
     }
 }
@@ -419,8 +404,22 @@ where
             t += 1;
         }
         if filled >= WINDOW || t == n {
+            // Whole blocks; at the chunk's end the survivors short of a block as well, as one
+            // block whose spare lanes repeat the last survivor, of which only the first
+            // `used` are kept (so no scalar copy of the kernel). `j` stays a multiple of `w`
+            // below `filled < WINDOW + w`, so a block ends within the window's slack.
+            let end = if t == n { filled } else { filled - filled % w };
             let mut j = 0;
-            while j + w <= filled {
+            while j < end {
+                let used = (end - j).min(w);
+                for l in used..w {
+                    near[j + l] = near[end - 1];
+                    for xk in &mut xs {
+                        for xd in xk.iter_mut() {
+                            xd[j + l] = xd[end - 1];
+                        }
+                    }
+                }
                 let mut x = [[L::splat(0.0); D]; K];
                 for k in 0..K {
                     for d in 0..D {
@@ -430,23 +429,12 @@ where
                 block.evaluate(
                     x,
                     &near[j..j + w],
-                    &mut e[done + j..],
+                    used,
+                    &mut e[done + j..done + j + used],
                     part.as_deref_mut(),
                     &mut soa,
                 );
-                j += w;
-            }
-            if t == n {
-                for (i, &tt) in near[j..filled].iter().enumerate() {
-                    block.evaluate_one(
-                        free,
-                        tt,
-                        &mut e[done + j + i],
-                        part.as_deref_mut(),
-                        &mut soa,
-                    );
-                }
-                j = filled;
+                j += used;
             }
             // Carry the survivors short of a block to the window's start.
             near.copy_within(j..filled, 0);
