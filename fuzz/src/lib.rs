@@ -6,7 +6,8 @@
 //! crate (a new workspace member and a moved source tree, for the fuzzer's sake only), this
 //! crate compiles the very same source files with `#[path]`: every module of zs-macros except
 //! its `lib.rs` (the only file that touches `proc_macro`), at the crate root, where their
-//! `crate::...` paths resolve as they do in zs-macros. The modules only use `proc_macro2`,
+//! `crate::...` paths resolve as they do in zs-macros; the symbolic engine is the `zs-symbolic`
+//! crate, a dependency here as there. The modules only use `proc_macro2`,
 //! which outside a compiler falls back to its own lexer and spans.
 //!
 //! Keep the list below in step with the `mod` lines of `zs-macros/src/lib.rs`: a module added
@@ -23,8 +24,6 @@ mod ctxt;
 mod expand;
 #[path = "../../zs-macros/src/lower.rs"]
 mod lower;
-#[path = "../../zs-macros/src/sym/mod.rs"]
-mod sym;
 #[path = "../../zs-macros/src/valid.rs"]
 mod valid;
 

@@ -5,7 +5,7 @@
 //! The front end follows thiserror's `impl/src` layout, one file per stage:
 //! `ast` (typed view of the `impl` block) → `valid` (signatures, `N`, `M`) → `lower`
 //! (bodies → expression graph) → `expand` (derivatives, scheduling, tokens), with every error
-//! collected in a `ctxt::Ctxt` as in serde_derive. The symbolic engine is `sym`.
+//! collected in a `ctxt::Ctxt` as in serde_derive. The symbolic engine is the `zs-symbolic` crate.
 
 mod ast;
 mod attr;
@@ -15,7 +15,6 @@ mod forms;
 mod lower;
 #[cfg(test)]
 mod robustness;
-pub(crate) mod sym;
 mod valid;
 
 use proc_macro::TokenStream;

@@ -12,7 +12,7 @@ use syn::{Expr, ReturnType};
 use crate::ast::{self, Input, Method, SelfArg, Ty};
 use crate::ctxt::Ctxt;
 use crate::forms::{self, RoleKind};
-use crate::sym::{Graph, NodeId};
+use zs_symbolic::{Graph, NodeId};
 
 /// What the signatures say about the system.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

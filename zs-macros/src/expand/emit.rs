@@ -5,7 +5,7 @@ use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 
 use crate::lower::ParamExpr;
-use crate::sym::{schedule, Binary, Graph, Instr, NodeId, Operand, Unary, Var};
+use zs_symbolic::{schedule, Binary, Graph, Instr, NodeId, Operand, Unary, Var};
 
 /// Above this many instructions, a function declares its temporaries in chunks instead of one
 /// `let` each (rustc overflows its stack on thousands of nested `let` scopes with debuginfo).
@@ -375,7 +375,7 @@ impl SquareRoots {
 }
 
 /// Lane code's `erfc(x)` and `e^{−x²}` of the same `x` — a real-space Ewald pair's value and
-/// the factor of its derivative (`sym::diff`: `−2/√π e^{−x²} x′`) — bound together by one call
+/// the factor of its derivative (zs-symbolic's `diff`: `−2/√π e^{−x²} x′`) — bound together by one call
 /// of `zs_runtime::simd::erfc_exp`, which takes one exponential for both (erfc is `e^{−x²}`
 /// times a table there). The call stands where the first of the two did; the second is not
 /// emitted.

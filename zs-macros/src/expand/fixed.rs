@@ -8,8 +8,8 @@ use super::emit::{matrix, vector, Coords, Derived, Emitter};
 use super::{allow_lints, fallback, header, masses_body, user_impl, usize_lit};
 use crate::ast::Input;
 use crate::lower::Lowered;
-use crate::sym::{NodeId, Var};
 use crate::valid::Shape;
+use zs_symbolic::{NodeId, Var};
 
 /// The successful expansion.
 /// `marked`: the fields of `parameters(...)` and their `Var::Param` indices.

@@ -15,8 +15,8 @@ use super::{allow_lints, header, user_impl};
 use crate::ast::Input;
 use crate::forms::{FormSpec, RoleKind, FORMS};
 use crate::lower::LoweredTerms;
-use crate::sym::{Graph, NodeId, Var};
 use crate::valid::TermShape;
+use zs_symbolic::{Graph, NodeId, Var};
 
 /// `[[o_0 … o_{D-1}], [o_D …], …]`: `K` bodies of `D` outputs.
 fn local(outs: &[TokenStream], d: usize) -> TokenStream {

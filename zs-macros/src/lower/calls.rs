@@ -4,7 +4,7 @@ use quote::ToTokens;
 use syn::{Expr, Ident};
 
 use super::*;
-use crate::sym::{NodeId, Unary};
+use zs_symbolic::{NodeId, Unary};
 
 impl<'c, 'a> Lowerer<'c, 'a> {
     // ----------------------------------------------------------------- calls

@@ -8,7 +8,7 @@ use syn::{BinOp, Expr, Lit, Member, UnOp};
 
 use super::*;
 use crate::ast::Ty;
-use crate::sym::{NodeId, Var};
+use zs_symbolic::{NodeId, Var};
 
 impl<'c, 'a> Lowerer<'c, 'a> {
     // ----------------------------------------------------------------- expressions

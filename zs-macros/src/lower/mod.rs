@@ -32,7 +32,7 @@ use syn::{BinOp, Expr};
 
 use crate::ast::{Input, Ty};
 use crate::ctxt::Ctxt;
-use crate::sym::{Graph, NodeId};
+use zs_symbolic::{Graph, NodeId};
 
 /// Total number of loop iterations (and array-repeat elements) the expansion may unroll.
 pub const MAX_UNROLL: usize = 100_000;

@@ -9,8 +9,8 @@ use super::{Lowerer, ParamExpr, Value};
 use crate::ast::{Input, Method};
 use crate::ctxt::Ctxt;
 use crate::forms::{self, RoleKind};
-use crate::sym::{Graph, NodeId, Var};
 use crate::valid::{self, Shape};
+use zs_symbolic::{Graph, NodeId, Var};
 
 /// The outputs of lowering.
 pub struct Lowered {

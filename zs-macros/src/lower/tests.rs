@@ -1,10 +1,10 @@
 //! Tests of the lowering stage.
 
 use super::*;
-use crate::sym::Var;
 use crate::valid;
 use syn::Ident;
 use syn::{parse_quote, ItemImpl};
+use zs_symbolic::Var;
 
 /// The fields of the test systems `S` (read as parameters).
 struct Fields {

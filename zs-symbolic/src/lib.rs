@@ -87,7 +87,7 @@ pub enum Var {
 
 /// What a derivative is taken with respect to (the key of the graph's derivative memo).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Wrt {
+pub enum Wrt {
     /// The partial derivative `∂/∂v`.
     Var(Var),
     /// The directional derivative `Σ_k a_k ∂/∂q_k`, with `a_k = Var::Dir(k)` (treated as

@@ -4,7 +4,7 @@ use super::*;
 
 /// Measurement (not a check): worst errors in units of `u·S`, generator shapes, cases per
 /// second. Run with
-/// `ZS_CASES=2000 cargo test -p zs-macros --lib sym::tests::prop::measure -- --ignored --nocapture`.
+/// `ZS_CASES=2000 cargo test -p zs-symbolic --lib tests::prop::measure -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement; prints statistics (see the doc comment for the command)"]
 pub(super) fn measure_accuracy_and_generators() {
@@ -210,7 +210,7 @@ pub(super) fn condition_scale_cases() {
 /// `q < 0`, and `atan2` tells them apart on its branch cut. Minimal case, found by
 /// `deep_dags_match_num_dual`; the same with a literal `-0.0` (canonicalised to `+0.0`).
 /// Ignored until the engine keeps signed zeros (it fails today, by design of the record):
-/// `cargo test -p zs-macros --lib sym::tests -- --ignored signed_zero`.
+/// `cargo test -p zs-symbolic --lib tests -- --ignored signed_zero`.
 #[test]
 #[ignore = "engine bug: the simplifier drops the sign of zero (x*0 -> +0, -0.0 -> +0.0), so \
             atan2(q*0, -1) is +pi instead of -pi for q < 0"]
