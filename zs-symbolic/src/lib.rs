@@ -2,8 +2,8 @@
 //! simplification, symbolic differentiation, an interpreter, and scheduling of many outputs into
 //! one straight-line [`Program`] with common-subexpression elimination.
 //!
-//! Independent of `syn`/`quote`: it is unit-tested on its own, and the macro front end
-//! (`crate::lower`, `crate::expand`) only talks to it through this API.
+//! Independent of `syn`/`quote`, a crate of its own, unit-tested on its own; the macro front end
+//! (zs-macros' `lower` and `expand`) only talks to it through this API.
 //!
 //! API CONTRACT (the front end codes against exactly these names):
 //! - `Graph::new()`, constructors `constant(f64)`, `var(Var)`, `add/sub/mul/div(a, b)`, `neg(a)`,
