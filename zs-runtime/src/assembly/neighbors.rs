@@ -14,6 +14,7 @@ use super::topology::Topology;
 use crate::simd::Isa;
 use scan::{Grid, LayerScan, PAD};
 
+mod bins;
 mod scan;
 mod stale;
 
@@ -140,9 +141,6 @@ struct Scratch {
     /// One body's pairs while they are grouped by types ([`group_by_types`]).
     grouping: Vec<[u32; 2]>,
 }
-
-/// Bodies ahead of the one placed whose places a build's counting sort asks for.
-const SCATTER_AHEAD: usize = 32;
 
 /// Cells per `rc + skin` along an axis. LAMMPS bins at half the reach (a stencil of 125
 /// half-cells, 55 reach³ of candidates instead of 27 whole cells' 95); here whole cells
@@ -305,43 +303,14 @@ impl Neighbors {
                 *c = cell_at(wrap(p));
             }
         }
-        // Bodies sorted by cell (a counting sort, stable: each cell's bodies increasing), their
-        // positions copied in that order, so that a cell is a contiguous run to scan.
-        self.start.clear();
-        self.start.resize(cells + 1, 0);
-        for &c in &self.cell_of {
-            self.start[c as usize + 1] += 1;
-        }
-        for c in 0..cells {
-            self.start[c + 1] += self.start[c];
-        }
-        self.fill.clear();
-        self.fill.extend_from_slice(&self.start[..cells]);
-        let sorted = &mut self.sorted;
-        // Every entry below `n` is written below: sized, not cleared; the padding is never
-        // kept as a pair.
-        sorted.id.resize(n, 0);
-        for v in [&mut sorted.x, &mut sorted.y, &mut sorted.z] {
-            v.resize(n + PAD, 0.0);
-        }
-        // A body's cell is anywhere in the sorted arrays: when they are long, the places of
-        // the body `SCATTER_AHEAD` on are asked for now (its cell's next place at this
-        // moment: the same line, or the next, as the place it will take).
-        let far = crate::simd::prefetches(3 * n);
-        for (i, &c) in self.cell_of.iter().enumerate() {
-            if let Some(&a) = self.cell_of.get(i + SCATTER_AHEAD).filter(|_| far) {
-                let k = self.fill[a as usize] as usize;
-                crate::simd::prefetch(sorted.id.as_ptr().wrapping_add(k));
-                for v in [&sorted.x, &sorted.y, &sorted.z] {
-                    crate::simd::prefetch(v.as_ptr().wrapping_add(k));
-                }
-            }
-            let c = c as usize;
-            let k = self.fill[c] as usize;
-            let w = wrap(&pos[i]);
-            (sorted.id[k], sorted.x[k], sorted.y[k], sorted.z[k]) = (i as u32, w[0], w[1], w[2]);
-            self.fill[c] += 1;
-        }
+        // Bodies sorted by cell, their positions copied in that order ([`bins`]).
+        bins::sort_by_cell(
+            &self.cell_of,
+            cells,
+            (&mut self.start, &mut self.fill, &mut self.sorted),
+            &|i| wrap(&pos[i]),
+            3 * n >= crate::vector::PARALLEL_FROM,
+        );
         // With fewer than 2 SUB + 1 cells along a periodic axis the stencil visits a cell twice.
         let periodic = self.cell.is_some();
         let revisits = periodic && dims.iter().any(|&d| d < 2 * SUB + 1);

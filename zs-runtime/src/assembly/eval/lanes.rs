@@ -142,29 +142,39 @@ where
         let w = L::WIDTH;
         let mut soa = [[[0.0; 8]; D]; K];
         let mut order = [0u16; 8];
-        let mut j = 0;
         let far = simd::prefetches(input.q.len());
-        while j + w <= n {
+        // Whole blocks, then the chunk's last terms (fewer than a block) as one block whose
+        // spare lanes repeat the last term, of which only the first `used` lanes are kept.
+        // One call of the kernel for both: each call site inlines a copy of it (and the scalar
+        // kernel term by term would be one more copy in every lane entry).
+        let mut j = 0;
+        while j < n {
+            let used = (n - j).min(w);
             // Bonded terms in a spatial order reach far along a long `q` as well.
             prefetch_ahead::<D, K>(far, input.q, free, j..j + w);
-            for (l, o) in order[..w].iter_mut().enumerate() {
-                *o = (j + l) as u16;
-            }
-            let x = load_lanes::<L, D, K>(input, free, bodies, &order[..w], &mut soa);
-            block.evaluate_run(x, j, &mut e[j..], part.as_deref_mut(), &mut soa);
-            j += w;
-        }
-        if j < n {
-            // The chunk's last terms, fewer than a block: one block whose spare lanes repeat
-            // the last term, of which only the first `n - j` lanes are kept. Not the scalar
-            // kernel term by term: that would be one more copy of the kernel in every lane
-            // entry, for a handful of terms per chunk.
-            let used = n - j;
             for (l, o) in order[..w].iter_mut().enumerate() {
                 *o = (j + l.min(used - 1)) as u16;
             }
             let x = load_lanes::<L, D, K>(input, free, bodies, &order[..w], &mut soa);
-            block.evaluate(x, &order[..w], used, &mut e[j..n], part, &mut soa);
+            let mut kinds = [[0u32; K]; 8];
+            let mut slot = [[NO_SLOT; K]; 8];
+            let (kinds, slot) = if used == w {
+                (block.kinds_of_run(j, w, &mut kinds), &block.slots[j..j + w])
+            } else {
+                for (s, &t) in slot.iter_mut().zip(&order[..used]) {
+                    *s = block.slots[t as usize];
+                }
+                (block.kinds_of(&order[..w], &mut kinds), &slot[..used])
+            };
+            block.evaluate_at(
+                x,
+                kinds,
+                slot,
+                &mut e[j..j + used],
+                part.as_deref_mut(),
+                &mut soa,
+            );
+            j += used;
         }
         n
     }
@@ -198,69 +208,63 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
     ) where
         T: Kernel<D, K, F>,
     {
-        let w = L::WIDTH;
-        // The types of each lane's bodies, when the form reads them: one row when every lane's
-        // are the same (the neighbour list groups pairs by types), read once by the kernel.
         let mut kinds = [[0u32; K]; 8];
-        let kinds: &[Kinds<K>] = if self.input.kinds.is_empty() {
-            &[]
-        } else if let Some(&c0) = self.codes.get(block[0] as usize) {
-            if block[1..w].iter().all(|&t| self.codes[t as usize] == c0) {
-                kinds[0] = self.decoded[c0 as usize];
-                &kinds[..1]
-            } else {
-                for (row, &t) in kinds.iter_mut().zip(block) {
-                    *row = self.decoded[self.codes[t as usize] as usize];
-                }
-                &kinds[..w]
-            }
-        } else {
-            for (row, &t) in kinds.iter_mut().zip(block) {
-                *row = self.input.kinds(&self.bodies[t as usize]);
-            }
-            one_row_if_shared(&kinds[..w])
-        };
+        let kinds = self.kinds_of(block, &mut kinds);
         let mut slot = [[NO_SLOT; K]; 8];
-        for (s, &t) in slot.iter_mut().zip(block) {
+        for (s, &t) in slot.iter_mut().zip(&block[..used]) {
             *s = self.slots[t as usize];
         }
         self.evaluate_at(x, kinds, &slot[..used], e, part, soa);
     }
 
-    /// [`LaneBlock::evaluate`] of the `L::WIDTH` consecutive terms from `t`: their types' codes
-    /// and their slots read as runs.
+    /// The types of the bodies of the terms `block` (one per lane), when the form reads them:
+    /// one row when every lane's are the same (the neighbour list groups pairs by types), read
+    /// once by the kernel; `buf` holds them.
     #[inline(always)]
-    fn evaluate_run<L: Lanes, F: Form>(
-        &self,
-        x: [[L; D]; K],
-        t: usize,
-        e: &mut [f64],
-        part: Option<&mut [f64]>,
-        soa: &mut [[[f64; 8]; D]; K],
-    ) where
-        T: Kernel<D, K, F>,
-    {
-        let w = L::WIDTH;
-        let mut kinds = [[0u32; K]; 8];
-        let kinds: &[Kinds<K>] = if self.input.kinds.is_empty() {
-            &[]
-        } else if let Some(codes) = self.codes.get(t..t + w) {
-            if codes[1..].iter().all(|&c| c == codes[0]) {
-                kinds[0] = self.decoded[codes[0] as usize];
-                &kinds[..1]
+    fn kinds_of<'k>(&self, block: &[u16], buf: &'k mut [Kinds<K>; 8]) -> &'k [Kinds<K>] {
+        let w = block.len();
+        if self.input.kinds.is_empty() {
+            &buf[..0]
+        } else if let Some(&c0) = self.codes.get(block[0] as usize) {
+            if block[1..].iter().all(|&t| self.codes[t as usize] == c0) {
+                buf[0] = self.decoded[c0 as usize];
+                &buf[..1]
             } else {
-                for (row, &c) in kinds.iter_mut().zip(codes) {
-                    *row = self.decoded[c as usize];
+                for (row, &t) in buf.iter_mut().zip(block) {
+                    *row = self.decoded[self.codes[t as usize] as usize];
                 }
-                &kinds[..w]
+                &buf[..w]
             }
         } else {
-            for (row, b) in kinds.iter_mut().zip(&self.bodies[t..t + w]) {
+            for (row, &t) in buf.iter_mut().zip(block) {
+                *row = self.input.kinds(&self.bodies[t as usize]);
+            }
+            one_row_if_shared(&buf[..w])
+        }
+    }
+
+    /// [`LaneBlock::kinds_of`] the `w` consecutive terms from `t`: their types' codes read as a
+    /// run.
+    #[inline(always)]
+    fn kinds_of_run<'k>(&self, t: usize, w: usize, buf: &'k mut [Kinds<K>; 8]) -> &'k [Kinds<K>] {
+        if self.input.kinds.is_empty() {
+            &buf[..0]
+        } else if let Some(codes) = self.codes.get(t..t + w) {
+            if codes[1..].iter().all(|&c| c == codes[0]) {
+                buf[0] = self.decoded[codes[0] as usize];
+                &buf[..1]
+            } else {
+                for (row, &c) in buf.iter_mut().zip(codes) {
+                    *row = self.decoded[c as usize];
+                }
+                &buf[..w]
+            }
+        } else {
+            for (row, b) in buf.iter_mut().zip(&self.bodies[t..t + w]) {
                 *row = self.input.kinds(b);
             }
-            one_row_if_shared(&kinds[..w])
-        };
-        self.evaluate_at(x, kinds, &self.slots[t..t + w], e, part, soa);
+            one_row_if_shared(&buf[..w])
+        }
     }
 
     /// The kernel on one block (`kinds`: one row, or one per lane; `slot`: the partials of
