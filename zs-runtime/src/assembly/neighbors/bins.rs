@@ -156,16 +156,14 @@ fn place(
     } = to;
     let lo = cells.start;
     for (i, &c) in cell_of.iter().enumerate() {
-        if far {
-            if let Some(&a) = cell_of
-                .get(i + SCATTER_AHEAD)
-                .filter(|&&a| cells.contains(&a))
-            {
-                let k = (fill[(a - lo) as usize] - base) as usize;
-                crate::simd::prefetch(id.as_ptr().wrapping_add(k));
-                for v in [&*x, &*y, &*z] {
-                    crate::simd::prefetch(v.as_ptr().wrapping_add(k));
-                }
+        if let Some(&a) = cell_of
+            .get(i + SCATTER_AHEAD)
+            .filter(|&&a| far && cells.contains(&a))
+        {
+            let k = (fill[(a - lo) as usize] - base) as usize;
+            crate::simd::prefetch(id.as_ptr().wrapping_add(k));
+            for v in [&*x, &*y, &*z] {
+                crate::simd::prefetch(v.as_ptr().wrapping_add(k));
             }
         }
         if cells.contains(&c) {
