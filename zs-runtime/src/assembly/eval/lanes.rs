@@ -25,9 +25,10 @@ pub(super) struct Lanes_<'a, T, const D: usize, const K: usize> {
 
 /// Phase A through the SIMD lane kernels ([`crate::simd`]): every term's energy (each chunk's
 /// summed into `sums`, [`chunk_sum`]) and, when asked, each chunk's gradient partials into
-/// `part` ([`PartialPlan`]), `Lanes::WIDTH` terms at a time (the remainder one by one, by the
-/// same code on `f64`). Each lane computes the bits the scalar kernel would, and each chunk
-/// sums its terms in term order: the same bits whatever the SIMD width and the thread count.
+/// `part` ([`PartialPlan`]), `Lanes::WIDTH` terms at a time (the last block padded with copies
+/// of the last term, their lanes dropped). Each lane computes the bits the scalar kernel
+/// would, and each chunk sums its terms in term order: the same bits whatever the SIMD width
+/// and the thread count.
 /// Each chunk's term energies go to scratch on the stack ([`over_chunks`]). With `into` (one
 /// thread), each chunk's partials are added into that gradient right after the chunk
 /// ([`chunk_by_chunk`]: `part` holds one chunk's at a time), the additions phase B would make
