@@ -162,10 +162,7 @@ where
             let (kinds, slot) = if used == w {
                 (block.kinds_of_run(j, w, &mut kinds), &block.slots[j..j + w])
             } else {
-                for (s, &t) in slot.iter_mut().zip(&order[..used]) {
-                    *s = block.slots[t as usize];
-                }
-                (block.kinds_of(&order[..w], &mut kinds), &slot[..used])
+                block.rows_of(&order[..w], used, &mut kinds, &mut slot)
             };
             block.evaluate_at(
                 x,
@@ -210,12 +207,25 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
         T: Kernel<D, K, F>,
     {
         let mut kinds = [[0u32; K]; 8];
-        let kinds = self.kinds_of(block, &mut kinds);
         let mut slot = [[NO_SLOT; K]; 8];
+        let (kinds, slot) = self.rows_of(block, used, &mut kinds, &mut slot);
+        self.evaluate_at(x, kinds, slot, e, part, soa);
+    }
+
+    /// The types of the terms `block` ([`LaneBlock::kinds_of`]) and the slots of the first
+    /// `used`, the lanes kept, held in `kinds` and `slot`.
+    #[inline(always)]
+    fn rows_of<'k>(
+        &self,
+        block: &[u16],
+        used: usize,
+        kinds: &'k mut [Kinds<K>; 8],
+        slot: &'k mut [[u16; K]; 8],
+    ) -> (&'k [Kinds<K>], &'k [[u16; K]]) {
         for (s, &t) in slot.iter_mut().zip(&block[..used]) {
             *s = self.slots[t as usize];
         }
-        self.evaluate_at(x, kinds, &slot[..used], e, part, soa);
+        (self.kinds_of(block, kinds), &slot[..used])
     }
 
     /// The types of the bodies of the terms `block` (one per lane), when the form reads them:
