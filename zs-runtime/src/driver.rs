@@ -145,7 +145,8 @@ pub fn planned_steps(t0: f64, t_end: f64, h: f64) -> Option<u64> {
 /// the summary the error ([`RunSummary::failure`]), and every observer has seen exactly the
 /// states up to the last good one. Failures are the stepper's [`StepError`]s, plus two the
 /// driver detects itself, discarding the offending state: a state the stepper returned as
-/// `Ok` but with a non-finite entry ([`crate::StepErrorKind::NonFinite`], `what = "state after step"`),
+/// `Ok` but with a non-finite entry ([`crate::StepErrorKind::NonFinite`], `what = "state after step"`;
+/// not looked for again after a stepper whose own passes test it, [`Stepper::checks_finite`]),
 /// and a guard's rejection ([`crate::StepErrorKind::GuardViolated`], see [`crate::guards`]). An `h` that
 /// points away from `t_end` (or is zero or not finite) is reported as
 /// [`crate::StepErrorKind::InvalidStepSize`] without stepping.
@@ -469,6 +470,7 @@ impl Loop {
         // copy per step.
         let undo = stepper.can_undo() && stepper.keeps_replaced();
         let mut before = (!undo).then(|| state.clone());
+        let checked = stepper.checks_finite();
         while self.done < n {
             if let Some(before) = before.as_mut() {
                 copy_state(before, state);
@@ -513,7 +515,7 @@ impl Loop {
                         .replaced()
                         .expect("a stepper that keeps the state it replaced names it"),
                 };
-                accept(target, from, state, observers, k)
+                accept(target, from, state, observers, k, checked)
             });
             if let Err(e) = result {
                 // The stepper leaves the state untouched on error; a state rejected by the
@@ -608,17 +610,20 @@ fn copy_state<V: Vector>(to: &mut StateOf<V>, from: &StateOf<V>) {
     }
 }
 
-/// The driver's own checks of a state a stepper returned as `Ok`: finite, and accepted by
-/// every guard.
+/// The driver's own checks of a state a stepper returned as `Ok`: finite (unless the stepper
+/// `checked` it), and accepted by every guard.
 fn accept<P: ?Sized, V: Vector>(
     target: &P,
     before: &StateOf<V>,
     state: &StateOf<V>,
     observers: &mut [&mut dyn Observer<P, V>],
     step: u64,
+    checked: bool,
 ) -> Result<(), StepError> {
     let t = before.t;
-    if !state.is_finite() {
+    // A stepper that tested its state on the way ([`Stepper::checks_finite`]) is not read
+    // again: for a long state this is a pass over all of it from main memory, every step.
+    if !(state.t.is_finite() && (checked || state.is_finite())) {
         return Err(StepError::non_finite(step, t, Quantity::StateAfterStep));
     }
     for o in observers.iter_mut() {

@@ -98,6 +98,13 @@ pub trait Stepper<P: ?Sized, V>: Clocked {
     fn keeps_replaced(&self) -> bool {
         false
     }
+    /// True when every step this stepper returns as `Ok` has found the new positions and
+    /// velocities finite in its own passes (and returned
+    /// [`crate::StepErrorKind::NonFinite`] otherwise): the driver then does not read the
+    /// whole state again to check it. False by default, so the driver checks.
+    fn checks_finite(&self) -> bool {
+        false
+    }
 }
 
 /// A boxed stepper has the clock of the stepper it holds.
@@ -173,5 +180,8 @@ impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
     }
     fn keeps_replaced(&self) -> bool {
         (**self).keeps_replaced()
+    }
+    fn checks_finite(&self) -> bool {
+        (**self).checks_finite()
     }
 }

@@ -142,8 +142,15 @@ pub fn all_finite<V: Vector>(x: &V) -> bool {
     if x.len() < PARALLEL_FROM {
         slice_finite(x)
     } else {
+        // A long vector is read from main memory, once per step by the driver: on the widest
+        // lanes the test issues few enough instructions to keep more of its loads in flight.
         use rayon::prelude::*;
-        x.par_chunks(VECTOR_CHUNK).all(slice_finite)
+        x.par_chunks(VECTOR_CHUNK).all(|x| {
+            crate::simd::widest(
+                #[inline(always)]
+                || slice_finite(x),
+            )
+        })
     }
 }
 

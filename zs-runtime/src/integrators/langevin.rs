@@ -436,6 +436,11 @@ impl<P: Model<V> + ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Langev
     fn keeps_replaced(&self) -> bool {
         self.inner.keeps_replaced()
     }
+    /// The Ornstein–Uhlenbeck pass tests the velocities it writes; the positions are the
+    /// inner step's.
+    fn checks_finite(&self) -> bool {
+        self.inner.checks_finite()
+    }
 }
 
 /// Saves γ, kT, the noise stream ([`RngState`]: seed and word position), the step counter and

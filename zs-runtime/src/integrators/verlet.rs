@@ -302,6 +302,11 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
     fn keeps_replaced(&self) -> bool {
         true
     }
+    /// The kick–drift pass tests the new positions, and the second kick's pass the new
+    /// velocities.
+    fn checks_finite(&self) -> bool {
+        true
+    }
     fn replaced(&self) -> Option<&StateOf<V>> {
         self.work.as_ref().filter(|w| w.undoable).map(|w| &w.prev)
     }

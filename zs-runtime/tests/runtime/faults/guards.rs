@@ -227,3 +227,57 @@ fn guards_see_the_new_state_before_any_observer() {
     ];
     assert_eq!(log.into_inner(), expected);
 }
+
+/// `MoveGuard::largest_move` against the plain maximum over the bodies, on lengths that end
+/// inside and outside its blocks of eight bodies and past the length it splits on the pool,
+/// with the largest move at every kind of place and a NaN anywhere.
+#[test]
+fn the_largest_move_is_the_plain_maximum_over_the_bodies() {
+    use zs_runtime::MoveGuard;
+    let plain = |last: &[f64], q: &[f64], stride: usize| {
+        let mut most = 0.0_f64;
+        for (a, b) in q.chunks_exact(stride).zip(last.chunks_exact(stride)) {
+            let r2 = (0..3).map(|c| (a[c] - b[c]) * (a[c] - b[c])).sum::<f64>();
+            if r2.is_nan() {
+                return f64::NAN;
+            }
+            most = most.max(r2);
+        }
+        most.sqrt()
+    };
+    let mut seed = 0x2545_F491_4F6C_DD1D_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    for stride in [3, 4] {
+        let guard = MoveGuard::new(0.3, stride);
+        for bodies in [0, 1, 7, 8, 9, 17, 2731, 12_001, 40_003] {
+            let last: Vec<f64> = (0..bodies * stride).map(|_| next()).collect();
+            let moved: Vec<f64> = last.iter().map(|x| x + 0.01 * next()).collect();
+            let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+            let got = guard.largest_move(&last, &moved);
+            assert!(same(got, plain(&last, &moved, stride)), "{stride} {bodies}");
+            for at in [0, bodies / 2, bodies.saturating_sub(1)]
+                .into_iter()
+                .filter(|_| bodies > 0)
+            {
+                let mut far = moved.clone();
+                far[at * stride + 2] += 0.25;
+                let want = plain(&last, &far, stride);
+                assert!(want > 0.2, "the far body is the largest move");
+                assert!(
+                    same(guard.largest_move(&last, &far), want),
+                    "{stride} {bodies} {at}"
+                );
+                far[at * stride + 1] = f64::NAN;
+                assert!(
+                    guard.largest_move(&last, &far).is_nan(),
+                    "{stride} {bodies} {at}"
+                );
+            }
+        }
+    }
+}
