@@ -363,7 +363,37 @@ fn ten_decimals(text: &mut String, x: f64) {
     if x.is_sign_negative() {
         text.push('-');
     }
-    let _ = write!(text, "{}.{:010}", units / SCALE, units % SCALE);
+    match u64::try_from(units) {
+        // Below 2⁶⁴ (|x| < 1.8·10⁹: every coordinate), the digits by 64-bit division by
+        // constants: the formatter's 128-bit division is a call per digit group.
+        Ok(units) => {
+            // Right to left: the ten decimals, the point, the integer part.
+            let mut digits = [0u8; 32];
+            let mut at = digits.len();
+            let (mut n, mut written) = (units % SCALE as u64, 0);
+            while written < 10 {
+                at -= 1;
+                digits[at] = b'0' + (n % 10) as u8;
+                (n, written) = (n / 10, written + 1);
+            }
+            at -= 1;
+            digits[at] = b'.';
+            let mut n = units / SCALE as u64;
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            // ASCII digits and a point.
+            text.push_str(core::str::from_utf8(&digits[at..]).unwrap_or_default());
+        }
+        Err(_) => {
+            let _ = write!(text, "{}.{:010}", units / SCALE, units % SCALE);
+        }
+    }
 }
 
 #[cfg(test)]
