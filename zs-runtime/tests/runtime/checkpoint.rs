@@ -454,24 +454,7 @@ fn resume_rejects_checkpoints_of_another_run() {
     assert!(matches!(e, CheckpointError::Missing(_)), "{e}");
     // Another dimension.
     let mut s1 = State::new([0.0], [0.0]);
-    struct Free;
-    impl Potential<1> for Free {
-        fn masses(&self) -> [f64; 1] {
-            [1.0]
-        }
-        fn potential(&self, _: &[f64; 1]) -> f64 {
-            0.0
-        }
-        fn gradient(&self, _: &[f64; 1]) -> [f64; 1] {
-            [0.0]
-        }
-        fn hessian(&self, _: &[f64; 1]) -> [[f64; 1]; 1] {
-            [[0.0]]
-        }
-        fn third_contraction(&self, _: &[f64; 1], _: &[f64; 1]) -> [f64; 1] {
-            [0.0]
-        }
-    }
+    use crate::support::fixtures::Free;
     let e = resume(
         &mut ZhangSkeel::new(0.4, 0.05),
         &Free,

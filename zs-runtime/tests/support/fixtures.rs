@@ -24,6 +24,27 @@ impl Potential<1> for NanBeyondOne {
     }
 }
 
+/// No force, unit mass: free flight, `q` growing by `h·v` a step.
+pub struct Free;
+
+impl Potential<1> for Free {
+    fn masses(&self) -> [f64; 1] {
+        [1.0]
+    }
+    fn potential(&self, _: &[f64; 1]) -> f64 {
+        0.0
+    }
+    fn gradient(&self, _: &[f64; 1]) -> [f64; 1] {
+        [0.0]
+    }
+    fn hessian(&self, _: &[f64; 1]) -> [[f64; 1]; 1] {
+        [[0.0]]
+    }
+    fn third_contraction(&self, _: &[f64; 1], _: &[f64; 1]) -> [f64; 1] {
+        [0.0]
+    }
+}
+
 /// The unit harmonic oscillator `V = ½q²`, unit mass (ω = 1).
 pub struct Spring;
 

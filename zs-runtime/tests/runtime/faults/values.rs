@@ -2,6 +2,7 @@
 //! wrong trajectory.
 
 use super::*;
+use crate::support::fixtures::Free;
 
 #[test]
 fn non_finite_gradient_is_reported_by_every_stepper() {
@@ -72,26 +73,6 @@ fn non_finite_state_returned_as_ok_is_caught_by_the_driver() {
     assert!(incomplete_marker_of(&path).exists());
 }
 
-/// No force: free flight, `q` growing by `h·v` a step.
-struct Free;
-impl Potential<1> for Free {
-    fn masses(&self) -> [f64; 1] {
-        [1.0]
-    }
-    fn potential(&self, _: &[f64; 1]) -> f64 {
-        0.0
-    }
-    fn gradient(&self, _: &[f64; 1]) -> [f64; 1] {
-        [0.0]
-    }
-    fn hessian(&self, _: &[f64; 1]) -> [[f64; 1]; 1] {
-        [[0.0]]
-    }
-    fn third_contraction(&self, _: &[f64; 1], _: &[f64; 1]) -> [f64; 1] {
-        [0.0]
-    }
-}
-
 /// Velocity Verlet and Langevin dynamics around it test the positions and velocities they
 /// write (`Stepper::checks_finite`), so the driver does not read the state again: a position
 /// that overflows is still a typed error at its step, with the state before it kept and the
@@ -115,34 +96,28 @@ fn a_stepper_that_checks_its_own_state_still_stops_at_a_non_finite_one() {
         assert_eq!(seen, 18, "{name}: the observers saw the start and 17 steps");
     };
     let mut verlet = VelocityVerlet::new(h);
-    assert!(Stepper::<Free, [f64; 1]>::checks_finite(&verlet));
     let mut langevin = Langevin::new(VelocityVerlet::new(h), 0.0, 0.0, 7);
-    assert!(Stepper::<Free, [f64; 1]>::checks_finite(&langevin));
     assert!(!Stepper::<Free, [f64; 1]>::checks_finite(&ZhangSkeel::new(
         0.3, h
     )));
-    let mut seen = 0u64;
-    let mut s = s0;
-    let e = run(
-        &mut verlet,
-        &Free,
-        &mut s,
-        1e9,
-        &mut [&mut FnObserver(|_: &Free, _: &State<1>| seen += 1)],
-    )
-    .error;
-    expect(e, s, seen, "velocity Verlet");
-    let mut seen = 0u64;
-    let mut s = s0;
-    let e = run(
-        &mut langevin,
-        &Free,
-        &mut s,
-        1e9,
-        &mut [&mut FnObserver(|_: &Free, _: &State<1>| seen += 1)],
-    )
-    .error;
-    expect(e, s, seen, "Langevin around velocity Verlet");
+    let steppers: [(&mut dyn Stepper<Free, [f64; 1]>, &str); 2] = [
+        (&mut verlet, "velocity Verlet"),
+        (&mut langevin, "Langevin around velocity Verlet"),
+    ];
+    for (stepper, name) in steppers {
+        assert!(stepper.checks_finite(), "{name}");
+        let mut seen = 0u64;
+        let mut s = s0;
+        let e = run(
+            stepper,
+            &Free,
+            &mut s,
+            1e9,
+            &mut [&mut FnObserver(|_: &Free, _: &State<1>| seen += 1)],
+        )
+        .error;
+        expect(e, s, seen, name);
+    }
 }
 
 /// A state of the wrong size given to any stepper on an assembled system (a `q` counting a
