@@ -34,7 +34,7 @@ use crate::error::{Quantity, StepErrorKind};
 use crate::model::Model;
 use crate::observers::Observer;
 use crate::vector::Vector;
-use crate::{StateOf, StepError, Stepper};
+use crate::{Measured, StateOf, StepError, Stepper};
 
 /// What a run did.
 #[derive(Debug)]
@@ -508,6 +508,13 @@ impl Loop {
             };
             stepping += step_clock.elapsed();
             let stepped = result.is_ok();
+            // What the stepper measured of the new state in its own passes (the observers'
+            // shortcut), read before anything else can change the state.
+            let measured = if stepped {
+                stepper.measured()
+            } else {
+                Measured::default()
+            };
             let result = result.and_then(|()| {
                 let from = match &before {
                     Some(before) => before,
@@ -515,7 +522,7 @@ impl Loop {
                         .replaced()
                         .expect("a stepper that keeps the state it replaced names it"),
                 };
-                accept(target, from, state, observers, k, checked)
+                accept(target, from, state, observers, k, checked, &measured)
             });
             if let Err(e) = result {
                 // The stepper leaves the state untouched on error; a state rejected by the
@@ -534,7 +541,7 @@ impl Loop {
             }
             self.done += 1;
             for o in observers.iter_mut() {
-                o.observe(target, state);
+                o.observe_measured(target, state, &measured);
             }
             if let Some((every, hook)) = hook.as_mut()
                 && self.done.is_multiple_of(*every)
@@ -619,6 +626,7 @@ fn accept<P: ?Sized, V: Vector>(
     observers: &mut [&mut dyn Observer<P, V>],
     step: u64,
     checked: bool,
+    measured: &Measured,
 ) -> Result<(), StepError> {
     let t = before.t;
     // A stepper that tested its state on the way ([`Stepper::checks_finite`]) is not read
@@ -627,7 +635,7 @@ fn accept<P: ?Sized, V: Vector>(
         return Err(StepError::non_finite(step, t, Quantity::StateAfterStep));
     }
     for o in observers.iter_mut() {
-        o.check_step(target, before, state)
+        o.check_measured(target, before, state, measured)
             .map_err(|v| v.at(step, t))?;
     }
     Ok(())

@@ -44,9 +44,9 @@ use core::marker::PhantomData;
 
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::model::{ConstrainedModel, ConstraintSpace};
-use crate::observers::{Observer, total_energy};
-use crate::vector::Vector;
-use crate::{Model, StateOf};
+use crate::observers::{Observer, total_energy, total_energy_measured};
+use crate::vector::{Vector, body_moves2, point_moves2};
+use crate::{Measured, Model, StateOf};
 
 pub use crate::observers::GuardViolation;
 
@@ -134,9 +134,14 @@ impl EnergyGuard {
         self.max_seen
     }
 
-    fn drift<P: Model<V> + ?Sized, V: Vector>(&self, target: &P, s: &StateOf<V>) -> f64 {
+    fn drift<P: Model<V> + ?Sized, V: Vector>(
+        &self,
+        target: &P,
+        s: &StateOf<V>,
+        measured: &Measured,
+    ) -> f64 {
         match self.initial {
-            Some(e0) => (total_energy(target, s) - e0).abs(),
+            Some(e0) => (total_energy_measured(target, s, measured) - e0).abs(),
             None => 0.0,
         }
     }
@@ -148,11 +153,24 @@ impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for EnergyGuard {
         self.max_seen = 0.0;
     }
     fn check(&mut self, target: &P, state: &StateOf<V>) -> Result<(), GuardViolation> {
+        self.check_measured(target, state, state, &Measured::default())
+    }
+    /// `V` found by the new positions' key when the stepper measured it.
+    fn check_measured(
+        &mut self,
+        target: &P,
+        _before: &StateOf<V>,
+        state: &StateOf<V>,
+        measured: &Measured,
+    ) -> Result<(), GuardViolation> {
         let limit = self.limit().unwrap_or(f64::INFINITY);
-        within(ENERGY_DRIFT, self.drift(target, state), limit)
+        within(ENERGY_DRIFT, self.drift(target, state, measured), limit)
     }
     fn observe(&mut self, target: &P, state: &StateOf<V>) {
-        let d = self.drift(target, state);
+        self.observe_measured(target, state, &Measured::default());
+    }
+    fn observe_measured(&mut self, target: &P, state: &StateOf<V>, measured: &Measured) {
+        let d = self.drift(target, state, measured);
         if d > self.max_seen {
             self.max_seen = d;
         }
@@ -308,21 +326,9 @@ impl MoveGuard {
                 #[inline(always)]
                 || {
                     if stride == 3 {
-                        // Point bodies: eight at a time, each lane its own maximum, so that
-                        // the compiler knows the stride and vectorizes the loads.
-                        let (blocks, rest) = (q.chunks_exact(24), last.chunks_exact(24));
-                        let tail = moves(blocks.remainder(), rest.remainder(), 3);
-                        let (mut most, mut nan) = ([0.0_f64; 8], [false; 8]);
-                        for (a, b) in blocks.zip(rest) {
-                            for j in 0..8 {
-                                let r2 = body_move2(&a[3 * j..], &b[3 * j..]);
-                                nan[j] |= r2.is_nan();
-                                most[j] = most[j].max(r2);
-                            }
-                        }
-                        (0..8).fold(tail, |(m, n), j| (m.max(most[j]), n | nan[j]))
+                        point_moves2(q, last)
                     } else {
-                        moves(q, last, stride)
+                        body_moves2(q, last, stride)
                     }
                 },
             )
@@ -341,26 +347,6 @@ impl MoveGuard {
     }
 }
 
-/// The square of the distance from `b`'s first three coordinates to `a`'s.
-#[inline(always)]
-fn body_move2(a: &[f64], b: &[f64]) -> f64 {
-    let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-    d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
-}
-
-/// The largest [`body_move2`] over bodies of `stride` coordinates, and whether one was NaN.
-/// No early exit and no branch: the loop vectorizes; a NaN is carried by `nan`.
-#[inline(always)]
-fn moves(q: &[f64], last: &[f64], stride: usize) -> (f64, bool) {
-    let (mut most, mut nan) = (0.0_f64, false);
-    for (a, b) in q.chunks_exact(stride).zip(last.chunks_exact(stride)) {
-        let r2 = body_move2(a, b);
-        nan |= r2.is_nan();
-        most = most.max(r2);
-    }
-    (most, nan)
-}
-
 impl<P: ?Sized, V: Vector> Observer<P, V> for MoveGuard {
     fn start(&mut self, _target: &P, _state: &StateOf<V>) {
         self.max_seen = 0.0;
@@ -376,6 +362,23 @@ impl<P: ?Sized, V: Vector> Observer<P, V> for MoveGuard {
         self.checked = Some(d);
         // `within` rejects a NaN (not ≤ the limit).
         within(ONE_STEP_MOVE, d, self.limit)
+    }
+    /// The stepper's own measure of the largest move of a point body when it took one — the
+    /// bits [`MoveGuard::largest_move`] gives — else [`Observer::check_step`].
+    fn check_measured(
+        &mut self,
+        target: &P,
+        before: &StateOf<V>,
+        state: &StateOf<V>,
+        measured: &Measured,
+    ) -> Result<(), GuardViolation> {
+        match measured.largest_point_move() {
+            Some(d) if self.stride == 3 => {
+                self.checked = Some(d);
+                within(ONE_STEP_MOVE, d, self.limit)
+            }
+            _ => self.check_step(target, before, state),
+        }
     }
     fn observe(&mut self, _target: &P, _state: &StateOf<V>) {
         if let Some(d) = self.checked.take()

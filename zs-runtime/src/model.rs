@@ -15,6 +15,7 @@
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::linalg::{SolveFailure, SolveOptions};
 use crate::masses::Masses;
+use crate::state::PositionsKey;
 use crate::vector::Vector;
 use crate::{MechanicalSystem, Potential, StiffSplit};
 
@@ -73,6 +74,21 @@ pub trait Model<V: Vector> {
     fn potential_at(&self, q: &V) -> f64;
     /// `∇V(q)`.
     fn gradient_into(&self, q: &V, g: &mut V);
+    /// [`Model::gradient_into`] at positions whose key the caller found in its own pass over
+    /// them: a model that keeps the energy of its last evaluation keys it by `key` too, for
+    /// [`Model::potential_at_keyed`]. The default ignores the key.
+    fn gradient_into_keyed(&self, q: &V, g: &mut V, key: PositionsKey) {
+        let _ = key;
+        self.gradient_into(q, g);
+    }
+    /// [`Model::potential_at`] at positions whose key is `key`: an assembled system whose last
+    /// evaluation was [`Model::gradient_into_keyed`] at that key returns the energy it found
+    /// there without reading `q` (an observer after a step; in spatial order, without gathering
+    /// `q` into the inner order). The default ignores the key.
+    fn potential_at_keyed(&self, q: &V, key: PositionsKey) -> f64 {
+        let _ = key;
+        self.potential_at(q)
+    }
     /// `V(q)` and `∇V(q)` from one evaluation: `∇V(q)` into `g`, `V(q)` returned. Generated
     /// systems compute the value in the gradient's pass (what the minimisers and observers
     /// use); the default evaluates the two.

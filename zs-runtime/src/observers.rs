@@ -13,7 +13,7 @@ use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::error::StepErrorKind;
 use crate::model::{ConstrainedModel, ConstraintSpace};
 use crate::vector::Vector;
-use crate::{Model, StateOf, StepError};
+use crate::{Measured, Model, StateOf, StepError};
 
 /// A guard's rejection of a state (see [`crate::guards`]): the guarded quantity, its value and
 /// the limit it exceeded. Defined here, with the [`Observer`] trait that returns it, so that the
@@ -83,8 +83,27 @@ pub trait Observer<P: ?Sized, V> {
         let _ = before;
         self.check(target, state)
     }
+    /// [`Observer::check_step`] with what the stepper measured of the new state in its own
+    /// passes ([`Measured`]), which the guard may use instead of reading the state again. The
+    /// driver calls this one; the default calls [`Observer::check_step`].
+    fn check_measured(
+        &mut self,
+        target: &P,
+        before: &StateOf<V>,
+        state: &StateOf<V>,
+        measured: &Measured,
+    ) -> Result<(), GuardViolation> {
+        let _ = measured;
+        self.check_step(target, before, state)
+    }
     /// The state after a step.
     fn observe(&mut self, target: &P, state: &StateOf<V>);
+    /// [`Observer::observe`] with what the stepper measured of the state ([`Measured`]). The
+    /// driver calls this one after a step; the default calls [`Observer::observe`].
+    fn observe_measured(&mut self, target: &P, state: &StateOf<V>, measured: &Measured) {
+        let _ = measured;
+        self.observe(target, state);
+    }
     /// The run stopped on `error` before its planned end; called before
     /// [`Observer::finish`]. The default does nothing; [`crate::CsvRecorder`] marks its file
     /// as ended early.
@@ -112,6 +131,20 @@ pub trait Observer<P: ?Sized, V> {
 /// Total energy `½ vᵀ M v + V(q)` of `state` under `potential`.
 pub fn total_energy<P: Model<V> + ?Sized, V: Vector>(potential: &P, state: &StateOf<V>) -> f64 {
     potential.kinetic_energy(&state.v) + potential.potential_at(&state.q)
+}
+
+/// [`total_energy`] of the state a step produced, `V` found by the positions' key when the
+/// stepper measured it ([`Model::potential_at_keyed`]): the same value.
+pub fn total_energy_measured<P: Model<V> + ?Sized, V: Vector>(
+    potential: &P,
+    state: &StateOf<V>,
+    measured: &Measured,
+) -> f64 {
+    let v = match measured.positions_key() {
+        Some(key) => potential.potential_at_keyed(&state.q, key),
+        None => potential.potential_at(&state.q),
+    };
+    potential.kinetic_energy(&state.v) + v
 }
 
 /// Euclidean norm `‖g(q)‖` of the constraint residual.
@@ -207,6 +240,9 @@ impl EnergyObserver {
 impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for EnergyObserver {
     fn observe(&mut self, target: &P, state: &StateOf<V>) {
         self.record(total_energy(target, state));
+    }
+    fn observe_measured(&mut self, target: &P, state: &StateOf<V>, measured: &Measured) {
+        self.record(total_energy_measured(target, state, measured));
     }
     fn save_checkpoint(&mut self, out: &mut ScopeMut<'_>) -> std::io::Result<()> {
         self.save(out);

@@ -86,3 +86,37 @@ impl<V: Vector> StateOf<V> {
             && crate::vector::all_finite(&self.v)
     }
 }
+
+/// The key of a vector of positions: the fingerprint of its bits (each entry's bits mixed with
+/// its index, summed), as a stepper found it in its own pass over the positions it wrote. A
+/// model that caches its last evaluation keys it by this too
+/// ([`crate::Model::gradient_into_keyed`]), so that the energy an observer asks for next
+/// ([`crate::Model::potential_at_keyed`]) is found without reading the positions again. Made
+/// only by this crate's steppers, for the positions they pass it with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PositionsKey(pub(crate) u64);
+
+/// What a stepper measured of the state its last step produced, in its own passes over that
+/// state ([`crate::Stepper::measured`]). The driver hands it to the observers
+/// ([`crate::Observer::check_measured`], [`crate::Observer::observe_measured`]), which use it
+/// instead of reading the state again: for a long state each such read is a pass over main
+/// memory, every step. What the stepper did not measure is `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Measured {
+    pub(crate) positions_key: Option<PositionsKey>,
+    pub(crate) largest_point_move: Option<f64>,
+}
+
+impl Measured {
+    /// The key of the new positions.
+    pub fn positions_key(&self) -> Option<PositionsKey> {
+        self.positions_key
+    }
+
+    /// The largest distance a point body — three consecutive coordinates, its position —
+    /// moved in the step: what [`crate::MoveGuard::largest_move`] gives for bodies of three
+    /// coordinates, the same bits.
+    pub fn largest_point_move(&self) -> Option<f64> {
+        self.largest_point_move
+    }
+}

@@ -1,7 +1,7 @@
 //! The common shape of every integrator: a clock ([`Clocked`]) and a step ([`Stepper`]).
 
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
-use crate::{StateOf, StepError};
+use crate::{Measured, StateOf, StepError};
 
 /// A stepper's clock: its step size and the number of steps it has completed (the index the
 /// next failing step reports).
@@ -105,6 +105,13 @@ pub trait Stepper<P: ?Sized, V>: Clocked {
     fn checks_finite(&self) -> bool {
         false
     }
+    /// What this stepper measured, in its own passes, of the state its last successful step
+    /// produced ([`Measured`]: the new positions' key, the largest move of a point body), for
+    /// the observers the driver hands it to. Nothing by default. A stepper that reports it
+    /// reports it of the state as that step left it, and no other.
+    fn measured(&self) -> Measured {
+        Measured::default()
+    }
 }
 
 /// A boxed stepper has the clock of the stepper it holds.
@@ -183,5 +190,8 @@ impl<P: ?Sized, V, S: Stepper<P, V> + ?Sized> Stepper<P, V> for Box<S> {
     }
     fn checks_finite(&self) -> bool {
         (**self).checks_finite()
+    }
+    fn measured(&self) -> Measured {
+        (**self).measured()
     }
 }

@@ -283,3 +283,43 @@ pub fn same_bits<V: Vector>(a: &V, b: &V) -> bool {
 pub fn inf_norm<V: Vector>(x: &V) -> f64 {
     x.as_slice().iter().fold(0.0f64, |m, v| m.max(v.abs()))
 }
+
+/// The largest square distance a point body (three consecutive coordinates) moved from `last`
+/// to `q`, and whether one was NaN: [`body_moves2`] for bodies of three coordinates, eight
+/// bodies at a time, each lane its own maximum, so that the compiler knows the stride and
+/// vectorizes the loads (inlined into a [`crate::simd::widest`] caller).
+#[inline(always)]
+pub(crate) fn point_moves2(q: &[f64], last: &[f64]) -> (f64, bool) {
+    let (blocks, rest) = (q.chunks_exact(24), last.chunks_exact(24));
+    let tail = body_moves2(blocks.remainder(), rest.remainder(), 3);
+    let (mut most, mut nan) = ([0.0_f64; 8], [false; 8]);
+    for (a, b) in blocks.zip(rest) {
+        for j in 0..8 {
+            let r2 = body_move2(&a[3 * j..], &b[3 * j..]);
+            nan[j] |= r2.is_nan();
+            most[j] = most[j].max(r2);
+        }
+    }
+    (0..8).fold(tail, |(m, n), j| (m.max(most[j]), n | nan[j]))
+}
+
+/// The square of the distance from `b`'s first three coordinates to `a`'s.
+#[inline(always)]
+fn body_move2(a: &[f64], b: &[f64]) -> f64 {
+    let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+}
+
+/// The largest [`body_move2`] over bodies of `stride` coordinates from `last` to `q`, and
+/// whether one was NaN. No early exit and no branch: the loop vectorizes; a NaN is carried by
+/// the flag.
+#[inline(always)]
+pub(crate) fn body_moves2(q: &[f64], last: &[f64], stride: usize) -> (f64, bool) {
+    let (mut most, mut nan) = (0.0_f64, false);
+    for (a, b) in q.chunks_exact(stride).zip(last.chunks_exact(stride)) {
+        let r2 = body_move2(a, b);
+        nan |= r2.is_nan();
+        most = most.max(r2);
+    }
+    (most, nan)
+}

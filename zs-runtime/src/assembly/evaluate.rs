@@ -14,6 +14,7 @@ use super::workspace::Workspace;
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::model::HessianPart;
 use crate::sparse::{SparseMatrix, SparseSolver};
+use crate::state::PositionsKey;
 use crate::{Model, StiffModel};
 
 impl<T: Terms<D>, const D: usize> Assembled<T, D> {
@@ -185,6 +186,26 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 
     pub(crate) fn gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) {
         self.value_gradient(omega, q, g);
+    }
+
+    /// [`Assembled::gradient`] at positions of key `key` (the caller's, in its own order),
+    /// which then also keys the energy found: [`Assembled::energy_keyed`].
+    pub(crate) fn gradient_keyed(&self, omega: f64, q: &[f64], g: &mut [f64], key: PositionsKey) {
+        self.value_gradient(omega, q, g);
+        self.work().mark_valued_outside(key);
+    }
+
+    /// `V` at `q` of key `key`: the energy of the last evaluation when it was
+    /// [`Assembled::gradient_keyed`] at that key and `omega` — without reading `q`, nor
+    /// gathering it into a spatial order — else [`Assembled::energy`].
+    pub(crate) fn energy_keyed(&self, omega: f64, q: &[f64], key: PositionsKey) -> f64 {
+        {
+            let s = self.work();
+            if s.valued_outside(key, omega) {
+                return s.value();
+            }
+        }
+        self.energy(omega, q)
     }
 
     /// The gradient (if asked) and the Hessian of `want` into `h`.
@@ -376,6 +397,12 @@ macro_rules! assembled_model {
             }
             fn gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) {
                 self.as_system().gradient(self.penalty(), q, g);
+            }
+            fn gradient_into_keyed(&self, q: &Vec<f64>, g: &mut Vec<f64>, key: PositionsKey) {
+                self.as_system().gradient_keyed(self.penalty(), q, g, key);
+            }
+            fn potential_at_keyed(&self, q: &Vec<f64>, key: PositionsKey) -> f64 {
+                self.as_system().energy_keyed(self.penalty(), q, key)
             }
             fn value_gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) -> f64 {
                 self.as_system().value_gradient(self.penalty(), q, g)

@@ -14,6 +14,7 @@ use super::neighbors::Neighbors;
 use super::plan::{Bodies, PINNED};
 use crate::model::HessianPart;
 use crate::sparse::BlockLayout;
+use crate::state::PositionsKey;
 use crate::vector::fingerprint;
 
 /// One evaluation state of an assembled model (see the [module docs](self)).
@@ -33,6 +34,10 @@ pub(crate) struct Workspace<T, const D: usize> {
     valued_q: u64,
     valued_omega: f64,
     valued: bool,
+    /// The caller's key of the positions the term energies were computed at, when the caller
+    /// gave one ([`super::Assembled::gradient_keyed`]): it is not `valued_q` when the bodies
+    /// are held in a spatial order (that one is of the inner order's positions).
+    valued_outside: Option<PositionsKey>,
     /// The number of free bodies.
     free: usize,
     /// The pair cutoff's neighbour list (which keeps the reference sites it is built from),
@@ -97,6 +102,7 @@ impl<T, const D: usize> Workspace<T, D> {
             valued_q: 0,
             valued_omega: 0.0,
             valued: false,
+            valued_outside: None,
             free,
             neighbors,
             pairs: Vec::new(),
@@ -147,6 +153,23 @@ impl<T, const D: usize> Workspace<T, D> {
         self.valued_q = key;
         self.valued_omega = omega;
         self.valued = true;
+        self.valued_outside = None;
+    }
+
+    /// The term energies just computed ([`Workspace::mark_valued`]) are those at the caller's
+    /// positions of key `key`.
+    pub fn mark_valued_outside(&mut self, key: PositionsKey) {
+        if self.valued {
+            self.valued_outside = Some(key);
+        }
+    }
+
+    /// True when the term energies are those at the caller's positions of key `key` and at
+    /// `omega`.
+    pub fn valued_outside(&self, key: PositionsKey, omega: f64) -> bool {
+        self.valued
+            && self.valued_omega.to_bits() == omega.to_bits()
+            && self.valued_outside == Some(key)
     }
 
     /// `V`: the sum of every form's term energies, forms in table order (each form's in

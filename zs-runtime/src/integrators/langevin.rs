@@ -9,7 +9,7 @@ use super::composition::{restamp, restore, save};
 use crate::error::{Quantity, StepErrorKind};
 use crate::stepper::{Clock, Clocked};
 use crate::vector::Vector;
-use crate::{Masses, Model, StateOf, StepError, Stepper};
+use crate::{Masses, Measured, Model, StateOf, StepError, Stepper};
 
 /// Where a [`Langevin`] integrator's noise stream stands: enough to restart it bit for bit.
 ///
@@ -440,6 +440,10 @@ impl<P: Model<V> + ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Langev
     /// inner step's.
     fn checks_finite(&self) -> bool {
         self.inner.checks_finite()
+    }
+    /// The inner step's: the Ornstein–Uhlenbeck flow moves no position.
+    fn measured(&self) -> Measured {
+        self.inner.measured()
     }
 }
 

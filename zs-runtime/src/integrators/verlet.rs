@@ -5,9 +5,10 @@ use super::{Buffers, StepStats, check_finite, check_h, check_state, par_triples}
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::simd::widest;
+use crate::state::PositionsKey;
 use crate::stepper::{Clock, Clocked};
-use crate::vector::{Vector, fingerprint_of_sum, fingerprint_term};
-use crate::{Masses, Model, StateOf, StepError, Stepper};
+use crate::vector::{PARALLEL_FROM, Vector, fingerprint_of_sum, fingerprint_term, point_moves2};
+use crate::{Masses, Measured, Model, StateOf, StepError, Stepper};
 
 /// Velocity Verlet:
 ///
@@ -45,6 +46,8 @@ pub struct VelocityVerlet<V: Vector> {
     clock: Clock,
     stats: StepStats,
     work: Buffers<Work<V>>,
+    /// What the last successful step measured of its state ([`Stepper::measured`]).
+    measured: Measured,
 }
 
 /// The step's vectors, as few as the step needs (a million bodies' vector is 24 MB): the new
@@ -73,6 +76,7 @@ impl<V: Vector> VelocityVerlet<V> {
             clock: Clock::new(h),
             stats: StepStats::default(),
             work: Buffers::default(),
+            measured: Measured::default(),
         }
     }
 
@@ -96,9 +100,13 @@ impl<V: Vector> VelocityVerlet<V> {
         state: &mut StateOf<V>,
     ) -> Result<(), StepError> {
         let (h, k, t) = (self.clock.h, self.clock.steps, state.t);
+        self.measured = Measured::default();
         check_h(h, k, t)?;
         check_state(potential.dimension(), state, k, t)?;
         let n = potential.dimension();
+        // A long state of point bodies: the kick-drift pass also measures the largest move of
+        // a body (three coordinates), for the guard that would read the state twice for it.
+        let points = n >= PARALLEL_FROM && n % 3 == 0;
         let Work {
             m: copied,
             a0,
@@ -136,10 +144,12 @@ impl<V: Vector> VelocityVerlet<V> {
         let half = 0.5 * h;
         // Kick and drift in one pass (the positions' finiteness checked on the way), which
         // also takes the fingerprints of `q` (is the cached acceleration `q`'s?) and of the
-        // new positions (the key of the acceleration this step leaves): no pass of their own.
-        let kick_drift = |a0: &V, x1: &mut V, v_half: &mut V| -> (bool, u64, u64) {
+        // new positions (the key of the acceleration this step leaves), and for `points` the
+        // largest square move of a body, from the chunk just written (in the caches): no pass
+        // of their own.
+        let kick_drift = |a0: &V, x1: &mut V, v_half: &mut V| -> (bool, u64, u64, f64) {
             let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), a0.as_slice());
-            let (finite, key_q, key_x1) =
+            let (finite, key_q, key_x1, moved) =
                 par_triples(v_half.as_mut_slice(), x1.as_mut_slice(), &|at, vh, x1| {
                     widest(
                         #[inline(always)]
@@ -160,7 +170,10 @@ impl<V: Vector> VelocityVerlet<V> {
                                 key_q = key_q.wrapping_add(fingerprint_term(j, q));
                                 key_x1 = key_x1.wrapping_add(fingerprint_term(j, *x1));
                             }
-                            (finite, key_q, key_x1)
+                            // A NaN move comes only with a position not finite: the step
+                            // is then refused, and the move not used.
+                            let moved = if points { point_moves2(x1, q).0 } else { 0.0 };
+                            (finite, key_q, key_x1, moved)
                         },
                     )
                 });
@@ -169,9 +182,10 @@ impl<V: Vector> VelocityVerlet<V> {
                 finite,
                 fingerprint_of_sum(key_q, n),
                 fingerprint_of_sum(key_x1, n),
+                moved,
             )
         };
-        let mut pass = (false, 0, 0);
+        let mut pass = (false, 0, 0, 0.0);
         if *cached {
             pass = kick_drift(a0, x1, v_half);
         }
@@ -183,7 +197,7 @@ impl<V: Vector> VelocityVerlet<V> {
             acceleration(potential, &state.q, m, a0, k, t)?;
             pass = kick_drift(a0, x1, v_half);
         }
-        let (finite, _, key_x1) = pass;
+        let (finite, _, key_x1, moved) = pass;
         if !finite {
             *cached = false;
             return Err(StepError::non_finite(k, t, Quantity::NewPosition));
@@ -193,11 +207,11 @@ impl<V: Vector> VelocityVerlet<V> {
         // acceleration in place and the second kick in one pass; on a non-finite entry, the
         // first quantity that is not finite is named (gradient, acceleration, velocity), and
         // the acceleration is no longer `q`'s.
-        potential.gradient_into(x1, a0);
+        potential.gradient_into_keyed(x1, a0, PositionsKey(key_x1));
         *cached = false;
         // The gradient's own finiteness counted in the same pass (the entries not finite),
         // so that an error names it without a pass of its own over `a0` first.
-        let (finite, not_finite_gradient, _) =
+        let (finite, not_finite_gradient, _, _) =
             par_triples(a0.as_mut_slice(), v_half.as_mut_slice(), &|at, a1, v1| {
                 widest(
                     #[inline(always)]
@@ -216,7 +230,7 @@ impl<V: Vector> VelocityVerlet<V> {
                                 }
                             },
                         );
-                        (finite, not_finite_gradient, 0)
+                        (finite, not_finite_gradient, 0, 0.0)
                     },
                 )
             });
@@ -237,6 +251,10 @@ impl<V: Vector> VelocityVerlet<V> {
         *cache_key = key_x1;
         *cached = true;
         self.clock.steps += 1;
+        self.measured = Measured {
+            positions_key: Some(PositionsKey(key_x1)),
+            largest_point_move: points.then(|| moved.sqrt()),
+        };
         Ok(())
     }
 }
@@ -291,6 +309,7 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
             return false;
         }
         w.undoable = false;
+        self.measured = Measured::default();
         core::mem::swap(&mut state.q, &mut w.prev.q);
         core::mem::swap(&mut state.v, &mut w.prev.v);
         state.t = w.prev.t;
@@ -309,6 +328,11 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
     }
     fn replaced(&self) -> Option<&StateOf<V>> {
         self.work.as_ref().filter(|w| w.undoable).map(|w| &w.prev)
+    }
+    /// The new positions' key, and on a long state of point bodies the largest move of one,
+    /// both from the kick-drift pass.
+    fn measured(&self) -> Measured {
+        self.measured
     }
 }
 

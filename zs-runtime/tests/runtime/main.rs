@@ -28,6 +28,7 @@ mod macro_expansion;
 mod macro_large;
 mod macro_lints;
 mod macro_split;
+mod measured;
 mod multipliers;
 mod newmark;
 mod output_safety;
