@@ -15,7 +15,7 @@
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::linalg::{SolveFailure, SolveOptions};
 use crate::masses::Masses;
-use crate::state::PositionsKey;
+use crate::state::{Measured, PositionsKey};
 use crate::vector::Vector;
 use crate::{MechanicalSystem, Potential, StiffSplit};
 
@@ -70,6 +70,14 @@ pub trait Model<V: Vector> {
     }
     /// `½ vᵀ M v`.
     fn kinetic_energy(&self, v: &V) -> f64;
+    /// [`Model::kinetic_energy`] of the velocities a step produced, given what the stepper
+    /// measured of them ([`Measured`]): an assembled system takes the stepper's sum, which is
+    /// its own to the bit (the same summation, taken in the stepper's pass over the
+    /// velocities). The default ignores it.
+    fn kinetic_energy_measured(&self, v: &V, measured: &Measured) -> f64 {
+        let _ = measured;
+        self.kinetic_energy(v)
+    }
     /// `V(q)`.
     fn potential_at(&self, q: &V) -> f64;
     /// `∇V(q)`.

@@ -133,8 +133,10 @@ pub fn total_energy<P: Model<V> + ?Sized, V: Vector>(potential: &P, state: &Stat
     potential.kinetic_energy(&state.v) + potential.potential_at(&state.q)
 }
 
-/// [`total_energy`] of the state a step produced, `V` found by the positions' key when the
-/// stepper measured it ([`Model::potential_at_keyed`]): the same value.
+/// [`total_energy`] of the state a step produced, from what the stepper measured of it: `V`
+/// found by the positions' key ([`Model::potential_at_keyed`]), the kinetic energy the
+/// stepper's own where the model takes it ([`Model::kinetic_energy_measured`]). The same
+/// value.
 pub fn total_energy_measured<P: Model<V> + ?Sized, V: Vector>(
     potential: &P,
     state: &StateOf<V>,
@@ -144,7 +146,7 @@ pub fn total_energy_measured<P: Model<V> + ?Sized, V: Vector>(
         Some(key) => potential.potential_at_keyed(&state.q, key),
         None => potential.potential_at(&state.q),
     };
-    potential.kinetic_energy(&state.v) + v
+    potential.kinetic_energy_measured(&state.v, measured) + v
 }
 
 /// Euclidean norm `‖g(q)‖` of the constraint residual.

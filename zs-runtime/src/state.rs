@@ -105,6 +105,7 @@ pub struct PositionsKey(pub(crate) u64);
 pub struct Measured {
     pub(crate) positions_key: Option<PositionsKey>,
     pub(crate) largest_point_move: Option<f64>,
+    pub(crate) kinetic: Option<f64>,
 }
 
 impl Measured {
@@ -118,5 +119,11 @@ impl Measured {
     /// coordinates, the same bits.
     pub fn largest_point_move(&self) -> Option<f64> {
         self.largest_point_move
+    }
+
+    /// `½ vᵀ M v` of the new velocities, summed as an assembled system sums it: what its
+    /// [`crate::Model::kinetic_energy`] gives, the same bits.
+    pub fn kinetic_energy(&self) -> Option<f64> {
+        self.kinetic
     }
 }

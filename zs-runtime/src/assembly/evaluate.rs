@@ -14,7 +14,7 @@ use super::workspace::Workspace;
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::model::HessianPart;
 use crate::sparse::{SparseMatrix, SparseSolver};
-use crate::state::PositionsKey;
+use crate::state::{Measured, PositionsKey};
 use crate::{Model, StiffModel};
 
 impl<T: Terms<D>, const D: usize> Assembled<T, D> {
@@ -335,14 +335,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.check_len(v, "v");
         let masses = self.model.masses.lent();
         0.5 * crate::vector::tree_sum(0..v.len(), &|r| {
-            // One running sum through the blocks, from `Sum`'s own start: the bits of
-            // `Iterator::sum` over the range.
-            let mut sum: f64 = core::iter::empty::<f64>().sum();
-            masses.in_blocks(r.start, r.len(), |at, m| {
-                let v = &v[r.start + at..];
-                sum = v.iter().zip(m).fold(sum, |s, (v, m)| s + m * v * v);
-            });
-            sum
+            crate::simd::widest(
+                #[inline(always)]
+                || masses.twice_kinetic(r.start, &v[r]),
+            )
         })
     }
 }
@@ -391,6 +387,12 @@ macro_rules! assembled_model {
             }
             fn kinetic_energy(&self, v: &Vec<f64>) -> f64 {
                 self.as_system().kinetic(v)
+            }
+            fn kinetic_energy_measured(&self, v: &Vec<f64>, measured: &Measured) -> f64 {
+                match measured.kinetic_energy() {
+                    Some(k) => k,
+                    None => self.as_system().kinetic(v),
+                }
             }
             fn potential_at(&self, q: &Vec<f64>) -> f64 {
                 self.as_system().energy(self.penalty(), q)

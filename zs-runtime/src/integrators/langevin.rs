@@ -441,9 +441,13 @@ impl<P: Model<V> + ?Sized, S: Stepper<P, V>, V: Vector> Stepper<P, V> for Langev
     fn checks_finite(&self) -> bool {
         self.inner.checks_finite()
     }
-    /// The inner step's: the Ornstein–Uhlenbeck flow moves no position.
+    /// The inner step's positions' key and moves (the Ornstein–Uhlenbeck flow moves no
+    /// position); not its kinetic energy, of the velocities the flow replaced.
     fn measured(&self) -> Measured {
-        self.inner.measured()
+        Measured {
+            kinetic: None,
+            ..self.inner.measured()
+        }
     }
 }
 

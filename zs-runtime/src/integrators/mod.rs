@@ -223,27 +223,32 @@ pub(crate) type Triple = (bool, u64, u64, f64);
 /// A chunk's pass of [`par_triples`]: its offset, its two slices → its [`Triple`].
 pub(crate) type TriplePass<'a> = dyn Fn(usize, &mut [f64], &mut [f64]) -> Triple + Sync + 'a;
 
-/// The chunk of [`par_triples`]: whole blocks of 24 coordinates (eight point bodies of three
-/// coordinates: a chunk's bodies are its own), near [`VECTOR_CHUNK`], a whole number of
-/// 64-byte lines.
-const TRIPLE_CHUNK: usize = VECTOR_CHUNK / 24 * 24;
+/// A chunk of [`par_triples`] of whole blocks of 24 coordinates (eight point bodies of three
+/// coordinates: a chunk's bodies are its own), near [`VECTOR_CHUNK`].
+pub(crate) const BODY_CHUNK: usize = VECTOR_CHUNK / 24 * 24;
 
-/// `f(first, a_chunk, b_chunk)` over matching chunks of `a` and `b` (`first` the chunk's
-/// offset, a multiple of 24), on rayon's current pool when the vectors are long: each chunk's
+/// `f(first, a_chunk, b_chunk)` over matching chunks of `a` and `b` of `chunk` entries
+/// (`first` the chunk's offset, a multiple of `chunk`; one chunk when the vectors are short),
+/// on rayon's current pool when the vectors are long: each chunk's
 /// flag, two 64-bit sums (fingerprints' terms, counts) and a maximum, the flags and-ed, the
 /// sums added (wrapping), the largest maximum kept (`f64::max`: a NaN only when every chunk's
 /// is one) — the same results whatever the chunks' schedule, each entry computed by the same
 /// operations whatever the split. `f` is a trait object, called once per chunk: rayon's
 /// machinery is compiled once for every stepper and system, not once for each.
-pub(crate) fn par_triples(a: &mut [f64], b: &mut [f64], f: &TriplePass<'_>) -> Triple {
+pub(crate) fn par_triples(
+    a: &mut [f64],
+    b: &mut [f64],
+    chunk: usize,
+    f: &TriplePass<'_>,
+) -> Triple {
     use rayon::prelude::*;
     if a.len() < PARALLEL_FROM {
         return f(0, a, b);
     }
-    a.par_chunks_mut(TRIPLE_CHUNK)
-        .zip(b.par_chunks_mut(TRIPLE_CHUNK))
+    a.par_chunks_mut(chunk)
+        .zip(b.par_chunks_mut(chunk))
         .enumerate()
-        .map(|(c, (a, b))| f(c * TRIPLE_CHUNK, a, b))
+        .map(|(c, (a, b))| f(c * chunk, a, b))
         .reduce(
             || (true, 0, 0, 0.0),
             |x, y| {

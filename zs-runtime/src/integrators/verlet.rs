@@ -1,13 +1,19 @@
 //! Velocity Verlet (Störmer–Verlet), `docs/INTEGRATORS.md` §1 — the paper's "variational Euler" on
 //! the penalized system (Tao & Owhadi, Fig. 1 row 3).
 
-use super::{Buffers, StepStats, check_finite, check_h, check_state, par_triples};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{BODY_CHUNK, Buffers, StepStats, check_finite, check_h, check_state, par_triples};
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::simd::widest;
 use crate::state::PositionsKey;
 use crate::stepper::{Clock, Clocked};
-use crate::vector::{PARALLEL_FROM, Vector, fingerprint_of_sum, fingerprint_term, point_moves2};
+use crate::vector::{
+    PARALLEL_FROM, VECTOR_CHUNK, Vector, fingerprint_of_sum, fingerprint_term, point_moves2,
+    tree_sum,
+};
 use crate::{Masses, Measured, Model, StateOf, StepError, Stepper};
 
 /// Velocity Verlet:
@@ -65,6 +71,9 @@ struct Work<V> {
     cached: bool,
     /// `prev` is the state the last step replaced and can be taken back ([`Stepper::undo`]).
     undoable: bool,
+    /// A long state's twice kinetic energy per leaf of [`crate::vector::tree_sum`] (chunks of
+    /// [`VECTOR_CHUNK`]), as the second kick's chunks find them (bits of an `f64`).
+    leaves: Vec<AtomicU64>,
 }
 
 impl<V: Vector> VelocityVerlet<V> {
@@ -104,9 +113,11 @@ impl<V: Vector> VelocityVerlet<V> {
         check_h(h, k, t)?;
         check_state(potential.dimension(), state, k, t)?;
         let n = potential.dimension();
-        // A long state of point bodies: the kick-drift pass also measures the largest move of
-        // a body (three coordinates), for the guard that would read the state twice for it.
-        let points = n >= PARALLEL_FROM && n % 3 == 0;
+        // A long state: the second kick's pass also sums the kinetic energy, and of point
+        // bodies the kick-drift pass measures the largest move of a body (three coordinates),
+        // for the observers that would read the state again for them.
+        let long = n >= PARALLEL_FROM;
+        let points = long && n % 3 == 0;
         let Work {
             m: copied,
             a0,
@@ -114,6 +125,7 @@ impl<V: Vector> VelocityVerlet<V> {
             cache_key,
             cached,
             undoable,
+            leaves,
         } = self.work.get(
             |w| w.a0.len() == n,
             || Work {
@@ -128,6 +140,9 @@ impl<V: Vector> VelocityVerlet<V> {
                 cache_key: 0,
                 cached: false,
                 undoable: false,
+                leaves: (0..n.div_ceil(VECTOR_CHUNK))
+                    .map(|_| AtomicU64::new(0))
+                    .collect(),
             },
         );
         *undoable = false;
@@ -149,8 +164,11 @@ impl<V: Vector> VelocityVerlet<V> {
         // of their own.
         let kick_drift = |a0: &V, x1: &mut V, v_half: &mut V| -> (bool, u64, u64, f64) {
             let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), a0.as_slice());
-            let (finite, key_q, key_x1, moved) =
-                par_triples(v_half.as_mut_slice(), x1.as_mut_slice(), &|at, vh, x1| {
+            let (finite, key_q, key_x1, moved) = par_triples(
+                v_half.as_mut_slice(),
+                x1.as_mut_slice(),
+                BODY_CHUNK,
+                &|at, vh, x1| {
                     widest(
                         #[inline(always)]
                         || {
@@ -176,7 +194,8 @@ impl<V: Vector> VelocityVerlet<V> {
                             (finite, key_q, key_x1, moved)
                         },
                     )
-                });
+                },
+            );
             let n = q.len();
             (
                 finite,
@@ -211,8 +230,11 @@ impl<V: Vector> VelocityVerlet<V> {
         *cached = false;
         // The gradient's own finiteness counted in the same pass (the entries not finite),
         // so that an error names it without a pass of its own over `a0` first.
-        let (finite, not_finite_gradient, _, _) =
-            par_triples(a0.as_mut_slice(), v_half.as_mut_slice(), &|at, a1, v1| {
+        let (finite, not_finite_gradient, _, _) = par_triples(
+            a0.as_mut_slice(),
+            v_half.as_mut_slice(),
+            VECTOR_CHUNK,
+            &|at, a1, v1| {
                 widest(
                     #[inline(always)]
                     || {
@@ -230,10 +252,20 @@ impl<V: Vector> VelocityVerlet<V> {
                                 }
                             },
                         );
+                        if long {
+                            // The kinetic energy's leaves from the velocities just written
+                            // (in the caches), each the sum the model's own would take.
+                            for (i, v1) in v1.chunks(VECTOR_CHUNK).enumerate() {
+                                let from = at + i * VECTOR_CHUNK;
+                                let twice = m.twice_kinetic(from, v1);
+                                leaves[from / VECTOR_CHUNK].store(twice.to_bits(), Relaxed);
+                            }
+                        }
                         (finite, not_finite_gradient, 0, 0.0)
                     },
                 )
-            });
+            },
+        );
         let gradient_finite = not_finite_gradient == 0;
         if !finite {
             if !gradient_finite {
@@ -254,6 +286,12 @@ impl<V: Vector> VelocityVerlet<V> {
         self.measured = Measured {
             positions_key: Some(PositionsKey(key_x1)),
             largest_point_move: points.then(|| moved.sqrt()),
+            kinetic: long.then(|| {
+                let leaf = |r: core::ops::Range<usize>| {
+                    f64::from_bits(leaves[r.start / VECTOR_CHUNK].load(Relaxed))
+                };
+                0.5 * tree_sum(0..n, &leaf)
+            }),
         };
         Ok(())
     }

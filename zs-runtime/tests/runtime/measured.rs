@@ -1,7 +1,7 @@
 //! What a step measures of its own state (`Stepper::measured`): velocity Verlet's kick-drift
 //! pass takes the new positions' key and, on a long state of point bodies, the largest move of
-//! one; the driver hands them to the observers (the move guard, the energy), which then do not
-//! read the state again. Each is the value the observers find by reading the state, bit for
+//! one, and its second kick the kinetic energy; the driver hands them to the observers (the
+//! move guard, the energy), which then do not read the state again. Each is the value the observers find by reading the state, bit for
 //! bit, in the file's order and in spatial order, on one thread and on two.
 
 use crate::support::assembled::{Melt, cut_liquid};
@@ -68,8 +68,8 @@ impl<P: ?Sized, S: Stepper<P, Vec<f64>>> Stepper<P, Vec<f64>> for Unmeasured<S> 
     }
 }
 
-/// After every step, velocity Verlet's largest move of a body is the guard's, its energy by
-/// the positions' key the energy found by reading them (and, to rounding, a fresh replica's),
+/// After every step, velocity Verlet's largest move of a body is the guard's, its kinetic
+/// energy the model's, its energy by the positions' key the energy found by reading them (and, to rounding, a fresh replica's),
 /// on one thread and on two with the same bits; the key alone finds the energy, without
 /// reading the positions.
 #[test]
@@ -97,6 +97,8 @@ fn verlet_measures_the_guards_move_and_the_energys_key() {
                     let read = guard.largest_move(&before.q, &s.q);
                     assert_eq!(d.to_bits(), read.to_bits(), "{order:?}, step {k}");
                     assert!(d > 0.0 && d < 0.3, "{d}");
+                    let kinetic = m.kinetic_energy().expect("a long state");
+                    assert_eq!(kinetic.to_bits(), sys.kinetic_energy(&s.v).to_bits());
                     let e = total_energy_measured(&sys, &s, &m);
                     assert_eq!(e.to_bits(), total_energy(&sys, &s).to_bits(), "step {k}");
                     let anew = total_energy(&fresh, &s);
