@@ -27,8 +27,9 @@ use crate::{Masses, Measured, Model, StateOf, StepError, Stepper};
 /// Explicit, symplectic, symmetric (time-reversible), order 2; linearly stable only for
 /// `h·ω_max < 2` (`ω_max` the highest frequency of `M⁻¹H`).
 ///
-/// `a(x_k+1)` is cached and reused by the next step (one `∇V` per step), keyed by the bit
-/// pattern of `q`: a state whose positions were changed is re-evaluated. Call
+/// `∇V(x_k+1)` is cached (`a` is made from it) and reused by the next step (one `∇V` per
+/// step), keyed by the bit pattern of `q`: a state whose positions were changed is
+/// re-evaluated. Call
 /// [`VelocityVerlet::reset`] before stepping a *different potential* with the same integrator.
 ///
 /// ```
@@ -58,14 +59,15 @@ pub struct VelocityVerlet<V: Vector> {
 
 /// The step's vectors, as few as the step needs (a million bodies' vector is 24 MB): the new
 /// positions go to `prev.q` and the half-step velocities to `prev.v`, which then become the
-/// new velocities in place; the gradient at the new positions is written into `a0` and turned
-/// into the new acceleration there. Committing exchanges `prev` with the state, so that `prev`
-/// holds the state the step replaced. The cached acceleration is keyed by a fingerprint of the
+/// new velocities in place; the gradient at the new positions is written into `g` and kept
+/// there — the acceleration `-M⁻¹g` is made from it where a kick needs it, not stored (one
+/// vector fewer written per step). Committing exchanges `prev` with the state, so that `prev`
+/// holds the state the step replaced. The cached gradient is keyed by a fingerprint of the
 /// positions it belongs to ([`crate::vector::fingerprint`]), not a copy of them.
 #[derive(Debug)]
 struct Work<V> {
     m: V,
-    a0: V,
+    g: V,
     prev: StateOf<V>,
     cache_key: u64,
     cached: bool,
@@ -89,7 +91,7 @@ impl<V: Vector> VelocityVerlet<V> {
         }
     }
 
-    /// Forget the cached acceleration (required before stepping a different potential).
+    /// Forget the cached gradient (required before stepping a different potential).
     pub fn reset(&mut self) {
         if let Some(w) = self.work.as_mut() {
             w.cached = false;
@@ -120,18 +122,18 @@ impl<V: Vector> VelocityVerlet<V> {
         let points = long && n % 3 == 0;
         let Work {
             m: copied,
-            a0,
+            g,
             prev,
             cache_key,
             cached,
             undoable,
             leaves,
         } = self.work.get(
-            |w| w.a0.len() == n,
+            |w| w.g.len() == n,
             || Work {
                 // Sized on first use: a model that lends its masses needs no copy.
                 m: V::default_zeros(),
-                a0: V::zeros(n),
+                g: V::zeros(n),
                 prev: StateOf {
                     q: V::zeros(n),
                     v: V::zeros(n),
@@ -157,13 +159,13 @@ impl<V: Vector> VelocityVerlet<V> {
         }
         let m = lent.unwrap_or(Masses::PerCoordinate(copied.as_slice()));
         let half = 0.5 * h;
-        // Kick and drift in one pass (the positions' finiteness checked on the way), which
-        // also takes the fingerprints of `q` (is the cached acceleration `q`'s?) and of the
-        // new positions (the key of the acceleration this step leaves), and for `points` the
-        // largest square move of a body, from the chunk just written (in the caches): no pass
-        // of their own.
-        let kick_drift = |a0: &V, x1: &mut V, v_half: &mut V| -> (bool, u64, u64, f64) {
-            let (v, q, a0) = (state.v.as_slice(), state.q.as_slice(), a0.as_slice());
+        // Kick and drift in one pass (the positions' finiteness checked on the way), with the
+        // acceleration `-g/m` made from the kept gradient, which also takes the fingerprints of
+        // `q` (is the kept gradient `q`'s?) and of the new positions (the key of the gradient
+        // this step leaves), and for `points` the largest square move of a body, from the
+        // chunk just written (in the caches): no pass of their own.
+        let kick_drift = |g: &V, x1: &mut V, v_half: &mut V| -> (bool, u64, u64, f64) {
+            let (v, q, g) = (state.v.as_slice(), state.q.as_slice(), g.as_slice());
             let (finite, key_q, key_x1, moved) = par_triples(
                 v_half.as_mut_slice(),
                 x1.as_mut_slice(),
@@ -173,24 +175,40 @@ impl<V: Vector> VelocityVerlet<V> {
                         #[inline(always)]
                         || {
                             let (mut finite, mut key_q, mut key_x1) = (true, 0u64, 0u64);
-                            // The chunk's entries as slices of one length: no bounds check in
-                            // the loop, which then runs on the lanes.
-                            let r = at..at + vh.len();
-                            let (v, q, a0) = (&v[r.clone()], &q[r.clone()], &a0[r]);
-                            let terms = vh
-                                .iter_mut()
-                                .zip(x1.iter_mut())
-                                .zip(v.iter().zip(q).zip(a0));
-                            for (j, ((vh, x1), ((&v, &q), &a0))) in (at..).zip(terms) {
-                                *vh = v + half * a0;
-                                *x1 = q + h * *vh;
-                                finite &= x1.is_finite();
-                                key_q = key_q.wrapping_add(fingerprint_term(j, q));
-                                key_x1 = key_x1.wrapping_add(fingerprint_term(j, *x1));
-                            }
+                            m.in_blocks(
+                                at,
+                                vh.len(),
+                                #[inline(always)]
+                                |o, m| {
+                                    // The block's entries as slices of one length: no bounds
+                                    // check in the loop, which then runs on the lanes.
+                                    let r = o..o + m.len();
+                                    let (vh, x1) = (&mut vh[r.clone()], &mut x1[r.clone()]);
+                                    let r = at + o..at + o + m.len();
+                                    let (v, q, g) = (&v[r.clone()], &q[r.clone()], &g[r]);
+                                    let terms = vh
+                                        .iter_mut()
+                                        .zip(x1.iter_mut())
+                                        .zip(v.iter().zip(q).zip(g).zip(m));
+                                    for (j, ((vh, x1), (((&v, &q), &g), &m))) in
+                                        (at + o..).zip(terms)
+                                    {
+                                        let a = -g / m;
+                                        *vh = v + half * a;
+                                        *x1 = q + h * *vh;
+                                        finite &= x1.is_finite();
+                                        key_q = key_q.wrapping_add(fingerprint_term(j, q));
+                                        key_x1 = key_x1.wrapping_add(fingerprint_term(j, *x1));
+                                    }
+                                },
+                            );
                             // A NaN move comes only with a position not finite: the step
                             // is then refused, and the move not used.
-                            let moved = if points { point_moves2(x1, q).0 } else { 0.0 };
+                            let moved = if points {
+                                point_moves2(x1, &q[at..at + x1.len()]).0
+                            } else {
+                                0.0
+                            };
                             (finite, key_q, key_x1, moved)
                         },
                     )
@@ -206,15 +224,15 @@ impl<V: Vector> VelocityVerlet<V> {
         };
         let mut pass = (false, 0, 0, 0.0);
         if *cached {
-            pass = kick_drift(a0, x1, v_half);
+            pass = kick_drift(g, x1, v_half);
         }
         if !(*cached && pass.1 == *cache_key) {
-            // No acceleration of `q` kept (the first step, or `q` changed since): made, and
-            // the pass made again with it.
+            // No gradient of `q` kept (the first step, or `q` changed since): made, and the
+            // pass made again with it.
             *cached = false;
             self.stats.gradient_evaluations += 1;
-            acceleration(potential, &state.q, m, a0, k, t)?;
-            pass = kick_drift(a0, x1, v_half);
+            gradient(potential, &state.q, m, g, k, t)?;
+            pass = kick_drift(g, x1, v_half);
         }
         let (finite, _, key_x1, moved) = pass;
         if !finite {
@@ -222,32 +240,34 @@ impl<V: Vector> VelocityVerlet<V> {
             return Err(StepError::non_finite(k, t, Quantity::NewPosition));
         }
         self.stats.gradient_evaluations += 1;
-        // The gradient into `a0` (the old acceleration is not read again), then the
-        // acceleration in place and the second kick in one pass; on a non-finite entry, the
-        // first quantity that is not finite is named (gradient, acceleration, velocity), and
-        // the acceleration is no longer `q`'s.
-        potential.gradient_into_keyed(x1, a0, PositionsKey(key_x1));
+        // The gradient into `g` (the old one is not read again), then the second kick with
+        // the acceleration made from it, in one pass that reads `g` and writes the velocities
+        // alone; on a non-finite entry, the first quantity that is not finite is named
+        // (gradient, acceleration, velocity), and the gradient is no longer `q`'s.
+        potential.gradient_into_keyed(x1, g, PositionsKey(key_x1));
         *cached = false;
-        // The gradient's own finiteness counted in the same pass (the entries not finite),
-        // so that an error names it without a pass of its own over `a0` first.
-        let (finite, not_finite_gradient, _, _) = par_triples(
-            a0.as_mut_slice(),
+        // The gradient's and the acceleration's entries that are not finite counted in the
+        // same pass, so that an error names the first without a pass of its own.
+        let (finite, not_finite_gradient, not_finite_acceleration, _) = par_triples(
             v_half.as_mut_slice(),
+            g.as_mut_slice(),
             VECTOR_CHUNK,
-            &|at, a1, v1| {
+            &|at, v1, g1| {
                 widest(
                     #[inline(always)]
                     || {
-                        let (mut finite, mut not_finite_gradient) = (true, 0u64);
+                        let (mut finite, mut not_finite_gradient, mut not_finite_acceleration) =
+                            (true, 0u64, 0u64);
                         m.in_blocks(
                             at,
-                            a1.len(),
+                            v1.len(),
                             #[inline(always)]
                             |o, m| {
-                                for ((a1, v1), m) in a1[o..].iter_mut().zip(&mut v1[o..]).zip(m) {
-                                    not_finite_gradient += u64::from(!a1.is_finite());
-                                    *a1 = -*a1 / m;
-                                    *v1 += half * *a1;
+                                for ((v1, &g1), m) in v1[o..].iter_mut().zip(&g1[o..]).zip(m) {
+                                    not_finite_gradient += u64::from(!g1.is_finite());
+                                    let a1 = -g1 / m;
+                                    not_finite_acceleration += u64::from(!a1.is_finite());
+                                    *v1 += half * a1;
                                     finite &= v1.is_finite() & a1.is_finite();
                                 }
                             },
@@ -261,17 +281,18 @@ impl<V: Vector> VelocityVerlet<V> {
                                 leaves[from / VECTOR_CHUNK].store(twice.to_bits(), Relaxed);
                             }
                         }
-                        (finite, not_finite_gradient, 0, 0.0)
+                        (finite, not_finite_gradient, not_finite_acceleration, 0.0)
                     },
                 )
             },
         );
-        let gradient_finite = not_finite_gradient == 0;
         if !finite {
-            if !gradient_finite {
+            if not_finite_gradient > 0 {
                 return Err(StepError::non_finite(k, t, Quantity::Gradient));
             }
-            check_finite(a0, Quantity::Acceleration, k, t)?;
+            if not_finite_acceleration > 0 {
+                return Err(StepError::non_finite(k, t, Quantity::Acceleration));
+            }
             return Err(StepError::non_finite(k, t, Quantity::NewVelocity));
         }
         // Commit by exchanging buffers (no copy); the old state lands in `prev`.
@@ -297,27 +318,32 @@ impl<V: Vector> VelocityVerlet<V> {
     }
 }
 
-/// `a = -M⁻¹∇V(q)`, the gradient written into `a` and divided in place.
-fn acceleration<V: Vector, P: Model<V> + ?Sized>(
+/// `∇V(q)` into `g`, which must be finite, as must the acceleration `-M⁻¹∇V(q)` made from it.
+fn gradient<V: Vector, P: Model<V> + ?Sized>(
     potential: &P,
     q: &V,
     m: Masses<'_>,
-    a: &mut V,
+    g: &mut V,
     step: u64,
     t: f64,
 ) -> Result<(), StepError> {
-    potential.gradient_into(q, a);
-    check_finite(a, Quantity::Gradient, step, t)?;
-    let slice = a.as_mut_slice();
+    potential.gradient_into(q, g);
+    check_finite(g, Quantity::Gradient, step, t)?;
+    let slice = g.as_slice();
+    let mut finite = true;
     m.in_blocks(0, slice.len(), |o, m| {
-        for (a, m) in slice[o..].iter_mut().zip(m) {
-            *a = -*a / m;
+        for (g, m) in slice[o..].iter().zip(m) {
+            finite &= (-g / m).is_finite();
         }
     });
-    check_finite(a, Quantity::Acceleration, step, t)
+    if finite {
+        Ok(())
+    } else {
+        Err(StepError::non_finite(step, t, Quantity::Acceleration))
+    }
 }
 
-/// The cached acceleration does not depend on `h`: changing it keeps the cache.
+/// The cached gradient does not depend on `h`: changing it keeps the cache.
 impl<V: Vector> Clocked for VelocityVerlet<V> {
     fn clock(&self) -> &Clock {
         &self.clock
@@ -351,7 +377,7 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
         core::mem::swap(&mut state.q, &mut w.prev.q);
         core::mem::swap(&mut state.v, &mut w.prev.v);
         state.t = w.prev.t;
-        // `a0` holds the acceleration at the new `q`: recompute it at the next step.
+        // `g` holds the gradient at the new `q`: recompute it at the next step.
         w.cached = false;
         self.clock.steps -= 1;
         true
@@ -374,7 +400,7 @@ impl<P: Model<V> + ?Sized, V: Vector> Stepper<P, V> for VelocityVerlet<V> {
     }
 }
 
-/// Saves `h` and the step counter (exact bits); the cached acceleration is recomputed from the
+/// Saves `h` and the step counter (exact bits); the cached gradient is recomputed from the
 /// restored state by the same code, giving the same bits.
 impl<V: Vector> Resumable for VelocityVerlet<V> {
     fn save(&self, out: &mut ScopeMut<'_>) {
