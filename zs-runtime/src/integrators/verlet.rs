@@ -29,8 +29,8 @@ use crate::{Masses, Measured, Model, StateOf, StepError, Stepper};
 ///
 /// `∇V(x_k+1)` is cached (`a` is made from it) and reused by the next step (one `∇V` per
 /// step), keyed by the bit pattern of `q`: a state whose positions were changed is
-/// re-evaluated. Call
-/// [`VelocityVerlet::reset`] before stepping a *different potential* with the same integrator.
+/// re-evaluated. Call [`VelocityVerlet::reset`] before stepping a *different potential* with
+/// the same integrator.
 ///
 /// ```
 /// use zs_runtime::{Potential, State, VelocityVerlet};
