@@ -129,36 +129,19 @@ fn measured_steps_give_the_runs_of_unmeasured_ones() {
             EnergyObserver::new(),
         );
         let inner = VelocityVerlet::new(H);
-        let summary = match (measured, gla) {
-            (true, false) => run_steps(
-                &mut { inner },
-                &sys,
-                &mut s,
-                8,
-                &mut [&mut guard, &mut energy],
-            ),
-            (false, false) => run_steps(
-                &mut Unmeasured(inner),
-                &sys,
-                &mut s,
-                8,
-                &mut [&mut guard, &mut energy],
-            ),
-            (true, true) => run_steps(
-                &mut Langevin::new(inner, 1.0, 0.5, 3),
-                &sys,
-                &mut s,
-                8,
-                &mut [&mut guard, &mut energy],
-            ),
-            (false, true) => run_steps(
-                &mut Langevin::new(Unmeasured(inner), 1.0, 0.5, 3),
-                &sys,
-                &mut s,
-                8,
-                &mut [&mut guard, &mut energy],
-            ),
+        let mut stepper: Box<dyn Stepper<Assembled<Melt, 3>, Vec<f64>>> = match (measured, gla) {
+            (true, false) => Box::new(inner),
+            (false, false) => Box::new(Unmeasured(inner)),
+            (true, true) => Box::new(Langevin::new(inner, 1.0, 0.5, 3)),
+            (false, true) => Box::new(Langevin::new(Unmeasured(inner), 1.0, 0.5, 3)),
         };
+        let summary = run_steps(
+            &mut stepper,
+            &sys,
+            &mut s,
+            8,
+            &mut [&mut guard, &mut energy],
+        );
         let stop = summary.error.map(|e| match e.kind {
             StepErrorKind::GuardViolated { value, .. } => (e.step, value.to_bits()),
             other => panic!("{other:?}"),
