@@ -21,6 +21,14 @@ fn charges_in(rng: &mut Rng, n: usize, sides: [f64; 3]) -> (Vec<f64>, Vec<f64>) 
     (charges, q)
 }
 
+/// The plain Ewald sum at `alpha`, converged: on each axis of side `L`, every `|n|` up to the
+/// first whose factor `e^{−(π n/(α L))²}` is below `e^{−40}` (4·10⁻¹⁸, beneath the rounding of
+/// the sum; `EwaldParameters::from_tolerance` stops at `δ`).
+fn converged(alpha: f64, sides: [f64; 3]) -> EwaldParameters {
+    let kmax = sides.map(|l| (alpha * l * 40f64.sqrt() / std::f64::consts::PI).ceil() as usize);
+    EwaldParameters { alpha, kmax }
+}
+
 /// Relative energy difference and largest gradient difference over the largest gradient.
 fn against_ewald(pme: &mut Pme, ewald: &mut Ewald, q: &[f64]) -> (f64, f64, f64) {
     let n3 = q.len();
@@ -50,12 +58,7 @@ fn pme_converges_to_the_ewald_sum_and_meets_its_tolerance() {
     let sides = [9.0, 10.0, 11.0];
     let (charges, q) = charges_in(&mut rng, 60, sides);
     let rc = 4.0;
-    // α = 0.8: the reciprocal sum converged at 40 vectors per axis (its first left-out term is
-    // e^{−(40π/(0.8 · 11))²}).
-    let exact = EwaldParameters {
-        alpha: 0.8,
-        kmax: [40; 3],
-    };
+    let exact = converged(0.8, sides);
     let mut ewald = Ewald::new(charges.clone(), sides, exact).expect("valid");
     // A fine mesh and order 8 at the same α: the interpolation error all but gone.
     let fine = PmeParameters {
@@ -83,10 +86,7 @@ fn pme_converges_to_the_ewald_sum_and_meets_its_tolerance() {
     // against the sum converged at their own α.
     for tolerance in [5e-4, 1e-5] {
         let p = PmeParameters::from_tolerance(rc, sides, tolerance).expect("valid");
-        let at_alpha = EwaldParameters {
-            alpha: p.alpha,
-            kmax: [40; 3],
-        };
+        let at_alpha = converged(p.alpha, sides);
         let mut reference = Ewald::new(charges.clone(), sides, at_alpha).expect("valid");
         let mut pme = Pme::new(charges.clone(), sides, p).expect("valid");
         let (_, _, rms) = against_ewald(&mut pme, &mut reference, &q);
