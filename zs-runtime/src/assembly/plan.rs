@@ -343,7 +343,7 @@ impl<const K: usize> PartialPlan<K> {
         scratch: &mut PlanScratch,
     ) {
         use rayon::prelude::*;
-        debug_assert!(K * chunk < NO_SLOT as usize);
+        assert!(K * chunk < NO_SLOT as usize);
         let n = list.len();
         let chunks = n.div_ceil(chunk);
         // Every slot is written by `distinct`: sized, not cleared.
@@ -548,7 +548,7 @@ fn distinct_in<const K: usize, const T: usize>(
     tag: u16,
     found: &mut impl FnMut(u32),
 ) -> u32 {
-    debug_assert!(K * terms.len() <= T / 2, "a table at most half full");
+    assert!(K * terms.len() <= T / 2, "a table at most half full");
     let bits = T.trailing_zeros();
     let tag = u64::from(tag) << 48;
     let mut count = 0u16;

@@ -513,7 +513,7 @@ impl Topology {
     /// body first). What an [`super::Assembled`] in spatial order is built from
     /// ([`super::BodyOrder`]).
     pub(crate) fn relabeled(&self, rank: &[u32]) -> Topology {
-        debug_assert_eq!(rank.len(), self.bodies);
+        assert_eq!(rank.len(), self.bodies);
         let r = |b: usize| rank[b] as usize;
         fn sorted<T: Copy, const K: usize>(
             terms: impl Iterator<Item = [usize; K]>,

@@ -192,7 +192,7 @@ impl DataFile {
                 }
             }
         }
-        debug_assert_eq!(out.len(), atoms * n[0] * n[1] * n[2]);
+        assert_eq!(out.len(), atoms * n[0] * n[1] * n[2]);
         out
     }
 

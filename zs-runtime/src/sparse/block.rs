@@ -19,7 +19,7 @@ pub(super) struct BlockDiagonal {
 
 impl BlockDiagonal {
     pub(super) fn new(layout: &BlockLayout) -> Self {
-        debug_assert!(layout.is_block_diagonal() && layout.block() <= MAX_BLOCK);
+        assert!(layout.is_block_diagonal() && layout.block() <= MAX_BLOCK);
         Self {
             block: layout.block(),
             diagonal: (0..layout.bodies())

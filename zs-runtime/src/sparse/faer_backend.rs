@@ -233,7 +233,7 @@ impl FaerSolver {
         x: &mut [f64],
         options: &SolveOptions,
     ) -> Result<Factorization, SolveFailure> {
-        debug_assert_eq!(h.layout().id(), self.layout.id());
+        assert_eq!(h.layout().id(), self.layout.id());
         let n = self.n;
         if !h.is_finite() {
             return Err(SolveFailure::NonFinite(Operand::Matrix));

@@ -134,7 +134,7 @@ impl BlockLayout {
     }
     /// Index of block `(i, j)` (`i ≤ j`), if stored.
     pub fn find(&self, i: usize, j: usize) -> Option<usize> {
-        debug_assert!(i <= j);
+        assert!(i <= j);
         let (lo, hi) = (self.row_start[i] as usize, self.row_start[i + 1] as usize);
         self.pairs[lo..hi]
             .binary_search(&(i as u32, j as u32))

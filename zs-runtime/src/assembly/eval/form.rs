@@ -78,7 +78,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         topology: &Topology,
         bodies: &Bodies,
     ) -> Result<Self, TopologyError> {
-        debug_assert_eq!(F::ARITY, K, "form {} has arity {}", F::NAME, F::ARITY);
+        assert_eq!(F::ARITY, K, "form {} has arity {}", F::NAME, F::ARITY);
         let list = TermList::<K>::new(F::OVER, info.present, topology, bodies)?;
         let plan = TermPlan {
             free: bodies.free,
@@ -189,7 +189,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             _ => false,
         };
         self.ready(lanes, !lanes);
-        debug_assert!(
+        assert!(
             into.is_none() || (want == Want::Gradient && !input.parallel),
             "phase B with phase A: the gradient on one thread"
         );

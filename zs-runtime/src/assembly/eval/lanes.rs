@@ -74,7 +74,7 @@ pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bo
     };
     match (spans, into) {
         (Some(spans), Some(grad)) => {
-            debug_assert!(!parallel, "one chunk's partials at a time on one thread");
+            assert!(!parallel, "one chunk's partials at a time on one thread");
             let (body, offsets) = (&at.plan.body, &at.plan.offsets);
             let mut add = |c: usize, part: &[f64]| {
                 let bodies = &body[offsets[c] as usize..offsets[c + 1] as usize];

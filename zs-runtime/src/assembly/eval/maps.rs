@@ -79,7 +79,7 @@ impl<A: Flat, const N: usize> Flat for [A; N] {
     #[inline(always)]
     fn unflat(s: &mut [f64]) -> &mut [Self] {
         let (values, rest) = A::unflat(s).as_chunks_mut::<N>();
-        debug_assert!(rest.is_empty(), "whole values");
+        assert!(rest.is_empty(), "whole values");
         values
     }
 }
@@ -143,7 +143,7 @@ pub(super) fn map1<O: Flat, const K: usize>(
     out: &mut [O],
     f: impl Fn(&[u32; K], &[u32; K]) -> O + Sync,
 ) {
-    debug_assert_eq!(out.len(), list.len());
+    assert_eq!(out.len(), list.len());
     chunked1(parallel, column(out), &|first, out| {
         let out = O::unflat(out);
         let terms = first..first + out.len();
@@ -167,7 +167,7 @@ pub(super) fn map3<A: Flat, B: Flat, C: Flat, const K: usize>(
     c: &mut [C],
     f: impl Fn(&[u32; K], &[u32; K]) -> (A, B, C) + Sync,
 ) {
-    debug_assert!(a.len() == list.len() && b.len() == list.len() && c.len() == list.len());
+    assert!(a.len() == list.len() && b.len() == list.len() && c.len() == list.len());
     let columns = [column(a), column(b), column(c)];
     chunked3(parallel, columns, &|first, a, b, c| {
         let (a, b, c) = (A::unflat(a), B::unflat(b), C::unflat(c));
@@ -193,7 +193,7 @@ pub(super) fn map4<A: Flat, B: Flat, C: Flat, E: Flat, const K: usize>(
     (a, b, c, e): (&mut [A], &mut [B], &mut [C], &mut [E]),
     f: impl Fn(&[u32; K], &[u32; K]) -> (A, B, C, E) + Sync,
 ) {
-    debug_assert!(a.len() == list.len() && e.len() == list.len());
+    assert!(a.len() == list.len() && e.len() == list.len());
     let columns = [column(a), column(b), column(c), column(e)];
     chunked4(parallel, columns, &|first, a, b, c, e| {
         let (a, b, c, e) = (A::unflat(a), B::unflat(b), C::unflat(c), E::unflat(e));
@@ -220,7 +220,7 @@ pub(super) fn map_kept<O: Flat, X: Sync, const K: usize>(
     kept: &[X],
     f: impl Fn(&[u32; K], &X) -> O + Sync,
 ) {
-    debug_assert!(out.len() == list.len() && kept.len() == list.len());
+    assert!(out.len() == list.len() && kept.len() == list.len());
     chunked1(parallel, column(out), &|first, out| {
         let out = O::unflat(out);
         let terms = first..first + out.len();

@@ -225,7 +225,7 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
     out: &mut [f64],
     first: bool,
 ) {
-    debug_assert_eq!(first_body % PIECE, 0, "ranges start at a piece");
+    assert_eq!(first_body % PIECE, 0, "ranges start at a piece");
     if first {
         out.fill(0.0);
     }
@@ -235,7 +235,7 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
         add_partials::<D>(&plan.body, part, out);
         return;
     }
-    debug_assert!(plan.pieces, "the pieces are made for a pool of threads");
+    assert!(plan.pieces, "the pieces are made for a pool of threads");
     let pieces = first_body / PIECE..(first_body + out.len() / D).div_ceil(PIECE);
     // A piece's partials are spread over every chunk's: a long `part`'s are asked for ahead.
     let far = crate::simd::prefetches(part.len());
@@ -260,7 +260,6 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
 /// storage order.
 #[inline]
 pub(crate) fn add_partials<const D: usize>(body: &[u32], part: &[f64], out: &mut [f64]) {
-    debug_assert!(body.iter().all(|&b| (b as usize) < out.len() / D));
     // The bodies are anywhere in `out`: a long one's are asked for `2 AHEAD` partials on (an
     // addition is quicker than a term of a pass, so twice as many items cover the same time).
     // A body's `D` values straddle two cache lines when they cross a 64-byte boundary (a
@@ -319,7 +318,7 @@ pub(crate) fn gradient_form_by_form<T, const D: usize>(
     input: &Inputs<'_, D>,
     out: &mut [f64],
 ) {
-    debug_assert!(!input.parallel, "phase B after every phase A on a pool");
+    assert!(!input.parallel, "phase B after every phase A on a pool");
     let mut first = true;
     for f in forms.iter_mut() {
         if f.len() > 0 {
