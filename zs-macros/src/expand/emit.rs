@@ -33,11 +33,11 @@ pub struct Emitter<'l> {
     /// Emit SIMD lane code: every value of type `L: zs_runtime::simd::Lanes` instead of `f64`
     /// (constants and parameters splatted, `powi` the lanes' own, `√x` as `x · (1/√x)`
     /// (`zs_runtime::simd::root`), `1 / √x` the lanes' `rsqrt`, `1 / xⁿ` as `rsqrt(x)^{2n}`
-    /// where `√x` or `1/√x` is taken anyway, `exp`, `erf` and `erfc` the lanes' own —
+    /// where `√x` or `1/√x` is taken anyway, `exp`, `ln`, `erf` and `erfc` the lanes' own —
     /// `zs_runtime::simd::exp`; `erfc(x)` beside `e^{−x²}` one `simd::erfc_exp` call — other
     /// functions lane by lane). The operations and their order are those of the scalar code,
     /// except those reciprocals (within an ulp per `rsqrt`, no divider), square roots (within
-    /// 1.5 ulp) and those three functions (within a few ulp of the scalar ones).
+    /// 1.5 ulp) and those four functions (within a few ulp of the scalar ones).
     pub lanes: bool,
 }
 
@@ -533,7 +533,7 @@ fn lane_rhs(ins: &Instr) -> TokenStream {
                 // `x · (1/√x)`: no square-root instruction, as slow as a divider.
                 Unary::Sqrt => quote!(::zs_runtime::simd::root(#a)),
                 Unary::Exp => quote!(::zs_runtime::simd::exp(#a)),
-                Unary::Ln => lanewise(quote!(f64::ln)),
+                Unary::Ln => quote!(::zs_runtime::simd::ln(#a)),
                 Unary::Sin => lanewise(quote!(f64::sin)),
                 Unary::Cos => lanewise(quote!(f64::cos)),
                 Unary::Tan => lanewise(quote!(f64::tan)),

@@ -1,15 +1,17 @@
-//! `exp`, `erf` and `erfc` on lanes: what a lane kernel calls for `f64::exp` and the error
-//! functions, all lanes at once instead of the scalar function lane by lane.
+//! `exp`, `ln`, `erf` and `erfc` on lanes: what a lane kernel calls for `f64::exp`, `f64::ln`
+//! and the error functions, all lanes at once instead of the scalar function lane by lane.
 //!
 //! The real-space Ewald pair `q_i q_j erfc(αr)/r` and its derivative `−2α/√π e^{−α²r²}` spent
 //! two thirds of a water box's force evaluation in the scalar `erfc` and `exp`, one lane at a
-//! time. Here the algorithms are written once over [`Lanes`] with nothing but IEEE additions,
+//! time, and a FENE bond's `ln(1 − r²/R₀²)` went to the C library's `log` lane by lane (the
+//! lanes stored, the registers spilled around each call: BENCHMARKS.md). Here the algorithms are written once over [`Lanes`] with nothing but IEEE additions,
 //! multiplications, divisions and fused multiply-adds (each correctly rounded), selects, exact
 //! scalings by powers of two and table reads — so each lane's result is the same bits on the
 //! scalar, AVX2 and AVX-512 paths, whatever its neighbours in the block (the module's
 //! contract, [`super`]).
 //!
-//! `exp` and `erf` are fdlibm's algorithms and coefficients (Sun Microsystems, 1993: `e_exp.c`
+//! `ln` is musl's `log.c` (fdlibm's algorithm) operation for operation, so the `libm` crate's
+//! `log` to the bit (tested). `exp` and `erf` are fdlibm's algorithms and coefficients (Sun Microsystems, 1993: `e_exp.c`
 //! and `s_erf.c`, as musl and the `libm` crate carry them); `erfc` is `e^{−x²}` times a table
 //! of the scaled function erfcx ([`erfc_exp`]). The results agree with the scalar functions
 //! to a few ulp (measured by the tests) — not to the bit: every branch is taken by a select
@@ -81,6 +83,63 @@ fn exp_outside<L: Lanes>(e: L, hi: L, tail: L, lanes: u32) -> L {
     tail.store(&mut t);
     for l in (0..L::WIDTH).filter(|l| lanes >> l & 1 == 1) {
         out[l] = f64::exp(h[l]) * f64::exp(t[l]);
+    }
+    L::load(&out)
+}
+
+/// The coefficients of `R(s²) ≈ (ln(1 + f) − 2s)/s − s·…`, `s = f/(2 + f)`, on
+/// `√2/2 ≤ 1 + f < √2` (fdlibm `e_log.c`'s `Lg1`–`Lg7`).
+const LG: [f64; 7] = [
+    f64::from_bits(0x3fe5_5555_5555_5593),
+    f64::from_bits(0x3fd9_9999_9997_fa04),
+    f64::from_bits(0x3fd2_4924_9422_9359),
+    f64::from_bits(0x3fcc_71c5_1d8e_78af),
+    f64::from_bits(0x3fc7_4664_96cb_03de),
+    f64::from_bits(0x3fc3_9a09_d078_c69f),
+    f64::from_bits(0x3fc2_f112_df3e_5244),
+];
+/// The largest subnormal number: lanes above it and below infinity take the fast path of
+/// [`ln`].
+const LN_BELOW: f64 = f64::from_bits(0x000f_ffff_ffff_ffff);
+
+/// `ln x` lane by lane: musl's `log.c` (fdlibm's algorithm, `x = 2^k (1 + f)` with `1 + f` in
+/// `[√2/2, √2)` by [`Lanes::split_sqrt2`], `ln(1 + f) = f − hfsq + s (hfsq + R(s²))`, `s =
+/// f/(2 + f)`, plus `k ln2` in two parts), the same operations in the same order: the `libm`
+/// crate's `log` to the bit, within 1 ulp of the correctly rounded value (and of the scalar
+/// kernel's `f64::ln`). Zero, subnormal, negative, infinite and NaN lanes are handed to that
+/// scalar `log` (`−∞`, NaN, `+∞`).
+#[inline(always)]
+pub fn ln<L: Lanes>(x: L) -> L {
+    let (m, k) = x.split_sqrt2();
+    let f = m - L::splat(1.0);
+    let hfsq = L::splat(0.5) * f * f;
+    let s = f / (L::splat(2.0) + f);
+    let z = s * s;
+    let w = z * z;
+    let [g1, g2, g3, g4, g5, g6, g7] = LG.map(L::splat);
+    let t1 = w * (g2 + w * (g4 + w * g6));
+    let t2 = z * (g1 + w * (g3 + w * (g5 + w * g7)));
+    let r = t2 + t1;
+    let y = s * (hfsq + r) + k * L::splat(LN2_LO) - hfsq + f + k * L::splat(LN2_HI);
+    let full = (1u32 << L::WIDTH) - 1;
+    let normal = L::splat(LN_BELOW).lt_mask(x) & x.lt_mask(L::splat(f64::INFINITY));
+    if normal == full {
+        y
+    } else {
+        ln_outside(y, x, full & !normal)
+    }
+}
+
+/// The lanes of `y` in `lanes` replaced by the scalar `log` of `x` (zero, subnormal, negative,
+/// infinite or NaN arguments).
+#[cold]
+#[inline(never)]
+fn ln_outside<L: Lanes>(y: L, x: L, lanes: u32) -> L {
+    let (mut out, mut at) = ([0.0; 8], [0.0; 8]);
+    y.store(&mut out);
+    x.store(&mut at);
+    for l in (0..L::WIDTH).filter(|l| lanes >> l & 1 == 1) {
+        out[l] = libm::log(at[l]);
     }
     L::load(&out)
 }
@@ -370,8 +429,8 @@ mod tests {
     use super::super::{Isa, Loads, WithLanes, dispatch_with};
     use super::*;
 
-    /// Function `.1` (0 `exp`, 1 `erf`, 2 `erfc`) over `.0` in blocks of the lanes (the tail
-    /// one lane at a time).
+    /// Function `.1` (0 `exp`, 1 `erf`, 2 `erfc`, 3 `ln`) over `.0` in blocks of the lanes (the
+    /// tail one lane at a time).
     struct Apply<'a>(&'a [f64], usize, &'a mut Vec<f64>);
 
     impl WithLanes for Apply<'_> {
@@ -382,7 +441,8 @@ mod tests {
             let f = |x: L| match which {
                 0 => exp(x),
                 1 => erf(x),
-                _ => erfc(x),
+                2 => erfc(x),
+                _ => ln(x),
             };
             let mut buf = [0.0; 8];
             let blocks = self.0.chunks_exact(L::WIDTH);
@@ -410,8 +470,12 @@ mod tests {
     /// A scalar function the lanes are checked against.
     type Scalar = fn(f64) -> f64;
 
-    const FUNCTIONS: [(&str, Scalar); 3] =
-        [("exp", f64::exp), ("erf", libm::erf), ("erfc", libm::erfc)];
+    const FUNCTIONS: [(&str, Scalar); 4] = [
+        ("exp", f64::exp),
+        ("erf", libm::erf),
+        ("erfc", libm::erfc),
+        ("ln", libm::log),
+    ];
 
     /// Function `which` on `x` through the lanes of `isa`.
     fn on(isa: Isa, which: usize, x: &[f64]) -> Vec<f64> {
@@ -469,6 +533,79 @@ mod tests {
         x
     }
 
+    /// Arguments of `ln`: every binade's spread (subnormals included), `1` and its neighbours
+    /// (`f` near 0), both sides of the reduction's `√2` split, the edges of the fast path,
+    /// and what goes to the scalar fallback (zeros, negatives, infinities, NaN).
+    fn ln_arguments() -> Vec<f64> {
+        let mut x = Vec::new();
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            state >> 12
+        };
+        for exponent in 0..2047_u64 {
+            for _ in 0..24 {
+                x.push(f64::from_bits((exponent << 52) | next()));
+            }
+        }
+        for k in 0..20_000_u64 {
+            x.extend([
+                f64::from_bits(1.0_f64.to_bits() + k),
+                f64::from_bits(1.0_f64.to_bits() - k),
+            ]);
+        }
+        for split in [0x3ff6_a09e_0000_0000_u64, 0x3fe6_a09e_0000_0000] {
+            for d in 0..64 {
+                x.extend([f64::from_bits(split + d), f64::from_bits(split - 1 - d)]);
+            }
+        }
+        x.extend([
+            LN_BELOW,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            f64::from_bits(1),
+            0.0,
+            -0.0,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            f64::INFINITY,
+            -f64::INFINITY,
+            f64::NAN,
+        ]);
+        x
+    }
+
+    /// The arguments function `which` is checked on.
+    fn arguments_of(which: usize) -> Vec<f64> {
+        match which {
+            0 => arguments(750.0),
+            3 => ln_arguments(),
+            _ => arguments(30.0),
+        }
+    }
+
+    #[test]
+    fn ln_on_the_lanes_is_musls_log_and_within_an_ulp_of_the_c_librarys() {
+        let x = ln_arguments();
+        for isa in Isa::available() {
+            let y = on(isa, 3, &x);
+            for (&x, &y) in x.iter().zip(&y) {
+                assert_eq!(ulps(y, libm::log(x)), 0, "{isa:?}: ln {x:e} = {y:e}");
+                // The scalar kernel's `f64::ln` (the C library's): both within an ulp of
+                // the exact value, at most one apart.
+                assert!(ulps(y, x.ln()) <= 1, "ln {x:e}: {y:e} against {:e}", x.ln());
+            }
+        }
+        let one = |x: f64| on(Isa::Scalar, 3, &[x])[0];
+        assert_eq!(one(1.0).to_bits(), 0.0_f64.to_bits());
+        assert_eq!((one(0.0), one(-0.0)), (-f64::INFINITY, -f64::INFINITY));
+        assert_eq!(one(f64::INFINITY), f64::INFINITY);
+        assert!(one(-1.0).is_nan() && one(f64::NAN).is_nan());
+        assert_eq!(one(core::f64::consts::E), 1.0);
+    }
+
     #[test]
     fn the_lanes_agree_with_the_scalar_functions_to_a_few_ulp() {
         // The bound each function meets over its arguments (fdlibm's own: < 1 ulp from the
@@ -478,8 +615,13 @@ mod tests {
             (0, FUNCTIONS[0], 750.0, 1),
             (1, FUNCTIONS[1], 8.0, 1),
             (2, FUNCTIONS[2], 30.0, 3),
+            (3, FUNCTIONS[3], 0.0, 0),
         ] {
-            let x = arguments(range);
+            let x = if which == 3 {
+                ln_arguments()
+            } else {
+                arguments(range)
+            };
             let y = on(Isa::Scalar, which, &x);
             let (mut worst, mut at) = (0, 0.0);
             for (&x, &y) in x.iter().zip(&y) {
@@ -495,7 +637,7 @@ mod tests {
     #[test]
     fn every_instruction_set_gives_the_same_bits_whatever_the_neighbours() {
         for (which, (name, _)) in FUNCTIONS.iter().enumerate() {
-            let x = arguments(if which == 0 { 750.0 } else { 30.0 });
+            let x = arguments_of(which);
             let scalar = on(Isa::Scalar, which, &x);
             // The special values spread through the blocks (one NaN or infinity sends its
             // block's odd lanes through the scalar fallback; the others must not move).
@@ -540,7 +682,7 @@ mod tests {
         }
         assert!(erfc_exp(nan).1.is_nan());
         assert_eq!(erfc_exp(3.0).1, (-9.0_f64).exp());
-        for which in 0..3 {
+        for which in 0..4 {
             assert!(one(which, nan).is_nan(), "function {which}");
         }
     }

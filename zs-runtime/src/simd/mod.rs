@@ -22,24 +22,24 @@
 //! contracted. The only fused multiply-adds are those [`rsqrt`] and [`erfc`] write out
 //! ([`Lanes::mul_add`]: `f64::mul_add` on one lane, the FMA instruction on many — one correctly
 //! rounded operation either way). `powi` is
-//! the same chain of multiplications for every `L`; [`exp`], [`erf`] and [`erfc`] are written
-//! once over `L` from those operations (`functions.rs`), and other transcendental functions
+//! the same chain of multiplications for every `L`; [`exp`], [`ln`], [`erf`] and [`erfc`] are
+//! written once over `L` from those operations (`functions.rs`), and other transcendental functions
 //! are evaluated lane by lane by the scalar `f64` function. So a term's outputs are the same
 //! bits on the scalar, AVX2 and AVX-512 paths, and so are the sums the assembly makes of them
 //! on one machine (a pair form under a cutoff goes by the pass the machine's widest lanes make
 //! fastest, whatever lanes a system runs: `Assembled::with_pair_strategy`).
 //!
 //! **Not the scalar kernel's bits.** The lane kernels are derived in reciprocal mode (one
-//! division per denominator), take `1/√x` by [`rsqrt`] and call the lanes' [`exp`], [`erf`]
-//! and [`erfc`] (a few ulp from the scalar functions): they agree with the plain
+//! division per denominator), take `1/√x` by [`rsqrt`] and call the lanes' [`exp`], [`ln`],
+//! [`erf`] and [`erfc`] (a few ulp from the scalar functions): they agree with the plain
 //! `value_gradient` (used by the Hessian passes and the fixed-size path) to rounding, not to
 //! the bit (the TIP3P cluster: 1e-13 relative, tested).
 //!
 //! The module by concern, as OpenMM's CPU platform keeps one file per instruction set behind one
 //! dispatch function: this file the [`Lanes`] trait the generated kernels are written over;
 //! `loads.rs` the engine's loads of a block of terms' bodies ([`Loads`], not for kernels);
-//! `scalar.rs` the one-lane `f64` and [`rsqrt`]; `functions.rs` [`exp`], [`erf`] and [`erfc`]
-//! on lanes; `dispatch.rs` [`Isa`] and [`dispatch`]; `x86/` the AVX2 (`avx2.rs`) and AVX-512 (`avx512.rs`) types and their `#[target_feature]`
+//! `scalar.rs` the one-lane `f64` and [`rsqrt`]; `functions.rs` [`exp`], [`ln`], [`erf`] and
+//! [`erfc`] on lanes; `dispatch.rs` [`Isa`] and [`dispatch`]; `x86/` the AVX2 (`avx2.rs`) and AVX-512 (`avx512.rs`) types and their `#[target_feature]`
 //! entries.
 
 use core::ops::{Add, Div, Mul, Neg, Sub};
@@ -55,7 +55,7 @@ mod tests;
 mod x86;
 
 pub use dispatch::{Isa, detected, dispatch, dispatch_with, selected, widest};
-pub use functions::{erf, erfc, erfc_exp, exp, root};
+pub use functions::{erf, erfc, erfc_exp, exp, ln, root};
 pub use loads::Loads;
 pub(crate) use scalar::round_ties_even;
 pub use scalar::rsqrt;
@@ -180,6 +180,20 @@ pub trait Lanes:
     /// its exponent bits (the scaling of [`exp`]'s reduced argument). Other lanes (fractions,
     /// NaN, out of range) give an unspecified value, never a panic.
     fn pow2i(self) -> Self;
+    /// `(m, k)` with `self = m · 2^k` exactly, `m` in `[√2/2, √2)` and `k` an integer, for
+    /// positive normal lanes (the reduction of [`ln`], musl's `log.c`: the fraction's leading
+    /// 20 bits against `0x6a09e`). Bit operations, exact, so the same bits on every
+    /// path. Other lanes (zero, subnormal, negative, infinite, NaN) give unspecified values,
+    /// never a panic.
+    #[inline(always)]
+    fn split_sqrt2(self) -> (Self, Self) {
+        let (mut m, mut k) = ([0.0; 8], [0.0; 8]);
+        self.store(&mut m);
+        for (m, k) in m[..Self::WIDTH].iter_mut().zip(&mut k) {
+            (*m, *k) = scalar::split_sqrt2(*m);
+        }
+        (Self::load(&m), Self::load(&k))
+    }
     /// `f` lane by lane (transcendental functions: the scalar `f64` function on each lane).
     #[inline(always)]
     fn map(self, f: impl Fn(f64) -> f64) -> Self {

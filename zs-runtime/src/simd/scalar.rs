@@ -59,6 +59,10 @@ impl Lanes for f64 {
         round_ties_even(self)
     }
     #[inline(always)]
+    fn split_sqrt2(self) -> (Self, Self) {
+        split_sqrt2(self)
+    }
+    #[inline(always)]
     fn pow2i(self) -> Self {
         // `as` saturates (NaN to 0): out-of-range lanes are garbage, not a panic.
         f64::from_bits(((self as i64).wrapping_add(1023) as u64) << 52)
@@ -84,6 +88,29 @@ pub(crate) fn round_ties_even(x: f64) -> f64 {
     } else {
         x.round_ties_even()
     }
+}
+
+/// The bits of a double's 52-bit fraction.
+pub(super) const FRACTION: u64 = (1 << 52) - 1;
+
+/// Added to the fraction, carries into bit 52 exactly when its leading 20 bits are at least
+/// `0x6a09e` (`1 + fraction` at least `√2` to 20 bits): musl's `log.c` (`hx + 0x3ff00000 −
+/// 0x3fe6a09e`), as the `libm` crate carries it.
+pub(super) const SQRT2_CARRY: u64 = 0x95f62 << 32;
+
+/// [`Lanes::split_sqrt2`] of one lane: `x = m · 2^k`, `m` the fraction under the exponent of
+/// `1` (or of `1/2` when [`SQRT2_CARRY`] carries), `k` the unbiased exponent (one more in that
+/// case), made as a double by exact operations.
+#[inline(always)]
+pub(super) fn split_sqrt2(x: f64) -> (f64, f64) {
+    let bits = x.to_bits();
+    let fraction = bits & FRACTION;
+    let up = ((fraction + SQRT2_CARRY) >> 52) & 1;
+    let m = f64::from_bits(fraction | ((0x3ff - up) << 52));
+    // The biased exponent plus `up`, an integer in `[0, 2048]`: exact as a double, and so is
+    // taking the bias away.
+    let k = (((bits >> 52) & 0x7ff) + up) as f64 - 1023.0;
+    (m, k)
 }
 
 /// The bits of the first guess of [`rsqrt`]: `MAGIC − bits(x)/2` is `1/√x` to within 3.5 %

@@ -189,6 +189,35 @@ pub(super) unsafe fn pow2i256(k: __m256d) -> __m256d {
     }
 }
 
+/// [`Lanes::split_sqrt2`] on 4 lanes: the scalar `split_sqrt2`'s integer operations on the
+/// bits, the biased exponent made a double by the `2^52` trick (exact for `[0, 2^52)`).
+#[inline(always)]
+pub(super) unsafe fn split_sqrt2_256(x: __m256d) -> (__m256d, __m256d) {
+    use crate::simd::scalar::{FRACTION, SQRT2_CARRY};
+    // SAFETY: AVX2 (module docs); integer operations on the bits, defined for every value.
+    unsafe {
+        let bits = _mm256_castpd_si256(x);
+        let fraction = _mm256_and_si256(bits, _mm256_set1_epi64x(FRACTION as i64));
+        let carried = _mm256_add_epi64(fraction, _mm256_set1_epi64x(SQRT2_CARRY as i64));
+        let up = _mm256_and_si256(_mm256_srli_epi64::<52>(carried), _mm256_set1_epi64x(1));
+        let exponent = _mm256_sub_epi64(_mm256_set1_epi64x(0x3ff), up);
+        let m = _mm256_or_si256(fraction, _mm256_slli_epi64::<52>(exponent));
+        let biased = _mm256_add_epi64(
+            _mm256_and_si256(_mm256_srli_epi64::<52>(bits), _mm256_set1_epi64x(0x7ff)),
+            up,
+        );
+        let two52 = _mm256_set1_pd(4_503_599_627_370_496.0);
+        let k = _mm256_sub_pd(
+            _mm256_castsi256_pd(_mm256_or_si256(biased, _mm256_castpd_si256(two52))),
+            two52,
+        );
+        (
+            _mm256_castsi256_pd(m),
+            _mm256_sub_pd(k, _mm256_set1_pd(1023.0)),
+        )
+    }
+}
+
 /// [`crate::simd::rsqrt`] on 4 lanes: the same operations, lane by lane.
 #[inline(always)]
 pub(super) unsafe fn rsqrt256(x: __m256d) -> __m256d {

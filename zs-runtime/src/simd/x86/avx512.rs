@@ -265,6 +265,35 @@ pub(super) unsafe fn pow2i512(k: __m512d) -> __m512d {
     }
 }
 
+/// [`Lanes::split_sqrt2`] on 8 lanes: the scalar `split_sqrt2`'s integer operations on the
+/// bits, the biased exponent made a double by the `2^52` trick (exact for `[0, 2^52)`).
+#[inline(always)]
+pub(super) unsafe fn split_sqrt2_512(x: __m512d) -> (__m512d, __m512d) {
+    use crate::simd::scalar::{FRACTION, SQRT2_CARRY};
+    // SAFETY: AVX-512F (module docs); integer operations on the bits, defined for every value.
+    unsafe {
+        let bits = _mm512_castpd_si512(x);
+        let fraction = _mm512_and_si512(bits, _mm512_set1_epi64(FRACTION as i64));
+        let carried = _mm512_add_epi64(fraction, _mm512_set1_epi64(SQRT2_CARRY as i64));
+        let up = _mm512_and_si512(_mm512_srli_epi64::<52>(carried), _mm512_set1_epi64(1));
+        let exponent = _mm512_sub_epi64(_mm512_set1_epi64(0x3ff), up);
+        let m = _mm512_or_si512(fraction, _mm512_slli_epi64::<52>(exponent));
+        let biased = _mm512_add_epi64(
+            _mm512_and_si512(_mm512_srli_epi64::<52>(bits), _mm512_set1_epi64(0x7ff)),
+            up,
+        );
+        let two52 = _mm512_set1_pd(4_503_599_627_370_496.0);
+        let k = _mm512_sub_pd(
+            _mm512_castsi512_pd(_mm512_or_si512(biased, _mm512_castpd_si512(two52))),
+            two52,
+        );
+        (
+            _mm512_castsi512_pd(m),
+            _mm512_sub_pd(k, _mm512_set1_pd(1023.0)),
+        )
+    }
+}
+
 /// [`crate::simd::rsqrt`] on 8 lanes: the same operations, lane by lane.
 #[inline(always)]
 pub(super) unsafe fn rsqrt512(x: __m512d) -> __m512d {

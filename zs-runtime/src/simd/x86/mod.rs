@@ -38,7 +38,7 @@ macro_rules! lanes {
     ($ty:ident, $w:literal, $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident,
      $rsqrt:ident, $fma:ident, $gather:ident, $gather_rows:ident, $lt:ident, $le:ident,
      $select:ident, $round:ident,
-     $lt_mask:ident, $pow2i:ident, $set1:ident,
+     $lt_mask:ident, $pow2i:ident, $split:ident, $set1:ident,
      $loadu:ident, $storeu:ident, $xor:ident, $gather_bodies:ident
      $(, compress = $compress:ident)? $(, load_pairs3 = $load_pairs3:ident)?
      $(, pick16 = $pick16:ident)?) => {
@@ -177,6 +177,12 @@ macro_rules! lanes {
                 // SAFETY: see the module docs.
                 unsafe { $ty($pow2i(self.0)) }
             }
+            #[inline(always)]
+            fn split_sqrt2(self) -> (Self, Self) {
+                // SAFETY: see the module docs.
+                let (m, k) = unsafe { $split(self.0) };
+                ($ty(m), $ty(k))
+            }
             $(
             #[inline(always)]
             fn pick16(table: &[f64; 16], k: Self) -> Self {
@@ -235,6 +241,7 @@ lanes!(
     round256,
     lt_mask256,
     pow2i256,
+    split_sqrt2_256,
     _mm256_set1_pd,
     _mm256_loadu_pd,
     _mm256_storeu_pd,
@@ -262,6 +269,7 @@ lanes!(
     round512,
     lt_mask512,
     pow2i512,
+    split_sqrt2_512,
     _mm512_set1_pd,
     _mm512_loadu_pd,
     _mm512_storeu_pd,
