@@ -1,11 +1,13 @@
 //! The special functions of the lane kernels: `cargo bench -p zs-bench --bench special`
-//! (BENCHMARKS.md, "The lanes' own exp, erf and erfc").
+//! (BENCHMARKS.md, "The lanes' own exp, erf and erfc", and "ln on the lanes").
 //!
 //! - `erfc/lanes`, `erfc/scalar`: 4 096 values of `erfc` by `zs_runtime::simd::erfc` on the
 //!   machine's widest lanes, and by the scalar function lane by lane (what the lane kernels
 //!   called before), on `[0.3, 2.63]`: `αr` of a real-space Ewald pair of the SPC/E box (α =
 //!   0.268 Å⁻¹, 1.1 Å ≤ r ≤ 9.8 Å), which takes all three of fdlibm's branches.
 //! - `exp/lanes`, `exp/scalar`: `e^{−x²}` on the same values, the derivative's factor.
+//! - `ln/lanes`, `ln/scalar`: `ln(1 − x²/8)`, in `[0.13, 0.99]`: a FENE bond's
+//!   `ln(1 − r²/R₀²)` (R₀ = 1.5) over `r` from 0.16 to 1.39: the melt's bonds and more.
 
 use std::hint::black_box;
 
@@ -24,6 +26,8 @@ enum Which {
     ErfcScalar,
     ExpLanes,
     ExpScalar,
+    LnLanes,
+    LnScalar,
 }
 
 impl WithLanes for Sum<'_> {
@@ -39,6 +43,8 @@ impl WithLanes for Sum<'_> {
                     Which::ErfcScalar => x.map(zs_runtime::special::erfc),
                     Which::ExpLanes => zs_runtime::simd::exp(-(x * x)),
                     Which::ExpScalar => (-(x * x)).map(f64::exp),
+                    Which::LnLanes => zs_runtime::simd::ln(L::splat(1.0) - x * x / L::splat(8.0)),
+                    Which::LnScalar => (L::splat(1.0) - x * x / L::splat(8.0)).map(f64::ln),
                 };
         }
         let mut out = [0.0; 8];
@@ -62,6 +68,8 @@ fn special(c: &mut Criterion) {
         ("erfc/scalar", Which::ErfcScalar),
         ("exp/lanes", Which::ExpLanes),
         ("exp/scalar", Which::ExpScalar),
+        ("ln/lanes", Which::LnLanes),
+        ("ln/scalar", Which::LnScalar),
     ] {
         c.bench_function(name, |b| {
             b.iter(|| {
