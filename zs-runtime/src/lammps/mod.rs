@@ -207,7 +207,13 @@ impl DataFile {
             line: 0,
             message: format!("cannot read: {e}"),
         })?;
-        Self::parse(&text).map_err(|e| DataError { path: name, ..e })
+        let scanned = Parser::new(&text).scan();
+        // The text is not read again: let it go before the rows become the file's lists (a
+        // million atoms' text is as large as those rows).
+        drop(text);
+        scanned
+            .and_then(Scanned::finish)
+            .map_err(|e| DataError { path: name, ..e })
     }
 
     /// Parses the text of a data file.
@@ -218,7 +224,7 @@ impl DataFile {
     /// type or bond type outside the declared ones, a bond to a missing atom, a type without a
     /// mass, a triclinic box (not supported).
     pub fn parse(text: &str) -> Result<Self, DataError> {
-        Parser::new(text).parse()
+        Parser::new(text).scan()?.finish()
     }
 
     /// The file's text in the same format (`write_data`): positions wrapped into the box with
@@ -340,6 +346,18 @@ fn err(line: usize, message: impl Into<String>) -> DataError {
 /// One `Atoms` line: line number, ID, molecule, type, charge, position, image flags.
 type AtomRow = (usize, u64, u64, usize, f64, [f64; 3], [i64; 3]);
 
+/// A file's sections as read, before the rows become its lists ([`Scanned::finish`]): what is
+/// left once the text is no longer needed.
+struct Scanned {
+    file: DataFile,
+    header: Header,
+    seen: Vec<String>,
+    rows: Vec<AtomRow>,
+    velocity_rows: Vec<(usize, u64, [f64; 3])>,
+    /// Per bonded line: its line number, its number of atoms, their IDs and its type.
+    raw_bonds: Vec<(usize, usize, [u64; 4], usize)>,
+}
+
 /// The header counts.
 #[derive(Default)]
 struct Header {
@@ -400,7 +418,8 @@ impl<'t> Parser<'t> {
         self.text.lines().count()
     }
 
-    fn parse(mut self) -> Result<DataFile, DataError> {
+    /// The header and every section's lines, checked line by line.
+    fn scan(mut self) -> Result<Scanned, DataError> {
         let title = self.lines.next().map_or("", |l| l.1).to_string();
         let mut h = Header::default();
         // The header: count and box lines until the first section keyword.
@@ -642,6 +661,30 @@ impl<'t> Parser<'t> {
                 format!("no `Atoms` section (the header says {atoms} atoms)"),
             ));
         }
+        Ok(Scanned {
+            file,
+            header: h,
+            seen,
+            rows,
+            velocity_rows,
+            raw_bonds,
+        })
+    }
+}
+
+impl Scanned {
+    /// The file's lists from the rows: atoms in ID order (a duplicate ID is an error),
+    /// velocities and bonded terms by their atoms' IDs.
+    fn finish(self) -> Result<DataFile, DataError> {
+        let Scanned {
+            mut file,
+            header: h,
+            seen,
+            mut rows,
+            velocity_rows,
+            raw_bonds,
+        } = self;
+        let atoms = rows.len();
         if let Some(t) = file.masses.iter().position(|m| m.is_nan()) {
             return Err(err(
                 0,
@@ -705,7 +748,9 @@ impl<'t> Parser<'t> {
         (file.bonds, file.angles, file.dihedrals) = (bonds, angles, dihedrals);
         Ok(file)
     }
+}
 
+impl Parser<'_> {
     fn header_line(&mut self, h: &mut Header, no: usize, c: &str) -> Result<(), DataError> {
         let f: Vec<&str> = c.split_whitespace().collect();
         let words = f
