@@ -4,21 +4,23 @@
 //! The real-space Ewald pair `q_i q_j erfc(αr)/r` and its derivative `−2α/√π e^{−α²r²}` spent
 //! two thirds of a water box's force evaluation in the scalar `erfc` and `exp`, one lane at a
 //! time, and a FENE bond's `ln(1 − r²/R₀²)` went to the C library's `log` lane by lane (the
-//! lanes stored, the registers spilled around each call: BENCHMARKS.md). Here the algorithms are written once over [`Lanes`] with nothing but IEEE additions,
-//! multiplications, divisions and fused multiply-adds (each correctly rounded), selects, exact
-//! scalings by powers of two and table reads — so each lane's result is the same bits on the
-//! scalar, AVX2 and AVX-512 paths, whatever its neighbours in the block (the module's
+//! lanes stored, the registers spilled around each call: BENCHMARKS.md). Here the algorithms
+//! are written once over [`Lanes`] with nothing but IEEE additions, multiplications, divisions
+//! and fused multiply-adds (each correctly rounded), selects, exact scalings by powers of two,
+//! exact splits of the exponent and table reads — so each lane's result is the same bits on
+//! the scalar, AVX2 and AVX-512 paths, whatever its neighbours in the block (the module's
 //! contract, [`super`]).
 //!
 //! `ln` is musl's `log.c` (fdlibm's algorithm) operation for operation, so the `libm` crate's
-//! `log` to the bit (tested). `exp` and `erf` are fdlibm's algorithms and coefficients (Sun Microsystems, 1993: `e_exp.c`
-//! and `s_erf.c`, as musl and the `libm` crate carry them); `erfc` is `e^{−x²}` times a table
-//! of the scaled function erfcx ([`erfc_exp`]). The results agree with the scalar functions
-//! to a few ulp (measured by the tests) — not to the bit: every branch is taken by a select
-//! instead of a jump and the reduction rounds ties to even.
+//! `log` to the bit (tested). `exp` and `erf` are fdlibm's algorithms and coefficients (Sun
+//! Microsystems, 1993: `e_exp.c` and `s_erf.c`, as musl and the `libm` crate carry them);
+//! `erfc` is `e^{−x²}` times a table of the scaled function erfcx ([`erfc_exp`]). These three
+//! agree with the scalar functions to a few ulp (measured by the tests) — not to the bit: every
+//! branch is taken by a select instead of a jump and the reduction rounds ties to even.
 //! Arguments where the fast path would leave the normal range (`exp` under `−708` or over
-//! `709`, an infinity or a NaN, `erfc` beyond 8) are handed lane by lane to the scalar
-//! functions, so every lane still gets an answer that depends on its own argument alone.
+//! `709`, `ln` of zero, a subnormal or a negative number, an infinity or a NaN, `erfc` beyond
+//! 8) are handed lane by lane to the scalar functions, so every lane still gets an answer that
+//! depends on its own argument alone.
 
 use super::Lanes;
 

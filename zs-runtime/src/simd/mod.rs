@@ -23,8 +23,8 @@
 //! ([`Lanes::mul_add`]: `f64::mul_add` on one lane, the FMA instruction on many — one correctly
 //! rounded operation either way). `powi` is
 //! the same chain of multiplications for every `L`; [`exp`], [`ln`], [`erf`] and [`erfc`] are
-//! written once over `L` from those operations (`functions.rs`), and other transcendental functions
-//! are evaluated lane by lane by the scalar `f64` function. So a term's outputs are the same
+//! written once over `L` from those operations (`functions.rs`), and other transcendental
+//! functions are evaluated lane by lane by the scalar `f64` function. So a term's outputs are the same
 //! bits on the scalar, AVX2 and AVX-512 paths, and so are the sums the assembly makes of them
 //! on one machine (a pair form under a cutoff goes by the pass the machine's widest lanes make
 //! fastest, whatever lanes a system runs: `Assembled::with_pair_strategy`).
