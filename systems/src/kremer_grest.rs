@@ -163,8 +163,6 @@ impl KremerGrest {
 
     /// `x1, y1, z1, x2, …` (beads numbered from 1 in atom-ID order).
     pub fn coordinate_names(n: usize) -> Vec<String> {
-        (1..=n)
-            .flat_map(|i| ["x", "y", "z"].map(|c| format!("{c}{i}")))
-            .collect()
+        (0..3 * n).map(zs_runtime::output::xyz_name).collect()
     }
 }

@@ -56,9 +56,40 @@ struct Names {
     numbered_xyz: bool,
 }
 
-/// The `k`-th (from 0) of `x1, y1, z1, x2, …`.
-fn xyz_name(k: usize) -> String {
-    format!("{}{}", ["x", "y", "z"][k % 3], k / 3 + 1)
+/// The decimal digits of `n`, written into `buf` (no allocation).
+fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    core::str::from_utf8(&buf[at..]).expect("ASCII digits")
+}
+
+/// Appends the `k`-th (from 0) of `x1, y1, z1, x2, …` to `to`.
+fn push_xyz_name(k: usize, to: &mut String) {
+    to.push(['x', 'y', 'z'][k % 3]);
+    to.push_str(decimal(k / 3 + 1, &mut [0; 20]));
+}
+
+/// The `k`-th (from 0) of the names `x1, y1, z1, x2, …`: the coordinates of 3-D bodies numbered
+/// from 1, which [`CsvRecorder::with_names`] counts instead of holding. Written digit by digit
+/// into a string of its own length (a million bodies' set-up makes three million of them).
+pub fn xyz_name(k: usize) -> String {
+    let mut name = String::with_capacity(8);
+    push_xyz_name(k, &mut name);
+    name
+}
+
+/// Whether `name` is [`xyz_name`]`(k)` (no allocation).
+fn is_xyz_name(name: &str, k: usize) -> bool {
+    let name = name.as_bytes();
+    name.first() == Some(&b"xyz"[k % 3])
+        && name[1..] == *decimal(k / 3 + 1, &mut [0; 20]).as_bytes()
 }
 
 impl Names {
@@ -67,14 +98,14 @@ impl Names {
             self.numbered_xyz = true;
         }
         if self.numbered_xyz {
-            if name == xyz_name(self.len) {
+            if is_xyz_name(name, self.len) {
                 self.len += 1;
                 return;
             }
             // The pattern ends here: the names so far written out.
             self.numbered_xyz = false;
             for k in 0..self.len {
-                self.text.push_str(&xyz_name(k));
+                push_xyz_name(k, &mut self.text);
                 self.text.push('\0');
             }
         }
@@ -91,15 +122,18 @@ impl Names {
         self.len
     }
 
-    fn iter(&self) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
-        let (numbered, held) = if self.numbered_xyz {
-            (0..self.len, "")
+    /// `f` of each name in turn; numbered ones are written into one buffer, none held.
+    fn for_each(&self, mut f: impl FnMut(&str)) {
+        if self.numbered_xyz {
+            let mut name = String::new();
+            for k in 0..self.len {
+                name.clear();
+                push_xyz_name(k, &mut name);
+                f(&name);
+            }
         } else {
-            (0..0, self.text.as_str())
-        };
-        numbered
-            .map(|k| std::borrow::Cow::Owned(xyz_name(k)))
-            .chain(held.split_terminator('\0').map(std::borrow::Cow::Borrowed))
+            self.text.split_terminator('\0').for_each(f);
+        }
     }
 }
 
@@ -324,13 +358,13 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         let mut f = String::new();
         match &self.names {
             Some(names) => {
-                names.iter().for_each(|n| field(&n));
-                for n in names.iter() {
+                names.for_each(&mut field);
+                names.for_each(|n| {
                     f.clear();
                     f.push_str("v_");
-                    f.push_str(&n);
+                    f.push_str(n);
                     field(&f);
-                }
+                });
             }
             None => {
                 for prefix in ["q", "v"] {
@@ -649,7 +683,7 @@ fn csv_io(e: csv::Error) -> io::Error {
 
 #[cfg(test)]
 mod tests {
-    use super::{CsvRecorder, Names};
+    use super::{CsvRecorder, Names, is_xyz_name, xyz_name};
 
     /// A large row formatted in parallel chunks (on 3 threads) has the bytes of the same row
     /// written field by field.
@@ -788,12 +822,12 @@ mod tests {
             names.push(n);
         }
         assert_eq!(names.len(), given.len());
-        let back: Vec<String> = names.iter().map(String::from).collect();
+        let back = all(&names);
         assert_eq!(
             back,
             ["x1", "", "long name, with a comma", "a\u{FFFD}b", "z"]
         );
-        assert_eq!(Names::default().iter().count(), 0);
+        assert!(all(&Names::default()).is_empty());
     }
 
     #[test]
@@ -806,7 +840,7 @@ mod tests {
             names.push(n);
         }
         assert!(names.text.is_empty() && names.numbered_xyz);
-        assert_eq!(names.iter().map(String::from).collect::<Vec<_>>(), xyz);
+        assert_eq!(all(&names), xyz);
         // One that breaks the pattern: everything written out, in order.
         names.push("x5");
         names.push("theta");
@@ -814,15 +848,48 @@ mod tests {
         expected.extend(["x5".to_string(), "theta".to_string()]);
         assert!(!names.numbered_xyz);
         assert_eq!(names.len(), 14);
-        assert_eq!(names.iter().map(String::from).collect::<Vec<_>>(), expected);
+        assert_eq!(all(&names), expected);
         // A pattern broken at once.
         let mut other = Names::default();
         for n in ["y1", "x1"] {
             other.push(n);
         }
-        assert_eq!(
-            other.iter().map(String::from).collect::<Vec<_>>(),
-            ["y1", "x1"]
-        );
+        assert_eq!(all(&other), ["y1", "x1"]);
+    }
+
+    fn all(names: &Names) -> Vec<String> {
+        let mut all = Vec::new();
+        names.for_each(|n| all.push(n.to_string()));
+        all
+    }
+
+    /// `xyz_name` writes what `format!` writes, and `is_xyz_name` knows it from every other
+    /// name: its neighbours, other axes, leading zeros and signs, prefixes and extensions.
+    #[test]
+    fn xyz_names_are_formats_text_and_nothing_else_is_taken_for_one() {
+        let ks = (0..3000).chain([3 * 999_999, 3 * 1_000_000 - 1, usize::MAX / 2 - 7]);
+        for k in ks {
+            let name = format!("{}{}", ["x", "y", "z"][k % 3], k / 3 + 1);
+            assert_eq!(xyz_name(k), name);
+            assert!(is_xyz_name(&name, k));
+            let number = &name[1..];
+            let others = [
+                xyz_name(k + 1),
+                xyz_name(k + 3),
+                format!("{}{number}", ["y", "z", "x"][k % 3]),
+                format!("{}0{number}", &name[..1]),
+                format!("{}+{number}", &name[..1]),
+                format!("{name}0"),
+                format!("{name} "),
+                name[..name.len() - 1].to_string(),
+                name[..1].to_string(),
+                number.to_string(),
+                format!("é{number}"),
+                String::new(),
+            ];
+            for other in others {
+                assert!(!is_xyz_name(&other, k), "{other} for {k}");
+            }
+        }
     }
 }

@@ -43,6 +43,15 @@ impl<const D: usize> Arrangement<D> {
         }
     }
 
+    /// The free index of every body of the topology (the user's order), [`super::plan::PINNED`] for a
+    /// pinned one: the order's when the bodies are held in a spatial one.
+    pub fn user_free_of(&self) -> &[u32] {
+        match &self.order {
+            Some(o) => &o.user_free_of,
+            None => &self.bodies.free_of,
+        }
+    }
+
     /// In spatial order, the user's free index of every inner one (the Hessian pattern's).
     pub fn to_user(&self) -> Option<&[u32]> {
         self.order.as_ref().map(|o| &o.to_user[..])

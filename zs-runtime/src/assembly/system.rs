@@ -21,6 +21,7 @@ use crate::masses::BodyMasses;
 use crate::model::HessianPart;
 use crate::simd::{self, Isa};
 use crate::sparse::{Backend, BlockLayout};
+use crate::vector::fingerprint;
 
 /// Systems with at least this many terms evaluate them on rayon's pool by default
 /// ([`Assembled::with_parallel`]).
@@ -88,6 +89,9 @@ pub struct Assembled<T, const D: usize> {
     strategy: PairStrategy,
     /// In spatial order: re-sort at every this many neighbour-list builds (0: never).
     pub(crate) resort_every: usize,
+    /// The fingerprint of the start [`Assembled::check_start`] passed at set-up, if it was
+    /// checked then: the same start is not searched again.
+    checked_start: Option<u64>,
 }
 
 impl<T, const D: usize> core::fmt::Debug for Assembled<T, D> {
@@ -173,8 +177,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     /// `self` once its start `q` is checked ([`Assembled::check_start`]).
-    fn checked(self, q: &[f64]) -> Result<Self, TopologyError> {
+    fn checked(mut self, q: &[f64]) -> Result<Self, TopologyError> {
         self.check_start(q)?;
+        self.checked_start = Some(fingerprint(q));
         Ok(self)
     }
 
@@ -228,6 +233,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             backend: Backend::Auto,
             strategy: PairStrategy::Auto,
             resort_every: RESORT_EVERY,
+            checked_start: None,
         })
     }
 
@@ -248,6 +254,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             backend: self.backend,
             strategy: self.strategy,
             resort_every: self.resort_every,
+            checked_start: self.checked_start,
         }
     }
 
@@ -368,12 +375,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// The coordinate block of `body` (its coordinates are `D·k .. D·k + D`), or `None` for a
     /// pinned body.
     pub fn free_index(&self, body: usize) -> Option<usize> {
-        let arranged = self.arranged();
-        let free_of = match &arranged.order {
-            Some(o) => &o.user_free_of,
-            None => &arranged.bodies.free_of,
-        };
-        match free_of.get(body) {
+        match self.arranged().user_free_of().get(body) {
             Some(&f) if f != PINNED => Some(f as usize),
             _ => None,
         }
@@ -453,13 +455,13 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// free body `b` (numbered from 1, the topology's order), `x{b}, y{b}, z{b}` for a point;
     /// `x{b}_{s}, …` for the site `s` of a body of several sites of 3; else `q{b}_{d}`.
     pub fn coordinate_names(&self) -> Vec<String> {
-        let n = self.model.topology.bodies();
+        let arranged = self.arranged();
         let mut names = Vec::with_capacity(self.model.free * D);
-        for b in (0..n).filter(|&b| self.free_index(b).is_some()) {
+        for (b, _) in (arranged.user_free_of().iter().enumerate()).filter(|&(_, &f)| f != PINNED) {
             let b = b + 1;
             for d in 0..D {
                 names.push(match (D % 3, D / 3) {
-                    (0, 1) => format!("{}{b}", ["x", "y", "z"][d]),
+                    (0, 1) => crate::output::xyz_name(3 * (b - 1) + d),
                     (0, _) => format!("{}{b}_{}", ["x", "y", "z"][d % 3], d / 3 + 1),
                     _ => format!("q{b}_{}", d + 1),
                 });
@@ -474,10 +476,11 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// If `q` does not have [`crate::Model::dimension`] entries.
     pub fn body_positions(&self, q: &[f64]) -> Vec<[f64; D]> {
         self.check_len(q, "q");
-        (0..self.model.topology.bodies())
-            .map(|b| match self.free_index(b) {
-                Some(f) => core::array::from_fn(|d| q[f * D + d]),
-                None => core::array::from_fn(|d| self.model.topology.pinned()[&b][d]),
+        let (arranged, pinned) = (self.arranged(), self.model.topology.pinned());
+        (arranged.user_free_of().iter().enumerate())
+            .map(|(b, &f)| match f {
+                PINNED => core::array::from_fn(|d| pinned[&b][d]),
+                f => core::array::from_fn(|d| q[f as usize * D + d]),
             })
             .collect()
     }
@@ -486,7 +489,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// molecule meet through the periodic box closer than half the shortest bond — a molecule
     /// wider than the box, which its pair terms would see on top of itself. Nothing to check
     /// without a periodic box or bonds. [`Assembled::ordered`] checks its start; a run built
-    /// with [`Assembled::new`] checks its own (`zs run` does).
+    /// with [`Assembled::new`] checks its own (`zs run` does). The start `ordered` checked is
+    /// known again by its fingerprint ([`crate::vector`]'s, as the energy cache's) and passes
+    /// without a second search.
     ///
     /// # Errors
     /// The closest such pair, named.
@@ -495,14 +500,13 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// If `q` does not have [`crate::Model::dimension`] entries.
     pub fn check_start(&self, q: &[f64]) -> Result<(), TopologyError> {
         self.check_len(q, "q");
-        if D != 3 {
+        if D != 3 || self.checked_start.is_some_and(|key| key == fingerprint(q)) {
             return Ok(());
         }
-        let topology = self.topology();
-        super::overlap::check(topology, |b| match self.free_index(b) {
-            Some(f) => core::array::from_fn(|a| q[f * D + a]),
-            None => core::array::from_fn(|a| topology.pinned()[&b][a]),
-        })
+        // The free indices borrowed once: a body's position is read four times a bond.
+        let (topology, arranged) = (self.topology(), self.arranged());
+        let site = order::user_site::<D>(topology, arranged.user_free_of(), q);
+        super::overlap::check(topology, site)
     }
 
     /// The coordinates `q` of the free bodies from every body's position (the inverse of
@@ -517,9 +521,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             "one position per body"
         );
         let mut q = vec![0.0; self.model.free * D];
-        for (b, p) in positions.iter().enumerate() {
-            if let Some(f) = self.free_index(b) {
-                q[f * D..(f + 1) * D].copy_from_slice(p);
+        for (p, &f) in positions.iter().zip(self.arranged().user_free_of()) {
+            if f != PINNED {
+                q[f as usize * D..(f as usize + 1) * D].copy_from_slice(p);
             }
         }
         q

@@ -109,3 +109,38 @@ fn an_infinite_chain_bonded_through_the_box_is_not_checked() {
     let s = system(Topology::ring(5), 5.0);
     assert!(s.check_start(&q).is_ok());
 }
+
+#[test]
+fn a_system_set_up_on_a_clear_start_still_refuses_another_start_that_overlaps() {
+    // The ring of the first test, laid out with diameter 5.1258 in a box of 5.2: set up from a
+    // start shrunk to fit (the start `ordered` checks, and passes again without a search), then
+    // asked about the full-size start and about a copy of the clear one.
+    let (topology, wide) = ring(16);
+    let clear: Vec<f64> = wide
+        .chunks(3)
+        .flat_map(|p| [2.6 + 0.5 * (p[0] - 2.6), 2.6 + 0.5 * (p[1] - 2.6), p[2]])
+        .collect();
+    let t = topology
+        .exclude_bonded()
+        .periodic([5.2; 3])
+        .cutoff(CUTOFF, 0.3);
+    for order in [BodyOrder::Given, BodyOrder::Auto, BodyOrder::Cells] {
+        let s = Assembled::ordered(Melt { rc: CUTOFF }, t.clone(), order, &clear)
+            .expect("the shrunk ring is clear of its images");
+        assert!(s.check_start(&clear.clone()).is_ok(), "{order:?}");
+        assert!(
+            matches!(
+                s.check_start(&wide),
+                Err(TopologyError::OverlapsOwnImage { i: 0, j: 8, .. })
+            ),
+            "{order:?}"
+        );
+        assert!(
+            matches!(
+                s.replica().check_start(&wide),
+                Err(TopologyError::OverlapsOwnImage { i: 0, j: 8, .. })
+            ),
+            "{order:?}"
+        );
+    }
+}
