@@ -714,10 +714,18 @@ impl Scanned {
             file.positions
                 .push(core::array::from_fn(|a| x[a] + image[a] as f64 * len[a]));
         }
+        // Sorted and distinct, the IDs are `first..first + atoms` when the last is that far from
+        // the first (LAMMPS's `1..=N` after `reset_atom_ids`): each then is its place plus
+        // `first`, found without a search (a million beads' bonds name two million of them).
+        let first = file.ids.first().copied().unwrap_or(0);
+        let dense = file.ids.last().map(|&last| last - first) == Some(atoms as u64 - 1);
         let index = |id: u64, lno: usize| -> Result<usize, DataError> {
-            file.ids
-                .binary_search(&id)
-                .map_err(|_| err(lno, format!("atom ID {id} is not in `Atoms`")))
+            let found = if dense {
+                (id.checked_sub(first).filter(|&i| i < atoms as u64)).map(|i| i as usize)
+            } else {
+                file.ids.binary_search(&id).ok()
+            };
+            found.ok_or_else(|| err(lno, format!("atom ID {id} is not in `Atoms`")))
         };
         for (lno, id, v) in velocity_rows {
             let i = index(id, lno)?;

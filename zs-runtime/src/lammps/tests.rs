@@ -88,6 +88,65 @@ fn reads_a_file_and_writes_it_back() {
     );
 }
 
+/// Bonds and velocities find their atoms by ID whether the IDs are `1..=N` (found by their
+/// place) or have gaps (found by a search), and an ID beyond either end or in a gap is named.
+#[test]
+fn atoms_are_found_by_id_with_and_without_gaps() {
+    let dense = DataFile::parse(SMALL).expect("valid");
+    for (first, gap) in [(1, 1), (5, 1), (1, 10), (0, 1), (7, 100)] {
+        // IDs `first`, `first + gap`, `first + 2 gap` for the file's 1, 2, 3.
+        let id = |k: u64| (first + (k - 1) * gap).to_string();
+        let renamed = |text: &str| -> String {
+            let mut out = String::new();
+            let mut section = "";
+            for line in text.lines() {
+                let trimmed = line.trim();
+                if ["Atoms # bond", "Velocities", "Bonds", "Masses"].contains(&trimmed) {
+                    section = trimmed;
+                }
+                let mut f: Vec<String> = line.split_whitespace().map(String::from).collect();
+                let k = |s: &str| s.parse::<u64>().ok();
+                match (section, f.len()) {
+                    ("Atoms # bond", 6 | 9) | ("Velocities", 4) => f[0] = id(k(&f[0]).unwrap()),
+                    ("Bonds", 4) => {
+                        f[2] = id(k(&f[2]).unwrap());
+                        f[3] = id(k(&f[3]).unwrap());
+                    }
+                    _ => {
+                        out.push_str(line);
+                        out.push('\n');
+                        continue;
+                    }
+                }
+                out.push_str(&f.join(" "));
+                out.push('\n');
+            }
+            out
+        };
+        let r = DataFile::parse(&renamed(SMALL)).expect("valid");
+        assert_eq!(r.positions, dense.positions);
+        assert_eq!(r.velocities, dense.velocities);
+        assert_eq!(r.bonds, dense.bonds);
+        let last_bond = format!("2 1 {} {}", id(2), id(3));
+        let text = renamed(SMALL);
+        assert!(text.contains(&last_bond), "{text}");
+        let mut outside = vec![first + 3 * gap, first + 2 * gap + 1];
+        outside.extend(first.checked_sub(1));
+        if gap > 1 {
+            outside.push(first + 1);
+        }
+        for missing in outside {
+            let bad = text.replace(&last_bond, &format!("2 1 {} {missing}", id(2)));
+            let e = DataFile::parse(&bad).expect_err("an ID not in `Atoms`");
+            assert_eq!(e.line, 33, "{e}");
+            assert!(
+                e.message == format!("atom ID {missing} is not in `Atoms`"),
+                "{first}, {gap}: {e}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_mistake_names_its_line() {
     let cases: &[(&str, &str, usize, &str)] = &[
