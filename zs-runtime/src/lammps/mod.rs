@@ -407,11 +407,12 @@ impl<'t> Parser<'t> {
     }
 
     /// The next line with content (number, raw line), skipping blank and comment lines.
-    fn next_content(&mut self) -> Option<(usize, &'t str)> {
+    /// The next line with content: its number (from 1), the line and its content.
+    fn next_content(&mut self) -> Option<(usize, &'t str, &'t str)> {
         self.lines
             .by_ref()
-            .find(|(_, line)| !content(line).is_empty())
-            .map(|(i, line)| (i + 1, line))
+            .map(|(i, line)| (i + 1, line, content(line)))
+            .find(|(_, _, c)| !c.is_empty())
     }
 
     fn last_line(&self) -> usize {
@@ -424,13 +425,12 @@ impl<'t> Parser<'t> {
         let mut h = Header::default();
         // The header: count and box lines until the first section keyword.
         let first_section = loop {
-            let Some((no, line)) = self.next_content() else {
+            let Some((no, line, c)) = self.next_content() else {
                 return Err(err(
                     self.last_line(),
                     "the file ends before its first section (Masses, Atoms, …)",
                 ));
             };
-            let c = content(line);
             if SECTIONS.contains(&c) {
                 break (no, c.to_string(), line);
             }
@@ -486,6 +486,8 @@ impl<'t> Parser<'t> {
         let mut raw_bonds: Vec<(usize, usize, [u64; 4], usize)> = Vec::new();
         let mut section = Some(first_section);
         let mut seen: Vec<String> = Vec::new();
+        // A line's fields, in one list for every line (millions of them).
+        let mut f: Vec<&str> = Vec::new();
         while let Some((no, name, raw)) = section.take() {
             if seen.contains(&name) {
                 return Err(err(no, format!("a second `{name}` section")));
@@ -513,7 +515,7 @@ impl<'t> Parser<'t> {
                 _ => {}
             }
             for k in 0..count {
-                let Some((lno, line)) = self.next_content() else {
+                let Some((lno, _, c)) = self.next_content() else {
                     return Err(err(
                         self.last_line(),
                         format!(
@@ -521,14 +523,14 @@ impl<'t> Parser<'t> {
                         ),
                     ));
                 };
-                let c = content(line);
                 if SECTIONS.contains(&c) {
                     return Err(err(
                         lno,
                         format!("the `{name}` section has {k} lines, the header says {count}"),
                     ));
                 }
-                let f: Vec<&str> = c.split_whitespace().collect();
+                f.clear();
+                f.extend(c.split_whitespace());
                 match name.as_str() {
                     "Masses" => {
                         let (t, m) = (int(&f, 0, lno)?, num(&f, 1, lno)?);
@@ -643,7 +645,7 @@ impl<'t> Parser<'t> {
             }
             section = self
                 .next_content()
-                .map(|(no, line)| (no, content(line).to_string(), line));
+                .map(|(no, line, c)| (no, c.to_string(), line));
             if let Some((no, ref name, _)) = section
                 && !SECTIONS.contains(&name.as_str())
             {
