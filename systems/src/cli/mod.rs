@@ -58,7 +58,7 @@ pub mod systems;
 pub mod temper;
 
 pub use error::CliError;
-pub use job::{AtEnd, Column, Job, MakeWatch, Profile, Watch};
+pub use job::{AtEnd, Column, CoordinateNames, Job, MakeWatch, Profile, Watch};
 pub use system::{builtin, Accepts, CliSystem, Count};
 pub use systems::{DescriptionError, SystemArg, SystemOptions, Systems};
 

@@ -427,6 +427,36 @@ fn zs_run_and_eval_read_data_files_and_write_them_back() {
             assert!((x - y).abs() <= 1e-12 * SIDE, "bead {i}: {x} vs {y}");
         }
     }
+    // Continued from the CSV's last row (`--init`: its header names the melt's coordinates,
+    // `x1, y1, z1, …`, which the run counts rather than lists): the new file starts with it.
+    let out = run(&[
+        "run",
+        "kremer-grest",
+        "--data",
+        "melt.data",
+        "--integrator",
+        "verlet",
+        "--h",
+        "0.005",
+        "--t-end",
+        "0.12",
+        "--init",
+        "run.csv",
+        "--out",
+        "more.csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let more = std::fs::read_to_string(d.join("more.csv")).expect("more.csv");
+    assert_eq!(more.lines().next(), csv.lines().next(), "the same header");
+    assert_eq!(
+        more.lines().nth(1),
+        csv.lines().last(),
+        "the start is the last row"
+    );
     // Z&Ss-stiff with the FENE bonds in its solve: one banded solve per step.
     let out = run(&[
         "run",

@@ -15,7 +15,7 @@ use zs_runtime::{
     StateOf, Vector,
 };
 
-use super::{CliStepper, Job, Watch};
+use super::{CliStepper, CoordinateNames, Job, Watch};
 use crate::cli::error::CliError;
 
 /// A system's [`Watch`] as one of the run's observers.
@@ -39,7 +39,7 @@ impl Job<'_> {
         target: &T,
         mut stepper: Box<dyn CliStepper<T, V> + '_>,
         mut state: StateOf<V>,
-        names: Vec<String>,
+        names: impl Into<CoordinateNames>,
     ) -> Result<(), CliError>
     where
         S: ConstrainedModel<V, C> + Sync + ?Sized,
@@ -68,7 +68,7 @@ impl Job<'_> {
                 })?
             }
         };
-        let mut csv = run_columns(csv, names, system);
+        let mut csv = run_columns(csv, names.into(), system);
         let mut watching = self.watch.map(|make| Watching(make()));
         if let Some((name, f)) = watching.as_ref().and_then(|w| w.0.column()) {
             csv = csv.with_column(name, move |q: &V| f(q.as_slice()));
@@ -279,7 +279,7 @@ fn finish<V: Vector>(summary: RunSummary<V>, out: &Path) -> Result<(), CliError>
 /// `constraint_norm` when `system` has constraints.
 pub(super) fn run_columns<'s, S, V, C>(
     csv: CsvRecorder<'s, V>,
-    names: Vec<String>,
+    names: CoordinateNames,
     system: &'s S,
 ) -> CsvRecorder<'s, V>
 where
@@ -287,7 +287,11 @@ where
     V: ConstraintSpace<C>,
     C: Vector,
 {
-    let csv = csv.with_names(names).with_energy();
+    let csv = match names {
+        CoordinateNames::Xyz { bodies } => csv.with_xyz_names(bodies),
+        CoordinateNames::Listed(names) => csv.with_names(names),
+    }
+    .with_energy();
     if system.constraint_count() > 0 {
         csv.with_constraints(system)
     } else {

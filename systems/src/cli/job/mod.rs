@@ -27,6 +27,39 @@ pub(crate) use temper::TemperPlan;
 use super::error::CliError;
 use super::{state_file, IntegratorName, RunArgs};
 
+/// The coordinates' names: a run's CSV header, and the columns a state file (`--init`) must
+/// have. `x1, y1, z1, …` are counted rather than made (a million beads' would be three million
+/// strings, made only to be counted), or the names are listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoordinateNames {
+    /// `x1, y1, z1, …` up to `z{bodies}` ([`zs_runtime::output::xyz_name`]).
+    Xyz {
+        /// The bodies, numbered from 1.
+        bodies: usize,
+    },
+    /// The names, in order.
+    Listed(Vec<String>),
+}
+
+impl CoordinateNames {
+    /// The names as a list: made for [`CoordinateNames::Xyz`] (to read a state file, not to
+    /// head a run's CSV).
+    pub fn listed(&self) -> std::borrow::Cow<'_, [String]> {
+        match self {
+            CoordinateNames::Xyz { bodies } => {
+                (0..3 * bodies).map(zs_runtime::output::xyz_name).collect()
+            }
+            CoordinateNames::Listed(names) => names.into(),
+        }
+    }
+}
+
+impl From<Vec<String>> for CoordinateNames {
+    fn from(names: Vec<String>) -> Self {
+        CoordinateNames::Listed(names)
+    }
+}
+
 /// An assembled system's constrained model, type-erased (see the [module docs](self)).
 pub(crate) type DynConstrained<'a> = dyn ConstrainedModel<Vec<f64>, Vec<f64>> + Sync + 'a;
 /// An assembled system's (penalized) potential, type-erased.
@@ -227,10 +260,29 @@ impl<'a> Job<'a> {
         paper: StateOf<V>,
         names: &[String],
     ) -> Result<StateOf<V>, CliError> {
+        self.initial_state_with(paper, || names.into())
+    }
+
+    /// [`Job::initial_state`] of a system whose coordinates are `names`, listed only when a
+    /// state file is read.
+    pub fn initial_state_of<V: Vector>(
+        &self,
+        paper: StateOf<V>,
+        names: &CoordinateNames,
+    ) -> Result<StateOf<V>, CliError> {
+        self.initial_state_with(paper, || names.listed())
+    }
+
+    /// The start, the names made by `names` when a state file is read.
+    fn initial_state_with<'n, V: Vector>(
+        &self,
+        paper: StateOf<V>,
+        names: impl FnOnce() -> std::borrow::Cow<'n, [String]>,
+    ) -> Result<StateOf<V>, CliError> {
         let Some(path) = &self.args.init else {
             return Ok(paper);
         };
-        let (t, q, v) = state_file::last_state(path, names)?;
+        let (t, q, v) = state_file::last_state(path, &names())?;
         if t >= self.p.t_end {
             return Err(CliError::InitAfterEnd {
                 path: path.clone(),
@@ -248,7 +300,7 @@ impl<'a> Job<'a> {
         systems: &[&S],
         targets: &[&P],
         state: StateOf<V>,
-        names: Vec<String>,
+        names: impl Into<CoordinateNames>,
     ) -> Result<(), CliError>
     where
         S: ConstrainedModel<V, C> + Sync + ?Sized,
@@ -256,6 +308,7 @@ impl<'a> Job<'a> {
         V: ConstraintSpace<C> + Send,
         C: Vector,
     {
+        let names = names.into();
         assert!(
             systems.len() == self.replicas() && targets.len() == self.replicas(),
             "one system and one target per evaluation state the job steps"

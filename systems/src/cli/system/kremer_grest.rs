@@ -12,7 +12,7 @@ use zs_runtime::{MoveGuard, Symbols};
 
 use super::{eval_from_data, run_with_neighbors, write_final_data, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::job::Job;
+use crate::cli::job::{CoordinateNames, Job};
 use crate::cli::{EvalArgs, IntegratorName, RunArgs};
 use crate::kremer_grest::{self, KremerGrest};
 
@@ -95,8 +95,9 @@ impl CliSystem for KremerGrestCli {
         job.lattice = Some((lo, l));
         job.at_end = Some(&write_data);
         job.move_guard = Some(MoveGuard::new(kremer_grest::SKIN, 3));
-        let names = KremerGrest::coordinate_names(n);
-        let state = job.initial_state(system.state(q, v), &names)?;
+        // `x1, y1, z1, …`, counted (`KremerGrest::coordinate_names`, not made).
+        let names = CoordinateNames::Xyz { bodies: n };
+        let state = job.initial_state_of(system.state(q, v), &names)?;
         say!(
             "zs: Kremer–Grest melt of {n} beads and {bonds} FENE bonds from {} (LAMMPS in.chain: K = 30, R0 = 1.5; \
              LJ cut at 1.12, shifted; special_bonds fene), periodic box {} × {} × {}, LJ units",

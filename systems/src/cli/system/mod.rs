@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use zs_runtime::{Model, Vector};
 
 use super::error::CliError;
-use super::job::Job;
+use super::job::{CoordinateNames, Job};
 use super::{state_file, EvalArgs, GravitySign, IntegratorName, RunArgs};
 
 /// `--n`: what it counts, its default, its least value and why fewer is refused.
@@ -266,7 +266,7 @@ pub fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync>(
     job: &Job<'_>,
     system: &zs_runtime::assembly::Assembled<T, 3>,
     state: zs_runtime::DynState,
-    names: Vec<String>,
+    names: impl Into<CoordinateNames>,
 ) -> Result<(), CliError> {
     let done = run_assembled(job, system, None, state, names);
     say!(
@@ -294,7 +294,7 @@ pub fn run_assembled<T, const D: usize>(
     system: &zs_runtime::assembly::Assembled<T, D>,
     omega: Option<f64>,
     state: zs_runtime::DynState,
-    names: Vec<String>,
+    names: impl Into<CoordinateNames>,
 ) -> Result<(), CliError>
 where
     T: zs_runtime::assembly::Terms<D> + Send + Sync,

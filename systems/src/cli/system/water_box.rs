@@ -13,7 +13,7 @@ use zs_runtime::{MoveGuard, Symbols};
 
 use super::{state_file, table_of, Accepts, CliSystem};
 use crate::cli::error::CliError;
-use crate::cli::job::{DynConstrained, DynStiff, Job};
+use crate::cli::job::{CoordinateNames, DynConstrained, DynStiff, Job};
 use crate::cli::{positive_f64, EvalArgs, IntegratorName, RunArgs};
 use crate::kremer_grest::KremerGrest;
 use crate::water_box::{self, Kspace, Water, WaterBox, WaterBoxOptions};
@@ -219,9 +219,10 @@ impl CliSystem for WaterBoxCli {
             .map(|a| [a.atoms[1], a.atoms[0], a.atoms[2]].map(|b| b as u32))
             .collect();
         job.settle = Some((&molecules, water_box::R_OH, water_box::r_hh()));
-        let names = KremerGrest::coordinate_names(n);
+        // `x1, y1, z1, …`, counted (`KremerGrest::coordinate_names`, not made).
+        let names = CoordinateNames::Xyz { bodies: n };
         let state =
-            job.initial_state(boxed.short.state(boxed.q.clone(), boxed.v.clone()), &names)?;
+            job.initial_state_of(boxed.short.state(boxed.q.clone(), boxed.v.clone()), &names)?;
         say!(
             "zs: SPC/E water, {} molecules from {} ({} water; LJ and real-space Coulomb cut at {} Å, {}; tolerance {}), periodic box {} × {} × {} Å, real units",
             n / 3,

@@ -66,7 +66,7 @@ impl Job<'_> {
         targets: &[&T],
         make: &dyn Fn() -> Box<dyn CliStepper<T, V>>,
         state: StateOf<V>,
-        names: Vec<String>,
+        names: super::CoordinateNames,
         plan: &TemperPlan,
     ) -> Result<(), CliError>
     where
