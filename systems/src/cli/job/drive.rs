@@ -39,7 +39,7 @@ impl Job<'_> {
         target: &T,
         mut stepper: Box<dyn CliStepper<T, V> + '_>,
         mut state: StateOf<V>,
-        names: impl Into<CoordinateNames>,
+        names: CoordinateNames,
     ) -> Result<(), CliError>
     where
         S: ConstrainedModel<V, C> + Sync + ?Sized,
@@ -68,7 +68,7 @@ impl Job<'_> {
                 })?
             }
         };
-        let mut csv = run_columns(csv, names.into(), system);
+        let mut csv = run_columns(csv, names, system);
         let mut watching = self.watch.map(|make| Watching(make()));
         if let Some((name, f)) = watching.as_ref().and_then(|w| w.0.column()) {
             csv = csv.with_column(name, move |q: &V| f(q.as_slice()));

@@ -308,7 +308,23 @@ impl<'a> Job<'a> {
         V: ConstraintSpace<C> + Send,
         C: Vector,
     {
-        let names = names.into();
+        // One instantiation of the run per system, whatever the names' type.
+        self.run_named(systems, targets, state, names.into())
+    }
+
+    fn run_named<S, P, V, C>(
+        &self,
+        systems: &[&S],
+        targets: &[&P],
+        state: StateOf<V>,
+        names: CoordinateNames,
+    ) -> Result<(), CliError>
+    where
+        S: ConstrainedModel<V, C> + Sync + ?Sized,
+        P: StiffModel<V> + Sync + ?Sized,
+        V: ConstraintSpace<C> + Send,
+        C: Vector,
+    {
         assert!(
             systems.len() == self.replicas() && targets.len() == self.replicas(),
             "one system and one target per evaluation state the job steps"

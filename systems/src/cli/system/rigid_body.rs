@@ -102,7 +102,7 @@ impl CliSystem for RigidBodyCli {
                 stepper.h(),
                 job.p.t_end
             );
-            job.drive(&system, &system, stepper, state, names)
+            job.drive(&system, &system, stepper, state, names.into())
         } else {
             let n = job.replicas();
             job.run(&vec![&system; n], &vec![&system; n], state, names)
