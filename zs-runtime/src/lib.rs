@@ -84,7 +84,7 @@ pub use model::{ConstrainedModel, ConstraintSpace, HessianPart, Jacobian, Model,
 pub use multipliers::{PenalizedMultipliers, TimeSeries};
 pub use observers::{ConstraintObserver, EnergyObserver, MomentumObserver, Observer};
 pub use output::CsvRecorder;
-pub use state::{DynState, Measured, PositionsKey, State, StateOf};
+pub use state::{DynState, Measured, PointMove, PositionsKey, State, StateOf};
 pub use stepper::{Clock, Clocked, ResumableStepper, Stepper};
 pub use system::{
     ConstraintCurvature, ConstraintThirdContraction, FastPotential, MechanicalSystem,

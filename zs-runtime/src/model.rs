@@ -15,7 +15,7 @@
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::linalg::{SolveFailure, SolveOptions};
 use crate::masses::Masses;
-use crate::state::{Measured, PositionsKey};
+use crate::state::{Measured, PointMove, PositionsKey};
 use crate::vector::Vector;
 use crate::{MechanicalSystem, Potential, StiffSplit};
 
@@ -88,6 +88,17 @@ pub trait Model<V: Vector> {
     fn gradient_into_keyed(&self, q: &V, g: &mut V, key: PositionsKey) {
         let _ = key;
         self.gradient_into(q, g);
+    }
+    /// [`Model::gradient_into_keyed`] at positions the caller moved there from positions of
+    /// key `moved.from`, no point body by more than `moved.largest` ([`PointMove`]). An
+    /// assembled system under a pair cutoff whose list was built at those earlier positions,
+    /// or at positions they were moved from in turn, adds the moves up: while their sum stays
+    /// below half the skin no body can have moved that far, and the list is not stale without
+    /// a pass over the positions to test it — the test's answer, not a guess, so the list is
+    /// built at the same steps. The default ignores the move.
+    fn gradient_into_moved(&self, q: &V, g: &mut V, key: PositionsKey, moved: PointMove) {
+        let _ = moved;
+        self.gradient_into_keyed(q, g, key);
     }
     /// [`Model::potential_at`] at positions whose key is `key`: an assembled system whose last
     /// evaluation was [`Model::gradient_into_keyed`] at that key returns the energy it found

@@ -96,6 +96,18 @@ impl<V: Vector> StateOf<V> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PositionsKey(pub(crate) u64);
 
+/// How far the positions a stepper hands a model moved from positions it handed before: no
+/// point body (three consecutive coordinates, its position) is farther than `largest` from
+/// where it was in the positions of key `from`. A step's kick-drift pass measures it on its way
+/// ([`Measured::largest_point_move`]), and a model whose neighbour list tests its staleness by
+/// reading every position adds these moves up instead while they stay below half the skin
+/// ([`crate::Model::gradient_into_moved`]). Made only by this crate's steppers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointMove {
+    pub(crate) from: PositionsKey,
+    pub(crate) largest: f64,
+}
+
 /// What a stepper measured of the state its last step produced, in its own passes over that
 /// state ([`crate::Stepper::measured`]). The driver hands it to the observers
 /// ([`crate::Observer::check_measured`], [`crate::Observer::observe_measured`]), which use it

@@ -14,7 +14,7 @@ use super::workspace::Workspace;
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::model::HessianPart;
 use crate::sparse::{SparseMatrix, SparseSolver};
-use crate::state::{Measured, PositionsKey};
+use crate::state::{Measured, PointMove, PositionsKey};
 use crate::{Model, StiffModel};
 
 impl<T: Terms<D>, const D: usize> Assembled<T, D> {
@@ -164,13 +164,27 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 
     /// `∇V` into `g` and `V` returned, from one pass over the terms.
     pub(crate) fn value_gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) -> f64 {
+        self.value_gradient_moved(omega, q, g, None)
+    }
+
+    /// [`Assembled::value_gradient`] at the caller's positions of key `moved.1`, moved there as
+    /// `moved.0` says ([`Workspace::refresh_keyed`]): the move is used only when the bodies are
+    /// in the caller's order, so that `q` inside is the caller's.
+    fn value_gradient_moved(
+        &self,
+        omega: f64,
+        q: &[f64],
+        g: &mut [f64],
+        moved: Option<(PointMove, PositionsKey)>,
+    ) -> f64 {
         self.check_len(g, "the gradient");
         self.inside(q, &[], Some(g), |q, _, g| {
             let g = g.expect("an output");
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, &[]);
             let mut s = self.work();
-            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged));
+            let moved = moved.filter(|_| arranged.order.is_none());
+            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged), moved);
             if input.parallel {
                 for f in &mut s.forms {
                     f.evaluate(&self.model.terms, &input, Want::Gradient);
@@ -192,6 +206,20 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// which then also keys the energy found: [`Assembled::energy_keyed`].
     pub(crate) fn gradient_keyed(&self, omega: f64, q: &[f64], g: &mut [f64], key: PositionsKey) {
         self.value_gradient(omega, q, g);
+        self.work().mark_valued_outside(key);
+    }
+
+    /// [`Assembled::gradient_keyed`] at positions moved there as `moved` says
+    /// ([`crate::Model::gradient_into_moved`]).
+    pub(crate) fn gradient_moved(
+        &self,
+        omega: f64,
+        q: &[f64],
+        g: &mut [f64],
+        key: PositionsKey,
+        moved: PointMove,
+    ) {
+        self.value_gradient_moved(omega, q, g, Some((moved, key)));
         self.work().mark_valued_outside(key);
     }
 
@@ -229,7 +257,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 HessianPart::Full
             };
             let mut s = self.work();
-            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged));
+            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged), None);
             let layout = s.layout(part, self.model.free, arranged.to_user());
             if h.layout().id() != layout.id() {
                 assert!(
@@ -277,7 +305,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, a);
             let mut s = self.work();
-            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged));
+            let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged), None);
             let kept = s.tensors_kept_at(key, omega);
             for f in &mut s.forms {
                 f.evaluate(&self.model.terms, &input, Want::Third { kept });
@@ -402,6 +430,16 @@ macro_rules! assembled_model {
             }
             fn gradient_into_keyed(&self, q: &Vec<f64>, g: &mut Vec<f64>, key: PositionsKey) {
                 self.as_system().gradient_keyed(self.penalty(), q, g, key);
+            }
+            fn gradient_into_moved(
+                &self,
+                q: &Vec<f64>,
+                g: &mut Vec<f64>,
+                key: PositionsKey,
+                moved: PointMove,
+            ) {
+                self.as_system()
+                    .gradient_moved(self.penalty(), q, g, key, moved);
             }
             fn potential_at_keyed(&self, q: &Vec<f64>, key: PositionsKey) -> f64 {
                 self.as_system().energy_keyed(self.penalty(), q, key)

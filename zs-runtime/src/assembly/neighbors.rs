@@ -13,6 +13,7 @@ use super::cell::Cell;
 use super::topology::Topology;
 use crate::simd::Isa;
 use scan::{Grid, LayerScan, PAD};
+use stale::Drift;
 
 mod bins;
 mod scan;
@@ -50,6 +51,10 @@ pub(crate) struct Neighbors {
     at_build: Vec<[f64; 3]>,
     /// Number of builds so far.
     pub builds: usize,
+    /// What the moves handed since the last build bound ([`Neighbors::moved_within`]).
+    drift: Option<Drift>,
+    /// Number of staleness tests the moves made unnecessary so far.
+    pub tests_skipped: usize,
     // Scratch of the cell list, kept between builds (no allocation once large enough).
     /// Cell `c`'s bodies are `sorted[start[c]..start[c + 1]]` (wrapped positions).
     start: Vec<u32>,
@@ -177,6 +182,8 @@ impl Neighbors {
             excluded: excluded.into(),
             at_build: Vec::new(),
             builds: 0,
+            drift: None,
+            tests_skipped: 0,
             start: Vec::new(),
             fill: Vec::new(),
             sorted: Sorted::default(),
@@ -202,6 +209,8 @@ impl Neighbors {
             excluded: self.excluded.clone(),
             at_build: Vec::new(),
             builds: 0,
+            drift: None,
+            tests_skipped: 0,
             start: Vec::new(),
             fill: Vec::new(),
             sorted: Sorted::default(),
@@ -239,6 +248,7 @@ impl Neighbors {
         isa: Isa,
         out: &mut Vec<[u32; 2]>,
     ) {
+        self.drift = None;
         self.at_build.clear();
         self.at_build.extend((0..n).map(site));
         // Taken for the build and put back: the build reads the sites while it fills the

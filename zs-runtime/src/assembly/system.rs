@@ -437,6 +437,16 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         self.work().neighbors.as_ref().map_or(0, |n| n.builds)
     }
 
+    /// The number of neighbour-list staleness tests this evaluation state did not need so far:
+    /// a stepper handed the moves of point bodies since the build
+    /// ([`crate::Model::gradient_into_moved`]), and they added up to less than half the skin.
+    pub fn staleness_tests_skipped(&self) -> usize {
+        self.work()
+            .neighbors
+            .as_ref()
+            .map_or(0, |n| n.tests_skipped)
+    }
+
     /// The number of times this evaluation state re-sorted its bodies so far
     /// ([`Assembled::with_resort_period`]).
     pub fn resorts(&self) -> usize {

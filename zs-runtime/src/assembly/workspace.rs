@@ -14,7 +14,7 @@ use super::neighbors::Neighbors;
 use super::plan::{Bodies, PINNED};
 use crate::model::HessianPart;
 use crate::sparse::BlockLayout;
-use crate::state::PositionsKey;
+use crate::state::{PointMove, PositionsKey};
 use crate::vector::fingerprint;
 
 /// One evaluation state of an assembled model (see the [module docs](self)).
@@ -195,13 +195,34 @@ impl<T, const D: usize> Workspace<T, D> {
     /// the caches of the last evaluation). When every body is free the staleness test takes it
     /// on its way through `q`, so that an evaluation reads the positions once for both, not
     /// twice (a long `q` is read from main memory); otherwise it is a pass of its own.
-    pub fn refresh_keyed(&mut self, q: &[f64], at: &Refresh<'_, D>) -> u64 {
-        let (stale, key) = match self.neighbors.as_ref() {
+    ///
+    /// With `moved`, `q` is the caller's positions of key `moved.1` (in the caller's order,
+    /// which is `q`'s), moved from positions of key `moved.0.from` by at most
+    /// `moved.0.largest` a body: while such moves since the build add up to less than half
+    /// the skin ([`Neighbors::moved_within`]) the list is fresh without the test, and the key
+    /// is the caller's — `q` is not read.
+    pub fn refresh_keyed(
+        &mut self,
+        q: &[f64],
+        at: &Refresh<'_, D>,
+        moved: Option<(PointMove, PositionsKey)>,
+    ) -> u64 {
+        let points = D == 3 && all_free(q, at);
+        let (stale, key) = match self.neighbors.as_mut() {
+            Some(nb) if points => match moved {
+                Some((m, PositionsKey(to))) if nb.moved_within(m.from.0, to, m.largest) => {
+                    (false, to)
+                }
+                _ => nb.stale_free_keyed(q, D),
+            },
             Some(nb) if all_free(q, at) => nb.stale_free_keyed(q, D),
             _ => (self.stale(q, at), fingerprint(q)),
         };
         if stale {
             self.build(at.bodies.free_of.len(), site_at(q, at), at);
+            if let Some(nb) = self.neighbors.as_mut().filter(|_| points) {
+                nb.built_at_key(key);
+            }
         }
         key
     }

@@ -8,7 +8,7 @@ use super::{BODY_CHUNK, Buffers, StepStats, check_finite, check_h, check_state, 
 use crate::checkpoint::{CheckpointError, Resumable, Scope, ScopeMut};
 use crate::error::Quantity;
 use crate::simd::widest;
-use crate::state::PositionsKey;
+use crate::state::{PointMove, PositionsKey};
 use crate::stepper::{Clock, Clocked};
 use crate::vector::{
     PARALLEL_FROM, VECTOR_CHUNK, Vector, fingerprint_of_sum, fingerprint_term, point_moves2,
@@ -234,7 +234,7 @@ impl<V: Vector> VelocityVerlet<V> {
             gradient(potential, &state.q, m, g, k, t)?;
             pass = kick_drift(g, x1, v_half);
         }
-        let (finite, _, key_x1, moved) = pass;
+        let (finite, key_q, key_x1, moved) = pass;
         if !finite {
             *cached = false;
             return Err(StepError::non_finite(k, t, Quantity::NewPosition));
@@ -244,7 +244,17 @@ impl<V: Vector> VelocityVerlet<V> {
         // the acceleration made from it, in one pass that reads `g` and writes the velocities
         // alone; on a non-finite entry, the first quantity that is not finite is named
         // (gradient, acceleration, velocity), and the gradient is no longer `q`'s.
-        potential.gradient_into_keyed(x1, g, PositionsKey(key_x1));
+        // Of point bodies, with how far they moved from `q` (of key `key_q`): a model whose
+        // neighbour list adds the moves up skips its staleness test while they are short.
+        if points {
+            let moved = PointMove {
+                from: PositionsKey(key_q),
+                largest: moved.sqrt(),
+            };
+            potential.gradient_into_moved(x1, g, PositionsKey(key_x1), moved);
+        } else {
+            potential.gradient_into_keyed(x1, g, PositionsKey(key_x1));
+        }
         *cached = false;
         // The gradient's and the acceleration's entries that are not finite counted in the
         // same pass, so that an error names the first without a pass of its own.

@@ -9,9 +9,10 @@ use crate::support::fixtures::Rng;
 use zs_runtime::assembly::{Assembled, BodyOrder, Topology};
 use zs_runtime::driver::run_steps;
 use zs_runtime::observers::{EnergyObserver, total_energy, total_energy_measured};
+use zs_runtime::sparse::SparseMatrix;
 use zs_runtime::{
-    Clock, Clocked, DynState, Langevin, Model, MoveGuard, StepError, StepErrorKind, Stepper,
-    VelocityVerlet,
+    Clock, Clocked, DynState, HessianPart, Langevin, Masses, Measured, Model, MoveGuard,
+    PositionsKey, StepError, StepErrorKind, Stepper, VelocityVerlet,
 };
 
 /// 23³ = 12 167 particles: a state past the length the passes split on a pool.
@@ -165,4 +166,128 @@ fn measured_steps_give_the_runs_of_unmeasured_ones() {
         assert!(stopped.0.is_some(), "stopped under {limit}");
         assert_eq!(stopped, run(false, gla, limit), "gla {gla}");
     }
+}
+
+/// The assembled system as a model that takes no moves
+/// ([`Model::gradient_into_moved`]'s default): everything else is the system's own.
+struct Unmoved<'a>(&'a Assembled<Melt, 3>);
+
+type Solver = <Vec<f64> as zs_runtime::Vector>::Solver;
+
+impl Model<Vec<f64>> for Unmoved<'_> {
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn matrix_layout(&self, part: HessianPart) -> u64 {
+        self.0.matrix_layout(part)
+    }
+    fn new_matrix(&self, part: HessianPart) -> SparseMatrix {
+        self.0.new_matrix(part)
+    }
+    fn new_solver(&self, part: HessianPart) -> Solver {
+        self.0.new_solver(part)
+    }
+    fn masses_into(&self, m: &mut Vec<f64>) {
+        self.0.masses_into(m)
+    }
+    fn masses_into_slice(&self, m: &mut [f64]) {
+        self.0.masses_into_slice(m)
+    }
+    fn masses_lent(&self) -> Option<Masses<'_>> {
+        self.0.masses_lent()
+    }
+    fn kinetic_energy(&self, v: &Vec<f64>) -> f64 {
+        self.0.kinetic_energy(v)
+    }
+    fn kinetic_energy_measured(&self, v: &Vec<f64>, measured: &Measured) -> f64 {
+        self.0.kinetic_energy_measured(v, measured)
+    }
+    fn potential_at(&self, q: &Vec<f64>) -> f64 {
+        self.0.potential_at(q)
+    }
+    fn gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) {
+        self.0.gradient_into(q, g)
+    }
+    fn gradient_into_keyed(&self, q: &Vec<f64>, g: &mut Vec<f64>, key: PositionsKey) {
+        self.0.gradient_into_keyed(q, g, key)
+    }
+    fn potential_at_keyed(&self, q: &Vec<f64>, key: PositionsKey) -> f64 {
+        self.0.potential_at_keyed(q, key)
+    }
+    fn value_gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) -> f64 {
+        self.0.value_gradient_into(q, g)
+    }
+    fn hessian_into(&self, q: &Vec<f64>, h: &mut SparseMatrix) {
+        self.0.hessian_into(q, h)
+    }
+    fn gradient_hessian_into(&self, q: &Vec<f64>, g: &mut Vec<f64>, h: &mut SparseMatrix) {
+        self.0.gradient_hessian_into(q, g, h)
+    }
+    fn third_contraction_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
+        self.0.third_contraction_into(q, a, out)
+    }
+    fn hessian_vector_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
+        self.0.hessian_vector_into(q, a, out)
+    }
+}
+
+/// `steps` steps of `model` from `s` by velocity Verlet (under the GLA when `gla`): the
+/// final state's bits.
+fn stepped<P: Model<Vec<f64>>>(model: &P, mut s: DynState, gla: bool, steps: usize) -> Vec<u64> {
+    let vv = VelocityVerlet::new(3.0 * H);
+    if gla {
+        let mut l = Langevin::new(vv, 1.0, 0.5, 3);
+        for _ in 0..steps {
+            Stepper::step(&mut l, model, &mut s).unwrap();
+        }
+    } else {
+        let mut vv = vv;
+        for _ in 0..steps {
+            Stepper::step(&mut vv, model, &mut s).unwrap();
+        }
+    }
+    s.q.iter().chain(&s.v).map(|x| x.to_bits()).collect()
+}
+
+/// Velocity Verlet hands the system each step's largest move: in the file's order the list
+/// then skips most staleness tests, and the run is the one of a model that takes no moves —
+/// the same builds and the same bits, plain and under the GLA, on one thread and on two. In
+/// spatial order the moves are not used (the positions inside are not the stepper's).
+#[test]
+fn the_steps_moves_skip_staleness_tests_and_change_no_bit() {
+    const STEPS: usize = 16;
+    let mut finals = Vec::new();
+    let cases = [(BodyOrder::Cells, false, 1)].into_iter().chain(
+        [false, true]
+            .into_iter()
+            .flat_map(|gla| [1, 2].map(|threads| (BodyOrder::Given, gla, threads))),
+    );
+    for (order, gla, threads) in cases {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let ((moved, skipped, builds), (plain, plain_builds)) = pool.install(|| {
+            let (sys, start) = liquid(order);
+            let moved = stepped(&sys, start.clone(), gla, STEPS);
+            let counts = (sys.staleness_tests_skipped(), sys.neighbor_builds());
+            let (sys, start) = liquid(order);
+            let plain = stepped(&Unmoved(&sys), start, gla, STEPS);
+            assert_eq!(sys.staleness_tests_skipped(), 0);
+            ((moved, counts.0, counts.1), (plain, sys.neighbor_builds()))
+        });
+        let what = format!("{order:?}, gla {gla}, {threads} threads");
+        assert!(moved == plain, "{what}: the moves changed the run");
+        assert_eq!(builds, plain_builds, "{what}");
+        assert!(builds >= 3, "{what}: {builds} builds");
+        if order == BodyOrder::Given {
+            assert!(skipped >= STEPS / 2, "{what}: {skipped} tests skipped");
+            assert!(skipped < STEPS, "{what}: every test skipped");
+            finals.push(moved);
+        } else {
+            assert_eq!(skipped, 0, "{what}");
+        }
+    }
+    // One thread against two, plain and under the GLA.
+    assert!(finals[0] == finals[1] && finals[2] == finals[3]);
 }

@@ -273,6 +273,12 @@ pub fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync>(
         "  neighbour lists  {:>14}   builds",
         system.neighbor_builds()
     );
+    if system.staleness_tests_skipped() > 0 {
+        say!(
+            "  staleness tests  {:>14}   skipped (the steps' moves added up to less than half the skin)",
+            system.staleness_tests_skipped()
+        );
+    }
     if system.body_order() == zs_runtime::assembly::BodyOrder::Cells && system.resorts() > 0 {
         say!(
             "  spatial order    {:>14}   re-sorts (every {} builds; ZS_RESORT_EVERY)",
