@@ -168,8 +168,8 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     /// [`Assembled::value_gradient`] at the caller's positions of key `moved.1`, moved there as
-    /// `moved.0` says ([`Workspace::refresh_keyed`]): the move is used only when the bodies are
-    /// in the caller's order, so that `q` inside is the caller's.
+    /// `moved.0` says ([`Workspace::refresh_keyed`]; in spatial order too: a largest move is
+    /// the same in any order of the bodies).
     fn value_gradient_moved(
         &self,
         omega: f64,
@@ -183,7 +183,6 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, &[]);
             let mut s = self.work();
-            let moved = moved.filter(|_| arranged.order.is_none());
             let key = s.refresh_keyed(q, &self.refresh_inputs(&arranged), moved);
             if input.parallel {
                 for f in &mut s.forms {

@@ -196,11 +196,15 @@ impl<T, const D: usize> Workspace<T, D> {
     /// on its way through `q`, so that an evaluation reads the positions once for both, not
     /// twice (a long `q` is read from main memory); otherwise it is a pass of its own.
     ///
-    /// With `moved`, `q` is the caller's positions of key `moved.1` (in the caller's order,
-    /// which is `q`'s), moved from positions of key `moved.0.from` by at most
-    /// `moved.0.largest` a body: while such moves since the build add up to less than half
-    /// the skin ([`Neighbors::moved_within`]) the list is fresh without the test, and the key
-    /// is the caller's — `q` is not read.
+    /// With `moved`, `q` is the caller's positions of key `moved.1` (in this state's order of
+    /// the bodies, which may not be the caller's), moved from positions of key `moved.0.from`
+    /// by at most `moved.0.largest` a body: while such moves since the build add up to less
+    /// than half the skin ([`Neighbors::moved_within`]; the chain of keys is the caller's, and
+    /// so is the key a build under a move starts it with) the list is fresh without the test,
+    /// and the key returned is the caller's — `q` is not read. In spatial order that key is not
+    /// `q`'s fingerprint: the caches it keys then miss at the next evaluation at `q` not keyed
+    /// by the caller (a second evaluation, never a wrong value), and find its energy by the
+    /// caller's key ([`Workspace::valued_outside`]).
     pub fn refresh_keyed(
         &mut self,
         q: &[f64],
@@ -221,7 +225,7 @@ impl<T, const D: usize> Workspace<T, D> {
         if stale {
             self.build(at.bodies.free_of.len(), site_at(q, at), at);
             if let Some(nb) = self.neighbors.as_mut().filter(|_| points) {
-                nb.built_at_key(key);
+                nb.built_at_key(moved.map_or(key, |(_, PositionsKey(to))| to));
             }
         }
         key
