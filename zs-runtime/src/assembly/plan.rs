@@ -776,4 +776,52 @@ mod tests {
         assert_eq!(plan.slot[wrap], [0, 1]);
         assert_eq!(plan.body[2 * wrap..2 * wrap + 2], [2, 1]);
     }
+
+    /// The plan of a list made of rows — each body's pairs one after another, the body first
+    /// or second in a pair, as a neighbour list lists them — is the plan of its definition:
+    /// per chunk, the distinct free bodies numbered in order of first appearance (a map
+    /// searched from scratch), on one thread and on a pool, for chunks of 1, 3, 512 and 16 384
+    /// pairs, some bodies pinned.
+    #[test]
+    fn a_plan_of_rows_numbers_each_chunks_bodies_in_order_of_first_appearance() {
+        use rand_chacha::rand_core::{RngCore, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(39);
+        let mut below = |n: u32| rng.next_u32() % n;
+        let bodies = 3_000u32;
+        let mut free: Vec<[u32; 2]> = Vec::new();
+        for i in 0..bodies {
+            let pin = |b: u32| if b.is_multiple_of(37) { PINNED } else { b };
+            for _ in 0..below(14) {
+                let j = below(bodies);
+                let pair = if below(2) == 0 { [i, j] } else { [j, i] };
+                free.push(pair.map(pin));
+            }
+        }
+        let list = pairs(free);
+        for chunk in [1, 3, 512, 16_384] {
+            let (mut slot, mut offsets, mut body) = (Vec::new(), vec![0u32], Vec::new());
+            for terms in list.free.chunks(chunk) {
+                let mut number = std::collections::HashMap::new();
+                for t in terms {
+                    slot.push(t.map(|b| {
+                        if b == PINNED {
+                            return NO_SLOT;
+                        }
+                        let next = number.len() as u16;
+                        *number.entry(b).or_insert_with(|| {
+                            body.push(b);
+                            next
+                        })
+                    }));
+                }
+                offsets.push(body.len() as u32);
+            }
+            for threads in [1, 2] {
+                let plan = plan_on(threads, &list, bodies as usize, chunk);
+                assert!(plan.slot == slot, "chunk {chunk}, {threads} threads");
+                assert_eq!(plan.offsets, offsets, "chunk {chunk}, {threads} threads");
+                assert_eq!(plan.body, body, "chunk {chunk}, {threads} threads");
+            }
+        }
+    }
 }
