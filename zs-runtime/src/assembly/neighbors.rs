@@ -33,6 +33,25 @@ struct Sorted {
 const HALF_ROWS: [(i64, i64, i64); 5] =
     [(0, 0, 1), (0, 1, -1), (1, -1, -1), (1, 0, -1), (1, 1, -1)];
 
+/// Cell `k` of an axis of `m` cells and side `len`, at most one past either face: itself with
+/// no shift when inside, else (periodic) the cell at the other face and the box vector that
+/// brings it here, or (open) none. No division: this runs for every cell of every build.
+#[inline(always)]
+fn beside(k: i64, m: usize, len: f64, periodic: bool) -> Option<(usize, f64)> {
+    let m = m as i64;
+    if (0..m).contains(&k) {
+        Some((k as usize, 0.0))
+    } else if periodic {
+        Some(if k < 0 {
+            ((k + m) as usize, -len)
+        } else {
+            ((k - m) as usize, len)
+        })
+    } else {
+        None
+    }
+}
+
 /// A contiguous range of the cell-sorted bodies (consecutive cells of a row along x) and the
 /// box vector that brings them next to the cell searched (the image a periodic box puts there).
 #[derive(Debug, Clone, Copy)]
@@ -432,20 +451,15 @@ impl Neighbors {
         }
         let periodic = self.cell.is_some();
         runs.clear();
-        let at = |k: usize, d: i64, a: usize| -> Option<(usize, f64)> {
-            match (k, d) {
-                (0, -1) => periodic.then(|| (dims[a] - 1, -len[a])),
-                (k, 1) if k + 1 == dims[a] => periodic.then(|| (0, len[a])),
-                (k, d) => Some(((k as i64 + d) as usize, 0.0)),
-            }
-        };
+        let at = |d: i64, a: usize| beside(cell[a] as i64 + d, dims[a], len[a], periodic);
         for (dz, dy, first) in HALF_ROWS {
-            let (Some((y, sy)), Some((z, sz))) = (at(cell[1], dy, 1), at(cell[2], dz, 2)) else {
+            let (Some((y, sy)), Some((z, sz))) = (at(dy, 1), at(dz, 2)) else {
                 continue;
             };
             let row = (z * dims[1] + y) * dims[0];
+            let from = if first > 0 { cx + 1 } else { cx - 1 };
             runs.push(Run {
-                from: self.start[row + cx - usize::from(first < 0) + usize::from(first > 0)],
+                from: self.start[row + from],
                 to: self.start[row + cx + 2],
                 shift: [0.0, sy, sz],
             });
@@ -463,21 +477,7 @@ impl Neighbors {
     ) {
         let periodic = self.cell.is_some();
         runs.clear();
-        let at = |k: i64, a: usize| -> Option<(usize, f64)> {
-            let m = dims[a] as i64;
-            if (0..m).contains(&k) {
-                Some((k as usize, 0.0))
-            } else if periodic {
-                // One cell past either face (no division: this runs for every cell).
-                Some(if k < 0 {
-                    ((k + m) as usize, -len[a])
-                } else {
-                    ((k - m) as usize, len[a])
-                })
-            } else {
-                None
-            }
-        };
+        let at = |k: i64, a: usize| beside(k, dims[a], len[a], periodic);
         let (cx, cy, cz) = (cell[0] as i64, cell[1] as i64, cell[2] as i64);
         for (dz, dy, first) in HALF_ROWS {
             let (Some((y, sy)), Some((z, sz))) = (at(cy + dy, 1), at(cz + dz, 2)) else {
