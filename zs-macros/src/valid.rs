@@ -515,29 +515,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// Checks `fn name(&self, q: &[f64; N]) -> ...` up to the return type; returns `(N, ok)`.
 fn check_coordinate_fn(cx: &Ctxt, m: &Method<'_>, sig: &str) -> (Option<usize>, bool) {
-    let mut ok = true;
+    let mut ok = check_receiver(cx, m, sig);
     let name = m.name;
-    match m.receiver {
-        SelfArg::Ref => {}
-        SelfArg::None => {
-            ok = false;
-            cx.error_spanned_by(
-                name,
-                format!("`{name}` must take `&self`: expected `{sig}`"),
-            );
-        }
-        SelfArg::Other(r) => {
-            ok = false;
-            cx.error_spanned_by(r, format!("`{name}` must take `&self`: expected `{sig}`"));
-        }
-    }
-    if !m.original.sig.generics.params.is_empty() {
-        ok = false;
-        cx.error_spanned_by(
-            &m.original.sig.generics,
-            format!("`{name}` cannot be generic: expected `{sig}`"),
-        );
-    }
     if m.params.len() != 1 {
         cx.error_spanned_by(
             &m.original.sig.inputs,
