@@ -24,7 +24,7 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lammps_kremer_grest import renumbered, section_rows, sections  # noqa: E402
+from lammps_kremer_grest import box_of, renumbered, section_rows, sections  # noqa: E402
 
 
 def main():
@@ -37,13 +37,7 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     lines = open(args.data).read().split("\n")
-    box = {}
-    for line in lines[:60]:
-        f = line.split()
-        if len(f) >= 4 and f[2] in ("xlo", "ylo", "zlo"):
-            box[f[2][0]] = (float(f[0]), float(f[1]))
-    if len(box) != 3:
-        sys.exit(f"{args.data}: no xlo xhi, ylo yhi and zlo zhi lines")
+    box = box_of(lines, args.data)
     lo = [box[a][0] for a in "xyz"]
     length = [box[a][1] - box[a][0] for a in "xyz"]
     cells = [max(1, int(length[k] // args.side)) for k in range(3)]

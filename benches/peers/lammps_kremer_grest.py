@@ -143,12 +143,8 @@ def shuffled(data, seed, d):
     return out
 
 
-def in_cell_order(data, side, d):
-    """`data` with its atom IDs renumbered in cell order: cells of `side` (or a little more, a
-    whole number per box length), x fastest, then y, then z, the file's order within a cell;
-    atoms and bonds listed by their new IDs. The order zs holds a melt in when it sorts it
-    (`BodyOrder::Cells`), here given by the file: a run with no permutation at all."""
-    lines = open(data).read().split("\n")
+def box_of(lines, data):
+    """The box of a data file's `lines`: `{"x": (xlo, xhi), "y": ..., "z": ...}`."""
     box = {}
     for l in lines[:60]:
         f = l.split()
@@ -156,6 +152,16 @@ def in_cell_order(data, side, d):
             box[f[2][0]] = (float(f[0]), float(f[1]))
     if len(box) != 3:
         sys.exit(f"{data}: no xlo xhi, ylo yhi and zlo zhi lines to bin the atoms by")
+    return box
+
+
+def in_cell_order(data, side, d):
+    """`data` with its atom IDs renumbered in cell order: cells of `side` (or a little more, a
+    whole number per box length), x fastest, then y, then z, the file's order within a cell;
+    atoms and bonds listed by their new IDs. The order zs holds a melt in when it sorts it
+    (`BodyOrder::Cells`), here given by the file: a run with no permutation at all."""
+    lines = open(data).read().split("\n")
+    box = box_of(lines, data)
     cells = [max(1, int((box[a][1] - box[a][0]) // side)) for a in "xyz"]
 
     def cell(f):
