@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The log-log slope of the Kremer–Grest melt's time per step from one size to another, for zs
 and LAMMPS, with the host's drift taken out: each engine holds both melts in one process and
-steps them in turn, about a second each.
+steps them in turn, a few seconds each.
 
 `kg_slope.py --run` alternates whole runs a minute apart; these machines are shared, and their
 speed moves by a fifth or more over minutes. Here each engine steps the small melt for
@@ -10,8 +10,10 @@ speed moves by a fifth or more over minutes. Here each engine steps the small me
 - zs: `kg_alternated SMALL LARGE ROUNDS THREADS SMALL_STEPS` (zs-bench, velocity Verlet);
 - LAMMPS: two instances of its library in this process (in.chain's force field, `fix nve`,
   `neighbor 0.4 bin`, `neigh_modify every 1 delay 1`, h = 0.012), each segment a
-  `run N pre no post no` timed by the wall clock: LAMMPS's set-up between two runs (`pre no`)
-  only rebuilds the lists when an atom moved more than half the skin, as within a run.
+  `run N pre no post no` timed by the wall clock. After the first run, `pre no` leaves only
+  the output's set-up before a run (LAMMPS's `run.cpp`: no init, no force computation, no
+  list build); the lists are rebuilt within the run when an atom moved more than half the
+  skin, as in one long run.
   With `--threads 2` this script starts itself under `mpirun -np 2` for LAMMPS's part (both
   instances on the two ranks).
 
