@@ -4,7 +4,7 @@ and LAMMPS, with the host's drift taken out: each engine holds both melts in one
 steps them in turn, a few seconds each.
 
 `kg_slope.py --run` alternates whole runs a minute apart; these machines are shared, and their
-speed moves by a fifth or more over minutes. Here each engine steps the small melt for
+speed moves over minutes (BENCHMARKS.md). Here each engine steps the small melt for
 `--small-steps` steps, then the large one for as many bead-steps, `--rounds` times:
 
 - zs: `kg_alternated SMALL LARGE ROUNDS THREADS SMALL_STEPS` (zs-bench, velocity Verlet);

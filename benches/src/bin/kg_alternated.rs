@@ -6,9 +6,9 @@
 //! pool of `THREADS` threads (1).
 //!
 //! `kg_slope.py --run` alternates whole runs of `zs run`, a minute apart, and these machines'
-//! speed drifts by a fifth or more over minutes. Here the two melts are seconds apart. The host
-//! also moves within seconds, so the rounds' slopes still spread by a few hundredths: the
-//! estimate is the slope of the times summed over all rounds. Each segment of the small melt
+//! speed drifts over minutes (BENCHMARKS.md). Here the two melts are seconds apart. The host
+//! also moves within seconds, so the rounds' slopes still spread: the estimate is the slope
+//! of the times summed over all rounds. Each segment of the small melt
 //! starts after one untimed step, so that it does not pay for the caches the large one emptied;
 //! the large melt never fits in the caches. A neighbour-list build costs about a step, and a
 //! segment holds one build more or fewer than the average: a round's slope moves with that
