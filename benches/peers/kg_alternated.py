@@ -35,17 +35,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from kg_slope import H, beads  # noqa: E402
 from lammps_kremer_grest import FORCE_FIELD  # noqa: E402
-
-H = 0.012
-
-
-def beads(data):
-    with open(data) as fh:
-        for line in fh:
-            if line.strip().endswith("atoms"):
-                return int(line.split()[0])
-    sys.exit(f"{data}: no atom count")
 
 
 def report(name, threads, n, steps, times):

@@ -152,7 +152,7 @@ fn main() {
             shown(slope(summed)),
             shown((!slopes.is_empty()).then(|| median(slopes.clone()))),
             shown((!slopes.is_empty()).then(|| fastest(&slopes))),
-            shown((!slopes.is_empty()).then(|| -fastest(&slopes.iter().map(|s| -s).collect::<Vec<_>>()))),
+            shown((!slopes.is_empty()).then(|| slopes.iter().copied().fold(f64::NEG_INFINITY, f64::max))),
             shown(slope((fastest(&ts), fastest(&tl)))),
             builds[0] as f64 / (rounds * small_steps) as f64,
             builds[1] as f64 / (rounds * large_steps) as f64,
