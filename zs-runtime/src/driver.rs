@@ -158,7 +158,7 @@ pub fn run<P, S, V: Vector>(
     observers: &mut [&mut dyn Observer<P, V>],
 ) -> RunSummary<V>
 where
-    P: ?Sized,
+    P: Model<V> + ?Sized,
     S: Stepper<P, V> + ?Sized,
 {
     let Some(n) = plan(&*stepper, state.t, t_end) else {
@@ -177,7 +177,7 @@ pub fn run_steps<P, S, V: Vector>(
     observers: &mut [&mut dyn Observer<P, V>],
 ) -> RunSummary<V>
 where
-    P: ?Sized,
+    P: Model<V> + ?Sized,
     S: Stepper<P, V> + ?Sized,
 {
     let mut loop_ = Loop::new(n, None, 0).timed_from(state.t);
@@ -315,7 +315,9 @@ where
     for (i, o) in observers.iter_mut().enumerate() {
         o.restore_checkpoint(&checkpoint.scope(&format!("observer.{i}")))?;
     }
-    *state = restored;
+    if !target.in_own_order(&restored, state) {
+        *state = restored;
+    }
     let mut loop_ = Loop::new(planned, Some(t_end), done).timed_from(t0);
     Ok(match checkpointing {
         Some(c) => {
@@ -352,7 +354,17 @@ where
     S: Stepper<P, V> + Resumable + ?Sized,
 {
     let mut cp = checkpointing.meta.clone();
-    cp.set_state(state);
+    // The user's order, whatever order the model holds the state in.
+    let mut user = StateOf {
+        q: V::default_zeros(),
+        v: V::default_zeros(),
+        t: 0.0,
+    };
+    cp.set_state(if target.in_user_order(state, &mut user) {
+        &user
+    } else {
+        state
+    });
     cp.set_f64("run.t0", t0);
     cp.set_f64("run.t_end", t_end);
     cp.set_u64("run.planned", planned);
@@ -386,7 +398,7 @@ fn invalid_h<P, S, V: Vector>(
     observers: &mut [&mut dyn Observer<P, V>],
 ) -> RunSummary<V>
 where
-    P: ?Sized,
+    P: Model<V> + ?Sized,
     S: Stepper<P, V> + ?Sized,
 {
     let error = StepError::new(
@@ -452,7 +464,7 @@ impl Loop {
         mut hook: Option<(u64, Hook<'_, P, S, V>)>,
     ) -> RunSummary<V>
     where
-        P: ?Sized,
+        P: Model<V> + ?Sized,
         S: Stepper<P, V> + ?Sized,
     {
         if fresh {
@@ -472,6 +484,9 @@ impl Loop {
         let mut before = (!undo).then(|| state.clone());
         let checked = stepper.checks_finite();
         while self.done < n {
+            // A model holding the state in an order of its own re-sorts it here, between
+            // steps, before the copy a rejected step would be restored from.
+            target.reorder(state);
             if let Some(before) = before.as_mut() {
                 copy_state(before, state);
             }

@@ -174,6 +174,11 @@ impl<const D: usize> BodyMasses<D> {
         masses
     }
 
+    /// True when every body has the same masses (one row, none stored per body).
+    pub fn is_uniform(&self) -> bool {
+        self.row.is_empty()
+    }
+
     /// The view the steppers read.
     pub fn lent(&self) -> Masses<'_> {
         Masses::Rows {

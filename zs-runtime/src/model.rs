@@ -15,7 +15,7 @@
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::linalg::{SolveFailure, SolveOptions};
 use crate::masses::Masses;
-use crate::state::{Measured, PointMove, PositionsKey};
+use crate::state::{Measured, PointMove, PositionsKey, StateOf};
 use crate::vector::Vector;
 use crate::{MechanicalSystem, Potential, StiffSplit};
 
@@ -153,6 +153,31 @@ pub trait Model<V: Vector> {
     fn restore_history(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
         let _ = from;
         Ok(())
+    }
+    /// Between two steps (the driver asks before each): a model that holds the state's
+    /// coordinates in an order of its own ([`crate::assembly::HeldInside`]: an assembled system
+    /// in spatial order) makes that order again from the positions when it is due, permuting
+    /// `state`'s positions and velocities alike, and returns true. A stepper's evaluations
+    /// kept across steps are keyed by the positions' fingerprint, so they miss after it. The
+    /// default holds the user's order and returns false.
+    fn reorder(&self, state: &mut StateOf<V>) -> bool {
+        let _ = state;
+        false
+    }
+    /// `state` in the user's order, into `user` (resized when its length differs: the first
+    /// call allocates), when this model holds it in an order of its own — then true; false,
+    /// writing nothing, when its order is the user's (the default). Whoever shows the state
+    /// outside asks: the CSV and XYZ recorders, checkpoints.
+    fn in_user_order(&self, state: &StateOf<V>, user: &mut StateOf<V>) -> bool {
+        let _ = (state, user);
+        false
+    }
+    /// [`Model::in_user_order`] the other way: `user` (in the user's order) into this model's
+    /// own order, into `state`; false, writing nothing, when its order is the user's (a
+    /// resumed run's state, read from its checkpoint).
+    fn in_own_order(&self, user: &StateOf<V>, state: &mut StateOf<V>) -> bool {
+        let _ = (user, state);
+        false
     }
 }
 

@@ -82,6 +82,9 @@ pub struct CsvRecorder<'a, V> {
     ended_early: Option<String>,
     /// The last state written as a row (for the sidecar's message).
     last_row_t: f64,
+    /// The state in the user's order when the target holds it in an order of its own
+    /// ([`Model::in_user_order`]): made at the first row.
+    user: Option<StateOf<V>>,
 }
 
 impl<V> std::fmt::Debug for CsvRecorder<'_, V> {
@@ -161,6 +164,7 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
             error: None,
             ended_early: None,
             last_row_t: f64::NAN,
+            user: None,
         }
     }
 
@@ -369,7 +373,18 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         let Some(mut w) = self.writer.take() else {
             return;
         };
-        let r = self.write_row_inner(&mut w, target, state);
+        let mut user = self.user.take().unwrap_or_else(|| StateOf {
+            q: V::default_zeros(),
+            v: V::default_zeros(),
+            t: 0.0,
+        });
+        let shown = if target.in_user_order(state, &mut user) {
+            &user
+        } else {
+            state
+        };
+        let r = self.write_row_inner(&mut w, target, state, shown);
+        self.user = Some(user);
         self.writer = Some(w);
         match r {
             Ok(()) => {
@@ -380,13 +395,15 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         }
     }
 
+    /// A row of `state`, its coordinates as `shown` (`state` in the user's order).
     fn write_row_inner<P: Model<V> + ?Sized>(
         &mut self,
         w: &mut csv::Writer<File>,
         target: &P,
         state: &StateOf<V>,
+        shown: &StateOf<V>,
     ) -> io::Result<()> {
-        let (q, v) = (state.q.as_slice(), state.v.as_slice());
+        let (q, v) = (shown.q.as_slice(), shown.v.as_slice());
         // The writer is flexible (a chunked row's fields pass it by): the row's length is
         // checked here.
         if q.len() != self.dimension || v.len() != self.dimension {
@@ -409,7 +426,7 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
             self.field(w, total_energy(target, state))?;
         }
         for k in 0..self.columns.len() {
-            let r = (self.columns[k].1)(&state.q);
+            let r = (self.columns[k].1)(&shown.q);
             self.field(w, r)?;
         }
         w.write_record(None::<&[u8]>).map_err(csv_io)?;

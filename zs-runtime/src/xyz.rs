@@ -9,6 +9,7 @@
 //! checkpoint records the file's length and a resumed run truncates to it and continues, so the
 //! file is byte-for-byte that of an uninterrupted run.
 
+use std::any::Any;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::files::{Chunks, publish, tmp_path_of};
+use crate::model::Model;
 use crate::observers::Observer;
 use crate::vector::Vector;
 use crate::{StateOf, StepError};
@@ -108,6 +110,9 @@ pub struct XyzRecorder {
     chunks: Chunks,
     /// A periodic box `(lo, sides)`: frames carry `Lattice=` and positions wrapped into it.
     lattice: Option<([f64; 3], [f64; 3])>,
+    /// The state in the user's order when the target holds it in an order of its own
+    /// ([`Model::in_user_order`]), a `StateOf<V>` made at the first frame.
+    user: Option<Box<dyn Any + Send>>,
 }
 
 impl XyzRecorder {
@@ -161,6 +166,7 @@ impl XyzRecorder {
             ended_early: None,
             chunks: Chunks::default(),
             lattice: None,
+            user: None,
         })
     }
 
@@ -269,15 +275,43 @@ impl XyzRecorder {
     }
 }
 
-impl<P: ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
-    fn start(&mut self, _: &P, state: &StateOf<V>) {
-        self.seen = 0;
-        self.frame(state.t, state.q.as_slice());
+impl XyzRecorder {
+    /// A frame of `state`'s positions, in the user's order whatever order `target` holds
+    /// them in.
+    fn frame_of<P: Model<V> + ?Sized, V: Vector + Send + 'static>(
+        &mut self,
+        target: &P,
+        state: &StateOf<V>,
+    ) {
+        let mut user = self
+            .user
+            .take()
+            .and_then(|u| u.downcast::<StateOf<V>>().ok())
+            .unwrap_or_else(|| {
+                Box::new(StateOf {
+                    q: V::default_zeros(),
+                    v: V::default_zeros(),
+                    t: 0.0,
+                })
+            });
+        if target.in_user_order(state, &mut user) {
+            self.frame(state.t, user.q.as_slice());
+        } else {
+            self.frame(state.t, state.q.as_slice());
+        }
+        self.user = Some(user);
     }
-    fn observe(&mut self, _: &P, state: &StateOf<V>) {
+}
+
+impl<P: Model<V> + ?Sized, V: Vector + Send + 'static> Observer<P, V> for XyzRecorder {
+    fn start(&mut self, target: &P, state: &StateOf<V>) {
+        self.seen = 0;
+        self.frame_of(target, state);
+    }
+    fn observe(&mut self, target: &P, state: &StateOf<V>) {
         self.seen += 1;
         if self.seen.is_multiple_of(self.every) {
-            self.frame(state.t, state.q.as_slice());
+            self.frame_of(target, state);
         }
     }
     fn stopped_early(&mut self, error: &StepError) {
@@ -448,8 +482,28 @@ mod tests {
             assert_eq!(text, format!("{x:.10}"), "{:#x}", x.to_bits());
         }
     }
-    use crate::State;
     use crate::files::incomplete_marker_of;
+    use crate::{Potential, State};
+
+    /// Two free atoms: a target for the recorder, which asks it only for the user's order.
+    struct Still;
+    impl Potential<6> for Still {
+        fn masses(&self) -> [f64; 6] {
+            [1.0; 6]
+        }
+        fn potential(&self, _: &[f64; 6]) -> f64 {
+            0.0
+        }
+        fn gradient(&self, _: &[f64; 6]) -> [f64; 6] {
+            [0.0; 6]
+        }
+        fn hessian(&self, _: &[f64; 6]) -> [[f64; 6]; 6] {
+            [[0.0; 6]; 6]
+        }
+        fn third_contraction(&self, _: &[f64; 6], _: &[f64; 6]) -> [f64; 6] {
+            [0.0; 6]
+        }
+    }
 
     #[test]
     fn symbols_hold_each_distinct_one_once_and_give_every_atom_back_in_order() {
@@ -477,14 +531,14 @@ mod tests {
         let symbols = vec!["O".to_string(), "H".to_string()];
         let mut r = XyzRecorder::create(&path, symbols.clone(), 2).unwrap();
         let mut s = State::new([0.0, 0.0, 0.0, 0.9572, 0.0, 0.0], [0.0; 6]);
-        Observer::<(), [f64; 6]>::start(&mut r, &(), &s);
+        Observer::<Still, [f64; 6]>::start(&mut r, &Still, &s);
         for k in 1..=4 {
             s.t = k as f64 * 0.5;
             s.q[3] += 0.01;
-            Observer::<(), [f64; 6]>::observe(&mut r, &(), &s);
+            Observer::<Still, [f64; 6]>::observe(&mut r, &Still, &s);
         }
         assert!(!path.exists(), "nothing under the final name before finish");
-        Observer::<(), [f64; 6]>::finish(&mut r).unwrap();
+        Observer::<Still, [f64; 6]>::finish(&mut r).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3 * 4, "frames at steps 0, 2, 4");
@@ -499,10 +553,10 @@ mod tests {
         assert!(!incomplete_marker_of(&path).exists());
 
         let mut r = XyzRecorder::create(&path, symbols, 1).unwrap();
-        Observer::<(), [f64; 6]>::start(&mut r, &(), &s);
+        Observer::<Still, [f64; 6]>::start(&mut r, &Still, &s);
         let e = StepError::non_finite(7, 3.5, crate::error::Quantity::NewPosition);
-        Observer::<(), [f64; 6]>::stopped_early(&mut r, &e);
-        Observer::<(), [f64; 6]>::finish(&mut r).unwrap();
+        Observer::<Still, [f64; 6]>::stopped_early(&mut r, &e);
+        Observer::<Still, [f64; 6]>::finish(&mut r).unwrap();
         let marker = std::fs::read_to_string(incomplete_marker_of(&path)).unwrap();
         assert!(marker.contains("1 frames"), "{marker}");
         std::fs::remove_dir_all(&dir).unwrap();

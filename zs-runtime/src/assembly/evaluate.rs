@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::arrange::{Arrangement, arrange};
 use super::eval::{FormOps, Want, gradient_form_by_form, sum_hessian, sum_vector};
 use super::forms::ThirdForm;
+use super::held::HeldInside;
 use super::order::{self, Inside};
 use super::system::Assembled;
 use super::terms::Terms;
@@ -14,7 +15,7 @@ use super::workspace::Workspace;
 use crate::checkpoint::{CheckpointError, Scope, ScopeMut};
 use crate::model::HessianPart;
 use crate::sparse::{SparseMatrix, SparseSolver};
-use crate::state::{Measured, PointMove, PositionsKey};
+use crate::state::{DynState, Measured, PointMove, PositionsKey};
 use crate::{Model, StiffModel};
 
 impl<T: Terms<D>, const D: usize> Assembled<T, D> {
@@ -28,19 +29,21 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     /// `pass(q, a, out)` in the system's inner order ([`super::order`]): on the caller's
-    /// vectors when the bodies are held in the topology's order, else on this state's inner
-    /// vectors — `q` and `a` (when not empty) gathered in, `out` (when given) gathered back.
-    /// In spatial order, the bodies are re-sorted first when it is due
-    /// ([`Assembled::with_resort_period`]).
+    /// vectors when the bodies are held in the topology's order or the caller `held` them in
+    /// the inner order ([`super::HeldInside`]), else on this state's inner vectors — `q` and
+    /// `a` (when not empty) gathered in, `out` (when given) gathered back. In spatial order,
+    /// the bodies are re-sorted first when it is due ([`Assembled::with_resort_period`]),
+    /// unless the caller holds them (it re-sorts between steps: [`crate::Model::reorder`]).
     pub(crate) fn inside<R>(
         &self,
+        held: bool,
         q: &[f64],
         a: &[f64],
         out: Option<&mut [f64]>,
         pass: impl FnOnce(&[f64], &[f64], Option<&mut [f64]>) -> R,
     ) -> R {
         let mut arranged = self.arranged();
-        if arranged.order.is_none() {
+        if held || arranged.order.is_none() {
             drop(arranged);
             return pass(q, a, out);
         }
@@ -100,7 +103,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 
     /// The bodies re-sorted in cells at the user's coordinates `q`, as at set-up
     /// ([`Assembled::ordered`]).
-    fn resort(&self, q: &[f64]) {
+    pub(super) fn resort(&self, q: &[f64]) {
         let topology = &self.model.topology;
         let (rc, skin) = topology
             .pair_cutoff()
@@ -141,8 +144,8 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// `V` at `q`: without a pass over the terms when the last energy, gradient or Hessian
     /// evaluation was at this `q` and `omega` (an observer after a step that ended with a
     /// gradient there), else by an energy pass.
-    pub(crate) fn energy(&self, omega: f64, q: &[f64]) -> f64 {
-        self.inside(q, &[], None, |q, _, _| {
+    pub(crate) fn energy(&self, held: bool, omega: f64, q: &[f64]) -> f64 {
+        self.inside(held, q, &[], None, |q, _, _| {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, &[]);
             let mut s = self.work();
@@ -163,8 +166,8 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     /// `∇V` into `g` and `V` returned, from one pass over the terms.
-    pub(crate) fn value_gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) -> f64 {
-        self.value_gradient_moved(omega, q, g, None)
+    pub(crate) fn value_gradient(&self, held: bool, omega: f64, q: &[f64], g: &mut [f64]) -> f64 {
+        self.value_gradient_moved(held, omega, q, g, None)
     }
 
     /// [`Assembled::value_gradient`] at the caller's positions of key `moved.1`, moved there as
@@ -172,13 +175,14 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// the same in any order of the bodies).
     fn value_gradient_moved(
         &self,
+        held: bool,
         omega: f64,
         q: &[f64],
         g: &mut [f64],
         moved: Option<(PointMove, PositionsKey)>,
     ) -> f64 {
         self.check_len(g, "the gradient");
-        self.inside(q, &[], Some(g), |q, _, g| {
+        self.inside(held, q, &[], Some(g), |q, _, g| {
             let g = g.expect("an output");
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, &[]);
@@ -197,14 +201,21 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         })
     }
 
-    pub(crate) fn gradient(&self, omega: f64, q: &[f64], g: &mut [f64]) {
-        self.value_gradient(omega, q, g);
+    pub(crate) fn gradient(&self, held: bool, omega: f64, q: &[f64], g: &mut [f64]) {
+        self.value_gradient(held, omega, q, g);
     }
 
     /// [`Assembled::gradient`] at positions of key `key` (the caller's, in its own order),
     /// which then also keys the energy found: [`Assembled::energy_keyed`].
-    pub(crate) fn gradient_keyed(&self, omega: f64, q: &[f64], g: &mut [f64], key: PositionsKey) {
-        self.value_gradient(omega, q, g);
+    pub(crate) fn gradient_keyed(
+        &self,
+        held: bool,
+        omega: f64,
+        q: &[f64],
+        g: &mut [f64],
+        key: PositionsKey,
+    ) {
+        self.value_gradient(held, omega, q, g);
         self.work().mark_valued_outside(key);
     }
 
@@ -212,42 +223,45 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     /// ([`crate::Model::gradient_into_moved`]).
     pub(crate) fn gradient_moved(
         &self,
+        held: bool,
         omega: f64,
         q: &[f64],
         g: &mut [f64],
         key: PositionsKey,
         moved: PointMove,
     ) {
-        self.value_gradient_moved(omega, q, g, Some((moved, key)));
+        self.value_gradient_moved(held, omega, q, g, Some((moved, key)));
         self.work().mark_valued_outside(key);
     }
 
     /// `V` at `q` of key `key`: the energy of the last evaluation when it was
     /// [`Assembled::gradient_keyed`] at that key and `omega` — without reading `q`, nor
     /// gathering it into a spatial order — else [`Assembled::energy`].
-    pub(crate) fn energy_keyed(&self, omega: f64, q: &[f64], key: PositionsKey) -> f64 {
+    pub(crate) fn energy_keyed(&self, held: bool, omega: f64, q: &[f64], key: PositionsKey) -> f64 {
         {
             let s = self.work();
             if s.valued_outside(key, omega) {
                 return s.value();
             }
         }
-        self.energy(omega, q)
+        self.energy(held, omega, q)
     }
 
     /// The gradient (if asked) and the Hessian of `want` into `h`.
     pub(crate) fn gradient_hessian(
         &self,
+        held: bool,
         omega: f64,
         q: &[f64],
         g: Option<&mut [f64]>,
         h: &mut SparseMatrix,
         want: Want,
     ) {
+        self.matrices_in(held);
         if let Some(g) = &g {
             self.check_len(g, "the gradient");
         }
-        self.inside(q, &[], g, |q, _, g| {
+        self.inside(held, q, &[], g, |q, _, g| {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, &[]);
             let part = if want == Want::GradientStiffHessian {
@@ -297,10 +311,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         });
     }
 
-    pub(crate) fn third(&self, omega: f64, q: &[f64], a: &[f64], out: &mut [f64]) {
+    pub(crate) fn third(&self, held: bool, omega: f64, q: &[f64], a: &[f64], out: &mut [f64]) {
         self.check_len(a, "the direction");
         self.check_len(out, "the third contraction");
-        self.inside(q, a, Some(out), |q, a, out| {
+        self.inside(held, q, a, Some(out), |q, a, out| {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, a);
             let mut s = self.work();
@@ -321,10 +335,17 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     /// `Hess V_ω(q) · a` into `out`, term by term (no matrix).
-    pub(crate) fn hessian_vector(&self, omega: f64, q: &[f64], a: &[f64], out: &mut [f64]) {
+    pub(crate) fn hessian_vector(
+        &self,
+        held: bool,
+        omega: f64,
+        q: &[f64],
+        a: &[f64],
+        out: &mut [f64],
+    ) {
         self.check_len(a, "the direction");
         self.check_len(out, "the Hessian-vector product");
-        self.inside(q, a, Some(out), |q, a, out| {
+        self.inside(held, q, a, Some(out), |q, a, out| {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, omega, q, a);
             let mut s = self.work();
@@ -357,17 +378,6 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     fn make_solver(&self, part: HessianPart) -> SparseSolver {
         SparseSolver::new(self.hessian_layout(part), self.backend())
     }
-
-    fn kinetic(&self, v: &[f64]) -> f64 {
-        self.check_len(v, "v");
-        let masses = self.model.masses.lent();
-        0.5 * crate::vector::tree_sum(0..v.len(), &|r| {
-            crate::simd::widest(
-                #[inline(always)]
-                || masses.twice_kinetic(r.start, &v[r]),
-            )
-        })
-    }
 }
 
 /// `V + ½ω² Σ_c g_c²` of an [`Assembled`] system, returned by [`Assembled::penalized`].
@@ -398,37 +408,40 @@ macro_rules! assembled_model {
                 self.as_system().hessian_layout(part).id()
             }
             fn new_matrix(&self, part: HessianPart) -> SparseMatrix {
+                self.as_system().matrices_in(self.held());
                 self.as_system().make_matrix(part)
             }
             fn new_solver(&self, part: HessianPart) -> SparseSolver {
+                self.as_system().matrices_in(self.held());
                 self.as_system().make_solver(part)
             }
             fn masses_into(&self, m: &mut Vec<f64>) {
-                self.as_system().model.masses.lent().copy_into(m);
+                self.as_system().copy_masses(self.held(), m);
             }
             fn masses_into_slice(&self, m: &mut [f64]) {
-                self.as_system().model.masses.lent().copy_into(m);
+                self.as_system().copy_masses(self.held(), m);
             }
             fn masses_lent(&self) -> Option<crate::Masses<'_>> {
-                Some(self.as_system().model.masses.lent())
+                self.as_system().lent_masses(self.held())
             }
             fn kinetic_energy(&self, v: &Vec<f64>) -> f64 {
-                self.as_system().kinetic(v)
+                self.as_system().kinetic(self.held(), v)
             }
             fn kinetic_energy_measured(&self, v: &Vec<f64>, measured: &Measured) -> f64 {
                 match measured.kinetic_energy() {
                     Some(k) => k,
-                    None => self.as_system().kinetic(v),
+                    None => self.as_system().kinetic(self.held(), v),
                 }
             }
             fn potential_at(&self, q: &Vec<f64>) -> f64 {
-                self.as_system().energy(self.penalty(), q)
+                self.as_system().energy(self.held(), self.penalty(), q)
             }
             fn gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) {
-                self.as_system().gradient(self.penalty(), q, g);
+                self.as_system().gradient(self.held(), self.penalty(), q, g);
             }
             fn gradient_into_keyed(&self, q: &Vec<f64>, g: &mut Vec<f64>, key: PositionsKey) {
-                self.as_system().gradient_keyed(self.penalty(), q, g, key);
+                self.as_system()
+                    .gradient_keyed(self.held(), self.penalty(), q, g, key);
             }
             fn gradient_into_moved(
                 &self,
@@ -438,16 +451,19 @@ macro_rules! assembled_model {
                 moved: PointMove,
             ) {
                 self.as_system()
-                    .gradient_moved(self.penalty(), q, g, key, moved);
+                    .gradient_moved(self.held(), self.penalty(), q, g, key, moved);
             }
             fn potential_at_keyed(&self, q: &Vec<f64>, key: PositionsKey) -> f64 {
-                self.as_system().energy_keyed(self.penalty(), q, key)
+                self.as_system()
+                    .energy_keyed(self.held(), self.penalty(), q, key)
             }
             fn value_gradient_into(&self, q: &Vec<f64>, g: &mut Vec<f64>) -> f64 {
-                self.as_system().value_gradient(self.penalty(), q, g)
+                self.as_system()
+                    .value_gradient(self.held(), self.penalty(), q, g)
             }
             fn hessian_into(&self, q: &Vec<f64>, h: &mut SparseMatrix) {
                 self.as_system().gradient_hessian(
+                    self.held(),
                     self.penalty(),
                     q,
                     None,
@@ -457,6 +473,7 @@ macro_rules! assembled_model {
             }
             fn gradient_hessian_into(&self, q: &Vec<f64>, g: &mut Vec<f64>, h: &mut SparseMatrix) {
                 self.as_system().gradient_hessian(
+                    self.held(),
                     self.penalty(),
                     q,
                     Some(g),
@@ -471,6 +488,7 @@ macro_rules! assembled_model {
                 h: &mut SparseMatrix,
             ) {
                 self.as_system().gradient_hessian(
+                    self.held(),
                     self.penalty(),
                     q,
                     Some(g),
@@ -479,16 +497,27 @@ macro_rules! assembled_model {
                 );
             }
             fn third_contraction_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
-                self.as_system().third(self.penalty(), q, a, out);
+                self.as_system()
+                    .third(self.held(), self.penalty(), q, a, out);
             }
             fn hessian_vector_into(&self, q: &Vec<f64>, a: &Vec<f64>, out: &mut Vec<f64>) {
-                self.as_system().hessian_vector(self.penalty(), q, a, out);
+                self.as_system()
+                    .hessian_vector(self.held(), self.penalty(), q, a, out);
             }
             fn save_history(&self, out: &mut ScopeMut<'_>) {
                 self.as_system().save_history_into(out);
             }
             fn restore_history(&self, from: &Scope<'_>) -> Result<(), CheckpointError> {
                 self.as_system().restore_history_from(from)
+            }
+            fn reorder(&self, state: &mut DynState) -> bool {
+                self.held() && self.as_system().reorder_held(state)
+            }
+            fn in_user_order(&self, state: &DynState, user: &mut DynState) -> bool {
+                self.held() && self.as_system().held_to_user(state, user)
+            }
+            fn in_own_order(&self, user: &DynState, state: &mut DynState) -> bool {
+                self.held() && self.as_system().user_to_held(user, state)
             }
         }
 
@@ -500,6 +529,7 @@ macro_rules! assembled_model {
                 h: &mut SparseMatrix,
             ) {
                 self.as_system().gradient_hessian(
+                    self.held(),
                     self.penalty(),
                     q,
                     Some(g),
@@ -520,6 +550,10 @@ impl<T, const D: usize> Assembled<T, D> {
     fn penalty(&self) -> f64 {
         0.0
     }
+    #[inline]
+    fn held(&self) -> bool {
+        false
+    }
 }
 
 impl<T, const D: usize> PenalizedAssembly<'_, T, D> {
@@ -531,7 +565,27 @@ impl<T, const D: usize> PenalizedAssembly<'_, T, D> {
     fn penalty(&self) -> f64 {
         self.omega
     }
+    #[inline]
+    fn held(&self) -> bool {
+        false
+    }
+}
+
+impl<T, const D: usize> HeldInside<'_, T, D> {
+    #[inline]
+    fn as_system(&self) -> &Assembled<T, D> {
+        self.system
+    }
+    #[inline]
+    fn penalty(&self) -> f64 {
+        0.0
+    }
+    #[inline]
+    fn held(&self) -> bool {
+        true
+    }
 }
 
 assembled_model!(Assembled<T, D>);
 assembled_model!(PenalizedAssembly<'_, T, D>);
+assembled_model!(HeldInside<'_, T, D>);

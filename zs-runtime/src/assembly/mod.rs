@@ -67,6 +67,7 @@ pub mod constraints;
 mod eval;
 mod evaluate;
 pub mod forms;
+mod held;
 mod history;
 pub mod jacobian;
 mod neighbors;
@@ -83,6 +84,7 @@ pub use evaluate::PenalizedAssembly;
 pub use forms::{
     Angle, Bond, Dihedral, Form, FormInfo, Forms, Over, Pair, Pair14, Site, ThirdForm,
 };
+pub use held::HeldInside;
 pub use jacobian::{SparseConstraintSolver, SparseJacobian};
 pub use order::{BodyOrder, RESORT_EVERY, resort_period_from_env};
 pub use system::{Assembled, PARALLEL_BY_DEFAULT_ABOVE};

@@ -556,7 +556,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         let p = T::PARAMETERS.len();
         let n = self.model.free * D;
         let (mut dv, mut dg) = (vec![0.0; p], vec![0.0; p * n]);
-        self.inside(q, &[], None, |q, _, _| {
+        self.inside(false, q, &[], None, |q, _, _| {
             let arranged = self.arranged();
             let input = self.inputs(&arranged, 0.0, q, q);
             let mut s = self.work();

@@ -246,10 +246,15 @@ impl<T, const D: usize> Workspace<T, D> {
     /// True when the bodies' arrangement is due to be made again before evaluating at `q`: the
     /// list must be built there, and `every` lists were built since the arrangement was made.
     pub fn resort_due(&self, q: &[f64], at: &Refresh<'_, D>, every: usize) -> bool {
+        self.sorted_builds_reached(every) && self.stale(q, at)
+    }
+
+    /// True when `every` lists were built since the arrangement was made (a state held in
+    /// the inner order re-sorts then, between steps: [`crate::Model::reorder`]).
+    pub fn sorted_builds_reached(&self, every: usize) -> bool {
         self.neighbors
             .as_ref()
             .is_some_and(|nb| nb.builds >= self.sorted_at + every)
-            && self.stale(q, at)
     }
 
     /// A state made anew for a new arrangement of the bodies continues this one's counts of

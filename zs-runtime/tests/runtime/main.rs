@@ -21,6 +21,7 @@ mod driver;
 mod error_function;
 mod ewald;
 mod faults;
+mod held;
 mod impulse;
 mod integrators;
 mod langevin;

@@ -13,16 +13,16 @@ use zs_runtime::simd::Isa;
 use zs_runtime::{Checkpoint, DynState, Model, VelocityVerlet};
 
 const K: usize = 8;
-const H: f64 = 0.005;
+pub(crate) const H: f64 = 0.005;
 
 /// `K³` Lennard-Jones particles on a lattice (cutoff 2.5, skin 0.3, density 0.75), numbered
 /// at random, with velocities of a temperature of about 1.
-fn start() -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn start() -> (Vec<f64>, Vec<f64>) {
     start_of(K)
 }
 
 /// [`start`] of `k³` particles.
-fn start_of(k: usize) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn start_of(k: usize) -> (Vec<f64>, Vec<f64>) {
     let n = k * k * k;
     let mut rng = Rng(0x0dd5_eed5);
     let mut id: Vec<usize> = (0..n).collect();
@@ -40,7 +40,7 @@ fn start_of(k: usize) -> (Vec<f64>, Vec<f64>) {
     (q, v)
 }
 
-fn liquid(order: BodyOrder, q: &[f64], every: usize) -> Assembled<Melt, 3> {
+pub(crate) fn liquid(order: BodyOrder, q: &[f64], every: usize) -> Assembled<Melt, 3> {
     liquid_with_skin(order, q, every, 0.3)
 }
 
@@ -54,7 +54,7 @@ fn liquid_with_skin(order: BodyOrder, q: &[f64], every: usize, skin: f64) -> Ass
         .with_resort_period(every)
 }
 
-fn bits(s: &DynState) -> Vec<u64> {
+pub(crate) fn bits(s: &DynState) -> Vec<u64> {
     s.q.iter().chain(&s.v).map(|x| x.to_bits()).collect()
 }
 

@@ -1,0 +1,191 @@
+//! An assembled system whose caller holds the state in the system's own inner order
+//! ([`HeldInside`]): the steppers' vectors, not only the evaluation's, are in spatial order, and
+//! nothing is permuted per step.
+//!
+//! In spatial order ([`super::BodyOrder::Cells`]) an [`Assembled`] system's interface is the
+//! user's order: every evaluation gathers `q` into the inner order and its gradient back, two
+//! passes over the state per step which, at a million beads, cost more than the order saves
+//! (BENCHMARKS.md). [`Assembled::held_inside`] is the same system as a [`crate::Model`] over
+//! vectors in the inner order: the evaluation reads the caller's vectors as they are, the
+//! masses are lent in that order, and between steps the driver asks it to re-sort
+//! ([`crate::Model::reorder`]: the state permuted from the old order to the new, when the
+//! neighbour list was built [`Assembled::with_resort_period`] times since the order was made).
+//! Whatever shows the state outside — the CSV and XYZ recorders, checkpoints, a resumed run —
+//! asks it for the user's order ([`crate::Model::in_user_order`],
+//! [`crate::Model::in_own_order`]), so files and checkpoints are the same as the system's
+//! own. The inner evaluations are those of the system in spatial order, so a trajectory held
+//! inside is, permuted back, the system's trajectory bit for bit while neither re-sorts.
+//!
+//! A stepper that assembles the Hessian (Z&S, Newmark) takes the system itself: its matrices'
+//! patterns are made over the user's indices.
+
+use super::system::Assembled;
+use super::terms::Terms;
+use crate::masses::Masses;
+use crate::state::DynState;
+
+/// An [`Assembled`] system as a [`crate::Model`] over vectors in its inner order
+/// ([`Assembled::held_inside`]; module documentation: [`self`]). In the topology's order it is
+/// the system itself.
+#[derive(Debug)]
+pub struct HeldInside<'a, T, const D: usize> {
+    pub(crate) system: &'a Assembled<T, D>,
+}
+
+impl<T, const D: usize> Clone for HeldInside<'_, T, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const D: usize> Copy for HeldInside<'_, T, D> {}
+
+impl<T: Terms<D>, const D: usize> Assembled<T, D> {
+    /// This system as a [`crate::Model`] over vectors in its inner order: a state is taken in
+    /// by [`HeldInside::state`] and shown in the user's order by [`HeldInside::user_state`]
+    /// (or [`crate::Model::in_user_order`]); the driver re-sorts it between steps
+    /// ([`crate::Model::reorder`]). For explicit steppers (velocity Verlet, Langevin around
+    /// it): the methods that make a matrix panic in spatial order.
+    pub fn held_inside(&self) -> HeldInside<'_, T, D> {
+        HeldInside { system: self }
+    }
+}
+
+impl<T: Terms<D>, const D: usize> HeldInside<'_, T, D> {
+    /// The system.
+    pub fn system(&self) -> &Assembled<T, D> {
+        self.system
+    }
+
+    /// A state in the user's order taken into the inner order (allocates: set-up).
+    pub fn state(&self, user: DynState) -> DynState {
+        let mut inner = DynState::new(Vec::new(), Vec::new());
+        if self.system.user_to_held(&user, &mut inner) {
+            inner
+        } else {
+            user
+        }
+    }
+
+    /// A state held inside, in the user's order (allocates).
+    pub fn user_state(&self, state: &DynState) -> DynState {
+        let mut user = DynState::new(Vec::new(), Vec::new());
+        if self.system.held_to_user(state, &mut user) {
+            user
+        } else {
+            state.clone()
+        }
+    }
+}
+
+impl<T: Terms<D>, const D: usize> Assembled<T, D> {
+    /// Refuses a matrix to a caller that holds the state in spatial order: the patterns are
+    /// made over the user's indices.
+    pub(crate) fn matrices_in(&self, held: bool) {
+        assert!(
+            !held || self.arranged().order.is_none(),
+            "an assembled system held in its spatial order (HeldInside) evaluates energies, \
+             gradients and matrix-free products: a stepper that makes the Hessian (Z&S, Newmark) \
+             takes the system itself"
+        );
+    }
+
+    /// The masses lent in the caller's order: the table's, unless the caller holds the state
+    /// in spatial order and the bodies' masses differ (then copied: [`Assembled::copy_masses`]).
+    pub(crate) fn lent_masses(&self, held: bool) -> Option<Masses<'_>> {
+        let uniform = self.model.masses.is_uniform();
+        (!held || uniform || self.arranged().order.is_none()).then(|| self.model.masses.lent())
+    }
+
+    /// The masses in the caller's order into `m`.
+    pub(crate) fn copy_masses(&self, held: bool, m: &mut [f64]) {
+        let lent = self.model.masses.lent();
+        if self.lent_masses(held).is_some() {
+            lent.copy_into(m);
+            return;
+        }
+        let arranged = self.arranged();
+        let order = arranged.order.as_ref().expect("a spatial order");
+        for (m, &u) in m.chunks_exact_mut(D).zip(&order.to_user) {
+            lent.fill(u as usize * D, m);
+        }
+    }
+
+    /// `½ vᵀ M v` of velocities in the caller's order.
+    pub(crate) fn kinetic(&self, held: bool, v: &[f64]) -> f64 {
+        self.check_len(v, "v");
+        if let Some(masses) = self.lent_masses(held) {
+            return 0.5
+                * crate::vector::tree_sum(0..v.len(), &|r| {
+                    crate::simd::widest(
+                        #[inline(always)]
+                        || masses.twice_kinetic(r.start, &v[r]),
+                    )
+                });
+        }
+        let arranged = self.arranged();
+        let order = arranged.order.as_ref().expect("a spatial order");
+        let lent = self.model.masses.lent();
+        let mut m = [0.0; D];
+        let twice: f64 = v
+            .chunks_exact(D)
+            .zip(&order.to_user)
+            .map(|(v, &u)| {
+                lent.fill(u as usize * D, &mut m);
+                v.iter().zip(&m).map(|(v, m)| m * v * v).sum::<f64>()
+            })
+            .sum();
+        0.5 * twice
+    }
+
+    /// A held state re-sorted when due ([`crate::Model::reorder`]): `resort_every` lists built
+    /// in this order, and no constraints (their rows follow the terms). Allocates (a set-up of
+    /// the evaluation state, every so many builds).
+    pub(crate) fn reorder_held(&self, state: &mut DynState) -> bool {
+        let due = self.resort_every > 0
+            && self.model.counts.iter().all(|c| c.2 == 0)
+            && self.arranged().order.is_some()
+            && self.work().sorted_builds_reached(self.resort_every);
+        if !due {
+            return false;
+        }
+        let mut user = DynState::new(Vec::new(), Vec::new());
+        self.held_to_user(state, &mut user);
+        self.resort(&user.q);
+        self.user_to_held(&user, state);
+        true
+    }
+
+    /// `state` (inner order) into `user`'s order; false in the topology's order.
+    pub(crate) fn held_to_user(&self, state: &DynState, user: &mut DynState) -> bool {
+        let arranged = self.arranged();
+        let Some(order) = &arranged.order else {
+            return false;
+        };
+        self.check_len(&state.q, "q");
+        self.check_len(&state.v, "v");
+        let parallel = self.on_pool();
+        for (from, to) in [(&state.q, &mut user.q), (&state.v, &mut user.v)] {
+            to.resize(from.len(), 0.0);
+            order.scatter::<D>(from, to, parallel);
+        }
+        user.t = state.t;
+        true
+    }
+
+    /// `user` into the inner order, into `state`; false in the topology's order.
+    pub(crate) fn user_to_held(&self, user: &DynState, state: &mut DynState) -> bool {
+        let arranged = self.arranged();
+        let Some(order) = &arranged.order else {
+            return false;
+        };
+        self.check_len(&user.q, "q");
+        self.check_len(&user.v, "v");
+        let parallel = self.on_pool();
+        for (from, to) in [(&user.q, &mut state.q), (&user.v, &mut state.v)] {
+            to.resize(from.len(), 0.0);
+            order.gather::<D>(from, to, parallel);
+        }
+        state.t = user.t;
+        true
+    }
+}

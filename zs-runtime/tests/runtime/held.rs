@@ -1,0 +1,206 @@
+//! A state held in the system's own inner order (`Assembled::held_inside`): the liquid of
+//! `resort.rs`, numbered at random and held in spatial order, steps as the system itself does
+//! (the same bits, permuted back, while neither re-sorts); re-sorts between steps to the same
+//! bits at 1 and 2 threads and on every instruction set; writes its checkpoints, CSV rows and
+//! XYZ frames in the user's order; resumes bit for bit.
+
+use crate::resort::{H, bits, liquid, start};
+use zs_runtime::assembly::BodyOrder;
+use zs_runtime::driver::{Checkpointing, resume, run_checkpointed, run_steps};
+use zs_runtime::model::HessianPart;
+use zs_runtime::observers::Observer;
+use zs_runtime::simd::Isa;
+use zs_runtime::xyz::XyzRecorder;
+use zs_runtime::{Checkpoint, CsvRecorder, DynState, EnergyObserver, Model, VelocityVerlet};
+
+/// Held inside, the liquid in spatial order steps as the system itself, which gathers and
+/// scatters at every evaluation: the same bits once permuted back, the same list builds, the
+/// same energies to rounding (the kinetic energy is summed in another order).
+#[test]
+fn a_held_run_is_the_systems_run_permuted_bit_for_bit() {
+    let (q, v) = start();
+    let steps = 200;
+    let system = liquid(BodyOrder::Cells, &q, 0);
+    let mut s = system.state(q.clone(), v.clone());
+    let mut energy = EnergyObserver::new();
+    let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut energy];
+    assert!(
+        run_steps(
+            &mut VelocityVerlet::new(H),
+            &system,
+            &mut s,
+            steps,
+            observers
+        )
+        .is_ok()
+    );
+
+    let other = liquid(BodyOrder::Cells, &q, 0);
+    let held = other.held_inside();
+    let mut h = held.state(other.state(q.clone(), v));
+    assert_ne!(h.q, q, "the state is held in another order");
+    assert_eq!(held.user_state(&h).q, q, "and shown in the user's");
+    let mut held_energy = EnergyObserver::new();
+    let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut held_energy];
+    assert!(run_steps(&mut VelocityVerlet::new(H), &held, &mut h, steps, observers).is_ok());
+
+    assert!(
+        bits(&held.user_state(&h)) == bits(&s),
+        "the held run ends elsewhere"
+    );
+    assert!(
+        system.neighbor_builds() >= 10,
+        "{} builds",
+        system.neighbor_builds()
+    );
+    assert_eq!(other.neighbor_builds(), system.neighbor_builds());
+    assert_eq!((system.resorts(), other.resorts()), (0, 0));
+    let (a, b) = (energy.max_abs_drift(), held_energy.max_abs_drift());
+    assert!(
+        a > 0.0 && (a - b).abs() <= 1e-9 * a.max(1.0),
+        "drifts {a:e} and {b:e}"
+    );
+    let e0 = energy.initial_energy().expect("observed");
+    let e1 = held_energy.initial_energy().expect("observed");
+    assert!((e0 - e1).abs() <= 1e-12 * e0.abs(), "{e0} vs {e1}");
+}
+
+/// Re-sorting between steps: the same bits at 1 and 2 threads and on every instruction set;
+/// the checkpoint's state is the user's order (a run of as many steps, shown in it); a run
+/// resumed by a system set up afresh ends with the same bits, builds and re-sorts.
+#[test]
+fn a_held_re_sorting_run_is_deterministic_and_resumes_bit_for_bit() {
+    let (q, v) = start();
+    let steps = 300;
+    let t_end = steps as f64 * H;
+    let path = std::env::temp_dir().join(format!("zs-held-{}.ck", std::process::id()));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("a pool");
+    let mut ends = Vec::new();
+    for (isa, parallel) in Isa::available()
+        .into_iter()
+        .flat_map(|isa| [(isa, false), (isa, true)])
+    {
+        let system = liquid(BodyOrder::Cells, &q, 3)
+            .with_simd(isa)
+            .with_parallel(parallel);
+        let held = system.held_inside();
+        let mut s = held.state(system.state(q.clone(), v.clone()));
+        let summary = pool.install(|| {
+            run_checkpointed(
+                &mut VelocityVerlet::new(H),
+                &held,
+                &mut s,
+                t_end,
+                &mut [],
+                &Checkpointing::new(&path, 200),
+            )
+        });
+        assert!(summary.is_ok(), "{summary:?}");
+        ends.push((
+            bits(&held.user_state(&s)),
+            system.neighbor_builds(),
+            system.resorts(),
+        ));
+    }
+    let (end, builds, resorts) = ends[0].clone();
+    assert!(resorts >= 5, "{resorts} re-sorts in {builds} builds");
+    assert!(ends.iter().all(|e| *e == ends[0]), "another end elsewhere");
+
+    let cp = Checkpoint::read(&path).expect("the checkpoint");
+    assert_eq!(cp.u64("run.done").expect("run.done"), 200);
+    let system = liquid(BodyOrder::Cells, &q, 3);
+    let held = system.held_inside();
+    let mut s = held.state(system.state(q.clone(), v.clone()));
+    assert!(run_steps(&mut VelocityVerlet::new(H), &held, &mut s, 200, &mut []).is_ok());
+    let at: DynState = cp.state().expect("the state");
+    assert!(
+        bits(&at) == bits(&held.user_state(&s)),
+        "the checkpoint holds the state in the user's order"
+    );
+
+    let system = liquid(BodyOrder::Cells, &q, 3);
+    let held = system.held_inside();
+    let mut r = DynState::new(vec![0.0; q.len()], vec![0.0; q.len()]);
+    let summary = resume(
+        &mut VelocityVerlet::new(H),
+        &held,
+        &mut r,
+        &cp,
+        &mut [],
+        None,
+    )
+    .expect("resumes");
+    assert!(summary.is_ok(), "{summary:?}");
+    assert!(
+        bits(&held.user_state(&r)) == end,
+        "the resumed run ends elsewhere"
+    );
+    assert_eq!(
+        (system.neighbor_builds(), system.resorts()),
+        (builds, resorts)
+    );
+    std::fs::remove_file(&path).expect("remove the checkpoint");
+}
+
+/// The CSV rows and XYZ frames of a held run are those of the system's own run: every
+/// coordinate's field the same text, the energy to rounding.
+#[test]
+fn a_held_run_records_in_the_users_order() {
+    let (q, v) = start();
+    let n = q.len() / 3;
+    let dir = std::env::temp_dir().join(format!("zs-held-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let files = |name: &str, held: bool| {
+        let system = liquid(BodyOrder::Cells, &q, 0);
+        let csv_path = dir.join(format!("{name}.csv"));
+        let xyz_path = dir.join(format!("{name}.xyz"));
+        let mut csv = CsvRecorder::create(&csv_path, 25)
+            .expect("a CSV")
+            .with_xyz_names(n)
+            .with_energy();
+        let mut xyz = XyzRecorder::create(&xyz_path, vec!["Ar".to_string(); n], 25).expect("XYZ");
+        let mut vv = VelocityVerlet::new(H);
+        let ok = if held {
+            let held = system.held_inside();
+            let mut s = held.state(system.state(q.clone(), v.clone()));
+            let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut csv, &mut xyz];
+            run_steps(&mut vv, &held, &mut s, 100, observers).is_ok()
+        } else {
+            let mut s = system.state(q.clone(), v.clone());
+            let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut csv, &mut xyz];
+            run_steps(&mut vv, &system, &mut s, 100, observers).is_ok()
+        };
+        assert!(ok);
+        let read = |p| std::fs::read_to_string(p).expect("written");
+        (read(&csv_path), read(&xyz_path))
+    };
+    let ((csv, xyz), (held_csv, held_xyz)) = (files("system", false), files("held", true));
+    assert_eq!(held_xyz, xyz);
+    let rows = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .collect()
+    };
+    let (a, b) = (rows(&csv), rows(&held_csv));
+    assert_eq!(a.len(), 6, "a header and five rows");
+    assert_eq!(a[0], b[0], "the header");
+    for (x, y) in a[1..].iter().zip(&b[1..]) {
+        let last = x.len() - 1;
+        assert_eq!(x[..last], y[..last], "t, positions and velocities");
+        let (e, f): (f64, f64) = (x[last].parse().unwrap(), y[last].parse().unwrap());
+        assert!((e - f).abs() <= 1e-12 * e.abs(), "energies {e} and {f}");
+    }
+    std::fs::remove_dir_all(&dir).expect("remove the files");
+}
+
+/// A stepper that would make the Hessian's matrix is refused: its pattern is the user's.
+#[test]
+#[should_panic(expected = "takes the system itself")]
+fn a_held_system_in_spatial_order_makes_no_matrix() {
+    let (q, _) = start();
+    let system = liquid(BodyOrder::Cells, &q, 0);
+    let _ = system.held_inside().new_matrix(HessianPart::Full);
+}
