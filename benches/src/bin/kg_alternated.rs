@@ -8,13 +8,16 @@
 //! `kg_slope.py --run` alternates whole runs of `zs run`, a minute apart, and these machines'
 //! speed drifts over minutes (BENCHMARKS.md). Here the two melts are seconds apart. The host
 //! also moves within seconds, so the rounds' slopes still spread: the estimate is the slope
-//! of the times summed over all rounds. Each segment of the small melt
-//! starts after one untimed step, so that it does not pay for the caches the large one emptied;
-//! the large melt never fits in the caches. A neighbour-list build costs about a step, and a
+//! of the times summed over all rounds. Each segment starts after one untimed step of its
+//! melt, so that it does not pay for the caches the other one emptied (two melts of one size
+//! that fit in the caches would otherwise favour the first). A neighbour-list build costs about a step, and a
 //! segment holds one build more or fewer than the average: a round's slope moves with that
 //! count, the summed times' do not (each melt's builds per step are printed). The steps are
 //! those of `zs run kremer-grest --integrator verlet`: in.chain's force field, `h = 0.012`,
-//! the bodies in the order `BodyOrder::Auto` chooses (`ZS_BODY_ORDER` as for `zs`).
+//! the state held in spatial order (`Assembled::held_inside`), re-sorted between steps, or with
+//! `ZS_BODY_ORDER=given|auto` the bodies in the order that makes (as for `zs`); a path given as
+//! `PATH@file` keeps its melt's state in the file's order whatever the environment says, so that
+//! `kg_alternated DATA DATA@file` measures what holding the state in spatial order is worth.
 //!
 //! Printed: each round's time per step of both melts, their ratio and its slope
 //! `ln(t_large / t_small) / ln(N_large / N_small)` (times per step, `N` beads); then the ratio
@@ -27,9 +30,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use zs_runtime::assembly::Assembled;
+use zs_runtime::assembly::{holds_inside_from_env, Assembled};
 use zs_runtime::lammps::DataFile;
-use zs_runtime::{DynState, VelocityVerlet};
+use zs_runtime::{DynState, Model, VelocityVerlet};
 use zs_systems::kremer_grest::{KremerGrest, H};
 
 /// One melt and its state, ready to step.
@@ -37,21 +40,38 @@ struct Melt {
     beads: usize,
     sys: Assembled<KremerGrest, 3>,
     state: DynState,
+    /// The state held in the system's spatial order (`Assembled::held_inside`), as `zs run`
+    /// holds it.
+    held: bool,
     /// Each melt its own stepper: a stepper keeps buffers the length of its state.
     verlet: VelocityVerlet<Vec<f64>>,
 }
 
 impl Melt {
-    fn read(path: &Path) -> Melt {
+    /// The melt of `arg`, a data file's path: its state held in spatial order as `zs run`
+    /// holds it (`ZS_BODY_ORDER` as for `zs`), or, for `PATH@file`, in the file's order (so
+    /// that one process compares the two).
+    fn read(arg: &str) -> Melt {
+        let (path, hold) = match arg.strip_suffix("@file") {
+            Some(path) => (Path::new(path), false),
+            None => (Path::new(arg), holds_inside_from_env()),
+        };
         let data = DataFile::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let (sys, q, v) = KremerGrest::lammps_chain()
             .from_data(&data)
             .unwrap_or_else(|e| panic!("{e}"));
         let state = sys.state(q, v);
+        let held = hold && sys.hold_in_cells(&state.q).unwrap_or(false);
+        let state = if held {
+            sys.held_inside().state(state)
+        } else {
+            state
+        };
         Melt {
             beads: data.len(),
             sys,
             state,
+            held,
             verlet: VelocityVerlet::new(H),
         }
     }
@@ -60,10 +80,21 @@ impl Melt {
     fn steps(&mut self, steps: usize) -> (f64, usize) {
         let builds = self.sys.neighbor_builds();
         let t = Instant::now();
-        for _ in 0..steps {
-            self.verlet
-                .step(&self.sys, &mut self.state)
-                .unwrap_or_else(|e| panic!("{e}"));
+        if self.held {
+            // As the driver steps a state held inside: re-sorted between steps when due.
+            let held = self.sys.held_inside();
+            for _ in 0..steps {
+                held.reorder(&mut self.state);
+                self.verlet
+                    .step(&held, &mut self.state)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        } else {
+            for _ in 0..steps {
+                self.verlet
+                    .step(&self.sys, &mut self.state)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
         }
         (
             t.elapsed().as_secs_f64(),
@@ -96,10 +127,7 @@ fn main() {
         .num_threads(threads)
         .build()
         .expect("a pool");
-    let (mut small, mut large) = (
-        Melt::read(Path::new(&args[0])),
-        Melt::read(Path::new(&args[1])),
-    );
+    let (mut small, mut large) = (Melt::read(&args[0]), Melt::read(&args[1]));
     assert!(
         large.beads >= small.beads,
         "LARGE has fewer beads than SMALL"
@@ -124,6 +152,7 @@ fn main() {
         for r in 0..rounds {
             small.steps(1);
             let (a, builds_small) = small.steps(small_steps);
+            large.steps(1);
             let (b, builds_large) = large.steps(large_steps);
             println!(
                 "round {:>2}: {:.3} ms a step of {} beads ({builds_small} builds), {:.2} ms of {} ({builds_large} builds): ratio {:.4}, slope {}",

@@ -452,10 +452,23 @@ fn zs_run_and_eval_read_data_files_and_write_them_back() {
     );
     let more = std::fs::read_to_string(d.join("more.csv")).expect("more.csv");
     assert_eq!(more.lines().next(), csv.lines().next(), "the same header");
-    assert_eq!(
-        more.lines().nth(1),
-        csv.lines().last(),
-        "the start is the last row"
+    assert!(csv.lines().next().is_some_and(|h| h.ends_with(",energy")));
+    // The start is the last row: its time, positions and velocities to the bit. Each run
+    // holds its state in the cell order made from its own start, so the energy, summed in
+    // that order, is the first run's to rounding.
+    let (start, last) = (
+        more.lines().nth(1).expect("a first row"),
+        csv.lines().last().expect("a last row"),
+    );
+    let (start, last) = (
+        start.rsplit_once(',').expect("fields"),
+        last.rsplit_once(',').expect("fields"),
+    );
+    assert_eq!(start.0, last.0, "the start is the last row");
+    let (e0, e1): (f64, f64) = (start.1.parse().unwrap(), last.1.parse().unwrap());
+    assert!(
+        (e0 - e1).abs() <= 1e-12 * e1.abs(),
+        "energies {e0} and {e1}"
     );
     // Z&Ss-stiff with the FENE bonds in its solve: one banded solve per step.
     let out = run(&[
@@ -624,11 +637,11 @@ fn zs_nma_of_a_melt_finds_the_translations_and_agrees_with_lanczos() {
     );
 }
 
-/// A melt whose atom IDs are in random order: `zs run` holds it in spatial order inside and
-/// says so; nothing outside sees it — the CSV's first row is the file's configuration in
-/// atom-ID order, exactly, and the run follows the same file run in its own order
-/// (`ZS_BODY_ORDER=given`) to rounding; 1 and 2 threads write the same bytes; a run rebuilt
-/// from its checkpoint ends with the uninterrupted run's bytes; `zs eval` gives the file's
+/// A melt whose atom IDs are in random order: `zs run` holds it in spatial order inside (in
+/// the evaluation, or the run's state itself) and says so; nothing outside sees it — the CSV's
+/// first row is the file's configuration in atom-ID order, exactly, and the run follows the
+/// same file run in its own order (`ZS_BODY_ORDER=given`) to rounding; 1 and 2 threads write
+/// the same bytes; a run rebuilt from its checkpoint ends with the uninterrupted run's bytes; `zs eval` gives the file's
 /// order's energy and gradient to rounding.
 #[test]
 fn a_melt_numbered_at_random_runs_in_spatial_order_unseen_and_resumes_byte_for_byte() {
@@ -676,24 +689,30 @@ fn a_melt_numbered_at_random_runs_in_spatial_order_unseen_and_resumes_byte_for_b
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).to_string()
     };
-    let mut checkpointed = base("a.csv", "1");
-    checkpointed.extend(["--checkpoint", "a.ck", "--checkpoint-every", "40"]);
-    let said = ok(&run(&checkpointed, "auto"));
-    assert!(said.contains("spatial order"), "{said}");
-    let reference = std::fs::read(d.join("a.csv")).expect("a.csv");
-    ok(&run(&base("b.csv", "2"), "auto"));
-    assert_eq!(std::fs::read(d.join("b.csv")).expect("b.csv"), reference);
-    // Interrupted after the checkpoint at step 80, then resumed.
-    let xyz = std::fs::read(d.join("a.xyz")).expect("a.xyz");
-    for f in ["a.csv", "a.xyz"] {
-        std::fs::rename(d.join(f), d.join(format!("{f}.tmp"))).expect("rename");
+    // Held in spatial order inside the evaluation (`auto`: every evaluation permutes), and
+    // the run's state itself held in it (`cells`, as by default: nothing permuted per step).
+    for (order, held) in [("auto", false), ("cells", true)] {
+        let mut checkpointed = base("a.csv", "1");
+        checkpointed.extend(["--checkpoint", "a.ck", "--checkpoint-every", "40"]);
+        let said = ok(&run(&checkpointed, order));
+        assert!(said.contains("spatial order"), "{said}");
+        assert_eq!(said.contains("state held in spatial order"), held, "{said}");
+        let reference = std::fs::read(d.join("a.csv")).expect("a.csv");
+        ok(&run(&base("b.csv", "2"), order));
+        assert_eq!(std::fs::read(d.join("b.csv")).expect("b.csv"), reference);
+        std::fs::rename(d.join("b.csv"), d.join(format!("b-{order}.csv"))).expect("rename");
+        // Interrupted after the checkpoint at step 80, then resumed.
+        let xyz = std::fs::read(d.join("a.xyz")).expect("a.xyz");
+        for f in ["a.csv", "a.xyz"] {
+            std::fs::rename(d.join(f), d.join(format!("{f}.tmp"))).expect("rename");
+        }
+        let mut resumed = checkpointed.clone();
+        resumed.extend(["--resume", "a.ck"]);
+        let said = ok(&run(&resumed, order));
+        assert!(said.contains("resumed at step"), "{said}");
+        assert_eq!(std::fs::read(d.join("a.csv")).expect("a.csv"), reference);
+        assert_eq!(std::fs::read(d.join("a.xyz")).expect("a.xyz"), xyz);
     }
-    let mut resumed = checkpointed.clone();
-    resumed.extend(["--resume", "a.ck"]);
-    let said = ok(&run(&resumed, "auto"));
-    assert!(said.contains("resumed at step"), "{said}");
-    assert_eq!(std::fs::read(d.join("a.csv")).expect("a.csv"), reference);
-    assert_eq!(std::fs::read(d.join("a.xyz")).expect("a.xyz"), xyz);
     // The file's own order: the same start, the same run to rounding.
     let said = ok(&run(&base("g.csv", "1"), "given"));
     assert!(!said.contains("spatial order"), "{said}");
@@ -704,13 +723,19 @@ fn a_melt_numbered_at_random_runs_in_spatial_order_unseen_and_resumes_byte_for_b
             .map(|l| l.split(',').map(|x| x.parse().expect("a number")).collect())
             .collect()
     };
-    let (a, g) = (rows("b.csv"), rows("g.csv"));
+    let (a, g) = (rows("b-auto.csv"), rows("g.csv"));
     assert_eq!(a.len(), g.len());
     // The state's columns (t, q, v) exactly; the energy's last bits are the sum's order.
     assert!(
         a[0][..1 + 6 * n] == g[0][..1 + 6 * n],
         "the start, in the file's order"
     );
+    // Held, the run's Langevin noise goes to the atoms in the order the state is held in: a
+    // realization of its own from the same start (as LAMMPS's per-atom noise follows its
+    // atoms' order), written in the file's order.
+    let held = rows("b-cells.csv");
+    assert_eq!(held.len(), g.len());
+    assert!(held[0][..1 + 6 * n] == g[0][..1 + 6 * n], "the held start");
     let parsed = DataFile::parse(&numbered_melt_text(7, &id)).expect("parses");
     for (k, p) in parsed.positions.iter().enumerate() {
         for c in 0..3 {

@@ -50,6 +50,49 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 }
 
+impl<T: Terms<D>, const D: usize> Assembled<T, D> {
+    /// Holds the bodies in cells ([`super::BodyOrder::Cells`]) made from the user's
+    /// coordinates `start`, whatever order the system was made in ([`Assembled::ordered`]'s
+    /// `Auto` keeps a local order, because there every evaluation pays the permutation): for a
+    /// caller that holds its state inside ([`Assembled::held_inside`]), which pays none.
+    /// Returns false, changing nothing, when the spatial order does not apply (no pair cutoff,
+    /// or constraints, whose rows follow the terms); true when the bodies are held in cells
+    /// (already, or now). Allocates (set-up).
+    ///
+    /// # Errors
+    /// A `start` of the wrong length.
+    pub fn hold_in_cells(&self, start: &[f64]) -> Result<bool, super::TopologyError> {
+        let topology = &self.model.topology;
+        let Some((rc, skin)) = topology.pair_cutoff() else {
+            return Ok(false);
+        };
+        if self.model.counts.iter().any(|c| c.2 > 0) {
+            return Ok(false);
+        }
+        if start.len() != self.model.free * D {
+            return Err(super::TopologyError::OrderDoesNotApply(format!(
+                "the start has {} coordinates, the system {}",
+                start.len(),
+                self.model.free * D
+            )));
+        }
+        if self.arranged().order.is_some() {
+            return Ok(true);
+        }
+        let rank = {
+            let arranged = self.arranged();
+            let site = super::order::user_site::<D>(topology, &arranged.bodies.free_of, start);
+            super::order::cell_rank(topology.bodies(), site, self.model.cell.as_ref(), rc + skin)
+        };
+        // Made as at set-up: no re-sort counted.
+        let resorts = self.resorts();
+        self.rearrange(rank);
+        self.work().resorts = resorts;
+        *self.inside.borrow_mut() = super::order::Inside::new(self.model.free * D);
+        Ok(true)
+    }
+}
+
 impl<T: Terms<D>, const D: usize> HeldInside<'_, T, D> {
     /// The system.
     pub fn system(&self) -> &Assembled<T, D> {

@@ -86,7 +86,7 @@ pub use forms::{
 };
 pub use held::HeldInside;
 pub use jacobian::{SparseConstraintSolver, SparseJacobian};
-pub use order::{BodyOrder, RESORT_EVERY, resort_period_from_env};
+pub use order::{BodyOrder, RESORT_EVERY, holds_inside_from_env, resort_period_from_env};
 pub use system::{Assembled, PARALLEL_BY_DEFAULT_ABOVE};
 pub use terms::{Body, Kernel, Kinds, Local, LocalHessian, LocalThird, Terms};
 pub use topology::{Topology, TopologyError};

@@ -65,6 +65,18 @@ impl BodyOrder {
     }
 }
 
+/// True unless `ZS_BODY_ORDER` is `given` or `auto`: whether the command line holds the state
+/// of an explicit run (velocity Verlet, Langevin around it) of a system with a pair cutoff in
+/// spatial order ([`super::Assembled::hold_in_cells`], [`super::HeldInside`]), so that no step
+/// permutes anything. `given` or `auto` keep the order [`BodyOrder::from_env`] made the
+/// system in, and its interface's permutations when that is spatial (benchmarks).
+pub fn holds_inside_from_env() -> bool {
+    !matches!(
+        std::env::var("ZS_BODY_ORDER").as_deref(),
+        Ok("given") | Ok("auto")
+    )
+}
+
 /// A system in spatial order re-sorts its bodies at every this many neighbour-list builds by
 /// default ([`super::Assembled::with_resort_period`]).
 pub const RESORT_EVERY: usize = 100;

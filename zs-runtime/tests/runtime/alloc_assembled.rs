@@ -200,6 +200,32 @@ fn count_every_thread() {
         ));
         assert_eq!(liquid.neighbor_builds(), builds + 4);
 
+        // The same liquid held in cells, its state in the inner order (`held_inside`): driver
+        // runs of 10 and 30 Verlet steps, with the energy observer and the driver's
+        // `Model::reorder` before every step, allocate the same (the driver's own).
+        let (held_liquid, q, v) = assembled::cut_liquid(10);
+        assert!(held_liquid.hold_in_cells(&q).unwrap());
+        let held = held_liquid.held_inside();
+        let mut s = held.state(held_liquid.state(q, v));
+        let mut vv = VelocityVerlet::new(0.002);
+        vv.step(&held, &mut s).unwrap();
+        let mut energy = EnergyObserver::new();
+        let mut per_run = [0; 2];
+        for (i, steps) in [10u64, 30].into_iter().enumerate() {
+            per_run[i] = allocations_in_all_threads_during(|| {
+                let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut energy];
+                assert!(run_steps(&mut vv, &held, &mut s, steps, observers).is_ok());
+            });
+        }
+        assert_eq!(
+            per_run[0], per_run[1],
+            "driver runs of 10 and 30 held steps"
+        );
+        counts.push((
+            "driver + energy observer, Verlet, liquid held in cells, per step",
+            per_run[1] - per_run[0],
+        ));
+
         // The same with two types of sites: pairs grouped by types at a rebuild, each term's
         // types coded (their memory kept between rebuilds too).
         let (typed, q, v) = assembled::typed_liquid(10);

@@ -5,8 +5,9 @@
 //! XYZ frames in the user's order; resumes bit for bit.
 
 use crate::resort::{H, bits, liquid, start};
-use zs_runtime::assembly::BodyOrder;
+use zs_runtime::assembly::{Assembled, BodyOrder, Topology};
 use zs_runtime::driver::{Checkpointing, resume, run_checkpointed, run_steps};
+use zs_runtime::mechanical_system;
 use zs_runtime::model::HessianPart;
 use zs_runtime::observers::Observer;
 use zs_runtime::simd::Isa;
@@ -203,4 +204,90 @@ fn a_held_system_in_spatial_order_makes_no_matrix() {
     let (q, _) = start();
     let system = liquid(BodyOrder::Cells, &q, 0);
     let _ = system.held_inside().new_matrix(HessianPart::Full);
+}
+
+/// A system made in its own order and then held in cells (`Assembled::hold_in_cells`, what
+/// `zs run` does) evaluates as one made in cells: a held run of each ends on the same bits,
+/// with no re-sort counted for the set-up.
+#[test]
+fn a_system_held_in_cells_after_set_up_is_one_made_in_cells() {
+    let (q, v) = start();
+    let run = |system: &Assembled<crate::support::assembled::Melt, 3>| {
+        let held = system.held_inside();
+        let mut s = held.state(system.state(q.clone(), v.clone()));
+        assert!(run_steps(&mut VelocityVerlet::new(H), &held, &mut s, 100, &mut []).is_ok());
+        held.user_state(&s)
+    };
+    let made = liquid(BodyOrder::Cells, &q, 0);
+    let given = liquid(BodyOrder::Given, &q, 0);
+    assert_eq!(given.body_order(), BodyOrder::Given);
+    assert!(given.hold_in_cells(&q).expect("the start's length"));
+    assert_eq!((given.body_order(), given.resorts()), (BodyOrder::Cells, 0));
+    assert!(bits(&run(&given)) == bits(&run(&made)));
+    assert!(
+        given.hold_in_cells(&q[1..]).is_err(),
+        "a start of the wrong length"
+    );
+}
+
+/// Two kinds of particles of masses 1 and 3 under a Lennard-Jones cutoff.
+struct Heavy;
+
+#[mechanical_system]
+impl Heavy {
+    fn body_masses(&self, kind: usize) -> [f64; 3] {
+        [1.0 + 2.0 * kind as f64; 3]
+    }
+    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
+        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
+        if r2 < 6.25 {
+            let s6 = 1.0 / (r2 * r2 * r2);
+            4.0 * (s6 * s6 - s6 + 0.004_079_222_784)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Bodies of two masses held in spatial order: the masses a stepper reads (copied, not lent:
+/// the table's rows are the user's) and the kinetic energy are the permuted ones, and a held
+/// run is the system's run bit for bit.
+#[test]
+fn a_held_system_of_two_masses_gives_its_masses_in_its_order() {
+    let (q, v) = start();
+    let n = q.len() / 3;
+    let make = || {
+        let side = 1.1 * (n as f64).cbrt().round();
+        let topology = Topology::new(n)
+            .periodic([side; 3])
+            .cutoff(2.5, 0.3)
+            .types((0..n).map(|i| u32::from(i % 3 == 0)));
+        Assembled::ordered(Heavy, topology, BodyOrder::Cells, &q)
+            .expect("valid")
+            .with_resort_period(0)
+    };
+    let (system, other) = (make(), make());
+    let held = other.held_inside();
+    assert!(
+        held.masses_lent().is_none(),
+        "two masses are not lent in the inner order"
+    );
+    let mut h = held.state(other.state(q.clone(), v.clone()));
+    let (mut user_m, mut held_m) = (vec![0.0; q.len()], vec![0.0; q.len()]);
+    system.masses_into_slice(&mut user_m);
+    held.masses_into_slice(&mut held_m);
+    let mut m = DynState::new(held_m.clone(), held_m);
+    m = held.user_state(&m);
+    assert_eq!(m.q, user_m, "the held masses are the user's, permuted");
+    assert!(user_m.contains(&3.0) && user_m.contains(&1.0));
+    let (k0, k1) = (system.kinetic_energy(&v), held.kinetic_energy(&h.v));
+    assert!((k0 - k1).abs() <= 1e-13 * k0, "{k0} vs {k1}");
+
+    let mut s = system.state(q.clone(), v);
+    assert!(run_steps(&mut VelocityVerlet::new(H), &system, &mut s, 100, &mut []).is_ok());
+    assert!(run_steps(&mut VelocityVerlet::new(H), &held, &mut h, 100, &mut []).is_ok());
+    assert!(
+        bits(&held.user_state(&h)) == bits(&s),
+        "the held run ends elsewhere"
+    );
 }

@@ -257,8 +257,22 @@ pub fn eval_from_data<M: Model<Vec<f64>>>(
     Ok(table(system, &rows, names))
 }
 
+/// True when `zs run` holds a condensed-phase system's state in its spatial order
+/// ([`zs_runtime::assembly::HeldInside`]): one explicit run — velocity Verlet, or GLA Langevin
+/// around it — with nothing that reads the positions in the file's order on its own (a
+/// [`super::job::Watch`]), unless `ZS_BODY_ORDER` asks for the order the system was made in
+/// ([`zs_runtime::assembly::holds_inside_from_env`]). Then no step permutes anything; the
+/// files, checkpoints and the written data file are in the file's order.
+fn holds_inside(job: &Job<'_>) -> bool {
+    job.p.method == IntegratorName::Verlet
+        && job.replicas() == 1
+        && job.watch.is_none()
+        && zs_runtime::assembly::holds_inside_from_env()
+}
+
 /// `zs run` of a condensed-phase system: `job` on `system` (constrained and stiff views of one
-/// assembled system), then the number of neighbour-list builds.
+/// assembled system), its state held in spatial order when [`holds_inside`], then the number
+/// of neighbour-list builds.
 ///
 /// # Errors
 /// What the run reports.
@@ -268,7 +282,18 @@ pub fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync>(
     state: zs_runtime::DynState,
     names: impl Into<CoordinateNames>,
 ) -> Result<(), CliError> {
-    let done = run_assembled(job, system, None, state, names);
+    let held = holds_inside(job) && system.hold_in_cells(state.q.as_slice())?;
+    if held {
+        say!(
+            "    state held in spatial order (cells of the neighbour list's reach, re-sorted every {} builds; ZS_RESORT_EVERY, ZS_BODY_ORDER=given); every output in the file's order",
+            system.resort_period()
+        );
+    }
+    let done = if held {
+        run_held(job, system, state, names.into())
+    } else {
+        run_assembled(job, system, None, state, names)
+    };
     say!(
         "  neighbour lists  {:>14}   builds",
         system.neighbor_builds()
@@ -287,6 +312,23 @@ pub fn run_with_neighbors<T: zs_runtime::assembly::Terms<3> + Send + Sync>(
         );
     }
     done
+}
+
+/// `job` on an assembled `system` whose state the run holds in its inner order
+/// ([`zs_runtime::assembly::Assembled::held_inside`]).
+fn run_held<T: zs_runtime::assembly::Terms<3> + Send + Sync>(
+    job: &Job<'_>,
+    system: &zs_runtime::assembly::Assembled<T, 3>,
+    state: zs_runtime::DynState,
+    names: CoordinateNames,
+) -> Result<(), CliError> {
+    use super::job::{DynConstrained, DynStiff};
+    system.check_start(state.q.as_slice())?;
+    let held = system.held_inside();
+    let state = held.state(state);
+    let constrained: &DynConstrained<'_> = system;
+    let target: &DynStiff<'_> = &held;
+    job.run(&[constrained], &[target], state, names)
 }
 
 /// `job` on an assembled `system` and its target — the system itself, or (`omega`) its
