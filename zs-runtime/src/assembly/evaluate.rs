@@ -103,7 +103,7 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
 
     /// The bodies re-sorted in cells at the user's coordinates `q`, as at set-up
     /// ([`Assembled::ordered`]).
-    pub(super) fn resort(&self, q: &[f64]) {
+    fn resort(&self, q: &[f64]) {
         let topology = &self.model.topology;
         let (rc, skin) = topology
             .pair_cutoff()

@@ -19,6 +19,7 @@
 //! A stepper that assembles the Hessian (Z&S, Newmark) takes the system itself: its matrices'
 //! patterns are made over the user's indices.
 
+use super::order;
 use super::system::Assembled;
 use super::terms::Terms;
 use crate::masses::Masses;
@@ -81,14 +82,14 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         }
         let rank = {
             let arranged = self.arranged();
-            let site = super::order::user_site::<D>(topology, &arranged.bodies.free_of, start);
-            super::order::cell_rank(topology.bodies(), site, self.model.cell.as_ref(), rc + skin)
+            let site = order::user_site::<D>(topology, &arranged.bodies.free_of, start);
+            order::cell_rank(topology.bodies(), site, self.model.cell.as_ref(), rc + skin)
         };
         // Made as at set-up: no re-sort counted.
         let resorts = self.resorts();
         self.rearrange(rank);
         self.work().resorts = resorts;
-        *self.inside.borrow_mut() = super::order::Inside::new(self.model.free * D);
+        *self.inside.borrow_mut() = order::Inside::new(self.model.free * D);
         Ok(true)
     }
 }
@@ -99,13 +100,27 @@ impl<T: Terms<D>, const D: usize> HeldInside<'_, T, D> {
         self.system
     }
 
-    /// A state in the user's order taken into the inner order (allocates: set-up).
+    /// A state in the user's order taken into the inner order (set-up: one vector allocated,
+    /// the user's positions' storage reused for the velocities, so that a million bodies'
+    /// start holds three vectors at once, not four).
     pub fn state(&self, user: DynState) -> DynState {
-        let mut inner = DynState::new(Vec::new(), Vec::new());
-        if self.system.user_to_held(&user, &mut inner) {
-            inner
-        } else {
-            user
+        let system = self.system;
+        let arranged = system.arranged();
+        let Some(order) = &arranged.order else {
+            return user;
+        };
+        system.check_len(&user.q, "q");
+        system.check_len(&user.v, "v");
+        let parallel = system.on_pool();
+        let DynState { q, v, t } = user;
+        let mut inner_q = vec![0.0; q.len()];
+        order.gather::<D>(&q, &mut inner_q, parallel);
+        let mut inner_v = q;
+        order.gather::<D>(&v, &mut inner_v, parallel);
+        DynState {
+            q: inner_q,
+            v: inner_v,
+            t,
         }
     }
 
@@ -181,8 +196,10 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
     }
 
     /// A held state re-sorted when due ([`crate::Model::reorder`]): `resort_every` lists built
-    /// in this order, and no constraints (their rows follow the terms). Allocates (a set-up of
-    /// the evaluation state, every so many builds).
+    /// in this order, and no constraints (their rows follow the terms). The cells are made
+    /// from the held positions themselves, as the system re-sorting itself makes them from the
+    /// user's, and the state is permuted from the old inner order to the new through one
+    /// vector. Allocates (a set-up of the evaluation state, every so many builds).
     pub(crate) fn reorder_held(&self, state: &mut DynState) -> bool {
         let due = self.resort_every > 0
             && self.model.counts.iter().all(|c| c.2 == 0)
@@ -191,10 +208,44 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         if !due {
             return false;
         }
-        let mut user = DynState::new(Vec::new(), Vec::new());
-        self.held_to_user(state, &mut user);
-        self.resort(&user.q);
-        self.user_to_held(&user, state);
+        self.check_len(&state.q, "q");
+        self.check_len(&state.v, "v");
+        let topology = &self.model.topology;
+        let (rc, skin) = topology
+            .pair_cutoff()
+            .expect("a spatial order has a pair cutoff");
+        let (rank, old_to_inner) = {
+            let arranged = self.arranged();
+            let order = arranged.order.as_ref().expect("a spatial order");
+            // Each user body's free index in the held state: its site is read there.
+            let held_free_of: Vec<u32> = order
+                .rank
+                .iter()
+                .map(|&r| arranged.bodies.free_of[r as usize])
+                .collect();
+            let site = order::user_site::<D>(topology, &held_free_of, &state.q);
+            let rank =
+                order::cell_rank(topology.bodies(), site, self.model.cell.as_ref(), rc + skin);
+            (rank, order.to_inner.clone())
+        };
+        self.rearrange(rank);
+        // New inner free index `i` holds the user's `to_user[i]`, which the old order held at
+        // `old_to_inner` of it.
+        let from: Vec<u32> = {
+            let arranged = self.arranged();
+            let order = arranged.order.as_ref().expect("a spatial order");
+            order
+                .to_user
+                .iter()
+                .map(|&u| old_to_inner[u as usize])
+                .collect()
+        };
+        let parallel = self.on_pool();
+        let mut moved = vec![0.0; state.q.len()];
+        for x in [&mut state.q, &mut state.v] {
+            order::permute_blocks::<D>(x, &mut moved, &from, parallel);
+            std::mem::swap(x, &mut moved);
+        }
         true
     }
 

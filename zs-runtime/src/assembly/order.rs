@@ -168,7 +168,12 @@ impl Inside {
 /// same bits whatever the threads. Past a core's L2 cache ([`crate::simd::prefetches`]) each
 /// block is asked for [`PREFETCH_AHEAD`] blocks ahead, both of its lines when it straddles
 /// two: in either direction one order's neighbours are anywhere in the other's vector.
-fn permute_blocks<const D: usize>(from: &[f64], to: &mut [f64], index: &[u32], parallel: bool) {
+pub(crate) fn permute_blocks<const D: usize>(
+    from: &[f64],
+    to: &mut [f64],
+    index: &[u32],
+    parallel: bool,
+) {
     use rayon::prelude::*;
     const RANGE: usize = 4096;
     let far = crate::simd::prefetches(from.len());
