@@ -315,8 +315,14 @@ where
     for (i, o) in observers.iter_mut().enumerate() {
         o.restore_checkpoint(&checkpoint.scope(&format!("observer.{i}")))?;
     }
-    if !target.in_own_order(&restored, state) {
-        *state = restored;
+    *state = restored;
+    // Into the model's own order, when it holds the state in one (after its history, which
+    // holds that order, was restored).
+    let mut own = V::default_zeros();
+    for x in [&mut state.q, &mut state.v] {
+        if target.in_own_order(x, &mut own) {
+            std::mem::swap(x, &mut own);
+        }
     }
     let mut loop_ = Loop::new(planned, Some(t_end), done).timed_from(t0);
     Ok(match checkpointing {
@@ -358,13 +364,11 @@ where
     let mut user = StateOf {
         q: V::default_zeros(),
         v: V::default_zeros(),
-        t: 0.0,
+        t: state.t,
     };
-    cp.set_state(if target.in_user_order(state, &mut user) {
-        &user
-    } else {
-        state
-    });
+    let shown =
+        target.in_user_order(&state.q, &mut user.q) && target.in_user_order(&state.v, &mut user.v);
+    cp.set_state(if shown { &user } else { state });
     cp.set_f64("run.t0", t0);
     cp.set_f64("run.t_end", t_end);
     cp.set_u64("run.planned", planned);

@@ -164,19 +164,30 @@ pub trait Model<V: Vector> {
         let _ = state;
         false
     }
-    /// `state` in the user's order, into `user` (resized when its length differs: the first
-    /// call allocates), when this model holds it in an order of its own — then true; false,
-    /// writing nothing, when its order is the user's (the default). Whoever shows the state
-    /// outside asks: the CSV and XYZ recorders, checkpoints.
-    fn in_user_order(&self, state: &StateOf<V>, user: &mut StateOf<V>) -> bool {
-        let _ = (state, user);
+    /// `x`, a vector of the state (positions or velocities), in the user's order, into `user`
+    /// (resized when its length differs), when this model holds the state in an order of its
+    /// own — then true; false, writing nothing, when its order is the user's (the default).
+    /// Whoever shows the state outside asks, a vector at a time: the CSV and XYZ recorders,
+    /// checkpoints.
+    fn in_user_order(&self, x: &V, user: &mut V) -> bool {
+        let _ = (x, user);
         false
     }
+    /// Where the user's coordinates are in the vectors of a state this model holds in an order
+    /// of its own: `index` (resized) gets, for each of the user's bodies `u`, the body it is
+    /// held as, so that the user's coordinate `d·u + c` is held at `d·index[u] + c`; returns
+    /// `d`, the coordinates per body. `None` (the default), writing nothing: the user's order.
+    /// For writers that read a state in the user's order without a copy of it (the CSV and
+    /// XYZ recorders: a million bodies' row is one vector fewer).
+    fn user_order_index(&self, index: &mut Vec<u32>) -> Option<usize> {
+        let _ = index;
+        None
+    }
     /// [`Model::in_user_order`] the other way: `user` (in the user's order) into this model's
-    /// own order, into `state`; false, writing nothing, when its order is the user's (a
-    /// resumed run's state, read from its checkpoint).
-    fn in_own_order(&self, user: &StateOf<V>, state: &mut StateOf<V>) -> bool {
-        let _ = (user, state);
+    /// own order, into `x`; false, writing nothing, when its order is the user's (a resumed
+    /// run's state, read from its checkpoint).
+    fn in_own_order(&self, user: &V, x: &mut V) -> bool {
+        let _ = (user, x);
         false
     }
 }

@@ -82,9 +82,6 @@ pub struct CsvRecorder<'a, V> {
     ended_early: Option<String>,
     /// The last state written as a row (for the sidecar's message).
     last_row_t: f64,
-    /// The state in the user's order when the target holds it in an order of its own
-    /// ([`Model::in_user_order`]): made at the first row.
-    user: Option<StateOf<V>>,
 }
 
 impl<V> std::fmt::Debug for CsvRecorder<'_, V> {
@@ -164,7 +161,6 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
             error: None,
             ended_early: None,
             last_row_t: f64::NAN,
-            user: None,
         }
     }
 
@@ -373,18 +369,7 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         let Some(mut w) = self.writer.take() else {
             return;
         };
-        let mut user = self.user.take().unwrap_or_else(|| StateOf {
-            q: V::default_zeros(),
-            v: V::default_zeros(),
-            t: 0.0,
-        });
-        let shown = if target.in_user_order(state, &mut user) {
-            &user
-        } else {
-            state
-        };
-        let r = self.write_row_inner(&mut w, target, state, shown);
-        self.user = Some(user);
+        let r = self.write_row_inner(&mut w, target, state);
         self.writer = Some(w);
         match r {
             Ok(()) => {
@@ -395,15 +380,17 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         }
     }
 
-    /// A row of `state`, its coordinates as `shown` (`state` in the user's order).
+    /// A row of `state`, its coordinates in the user's order: when the target holds them in
+    /// an order of its own, read through its index of the user's bodies
+    /// ([`Model::user_order_index`], made for the row: 4 bytes a body, not a copy of the
+    /// state).
     fn write_row_inner<P: Model<V> + ?Sized>(
         &mut self,
         w: &mut csv::Writer<File>,
         target: &P,
         state: &StateOf<V>,
-        shown: &StateOf<V>,
     ) -> io::Result<()> {
-        let (q, v) = (shown.q.as_slice(), shown.v.as_slice());
+        let (q, v) = (state.q.as_slice(), state.v.as_slice());
         // The writer is flexible (a chunked row's fields pass it by): the row's length is
         // checked here.
         if q.len() != self.dimension || v.len() != self.dimension {
@@ -421,13 +408,27 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
             self.write_header(w)?;
         }
         self.field(w, state.t)?;
-        self.values(w, q, v, q.len() + v.len() >= PARALLEL_FIELDS)?;
+        let chunked = q.len() + v.len() >= PARALLEL_FIELDS;
+        let mut index = Vec::new();
+        let held = target.user_order_index(&mut index);
+        let by = held.map(|d| (&index[..], d));
+        self.values(w, UserOrder { x: q, by }, UserOrder { x: v, by }, chunked)?;
         if self.energy {
             self.field(w, total_energy(target, state))?;
         }
-        for k in 0..self.columns.len() {
-            let r = (self.columns[k].1)(&shown.q);
-            self.field(w, r)?;
+        drop(index);
+        if !self.columns.is_empty() {
+            // Functions of the positions in the user's order.
+            let mut user = V::default_zeros();
+            let q = if target.in_user_order(&state.q, &mut user) {
+                &user
+            } else {
+                &state.q
+            };
+            for k in 0..self.columns.len() {
+                let r = (self.columns[k].1)(q);
+                self.field(w, r)?;
+            }
         }
         w.write_record(None::<&[u8]>).map_err(csv_io)?;
         Ok(())
@@ -439,20 +440,30 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
     fn values(
         &mut self,
         w: &mut csv::Writer<File>,
-        q: &[f64],
-        v: &[f64],
+        q: UserOrder<'_>,
+        v: UserOrder<'_>,
         chunked: bool,
     ) -> io::Result<()> {
+        let (q, v) = (&q, &v);
         if !chunked {
-            for x in q.iter().chain(v) {
-                self.field(w, *x)?;
+            for i in 0..q.len() {
+                self.field(w, q.get(i))?;
+            }
+            for i in 0..v.len() {
+                self.field(w, v.get(i))?;
             }
             return Ok(());
         }
         w.flush()?;
         // `&File` is `Write`: the writer's buffer is empty after the flush.
         let mut file: &File = w.get_ref();
-        let value = |i: usize| if i < q.len() { q[i] } else { v[i - q.len()] };
+        let value = |i: usize| {
+            if i < q.len() {
+                q.get(i)
+            } else {
+                v.get(i - q.len())
+            }
+        };
         self.chunks.write(
             q.len() + v.len(),
             |i, text| {
@@ -468,6 +479,28 @@ impl<'a, V: Vector> CsvRecorder<'a, V> {
         number(&mut self.buf, x);
         w.write_field(self.buf.as_bytes()).map_err(csv_io)?;
         Ok(())
+    }
+}
+
+/// A vector of a state read in the user's order: `x` itself, or, `by` an index of the user's
+/// bodies and the coordinates per body ([`Model::user_order_index`]), the user's coordinate
+/// `d·u + c` at `x[d·index[u] + c]`.
+#[derive(Clone, Copy)]
+struct UserOrder<'a> {
+    x: &'a [f64],
+    by: Option<(&'a [u32], usize)>,
+}
+
+impl UserOrder<'_> {
+    fn len(&self) -> usize {
+        self.x.len()
+    }
+
+    fn get(&self, i: usize) -> f64 {
+        match self.by {
+            None => self.x[i],
+            Some((index, d)) => self.x[index[i / d] as usize * d + i % d],
+        }
     }
 }
 
@@ -653,7 +686,11 @@ mod tests {
             let mut w = csv::Writer::from_writer(std::fs::File::create(&path).unwrap());
             pool.install(|| {
                 recorder.field(&mut w, 0.25).unwrap();
-                recorder.values(&mut w, &q, &v, chunked).unwrap();
+                let (q, v) = (
+                    super::UserOrder { x: &q, by: None },
+                    super::UserOrder { x: &v, by: None },
+                );
+                recorder.values(&mut w, q, v, chunked).unwrap();
                 recorder.field(&mut w, -3.5).unwrap();
             });
             w.write_record(None::<&[u8]>).unwrap();

@@ -9,7 +9,6 @@
 //! checkpoint records the file's length and a resumed run truncates to it and continues, so the
 //! file is byte-for-byte that of an uninterrupted run.
 
-use std::any::Any;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
@@ -110,9 +109,6 @@ pub struct XyzRecorder {
     chunks: Chunks,
     /// A periodic box `(lo, sides)`: frames carry `Lattice=` and positions wrapped into it.
     lattice: Option<([f64; 3], [f64; 3])>,
-    /// The state in the user's order when the target holds it in an order of its own
-    /// ([`Model::in_user_order`]), a `StateOf<V>` made at the first frame.
-    user: Option<Box<dyn Any + Send>>,
 }
 
 impl XyzRecorder {
@@ -166,7 +162,6 @@ impl XyzRecorder {
             ended_early: None,
             chunks: Chunks::default(),
             lattice: None,
-            user: None,
         })
     }
 
@@ -195,7 +190,8 @@ impl XyzRecorder {
         s
     }
 
-    fn frame(&mut self, t: f64, q: &[f64]) {
+    /// A frame of atoms at `q`, atom `i`'s coordinates at body `index[i]` of `q` when given.
+    fn frame(&mut self, t: f64, q: &[f64], index: Option<&[u32]>) {
         if self.error.is_some() {
             return;
         }
@@ -224,7 +220,8 @@ impl XyzRecorder {
             self.chunks.write(
                 symbols.len(),
                 |i, text| {
-                    let x = &q[3 * i..3 * i + 3];
+                    let b = index.map_or(i, |index| index[i] as usize);
+                    let x = &q[3 * b..3 * b + 3];
                     let p: [f64; 3] = match lattice {
                         None => [x[0], x[1], x[2]],
                         // Wrapped into the box.
@@ -277,33 +274,21 @@ impl XyzRecorder {
 
 impl XyzRecorder {
     /// A frame of `state`'s positions, in the user's order whatever order `target` holds
-    /// them in.
-    fn frame_of<P: Model<V> + ?Sized, V: Vector + Send + 'static>(
-        &mut self,
-        target: &P,
-        state: &StateOf<V>,
-    ) {
-        let mut user = self
-            .user
-            .take()
-            .and_then(|u| u.downcast::<StateOf<V>>().ok())
-            .unwrap_or_else(|| {
-                Box::new(StateOf {
-                    q: V::default_zeros(),
-                    v: V::default_zeros(),
-                    t: 0.0,
-                })
-            });
-        if target.in_user_order(state, &mut user) {
-            self.frame(state.t, user.q.as_slice());
-        } else {
-            self.frame(state.t, state.q.as_slice());
+    /// them in (read through its index of the user's bodies, [`Model::user_order_index`]:
+    /// 4 bytes a body for the frame, not a copy of the positions).
+    fn frame_of<P: Model<V> + ?Sized, V: Vector>(&mut self, target: &P, state: &StateOf<V>) {
+        let mut index = Vec::new();
+        match target.user_order_index(&mut index) {
+            Some(d) => {
+                assert_eq!(d, 3, "XyzRecorder: bodies of {d} coordinates");
+                self.frame(state.t, state.q.as_slice(), Some(&index));
+            }
+            None => self.frame(state.t, state.q.as_slice(), None),
         }
-        self.user = Some(user);
     }
 }
 
-impl<P: Model<V> + ?Sized, V: Vector + Send + 'static> Observer<P, V> for XyzRecorder {
+impl<P: Model<V> + ?Sized, V: Vector> Observer<P, V> for XyzRecorder {
     fn start(&mut self, target: &P, state: &StateOf<V>) {
         self.seen = 0;
         self.frame_of(target, state);

@@ -513,11 +513,18 @@ macro_rules! assembled_model {
             fn reorder(&self, state: &mut DynState) -> bool {
                 self.held() && self.as_system().reorder_held(state)
             }
-            fn in_user_order(&self, state: &DynState, user: &mut DynState) -> bool {
-                self.held() && self.as_system().held_to_user(state, user)
+            fn in_user_order(&self, x: &Vec<f64>, user: &mut Vec<f64>) -> bool {
+                self.held() && self.as_system().held_to_user(x, user)
             }
-            fn in_own_order(&self, user: &DynState, state: &mut DynState) -> bool {
-                self.held() && self.as_system().user_to_held(user, state)
+            fn in_own_order(&self, user: &Vec<f64>, x: &mut Vec<f64>) -> bool {
+                self.held() && self.as_system().user_to_held(user, x)
+            }
+            fn user_order_index(&self, index: &mut Vec<u32>) -> Option<usize> {
+                if self.held() {
+                    self.as_system().held_index(index)
+                } else {
+                    None
+                }
             }
         }
 

@@ -11,7 +11,7 @@
 //! ([`crate::Model::reorder`]: the state permuted from the old order to the new, when the
 //! neighbour list was built [`Assembled::with_resort_period`] times since the order was made).
 //! Whatever shows the state outside — the CSV and XYZ recorders, checkpoints, a resumed run —
-//! asks it for the user's order ([`crate::Model::in_user_order`],
+//! asks it for the user's order, a vector at a time ([`crate::Model::in_user_order`],
 //! [`crate::Model::in_own_order`]), so files and checkpoints are the same as the system's
 //! own. The inner evaluations are those of the system in spatial order, so a trajectory held
 //! inside is, permuted back, the system's trajectory bit for bit while neither re-sorts.
@@ -127,7 +127,9 @@ impl<T: Terms<D>, const D: usize> HeldInside<'_, T, D> {
     /// A state held inside, in the user's order (allocates).
     pub fn user_state(&self, state: &DynState) -> DynState {
         let mut user = DynState::new(Vec::new(), Vec::new());
-        if self.system.held_to_user(state, &mut user) {
+        user.t = state.t;
+        if self.system.held_to_user(&state.q, &mut user.q) {
+            self.system.held_to_user(&state.v, &mut user.v);
             user
         } else {
             state.clone()
@@ -249,37 +251,37 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
         true
     }
 
-    /// `state` (inner order) into `user`'s order; false in the topology's order.
-    pub(crate) fn held_to_user(&self, state: &DynState, user: &mut DynState) -> bool {
+    /// `x` (inner order) into `user`, in the user's order; false in the topology's order.
+    pub(crate) fn held_to_user(&self, x: &[f64], user: &mut Vec<f64>) -> bool {
         let arranged = self.arranged();
         let Some(order) = &arranged.order else {
             return false;
         };
-        self.check_len(&state.q, "q");
-        self.check_len(&state.v, "v");
-        let parallel = self.on_pool();
-        for (from, to) in [(&state.q, &mut user.q), (&state.v, &mut user.v)] {
-            to.resize(from.len(), 0.0);
-            order.scatter::<D>(from, to, parallel);
-        }
-        user.t = state.t;
+        self.check_len(x, "the vector");
+        user.resize(x.len(), 0.0);
+        order.scatter::<D>(x, user, self.on_pool());
         true
     }
 
-    /// `user` into the inner order, into `state`; false in the topology's order.
-    pub(crate) fn user_to_held(&self, user: &DynState, state: &mut DynState) -> bool {
+    /// Each user free index's inner one into `index` ([`crate::Model::user_order_index`]),
+    /// and `D`; `None` in the topology's order.
+    pub(crate) fn held_index(&self, index: &mut Vec<u32>) -> Option<usize> {
+        let arranged = self.arranged();
+        let order = arranged.order.as_ref()?;
+        index.clear();
+        index.extend_from_slice(&order.to_inner);
+        Some(D)
+    }
+
+    /// `user` (the user's order) into the inner order, into `x`; false in the topology's order.
+    pub(crate) fn user_to_held(&self, user: &[f64], x: &mut Vec<f64>) -> bool {
         let arranged = self.arranged();
         let Some(order) = &arranged.order else {
             return false;
         };
-        self.check_len(&user.q, "q");
-        self.check_len(&user.v, "v");
-        let parallel = self.on_pool();
-        for (from, to) in [(&user.q, &mut state.q), (&user.v, &mut state.v)] {
-            to.resize(from.len(), 0.0);
-            order.gather::<D>(from, to, parallel);
-        }
-        state.t = user.t;
+        self.check_len(user, "the vector");
+        x.resize(user.len(), 0.0);
+        order.gather::<D>(user, x, self.on_pool());
         true
     }
 }

@@ -216,17 +216,17 @@ impl Job<'_> {
                 "  linear solves    {cholesky:>14} Cholesky, {fallbacks} fallbacks (M + βh²H indefinite: LDLᵀ or pivoted LU)"
             );
         }
-        // The state in the user's order, whatever order the target holds it in.
-        let mut user = StateOf {
-            q: V::default_zeros(),
-            v: V::default_zeros(),
-            t: 0.0,
-        };
-        let state = if target.in_user_order(&state, &mut user) {
-            user
-        } else {
-            state
-        };
+        // The state in the user's order, whatever order the target holds it in: made once the
+        // stepper's buffers are freed, in place of the state it copies.
+        drop(stepper);
+        let mut state = state;
+        let mut user = V::default_zeros();
+        for x in [&mut state.q, &mut state.v] {
+            if target.in_user_order(x, &mut user) {
+                std::mem::swap(x, &mut user);
+            }
+        }
+        drop(user);
         let q = state.q.as_slice();
         let fmt = |x: f64| {
             if x.abs() < 1e6 {
