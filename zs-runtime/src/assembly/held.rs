@@ -26,7 +26,7 @@ use crate::masses::Masses;
 use crate::state::DynState;
 
 /// An [`Assembled`] system as a [`crate::Model`] over vectors in its inner order
-/// ([`Assembled::held_inside`]; module documentation: [`self`]). In the topology's order it is
+/// ([`Assembled::held_inside`]). In the topology's order it is
 /// the system itself.
 #[derive(Debug)]
 pub struct HeldInside<'a, T, const D: usize> {

@@ -271,8 +271,9 @@ fn holds_inside(job: &Job<'_>) -> bool {
 }
 
 /// `zs run` of a condensed-phase system: `job` on `system` (constrained and stiff views of one
-/// assembled system), its state held in spatial order when [`holds_inside`], then the number
-/// of neighbour-list builds.
+/// assembled system), its state held in spatial order for an explicit run (velocity Verlet,
+/// the GLA around it; [`zs_runtime::assembly::holds_inside_from_env`]), then the number of
+/// neighbour-list builds.
 ///
 /// # Errors
 /// What the run reports.
