@@ -5,9 +5,9 @@
 //! XYZ frames in the user's order; resumes bit for bit.
 
 use crate::resort::{H, bits, liquid, start};
+use crate::support::assembled::TypedLiquid;
 use zs_runtime::assembly::{Assembled, BodyOrder, Topology};
 use zs_runtime::driver::{Checkpointing, resume, run_checkpointed, run_steps};
-use zs_runtime::mechanical_system;
 use zs_runtime::model::HessianPart;
 use zs_runtime::observers::Observer;
 use zs_runtime::simd::Isa;
@@ -230,25 +230,6 @@ fn a_system_held_in_cells_after_set_up_is_one_made_in_cells() {
     );
 }
 
-/// Two kinds of particles of masses 1 and 3 under a Lennard-Jones cutoff.
-struct Heavy;
-
-#[mechanical_system]
-impl Heavy {
-    fn body_masses(&self, kind: usize) -> [f64; 3] {
-        [1.0 + 2.0 * kind as f64; 3]
-    }
-    fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3]) -> f64 {
-        let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
-        if r2 < 6.25 {
-            let s6 = 1.0 / (r2 * r2 * r2);
-            4.0 * (s6 * s6 - s6 + 0.004_079_222_784)
-        } else {
-            0.0
-        }
-    }
-}
-
 /// Bodies of two masses held in spatial order: the masses a stepper reads (copied, not lent:
 /// the table's rows are the user's) and the kinetic energy are the permuted ones, and a held
 /// run is the system's run bit for bit.
@@ -262,7 +243,8 @@ fn a_held_system_of_two_masses_gives_its_masses_in_its_order() {
             .periodic([side; 3])
             .cutoff(2.5, 0.3)
             .types((0..n).map(|i| u32::from(i % 3 == 0)));
-        Assembled::ordered(Heavy, topology, BodyOrder::Cells, &q)
+        let eps4 = [[4.0, 3.0], [3.0, 2.0]];
+        Assembled::ordered(TypedLiquid { eps4 }, topology, BodyOrder::Cells, &q)
             .expect("valid")
             .with_resort_period(0)
     };

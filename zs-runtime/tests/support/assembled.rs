@@ -137,13 +137,17 @@ pub fn cut_melt(k: usize) -> (Assembled<Melt, 3>, Vec<f64>, Vec<f64>) {
     (Assembled::new(Melt { rc: 2.5 }, topology).unwrap(), q, v)
 }
 
-/// [`cut_liquid`]'s Lennard-Jones liquid of two types of sites, `ε` chosen by the pair's types (the alkane's way).
+/// [`cut_liquid`]'s Lennard-Jones liquid of two types of sites, `ε` chosen by the pair's types
+/// (the alkane's way), of masses 1 and 3.
 pub struct TypedLiquid {
     pub eps4: [[f64; 2]; 2],
 }
 
 #[mechanical_system]
 impl TypedLiquid {
+    fn body_masses(&self, kind: usize) -> [f64; 3] {
+        [1.0 + 2.0 * kind as f64; 3]
+    }
     fn pair_potential(&self, a: &[f64; 3], b: &[f64; 3], ka: usize, kb: usize) -> f64 {
         let r2 = (b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2) + (b[2] - a[2]).powi(2);
         if r2 < 6.25 {
