@@ -80,21 +80,15 @@ impl Melt {
     fn steps(&mut self, steps: usize) -> (f64, usize) {
         let builds = self.sys.neighbor_builds();
         let t = Instant::now();
-        if self.held {
+        let held = self.sys.held_inside();
+        // Behind `dyn`, as `zs run` steps it.
+        let target: &dyn Model<Vec<f64>> = if self.held { &held } else { &self.sys };
+        for _ in 0..steps {
             // As the driver steps a state held inside: re-sorted between steps when due.
-            let held = self.sys.held_inside();
-            for _ in 0..steps {
-                held.reorder(&mut self.state);
-                self.verlet
-                    .step(&held, &mut self.state)
-                    .unwrap_or_else(|e| panic!("{e}"));
-            }
-        } else {
-            for _ in 0..steps {
-                self.verlet
-                    .step(&self.sys, &mut self.state)
-                    .unwrap_or_else(|e| panic!("{e}"));
-            }
+            target.reorder(&mut self.state);
+            self.verlet
+                .step(target, &mut self.state)
+                .unwrap_or_else(|e| panic!("{e}"));
         }
         (
             t.elapsed().as_secs_f64(),

@@ -689,30 +689,33 @@ fn a_melt_numbered_at_random_runs_in_spatial_order_unseen_and_resumes_byte_for_b
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).to_string()
     };
-    // Held in spatial order inside the evaluation (`auto`: every evaluation permutes), and
-    // the run's state itself held in it (`cells`, as by default: nothing permuted per step).
-    for (order, held) in [("auto", false), ("cells", true)] {
-        let mut checkpointed = base("a.csv", "1");
-        checkpointed.extend(["--checkpoint", "a.ck", "--checkpoint-every", "40"]);
-        let said = ok(&run(&checkpointed, order));
-        assert!(said.contains("spatial order"), "{said}");
-        assert_eq!(said.contains("state held in spatial order"), held, "{said}");
-        let reference = std::fs::read(d.join("a.csv")).expect("a.csv");
-        ok(&run(&base("b.csv", "2"), order));
-        assert_eq!(std::fs::read(d.join("b.csv")).expect("b.csv"), reference);
-        std::fs::rename(d.join("b.csv"), d.join(format!("b-{order}.csv"))).expect("rename");
-        // Interrupted after the checkpoint at step 80, then resumed.
-        let xyz = std::fs::read(d.join("a.xyz")).expect("a.xyz");
-        for f in ["a.csv", "a.xyz"] {
-            std::fs::rename(d.join(f), d.join(format!("{f}.tmp"))).expect("rename");
-        }
-        let mut resumed = checkpointed.clone();
-        resumed.extend(["--resume", "a.ck"]);
-        let said = ok(&run(&resumed, order));
-        assert!(said.contains("resumed at step"), "{said}");
-        assert_eq!(std::fs::read(d.join("a.csv")).expect("a.csv"), reference);
-        assert_eq!(std::fs::read(d.join("a.xyz")).expect("a.xyz"), xyz);
+    // The run's state held in spatial order (`cells`, as by default: nothing permuted per
+    // step), on 1 and 2 threads, and resumed.
+    let mut checkpointed = base("a.csv", "1");
+    checkpointed.extend(["--checkpoint", "a.ck", "--checkpoint-every", "40"]);
+    let said = ok(&run(&checkpointed, "cells"));
+    assert!(said.contains("state held in spatial order"), "{said}");
+    let reference = std::fs::read(d.join("a.csv")).expect("a.csv");
+    ok(&run(&base("b.csv", "2"), "cells"));
+    assert_eq!(std::fs::read(d.join("b.csv")).expect("b.csv"), reference);
+    // Interrupted after the checkpoint at step 80, then resumed.
+    let xyz = std::fs::read(d.join("a.xyz")).expect("a.xyz");
+    for f in ["a.csv", "a.xyz"] {
+        std::fs::rename(d.join(f), d.join(format!("{f}.tmp"))).expect("rename");
     }
+    let mut resumed = checkpointed.clone();
+    resumed.extend(["--resume", "a.ck"]);
+    let said = ok(&run(&resumed, "cells"));
+    assert!(said.contains("resumed at step"), "{said}");
+    assert_eq!(std::fs::read(d.join("a.csv")).expect("a.csv"), reference);
+    assert_eq!(std::fs::read(d.join("a.xyz")).expect("a.xyz"), xyz);
+    // Spatial order inside the evaluation only (`auto`: every evaluation permutes), the
+    // state in the file's order.
+    let said = ok(&run(&base("c.csv", "2"), "auto"));
+    assert!(
+        said.contains("spatial order") && !said.contains("state held"),
+        "{said}"
+    );
     // The file's own order: the same start, the same run to rounding.
     let said = ok(&run(&base("g.csv", "1"), "given"));
     assert!(!said.contains("spatial order"), "{said}");
@@ -723,7 +726,7 @@ fn a_melt_numbered_at_random_runs_in_spatial_order_unseen_and_resumes_byte_for_b
             .map(|l| l.split(',').map(|x| x.parse().expect("a number")).collect())
             .collect()
     };
-    let (a, g) = (rows("b-auto.csv"), rows("g.csv"));
+    let (a, g) = (rows("c.csv"), rows("g.csv"));
     assert_eq!(a.len(), g.len());
     // The state's columns (t, q, v) exactly; the energy's last bits are the sum's order.
     assert!(
@@ -733,7 +736,7 @@ fn a_melt_numbered_at_random_runs_in_spatial_order_unseen_and_resumes_byte_for_b
     // Held, the run's Langevin noise goes to the atoms in the order the state is held in: a
     // realization of its own from the same start (as LAMMPS's per-atom noise follows its
     // atoms' order), written in the file's order.
-    let held = rows("b-cells.csv");
+    let held = rows("b.csv");
     assert_eq!(held.len(), g.len());
     assert!(held[0][..1 + 6 * n] == g[0][..1 + 6 * n], "the held start");
     let parsed = DataFile::parse(&numbered_melt_text(7, &id)).expect("parses");

@@ -207,14 +207,16 @@ fn count_every_thread() {
         assert!(held_liquid.hold_in_cells(&q).unwrap());
         let held = held_liquid.held_inside();
         let mut s = held.state(held_liquid.state(q, v));
+        // Behind `dyn`, as `zs run` steps it.
+        let held: &dyn Model<Vec<f64>> = &held;
         let mut vv = VelocityVerlet::new(0.002);
-        vv.step(&held, &mut s).unwrap();
+        vv.step(held, &mut s).unwrap();
         let mut energy = EnergyObserver::new();
         let mut per_run = [0; 2];
         for (i, steps) in [10u64, 30].into_iter().enumerate() {
             per_run[i] = allocations_in_all_threads_during(|| {
                 let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut energy];
-                assert!(run_steps(&mut vv, &held, &mut s, steps, observers).is_ok());
+                assert!(run_steps(&mut vv, held, &mut s, steps, observers).is_ok());
             });
         }
         assert_eq!(

@@ -6,13 +6,19 @@
 
 use crate::resort::{H, bits, liquid, start};
 use crate::support::assembled::TypedLiquid;
-use zs_runtime::assembly::{Assembled, BodyOrder, Topology};
+use zs_runtime::assembly::{Assembled, BodyOrder, HeldInside, Terms, Topology};
 use zs_runtime::driver::{Checkpointing, resume, run_checkpointed, run_steps};
 use zs_runtime::model::HessianPart;
 use zs_runtime::observers::Observer;
 use zs_runtime::simd::Isa;
 use zs_runtime::xyz::XyzRecorder;
 use zs_runtime::{Checkpoint, CsvRecorder, DynState, EnergyObserver, Model, VelocityVerlet};
+
+/// The held system as the steppers see it in `zs run` (behind `dyn`): one instantiation of the
+/// steppers and the driver for every test here.
+fn model<'a, T: Terms<3>>(held: &'a HeldInside<'_, T, 3>) -> &'a dyn Model<Vec<f64>> {
+    held
+}
 
 /// Held inside, the liquid in spatial order steps as the system itself, which gathers and
 /// scatters at every evaluation: the same bits once permuted back, the same list builds, the
@@ -43,7 +49,16 @@ fn a_held_run_is_the_systems_run_permuted_bit_for_bit() {
     assert_eq!(held.user_state(&h).q, q, "and shown in the user's");
     let mut held_energy = EnergyObserver::new();
     let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut held_energy];
-    assert!(run_steps(&mut VelocityVerlet::new(H), &held, &mut h, steps, observers).is_ok());
+    assert!(
+        run_steps(
+            &mut VelocityVerlet::new(H),
+            model(&held),
+            &mut h,
+            steps,
+            observers
+        )
+        .is_ok()
+    );
 
     assert!(
         bits(&held.user_state(&h)) == bits(&s),
@@ -92,7 +107,7 @@ fn a_held_re_sorting_run_is_deterministic_and_resumes_bit_for_bit() {
         let summary = pool.install(|| {
             run_checkpointed(
                 &mut VelocityVerlet::new(H),
-                &held,
+                model(&held),
                 &mut s,
                 t_end,
                 &mut [],
@@ -115,7 +130,16 @@ fn a_held_re_sorting_run_is_deterministic_and_resumes_bit_for_bit() {
     let system = liquid(BodyOrder::Cells, &q, 3);
     let held = system.held_inside();
     let mut s = held.state(system.state(q.clone(), v.clone()));
-    assert!(run_steps(&mut VelocityVerlet::new(H), &held, &mut s, 200, &mut []).is_ok());
+    assert!(
+        run_steps(
+            &mut VelocityVerlet::new(H),
+            model(&held),
+            &mut s,
+            200,
+            &mut []
+        )
+        .is_ok()
+    );
     let at: DynState = cp.state().expect("the state");
     assert!(
         bits(&at) == bits(&held.user_state(&s)),
@@ -127,7 +151,7 @@ fn a_held_re_sorting_run_is_deterministic_and_resumes_bit_for_bit() {
     let mut r = DynState::new(vec![0.0; q.len()], vec![0.0; q.len()]);
     let summary = resume(
         &mut VelocityVerlet::new(H),
-        &held,
+        model(&held),
         &mut r,
         &cp,
         &mut [],
@@ -168,7 +192,7 @@ fn a_held_run_records_in_the_users_order() {
             let held = system.held_inside();
             let mut s = held.state(system.state(q.clone(), v.clone()));
             let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut csv, &mut xyz];
-            run_steps(&mut vv, &held, &mut s, 100, observers).is_ok()
+            run_steps(&mut vv, model(&held), &mut s, 100, observers).is_ok()
         } else {
             let mut s = system.state(q.clone(), v.clone());
             let observers: &mut [&mut dyn Observer<_, Vec<f64>>] = &mut [&mut csv, &mut xyz];
@@ -215,7 +239,16 @@ fn a_system_held_in_cells_after_set_up_is_one_made_in_cells() {
     let run = |system: &Assembled<crate::support::assembled::Melt, 3>| {
         let held = system.held_inside();
         let mut s = held.state(system.state(q.clone(), v.clone()));
-        assert!(run_steps(&mut VelocityVerlet::new(H), &held, &mut s, 100, &mut []).is_ok());
+        assert!(
+            run_steps(
+                &mut VelocityVerlet::new(H),
+                model(&held),
+                &mut s,
+                100,
+                &mut []
+            )
+            .is_ok()
+        );
         held.user_state(&s)
     };
     let made = liquid(BodyOrder::Cells, &q, 0);
@@ -267,7 +300,16 @@ fn a_held_system_of_two_masses_gives_its_masses_in_its_order() {
 
     let mut s = system.state(q.clone(), v);
     assert!(run_steps(&mut VelocityVerlet::new(H), &system, &mut s, 100, &mut []).is_ok());
-    assert!(run_steps(&mut VelocityVerlet::new(H), &held, &mut h, 100, &mut []).is_ok());
+    assert!(
+        run_steps(
+            &mut VelocityVerlet::new(H),
+            model(&held),
+            &mut h,
+            100,
+            &mut []
+        )
+        .is_ok()
+    );
     assert!(
         bits(&held.user_state(&h)) == bits(&s),
         "the held run ends elsewhere"
@@ -285,7 +327,16 @@ fn a_held_liquid_re_sorted_at_every_build_follows_its_own_order() {
         if held {
             let view = system.held_inside();
             s = view.state(s);
-            assert!(run_steps(&mut VelocityVerlet::new(H), &view, &mut s, 60, &mut []).is_ok());
+            assert!(
+                run_steps(
+                    &mut VelocityVerlet::new(H),
+                    model(&view),
+                    &mut s,
+                    60,
+                    &mut []
+                )
+                .is_ok()
+            );
             view.user_state(&s)
         } else {
             assert!(run_steps(&mut VelocityVerlet::new(H), system, &mut s, 60, &mut []).is_ok());
