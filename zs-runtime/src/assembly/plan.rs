@@ -412,6 +412,16 @@ impl<const K: usize> PartialPlan<K> {
     pub fn len(&self) -> usize {
         *self.offsets.last().expect("offsets start with 0") as usize
     }
+
+    /// The most partials of one chunk: the room a pass that adds each chunk's partials right
+    /// after the chunk needs.
+    pub fn widest_chunk(&self) -> usize {
+        self.offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// The scratch of [`PartialPlan::rebuild`] and [`TermList::gradient_gather_into`], kept between
@@ -732,6 +742,26 @@ mod tests {
             .build()
             .unwrap();
         pool.install(|| PartialPlan::new(list, free, chunk))
+    }
+
+    /// The room of one chunk's partials is the most distinct free bodies a chunk touches:
+    /// chunks of 3 pairs over bodies 0..4, with a pinned body, touch 4, 3 and 1.
+    #[test]
+    fn the_widest_chunk_holds_the_most_bodies_of_a_chunk() {
+        let list = pairs(vec![
+            [0, 1],
+            [2, 3],
+            [1, 2],
+            [0, 0],
+            [0, PINNED],
+            [1, 0],
+            [3, 3],
+        ]);
+        let plan = PartialPlan::new(&list, 4, 3);
+        assert_eq!(plan.offsets, [0, 4, 6, 7]);
+        assert_eq!(plan.widest_chunk(), 4);
+        assert_eq!(plan.len(), 7);
+        assert_eq!(PartialPlan::new(&pairs(Vec::new()), 4, 3).widest_chunk(), 0);
     }
 
     /// A partial plan made on one thread (the chunks in turn, one tagged table) is the plan

@@ -52,7 +52,9 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     e: Vec<f64>,
     /// Third-derivative tensors kept by [`Want::GradientHessianThird`] ([`ThirdForm::Tensor`]).
     t: Vec<LocalThird<D, K>>,
-    /// The gradient partials of the SIMD pass ([`PartialPlan`]).
+    /// The gradient partials of the SIMD pass ([`PartialPlan`]): every chunk's when phase B
+    /// follows phase A, one chunk's room when each chunk's partials are added right after it
+    /// (the gradient on one thread), sized by the first pass that needs them and never shrunk.
     part: Vec<f64>,
     /// Per chunk of [`lane_chunk`] terms, its energy ([`chunk_sum`]) when a SIMD pass left the
     /// energies ([`Outputs::Chunks`]): [`FormOps::add_energy`] then adds them in chunk order,
@@ -94,7 +96,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
     fn with_plan(info: FormInfo, plan: Arc<TermPlan<K>>) -> Self {
         Self {
             info,
-            part: vec![0.0; plan.partials.len() * D],
+            part: Vec::new(),
             plan,
             gathers: [None, None],
             g: Vec::new(),
@@ -221,7 +223,20 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
                 input,
                 terms,
             };
-            let part = (want != Want::Energy).then_some(&mut self.part[..]);
+            let part = (want != Want::Energy).then(|| {
+                // With `into`, one chunk's partials at a time: a long list's every chunk's
+                // would be tens of MB (24 bytes a partial) written and never read again.
+                let partials = &self.plan.partials;
+                let room = D * if into.is_some() {
+                    partials.widest_chunk()
+                } else {
+                    partials.len()
+                };
+                if self.part.len() < room {
+                    crate::assembly::plan::resize_with_room(&mut self.part, room, 0.0);
+                }
+                &mut self.part[..]
+            });
             lane_pass::<T, F, D, K, WINDOWED>(par, &at, &mut self.sums, part, into);
             return;
         }
@@ -299,7 +314,6 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             plan.partials
                 .rebuild(&plan.list, free, lane_chunk::<F>(), &mut self.scratch);
             plan.partials_for = None;
-            crate::assembly::plan::resize_with_room(&mut self.part, plan.partials.len() * D, 0.0);
         }
         if per_term_vector {
             let plan = &*self.plan;
