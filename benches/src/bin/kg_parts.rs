@@ -6,7 +6,10 @@
 //! `PART` = `gradient` times the fixed-point gradient alone, `rebuild` the gradient with a
 //! rebuild alone (for a profiler), `all` (the default) every part. `PASS` = `rows`, `half` or
 //! `terms` forces the pair pass (`Assembled::with_pair_strategy`); by default the machine's
-//! choice (the per-term pass, for this melt).
+//! choice (the per-term pass, for this melt). The state is held in spatial order as `zs run`
+//! holds it (`Assembled::held_inside`: no gather or scatter per evaluation);
+//! `KG_PARTS_GIVEN=1` evaluates the system in the order `ZS_BODY_ORDER` makes instead, through
+//! its user-order interface.
 //!
 //! ```text
 //! cargo run --release -p zs-bench --bin kg_parts -- [DATA] [REPS] [THREADS] [PART] [PASS]
@@ -46,6 +49,15 @@ fn main() {
         .from_data(&melt)
         .unwrap_or_else(|e| panic!("{e}"));
     let sys = sys.with_pair_strategy(pass);
+    // Held in cells, as `zs run` holds the melt: the evaluations skip the gather and scatter.
+    let held = std::env::var("KG_PARTS_GIVEN").is_err()
+        && sys.hold_in_cells(&q).unwrap_or_else(|e| panic!("{e}"));
+    let (q, v) = if held {
+        let s = sys.held_inside().state(sys.state(q, v));
+        (s.q, s.v)
+    } else {
+        (q, v)
+    };
     // A second point a whole skin away along x: every evaluation there (or back) rebuilds.
     let far: Vec<f64> = q
         .iter()
@@ -58,17 +70,19 @@ fn main() {
     let (mut grad, mut rebuilt, mut step) = (Vec::new(), Vec::new(), Vec::new());
     // Moved into the pool: an evaluation state is not shared between threads.
     let (sys, grad, rebuilt, step) = pool.install(move || {
-        sys.gradient_into(&q, &mut g);
+        let inside = sys.held_inside();
+        let target: &dyn Model<Vec<f64>> = if held { &inside } else { &sys };
+        target.gradient_into(&q, &mut g);
         for _ in 0..ROUNDS {
             if only_rebuild {
                 for r in 0..reps {
-                    sys.gradient_into(if r % 2 == 0 { &far } else { &q }, &mut g);
+                    target.gradient_into(if r % 2 == 0 { &far } else { &q }, &mut g);
                 }
                 continue;
             }
             let t = Instant::now();
             for _ in 0..reps {
-                sys.gradient_into(&q, &mut g);
+                target.gradient_into(&q, &mut g);
             }
             grad.push(t.elapsed().as_secs_f64() / reps as f64);
             if only_gradient {
@@ -77,13 +91,13 @@ fn main() {
             let builds = sys.neighbor_builds();
             let t = Instant::now();
             for r in 0..reps {
-                sys.gradient_into(if r % 2 == 0 { &far } else { &q }, &mut g);
+                target.gradient_into(if r % 2 == 0 { &far } else { &q }, &mut g);
             }
             rebuilt.push(t.elapsed().as_secs_f64() / reps as f64);
             assert_eq!(sys.neighbor_builds() - builds, reps, "a rebuild each time");
             let t = Instant::now();
             for _ in 0..reps {
-                gla.step(&sys, &mut state).expect("a step");
+                gla.step(target, &mut state).expect("a step");
             }
             step.push(t.elapsed().as_secs_f64() / reps as f64);
         }

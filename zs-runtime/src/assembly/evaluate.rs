@@ -194,7 +194,9 @@ impl<T: Terms<D>, const D: usize> Assembled<T, D> {
                 }
                 sum_vector(&s.forms, &|_| true, self.model.free, true, g);
             } else {
-                gradient_form_by_form(&mut s.forms, &self.model.terms, &input, g);
+                let s = &mut *s;
+                let (forms, interleave) = (&mut s.forms, &mut s.interleave);
+                gradient_form_by_form(forms, &self.model.terms, &input, (g, interleave));
             }
             s.mark_valued(key, omega);
             s.value()

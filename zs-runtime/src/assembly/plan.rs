@@ -319,6 +319,11 @@ pub(crate) struct PartialPlan<const K: usize> {
 pub(crate) const PIECE: usize = 4096;
 
 impl<const K: usize> PartialPlan<K> {
+    /// The free bodies chunk `c`'s partials land on, in storage order.
+    pub fn chunk_bodies(&self, c: usize) -> &[u32] {
+        &self.body[self.offsets[c] as usize..self.offsets[c + 1] as usize]
+    }
+
     pub fn new(list: &TermList<K>, free: usize, chunk: usize) -> Self {
         let mut plan = Self {
             slot: Vec::new(),

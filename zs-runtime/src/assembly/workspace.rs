@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use super::eval::pairs::PairStrategy;
-use super::eval::{FormList, FormOps, NewList};
+use super::eval::{FormList, FormOps, Interleave, NewList};
 use super::neighbors::Neighbors;
 use super::plan::{Bodies, PINNED};
 use crate::model::HessianPart;
@@ -58,6 +58,8 @@ pub(crate) struct Workspace<T, const D: usize> {
     pub sorted_at: usize,
     /// How many times the bodies were re-sorted.
     pub resorts: usize,
+    /// The order of the forms' chunks of the gradient on one thread, kept until they change.
+    pub interleave: Interleave,
 }
 
 /// The block pattern of `part` over the current terms of `forms` (the pairs of a form's
@@ -111,6 +113,7 @@ impl<T, const D: usize> Workspace<T, D> {
             stale: [false; 2],
             sorted_at: 0,
             resorts: 0,
+            interleave: Interleave::default(),
         }
     }
 

@@ -4,9 +4,9 @@
 use core::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
-use super::lanes::{Lanes_, lane_pass};
+use super::lanes::{Lanes_, lane_chunk_pass, lane_pass};
 use super::maps::{add_block, contract, map_kept, map1, map3, map4};
-use super::sums::{add_partials_by_piece, chunk_sum};
+use super::sums::{add_partials, add_partials_by_piece, chunk_sum};
 use super::{FormOps, Inputs, Outputs, STACK_ROWS, Want, lane_chunk};
 use crate::assembly::forms::{Form, FormInfo, Over, ThirdForm};
 use crate::assembly::jacobian::SparseJacobian;
@@ -67,6 +67,9 @@ pub(crate) struct FormState<F, const D: usize, const K: usize> {
     /// Where the last vector pass left its vector, and the last energy pass its energies.
     vector: Outputs,
     energy: Outputs,
+    /// How many times the terms changed ([`FormState::terms_changed`]): the stamp of the
+    /// chunks [`super::Interleave`] ordered.
+    generation: u64,
     form: PhantomData<fn() -> F>,
 }
 
@@ -108,6 +111,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
             spare_grad: Csr::default(),
             vector: Outputs::Terms,
             energy: Outputs::Terms,
+            generation: 0,
             form: PhantomData,
         }
     }
@@ -145,6 +149,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
     /// Hessian gathers are dropped until the system attaches them to the pattern it makes from
     /// the new list.
     fn terms_changed(&mut self, free: usize) {
+        self.generation += 1;
         let plan = Arc::make_mut(&mut self.plan);
         plan.free = free;
         if let Some(grad) = plan.grad.take() {
@@ -288,6 +293,60 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         }
     }
 
+    /// Ready for the gradient on one thread chunk by chunk ([`FormOps::gradient_chunks`]):
+    /// the plan made, one chunk's room for the partials; the number of chunks and the terms of
+    /// the longest.
+    pub fn gradient_chunks_with(&mut self) -> (usize, usize) {
+        self.ready(true, false);
+        self.vector = Outputs::Added;
+        self.energy = Outputs::Chunks;
+        let partials = &self.plan.partials;
+        let room = D * partials.widest_chunk();
+        if self.part.len() < room {
+            crate::assembly::plan::resize_with_room(&mut self.part, room, 0.0);
+        }
+        let (terms, chunk) = (self.plan.list.len(), lane_chunk::<F>());
+        self.sums.resize(terms.div_ceil(chunk), 0.0);
+        (self.sums.len(), chunk.min(terms))
+    }
+
+    /// The free bodies chunk `c`'s partials land on ([`FormOps::chunk_bodies`]).
+    pub fn chunk_bodies(&self, c: usize) -> &[u32] {
+        self.plan.partials.chunk_bodies(c)
+    }
+
+    /// Chunk `c` of the gradient on one thread ([`FormOps::gradient_chunk`]): the chunk's
+    /// SIMD pass into one chunk's room, its partials added into `out` — what
+    /// [`FormState::evaluate_with`] does for the chunk with `into`, so the same bits.
+    pub fn gradient_chunk_with<T, const WINDOWED: bool>(
+        &mut self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        (c, out, scratch): (usize, &mut [f64], &mut [f64]),
+    ) where
+        T: Kernel<D, K, F>,
+    {
+        let plan = &self.plan.partials;
+        let bodies = plan.chunk_bodies(c);
+        let part = &mut self.part[..bodies.len() * D];
+        let at = Lanes_ {
+            list: &self.plan.list,
+            plan,
+            input,
+            terms,
+        };
+        let per = lane_chunk::<F>();
+        let len = per.min(self.plan.list.len() - c * per);
+        self.sums[c] =
+            lane_chunk_pass::<T, F, D, K, WINDOWED>(&at, c, Some(&mut *part), &mut scratch[..len]);
+        add_partials::<D>(bodies, part, out);
+    }
+
+    /// The stamp of its chunks ([`FormOps::chunk_stamp`]).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     fn enters_part(&self, part: HessianPart) -> bool {
         match part {
             HessianPart::Full => self.info.present,
@@ -405,6 +464,25 @@ where
             out.fill(0.0);
         }
         self.evaluate_with::<T, false>(terms, input, Want::Gradient, Some(out));
+    }
+
+    fn gradient_chunks(&mut self, _: &Inputs<'_, D>) -> Option<(usize, usize)> {
+        Some(self.gradient_chunks_with())
+    }
+    fn chunk_stamp(&self) -> u64 {
+        self.generation
+    }
+    fn chunk_bodies(&self, c: usize) -> &[u32] {
+        FormState::chunk_bodies(self, c)
+    }
+    fn gradient_chunk(
+        &mut self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        c: usize,
+        (out, scratch): (&mut [f64], &mut [f64]),
+    ) {
+        self.gradient_chunk_with::<T, false>(terms, input, (c, out, scratch));
     }
 
     fn add_parameter_derivatives(

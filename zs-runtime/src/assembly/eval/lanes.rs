@@ -53,37 +53,51 @@ pub(super) fn lane_pass<T, F, const D: usize, const K: usize, const WINDOWED: bo
         stride: D,
     });
     let one = |c: usize, part: Option<&mut [f64]>, ec: &mut [f64]| -> f64 {
-        let terms = c * chunk..(c * chunk + ec.len());
-        let written = simd::dispatch_with(
-            at.input.isa,
-            LanePass::<T, F, D, K, WINDOWED> {
-                terms: at.terms,
-                input: at.input,
-                free: &at.list.free[terms.clone()],
-                bodies: &at.list.bodies()[terms.clone()],
-                codes: at.list.codes.get(terms.clone()).unwrap_or(&[]),
-                decoded: &at.list.decoded,
-                slots: &at.plan.slot[terms],
-                e: ec,
-                part,
-                form: PhantomData,
-            },
-        );
-        // The chunk's energy, summed here on the pool (`add_energy` then adds the sums).
-        chunk_sum(&ec[..written])
+        lane_chunk_pass::<T, F, D, K, WINDOWED>(at, c, part, ec)
     };
     match (spans, into) {
         (Some(spans), Some(grad)) => {
             assert!(!parallel, "one chunk's partials at a time on one thread");
-            let (body, offsets) = (&at.plan.body, &at.plan.offsets);
             let mut add = |c: usize, part: &[f64]| {
-                let bodies = &body[offsets[c] as usize..offsets[c + 1] as usize];
-                add_partials::<D>(bodies, part, grad);
+                add_partials::<D>(at.plan.chunk_bodies(c), part, grad);
             };
             chunk_by_chunk(spans, (at.list.len(), chunk), sums, &one, &mut add);
         }
         (spans, _) => over_chunks(parallel, spans, (at.list.len(), chunk), sums, &one),
     }
+}
+
+/// Chunk `c` of [`lane_pass`] (its terms' energies into `ec`, as long as the chunk has terms;
+/// with `part`, its partials into it): the chunk's energy ([`chunk_sum`]).
+pub(super) fn lane_chunk_pass<T, F, const D: usize, const K: usize, const WINDOWED: bool>(
+    at: &Lanes_<'_, T, D, K>,
+    c: usize,
+    part: Option<&mut [f64]>,
+    ec: &mut [f64],
+) -> f64
+where
+    T: Kernel<D, K, F>,
+    F: Form,
+{
+    let chunk = lane_chunk::<F>();
+    let terms = c * chunk..(c * chunk + ec.len());
+    let written = simd::dispatch_with(
+        at.input.isa,
+        LanePass::<T, F, D, K, WINDOWED> {
+            terms: at.terms,
+            input: at.input,
+            free: &at.list.free[terms.clone()],
+            bodies: &at.list.bodies()[terms.clone()],
+            codes: at.list.codes.get(terms.clone()).unwrap_or(&[]),
+            decoded: &at.list.decoded,
+            slots: &at.plan.slot[terms],
+            e: ec,
+            part,
+            form: PhantomData,
+        },
+    );
+    // The chunk's energy, summed here on the pool (`add_energy` then adds the sums).
+    chunk_sum(&ec[..written])
 }
 
 /// One chunk of [`lane_pass`].

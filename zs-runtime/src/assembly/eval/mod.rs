@@ -17,6 +17,7 @@
 //! Every sum either makes is in `sums.rs`.
 
 mod form;
+mod interleave;
 mod lanes;
 mod maps;
 pub(crate) mod pairs;
@@ -32,6 +33,7 @@ use crate::simd::Isa;
 use crate::sparse::BlockLayout;
 
 pub(crate) use form::FormState;
+pub(crate) use interleave::Interleave;
 pub(crate) use sums::{gradient_form_by_form, sum_hessian, sum_vector};
 
 /// Terms (phase A) or targets (phase B) per parallel chunk.
@@ -278,6 +280,33 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     fn gradient_into(&mut self, terms: &T, input: &Inputs<'_, D>, out: &mut [f64], first: bool) {
         self.evaluate(terms, input, Want::Gradient);
         self.scatter_vector(out, first);
+    }
+    /// The gradient on one thread chunk by chunk, interleaved with the other forms' chunks
+    /// ([`Interleave`]): the form made ready for [`FormOps::gradient_chunk`], its number of
+    /// chunks and the terms of the longest (its energies' scratch); `None` (nothing changed)
+    /// when its gradient does not go by chunks of partials.
+    fn gradient_chunks(&mut self, _input: &Inputs<'_, D>) -> Option<(usize, usize)> {
+        None
+    }
+    /// A stamp of its chunks: changed whenever they may have (its terms changed).
+    fn chunk_stamp(&self) -> u64 {
+        0
+    }
+    /// The free bodies chunk `c`'s partials land on (after [`FormOps::gradient_chunks`]).
+    fn chunk_bodies(&self, _c: usize) -> &[u32] {
+        &[]
+    }
+    /// Chunk `c` of the gradient (after [`FormOps::gradient_chunks`]): its phase A, its
+    /// partials added into `out`, the additions [`FormOps::gradient_into`] makes for the chunk;
+    /// `scratch` holds its terms' energies.
+    fn gradient_chunk(
+        &mut self,
+        _terms: &T,
+        _input: &Inputs<'_, D>,
+        _c: usize,
+        _out_scratch: (&mut [f64], &mut [f64]),
+    ) {
+        unreachable!("a form that goes by chunks says so: FormOps::gradient_chunks")
     }
     /// True when [`FormOps::gather_vector`] can take any chunk of bodies (false: only all of
     /// them at once, [`crate::assembly::plan::PartialPlan::pieces`]).

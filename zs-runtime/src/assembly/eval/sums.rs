@@ -8,7 +8,7 @@
 
 use rayon::prelude::*;
 
-use super::{CHUNK, FormList, FormOps, Inputs, PAIR_CHUNK, Want};
+use super::{CHUNK, FormList, FormOps, Inputs, Interleave, PAIR_CHUNK, Want};
 use crate::assembly::plan::{PIECE, PartialPlan};
 use crate::model::HessianPart;
 use crate::simd::{Lanes, PREFETCH_AHEAD as AHEAD};
@@ -311,14 +311,34 @@ pub(crate) fn sum_vector<T, const D: usize>(
 
 /// The gradient on one thread, form by form: each form's phase A with its phase B
 /// ([`FormOps::gradient_into`]), its additions after the previous form's — the order
-/// [`sum_vector`] adds them in after every form's phase A, so the same bits.
+/// [`sum_vector`] adds them in after every form's phase A, so the same bits. When every form
+/// with terms goes by chunks, their chunks run interleaved ([`Interleave`]: the same additions
+/// in the same order per body, in one sweep through `out`).
 pub(crate) fn gradient_form_by_form<T, const D: usize>(
     forms: &mut FormList<T, D>,
     terms: &T,
     input: &Inputs<'_, D>,
-    out: &mut [f64],
+    (out, interleave): (&mut [f64], &mut Interleave),
 ) {
     assert!(!input.parallel, "phase B after every phase A on a pool");
+    if let Some(widest) = interleave.ready(forms, input, out.len() / D) {
+        for f in forms.iter_mut().filter(|f| f.len() == 0) {
+            f.evaluate(terms, input, Want::Gradient);
+        }
+        let zero = |out: &mut [f64], bodies: &[u32]| {
+            for &b in bodies {
+                out[b as usize * D..(b as usize + 1) * D].fill(0.0);
+            }
+        };
+        on_stack(widest, |scratch| {
+            for (f, c, fresh) in interleave.order() {
+                zero(out, fresh);
+                forms[f].gradient_chunk(terms, input, c, (&mut *out, &mut *scratch));
+            }
+        });
+        zero(out, interleave.untouched());
+        return;
+    }
     let mut first = true;
     for f in forms.iter_mut() {
         if f.len() > 0 {

@@ -253,6 +253,32 @@ where
         self.evaluate_into(terms, input, Want::Gradient, Some(out));
     }
 
+    /// The per-term pass goes by chunks; rows do not.
+    fn gradient_chunks(&mut self, input: &Inputs<'_, D>) -> Option<(usize, usize)> {
+        if input.cut2.is_some() && D == 3 && self.by_rows::<T>(Want::Gradient) {
+            return None;
+        }
+        self.vector = Outputs::Terms;
+        self.energy = Outputs::Terms;
+        Some(self.terms.gradient_chunks_with())
+    }
+    fn chunk_stamp(&self) -> u64 {
+        self.terms.generation()
+    }
+    fn chunk_bodies(&self, c: usize) -> &[u32] {
+        self.terms.chunk_bodies(c)
+    }
+    fn gradient_chunk(
+        &mut self,
+        terms: &T,
+        input: &Inputs<'_, D>,
+        c: usize,
+        (out, scratch): (&mut [f64], &mut [f64]),
+    ) {
+        self.terms
+            .gradient_chunk_with::<T, true>(terms, input, (c, out, scratch));
+    }
+
     fn add_energy(&self, acc: &mut f64) {
         if self.energy == Outputs::Rows {
             for &s in &self.rows.sums {
