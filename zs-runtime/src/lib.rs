@@ -47,7 +47,6 @@ pub mod lammps;
 pub mod linalg;
 pub mod long_range;
 pub mod masses;
-pub mod memory;
 pub mod minimize;
 pub mod model;
 #[cfg(feature = "faer")]

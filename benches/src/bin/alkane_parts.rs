@@ -19,12 +19,7 @@ use zs_systems::alkane::Trappe;
 
 const ROUNDS: usize = 7;
 
-/// Large arrays on huge pages, as the `zs` program has them (`ZS_HUGE_PAGES=0`: off).
-#[global_allocator]
-static ALLOCATOR: zs_runtime::memory::HugePages = zs_runtime::memory::HugePages;
-
 fn main() {
-    zs_runtime::memory::huge_pages_from_env();
     let mut args = std::env::args().skip(1);
     let data = PathBuf::from(args.next().expect("DATA: a LAMMPS data file of the liquid"));
     let reps: usize = args.next().map_or(20, |s| s.parse().expect("REPS"));

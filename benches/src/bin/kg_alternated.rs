@@ -106,12 +106,7 @@ fn fastest(x: &[f64]) -> f64 {
     x.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
-/// Large arrays on huge pages, as the `zs` program has them (`ZS_HUGE_PAGES=0`: off).
-#[global_allocator]
-static ALLOCATOR: zs_runtime::memory::HugePages = zs_runtime::memory::HugePages;
-
 fn main() {
-    zs_runtime::memory::huge_pages_from_env();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 2 {
         eprintln!("usage: kg_alternated SMALL LARGE [ROUNDS] [THREADS] [SMALL_STEPS]");

@@ -28,12 +28,7 @@ fn median(mut x: Vec<f64>) -> f64 {
     x[x.len() / 2]
 }
 
-/// Large arrays on huge pages, as the `zs` program has them (`ZS_HUGE_PAGES=0`: off).
-#[global_allocator]
-static ALLOCATOR: zs_runtime::memory::HugePages = zs_runtime::memory::HugePages;
-
 fn main() {
-    zs_runtime::memory::huge_pages_from_env();
     let mut args = std::env::args().skip(1);
     let data = args.next().map_or_else(
         || PathBuf::from("/usr/share/lammps/examples/COUPLE/multiple/data.chain"),

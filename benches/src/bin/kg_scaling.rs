@@ -17,12 +17,7 @@ use zs_runtime::verify::slope;
 use zs_runtime::{Langevin, VelocityVerlet};
 use zs_systems::kremer_grest::{KremerGrest, H};
 
-/// Large arrays on huge pages, as the `zs` program has them (`ZS_HUGE_PAGES=0`: off).
-#[global_allocator]
-static ALLOCATOR: zs_runtime::memory::HugePages = zs_runtime::memory::HugePages;
-
 fn main() {
-    zs_runtime::memory::huge_pages_from_env();
     let mut args = std::env::args().skip(1);
     let data = args.next().map_or_else(
         || PathBuf::from("/usr/share/lammps/examples/COUPLE/multiple/data.chain"),
