@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::lanes::{Lanes_, lane_chunk_pass, lane_pass};
 use super::maps::{add_block, contract, map_kept, map1, map3, map4};
-use super::sums::{add_partials, add_partials_by_piece, chunk_sum};
+use super::sums::{add_partials_by_piece, add_partials_first, chunk_sum};
 use super::{FormOps, Inputs, Outputs, STACK_ROWS, Want, lane_chunk};
 use crate::assembly::forms::{Form, FormInfo, Over, ThirdForm};
 use crate::assembly::jacobian::SparseJacobian;
@@ -316,13 +316,14 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
     }
 
     /// Chunk `c` of the gradient on one thread ([`FormOps::gradient_chunk`]): the chunk's
-    /// SIMD pass into one chunk's room, its partials added into `out` — what
-    /// [`FormState::evaluate_with`] does for the chunk with `into`, so the same bits.
+    /// SIMD pass into one chunk's room, its partials added into `out` (set, for the bodies at
+    /// the positions `fresh`) — what [`FormState::evaluate_with`] does for the chunk with
+    /// `into`, so the same bits.
     pub fn gradient_chunk_with<T, const WINDOWED: bool>(
         &mut self,
         terms: &T,
         input: &Inputs<'_, D>,
-        (c, out, scratch): (usize, &mut [f64], &mut [f64]),
+        (c, out, fresh, scratch): (usize, &mut [f64], &[u32], &mut [f64]),
     ) where
         T: Kernel<D, K, F>,
     {
@@ -339,7 +340,7 @@ impl<F: Form, const D: usize, const K: usize> FormState<F, D, K> {
         let len = per.min(self.plan.list.len() - c * per);
         self.sums[c] =
             lane_chunk_pass::<T, F, D, K, WINDOWED>(&at, c, Some(&mut *part), &mut scratch[..len]);
-        add_partials::<D>(bodies, part, out);
+        add_partials_first::<D>(bodies, part, out, fresh);
     }
 
     /// The stamp of its chunks ([`FormOps::chunk_stamp`]).
@@ -480,9 +481,9 @@ where
         terms: &T,
         input: &Inputs<'_, D>,
         c: usize,
-        (out, scratch): (&mut [f64], &mut [f64]),
+        (out, fresh, scratch): (&mut [f64], &[u32], &mut [f64]),
     ) {
-        self.gradient_chunk_with::<T, false>(terms, input, (c, out, scratch));
+        self.gradient_chunk_with::<T, false>(terms, input, (c, out, fresh, scratch));
     }
 
     fn add_parameter_derivatives(

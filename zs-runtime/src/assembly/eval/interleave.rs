@@ -37,11 +37,14 @@ pub(crate) struct Interleave {
     need: Vec<u32>,
     first: Vec<usize>,
     done: Vec<u32>,
-    /// The bodies each chunk of `order` touches first (`fresh[fresh_at[i] .. fresh_at[i +
-    /// 1]]`), zeroed just before it — in cache, not in a sweep of their own — then those no
-    /// chunk touches (`fresh[fresh_at[order.len()] ..]`).
+    /// Where the bodies each chunk of `order` touches first are among its bodies
+    /// (`fresh[fresh_at[i] .. fresh_at[i + 1]]`, positions in [`super::FormOps::chunk_bodies`]):
+    /// the chunk sets their gradient instead of adding to it — no sweep, and no store, of its
+    /// own to zero them.
     fresh: Vec<u32>,
     fresh_at: Vec<u32>,
+    /// The bodies no chunk touches (zeroed after the chunks).
+    untouched: Vec<u32>,
 }
 
 impl Interleave {
@@ -75,8 +78,8 @@ impl Interleave {
         Some(widest)
     }
 
-    /// The chunks in their order: (form index in the list, chunk, the bodies it touches
-    /// first).
+    /// The chunks in their order: (form index in the list, chunk, the positions among its
+    /// bodies of those it touches first).
     pub fn order(&self) -> impl Iterator<Item = (usize, usize, &[u32])> + '_ {
         self.order.iter().enumerate().map(|(i, &(k, c))| {
             let fresh = &self.fresh[self.fresh_at[i] as usize..self.fresh_at[i + 1] as usize];
@@ -86,7 +89,7 @@ impl Interleave {
 
     /// The bodies no chunk touches.
     pub fn untouched(&self) -> &[u32] {
-        &self.fresh[self.fresh_at[self.order.len()] as usize..]
+        &self.untouched
     }
 
     /// The order for the forms of `made_for`, chunk `c` of form `k` touching `bodies(k, c)`.
@@ -142,21 +145,24 @@ impl Interleave {
         // Each body to the first chunk that touches it.
         self.last[..free].fill(NONE);
         self.fresh.clear();
-        self.fresh.reserve_exact(free);
+        if self.fresh.capacity() < free {
+            self.fresh.reserve_exact(free);
+        }
         self.fresh_at.clear();
         self.fresh_at.reserve_exact(total + total / 8 + 1);
         for &(k, c) in &self.order {
             self.fresh_at.push(self.fresh.len() as u32);
-            for &b in bodies(k as usize, c as usize) {
+            for (p, &b) in (0u32..).zip(bodies(k as usize, c as usize)) {
                 if self.last[b as usize] == NONE {
                     self.last[b as usize] = 0;
-                    self.fresh.push(b);
+                    self.fresh.push(p);
                 }
             }
         }
         self.fresh_at.push(self.fresh.len() as u32);
+        self.untouched.clear();
         let never = (0..free as u32).filter(|&b| self.last[b as usize] == NONE);
-        self.fresh.extend(never);
+        self.untouched.extend(never);
     }
 }
 
@@ -191,7 +197,8 @@ mod tests {
     use super::*;
 
     /// The order runs every chunk once, each form's in its order, and per body every earlier
-    /// form's chunks before any later form's: the additions of form by form, in their order.
+    /// form's chunks before any later form's: the additions of form by form, in their order;
+    /// each body is set by the first chunk that touches it and added into by the others.
     #[test]
     fn the_order_keeps_each_body_form_after_form_and_chunk_after_chunk() {
         let free = 500;
@@ -235,19 +242,16 @@ mod tests {
         il.make(&|k, c| &forms[k][c][..], free);
         let mut seen: Vec<Vec<(usize, usize)>> = vec![Vec::new(); free];
         let mut next_chunk = [0; 3];
-        let mut zeroed = vec![false; free];
+        let mut set = vec![false; free];
         for (k, c, fresh) in il.order() {
             assert_eq!(c, next_chunk[k], "form {k}'s chunks in order");
             next_chunk[k] += 1;
-            for &b in fresh {
-                assert!(!zeroed[b as usize], "body {b} zeroed twice");
-                zeroed[b as usize] = true;
-            }
-            for &b in &forms[k][c] {
-                assert!(
-                    zeroed[b as usize],
-                    "body {b} added into before it is zeroed"
-                );
+            assert!(fresh.is_sorted(), "positions ascending");
+            for (p, &b) in (0u32..).zip(&forms[k][c]) {
+                // A body's first chunk sets it; every later one adds into it.
+                let first = fresh.contains(&p);
+                assert_eq!(first, !set[b as usize], "body {b} in form {k}'s chunk {c}");
+                set[b as usize] = true;
                 seen[b as usize].push((k, c));
             }
         }

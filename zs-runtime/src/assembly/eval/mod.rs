@@ -298,13 +298,15 @@ pub(crate) trait FormOps<T, const D: usize>: Send + Sync {
     }
     /// Chunk `c` of the gradient (after [`FormOps::gradient_chunks`]): its phase A, its
     /// partials added into `out`, the additions [`FormOps::gradient_into`] makes for the chunk;
-    /// `scratch` holds its terms' energies.
+    /// the bodies at the positions `fresh` of [`FormOps::chunk_bodies`] (ascending) have their
+    /// gradient set instead, to `0 + partial`: the bits of zeroing it first, without a store
+    /// of its own to a line not yet in cache. `scratch` holds its terms' energies.
     fn gradient_chunk(
         &mut self,
         _terms: &T,
         _input: &Inputs<'_, D>,
         _c: usize,
-        _out_scratch: (&mut [f64], &mut [f64]),
+        _out_fresh_scratch: (&mut [f64], &[u32], &mut [f64]),
     ) {
         unreachable!("a form that goes by chunks says so: FormOps::gradient_chunks")
     }

@@ -260,11 +260,24 @@ pub(crate) fn add_partials_by_piece<const D: usize, const K: usize>(
 /// storage order.
 #[inline]
 pub(crate) fn add_partials<const D: usize>(body: &[u32], part: &[f64], out: &mut [f64]) {
+    add_partials_first::<D>(body, part, out, &[]);
+}
+
+/// [`add_partials`], but the bodies at the positions `fresh` of `body` (ascending) are set to
+/// `0 + partial`, the bits of zeroing them first and adding, in the same pass (their lines
+/// asked for ahead like the others'), not in a store of their own.
+pub(crate) fn add_partials_first<const D: usize>(
+    body: &[u32],
+    part: &[f64],
+    out: &mut [f64],
+    fresh: &[u32],
+) {
     // The bodies are anywhere in `out`: a long one's are asked for `2 AHEAD` partials on (an
     // addition is quicker than a term of a pass, so twice as many items cover the same time).
     // A body's `D` values straddle two cache lines when they cross a 64-byte boundary (a
     // quarter of the bodies for `D = 3`): both lines are asked for, the last value's too.
     let far = crate::simd::prefetches(out.len());
+    let mut next = fresh.iter().copied().peekable();
     for (k, (&b, v)) in body.iter().zip(part.chunks_exact(D)).enumerate() {
         if let Some(&f) = body.get(k + 2 * AHEAD).filter(|_| far) {
             let at = out.as_ptr().wrapping_add(f as usize * D);
@@ -272,10 +285,20 @@ pub(crate) fn add_partials<const D: usize>(body: &[u32], part: &[f64], out: &mut
             crate::simd::prefetch(at.wrapping_add(D - 1));
         }
         let o = b as usize * D;
-        for d in 0..D {
-            out[o + d] += v[d];
+        if next.next_if_eq(&(k as u32)).is_some() {
+            for d in 0..D {
+                out[o + d] = 0.0 + v[d];
+            }
+        } else {
+            for d in 0..D {
+                out[o + d] += v[d];
+            }
         }
     }
+    debug_assert!(
+        next.next().is_none(),
+        "every fresh position within the chunk"
+    );
 }
 
 /// Phase B for a vector (gradient or third contraction) over the forms that `include` selects,
@@ -325,18 +348,14 @@ pub(crate) fn gradient_form_by_form<T, const D: usize>(
         for f in forms.iter_mut().filter(|f| f.len() == 0) {
             f.evaluate(terms, input, Want::Gradient);
         }
-        let zero = |out: &mut [f64], bodies: &[u32]| {
-            for &b in bodies {
-                out[b as usize * D..(b as usize + 1) * D].fill(0.0);
-            }
-        };
         on_stack(widest, |scratch| {
             for (f, c, fresh) in interleave.order() {
-                zero(out, fresh);
-                forms[f].gradient_chunk(terms, input, c, (&mut *out, &mut *scratch));
+                forms[f].gradient_chunk(terms, input, c, (&mut *out, fresh, &mut *scratch));
             }
         });
-        zero(out, interleave.untouched());
+        for &b in interleave.untouched() {
+            out[b as usize * D..(b as usize + 1) * D].fill(0.0);
+        }
         return;
     }
     let mut first = true;

@@ -273,10 +273,10 @@ where
         terms: &T,
         input: &Inputs<'_, D>,
         c: usize,
-        (out, scratch): (&mut [f64], &mut [f64]),
+        (out, fresh, scratch): (&mut [f64], &[u32], &mut [f64]),
     ) {
         self.terms
-            .gradient_chunk_with::<T, true>(terms, input, (c, out, scratch));
+            .gradient_chunk_with::<T, true>(terms, input, (c, out, fresh, scratch));
     }
 
     fn add_energy(&self, acc: &mut f64) {
