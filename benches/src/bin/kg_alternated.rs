@@ -21,8 +21,11 @@
 //!
 //! Printed: each round's time per step of both melts, their ratio and its slope
 //! `ln(t_large / t_small) / ln(N_large / N_small)` (times per step, `N` beads); then the ratio
-//! of the times summed over the rounds and its slope (the estimate), the median of the rounds'
-//! slopes, the slope between the fastest segments, and each melt's builds per step.
+//! of the times summed over the rounds and its slope (the estimate) with its 95 % bootstrap
+//! interval (the rounds resampled with replacement 4 000 times, seeded: the same rounds give
+//! the same interval), the median of the rounds' slopes, the slope between the fastest
+//! segments, and each melt's builds per step. The interval counts the noise within one run;
+//! the host's load moves between runs minutes apart by more (BENCHMARKS.md).
 //!
 //! ```text
 //! cargo run --release -p zs-bench --bin kg_alternated -- SMALL LARGE [ROUNDS] [THREADS] [SMALL_STEPS]
@@ -106,6 +109,24 @@ fn fastest(x: &[f64]) -> f64 {
     x.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
+/// The 2.5 and 97.5 percentiles of `estimate` over 4 000 resamplings of `rounds` (with
+/// replacement, a seeded generator).
+fn bootstrap(rounds: &[(f64, f64)], estimate: impl Fn(&[(f64, f64)]) -> f64) -> (f64, f64) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2026);
+    let mut sample = vec![(0.0, 0.0); rounds.len()];
+    let mut estimates: Vec<f64> = (0..4000)
+        .map(|_| {
+            for s in &mut sample {
+                *s = rounds[rng.random_range(0..rounds.len())];
+            }
+            estimate(&sample)
+        })
+        .collect();
+    estimates.sort_by(f64::total_cmp);
+    (estimates[100], estimates[3899])
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 2 {
@@ -167,12 +188,18 @@ fn main() {
             .fold((0.0, 0.0), |(s, l), &(a, b)| (s + a, l + b));
         let slopes: Vec<f64> = times.iter().filter_map(|&t| slope(t)).collect();
         let (ts, tl): (Vec<f64>, Vec<f64>) = times.iter().copied().unzip();
+        let sum = |t: &[(f64, f64)]| t.iter().fold((0.0, 0.0), |(s, l), &(a, b)| (s + a, l + b));
+        let interval = (span > 0.0 && !times.is_empty()).then(|| {
+            let (lo, hi) = bootstrap(&times, |t| slope(sum(t)).unwrap_or(f64::NAN));
+            format!(" (95 % bootstrap {lo:.4} to {hi:.4})")
+        });
         println!(
-            "{threads} thread(s), {} to {} beads, {rounds} rounds: summed times per step LARGE / SMALL {:.4}, slope {}; rounds' median slope {} (from {} to {}); of the fastest segments {}; neighbour-list builds per step {:.4} and {:.4}",
+            "{threads} thread(s), {} to {} beads, {rounds} rounds: summed times per step LARGE / SMALL {:.4}, slope {}{}; rounds' median slope {} (from {} to {}); of the fastest segments {}; neighbour-list builds per step {:.4} and {:.4}",
             small.beads,
             large.beads,
             ratio(summed),
             shown(slope(summed)),
+            interval.unwrap_or_default(),
             shown((!slopes.is_empty()).then(|| median(slopes.clone()))),
             shown((!slopes.is_empty()).then(|| fastest(&slopes))),
             shown((!slopes.is_empty()).then(|| slopes.iter().copied().fold(f64::NEG_INFINITY, f64::max))),
