@@ -2,12 +2,13 @@
 //! steps (BENCHMARKS.md, "What a step measures for its observers"): storing the acceleration
 //! `a = -g/m` in the second kick for the next step's first (read `g` and `v`, write `a` and
 //! `v`), or keeping the gradient `g` and making `a` in both kicks (read `g` and `v`, write `v`;
-//! one division more). A model of the passes in `zs-runtime`'s `verlet.rs` — masses in blocks
-//! of 255 from a buffer on the stack as `Masses::in_blocks` gives them, the gradient's own
-//! write between the kicks — on the widest lanes (`simd::widest`, every function inlined
-//! into it), one thread; `n`
-//! coordinates (96 000, 768 000, 2 592 000: the melts of 32 000, 256 000 and 864 000 beads),
-//! the two ways alternated over seven rounds, medians:
+//! one division more); and a third way that keeps no state replaced, the kick–drift written
+//! over `q` and `v` themselves (two streams fewer: what keeping the replaced state costs). A
+//! model of the passes in `zs-runtime`'s `verlet.rs` — masses in blocks of 255 from a buffer
+//! on the stack as `Masses::in_blocks` gives them, the gradient's own write between the
+//! kicks — on the widest lanes (`simd::widest`, every function inlined into it), one thread;
+//! `n` coordinates (96 000, 768 000, 2 592 000: the melts of 32 000, 256 000 and 864 000
+//! beads), the three ways alternated over seven rounds, medians:
 //!
 //! ```text
 //! cargo run --release -p zs-bench --bin verlet_kicks
@@ -105,6 +106,31 @@ impl Vectors {
     }
 }
 
+impl Vectors {
+    /// The gradient kept, and the kick–drift written over `q` and `v` themselves: no state
+    /// replaced is kept (what `VelocityVerlet` keeps for the driver's guards, its undo and a
+    /// refused step's state left unchanged) — what keeping it costs.
+    #[inline(always)]
+    fn step_in_place(&mut self, h: f64, m: &[f64; BLOCK]) {
+        let half = 0.5 * h;
+        let (v, q, g) = (&mut self.v, &mut self.q, &self.force);
+        Self::blocks(g.len(), |r| {
+            let terms = v[r.clone()].iter_mut().zip(q[r.clone()].iter_mut());
+            for ((v, q), (g, m)) in terms.zip(g[r].iter().zip(m)) {
+                *v += half * (-g / m);
+                *q += h * *v;
+            }
+        });
+        self.gradient();
+        let (g, v) = (&self.force, &mut self.v);
+        Self::blocks(g.len(), |r| {
+            for ((g, v1), m) in g[r.clone()].iter().zip(&mut v[r]).zip(m) {
+                *v1 += half * (-g / m);
+            }
+        });
+    }
+}
+
 /// Seconds per call of `step`, over `reps` calls, each inside the widest instruction set's
 /// entry (`step` inlined there: mark it `#[inline(always)]`).
 fn per_step(reps: usize, mut step: impl FnMut()) -> f64 {
@@ -130,8 +156,8 @@ fn main() {
     let m = [1.0_f64; BLOCK];
     for n in [96_000_usize, 768_000, 2_592_000] {
         let reps = (200_000_000 / n).max(20);
-        let (mut a, mut g) = (Vectors::new(n), Vectors::new(n));
-        let (mut ta, mut tg) = (Vec::new(), Vec::new());
+        let (mut a, mut g, mut p) = (Vectors::new(n), Vectors::new(n), Vectors::new(n));
+        let (mut ta, mut tg, mut tp) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..7 {
             ta.push(per_step(
                 reps,
@@ -143,15 +169,23 @@ fn main() {
                 #[inline(always)]
                 || g.step_keeping_g(black_box(0.012), &m),
             ));
+            tp.push(per_step(
+                reps,
+                #[inline(always)]
+                || p.step_in_place(black_box(0.012), &m),
+            ));
         }
-        let (ta, tg) = (median(ta), median(tg));
+        let (ta, tg, tp) = (median(ta), median(tg), median(tp));
         println!(
             "{n:>9} coordinates: acceleration stored {:.3} ms, gradient kept {:.3} ms per step \
-             (the kicks and the gradient's write), kept / stored {:.3}",
+             (the kicks and the gradient's write), kept / stored {:.3}; in place (no state \
+             replaced kept) {:.3} ms, {:.3} of kept",
             ta * 1e3,
             tg * 1e3,
-            tg / ta
+            tg / ta,
+            tp * 1e3,
+            tp / tg
         );
-        black_box((&a.v, &g.v));
+        black_box((&a.v, &g.v, &p.v));
     }
 }
