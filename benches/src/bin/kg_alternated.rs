@@ -183,12 +183,11 @@ fn main() {
             builds[0] += builds_small;
             builds[1] += builds_large;
         }
-        let summed = times
-            .iter()
-            .fold((0.0, 0.0), |(s, l), &(a, b)| (s + a, l + b));
+        // The times summed over rounds (the estimate's), of these rounds or of a resampling.
+        let sum = |t: &[(f64, f64)]| t.iter().fold((0.0, 0.0), |(s, l), &(a, b)| (s + a, l + b));
+        let summed = sum(&times);
         let slopes: Vec<f64> = times.iter().filter_map(|&t| slope(t)).collect();
         let (ts, tl): (Vec<f64>, Vec<f64>) = times.iter().copied().unzip();
-        let sum = |t: &[(f64, f64)]| t.iter().fold((0.0, 0.0), |(s, l), &(a, b)| (s + a, l + b));
         let interval = (span > 0.0 && !times.is_empty()).then(|| {
             let (lo, hi) = bootstrap(&times, |t| slope(sum(t)).unwrap_or(f64::NAN));
             format!(" (95 % bootstrap {lo:.4} to {hi:.4})")

@@ -104,9 +104,7 @@ impl Vectors {
         std::mem::swap(&mut self.v, &mut self.vh);
         std::mem::swap(&mut self.q, &mut self.x1);
     }
-}
 
-impl Vectors {
     /// The gradient kept, and the kick–drift written over `q` and `v` themselves: no state
     /// replaced is kept (what `VelocityVerlet` keeps for the driver's guards, its undo and a
     /// refused step's state left unchanged) — what keeping it costs.
