@@ -267,19 +267,6 @@ pub(crate) fn prefetches(len: usize) -> bool {
     cfg!(test) || len >= PREFETCH_FROM
 }
 
-/// [`prefetch`] for data read once (`prefetchnta`): brought close to the core without taking
-/// room in the outer caches from data read again (a streamed list beside the positions its
-/// terms read). A hint, with no effect on any value; a no-op on other architectures.
-#[inline(always)]
-pub(crate) fn prefetch_nta<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `prefetchnta` (SSE, in the x86-64 baseline), like `prefetcht0`, reads nothing into
-    // a register and never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_NTA }>(p.cast());
-    }
-}
-
 /// Ask for the cache line at `p` to be brought into the caches (`prefetcht0`): a hint, with no
 /// effect on any value. A no-op on other architectures.
 #[inline(always)]

@@ -166,7 +166,7 @@ where
         while j < n {
             let used = (n - j).min(w);
             // Bonded terms in a spatial order reach far along a long `q` as well.
-            prefetch_ahead::<D, K>(far, input.q, (free, block.slots), j..j + w);
+            prefetch_ahead::<D, K>(far, input.q, free, j..j + w);
             for (l, o) in order[..w].iter_mut().enumerate() {
                 *o = (j + l.min(used - 1)) as u16;
             }
@@ -346,57 +346,24 @@ impl<T, const D: usize, const K: usize> LaneBlock<'_, T, D, K> {
 /// Terms a window of [`windowed_pairs`] holds before it evaluates them.
 const WINDOW: usize = 256;
 
-/// How far ahead of the block in hand [`prefetch_ahead`] asks for the term list's own rows, in
-/// terms: past [`AHEAD`], where the rows are read to ask for the bodies' coordinates. A long list
-/// streams from main memory, and reading its rows only [`AHEAD`] terms ahead waited on each
-/// line (`perf annotate`, 864 000 beads). The rows are read once a pass, so they are asked for
-/// with [`simd::prefetch_nta`]: they should not push the positions and gradients that the next
-/// rows read again out of the outer caches (BENCHMARKS.md: the one-thread gradient about 2 %
-/// quicker at 864 000 beads).
-const LIST_AHEAD: usize = 4 * AHEAD;
-
 /// When `far` ([`simd::prefetches`]): the coordinates in `q` of the bodies of the terms
-/// [`AHEAD`] after `block` (their rows of `free`; each body once for consecutive terms) asked
-/// for now, so that they are in cache when that block is loaded; and the rows of `free` and
-/// `slots` [`LIST_AHEAD`] after it, so that those are when they are read. A pinned body's index
-/// asks for an address past `q`, and the rows ahead may lie past the lists: a prefetch never
-/// faults.
+/// [`AHEAD`] after `block` (their rows of `free`) asked for now, so that they are in cache
+/// when that block is loaded. A pinned body's index asks for an address past `q`: a prefetch
+/// never faults.
 #[inline(always)]
 fn prefetch_ahead<const D: usize, const K: usize>(
     far: bool,
     q: &[f64],
-    (free, slots): (&[[u32; K]], &[[u16; K]]),
+    free: &[[u32; K]],
     block: core::ops::Range<usize>,
 ) {
-    if !far {
-        return;
-    }
-    if let Some(ahead) = free.get(block.start + AHEAD..block.end + AHEAD) {
-        // Body by body, each once for a run of terms that share it (a neighbour-list row's
-        // first body is all of its terms'): at 864 000 beads the pass waited on its prefetch
-        // instructions (`perf annotate`), and one per term asked for the row's line 8 times.
-        for k in 0..K {
-            let mut last = None;
-            for row in ahead {
-                if last != Some(row[k]) {
-                    simd::prefetch(q.as_ptr().wrapping_add(row[k] as usize * D));
-                    last = Some(row[k]);
-                }
-            }
+    if let Some(ahead) = free
+        .get(block.start + AHEAD..block.end + AHEAD)
+        .filter(|_| far)
+    {
+        for &b in ahead.iter().flatten() {
+            simd::prefetch(q.as_ptr().wrapping_add(b as usize * D));
         }
-    }
-    let rows = block.start + LIST_AHEAD..block.end + LIST_AHEAD;
-    prefetch_lines(free, rows.clone());
-    prefetch_lines(slots, rows);
-}
-
-/// Ask for the cache lines of `items[range]`, a range that may run past the slice (nothing is
-/// read). Consecutive ranges cover every line between them.
-#[inline(always)]
-fn prefetch_lines<T>(items: &[T], range: core::ops::Range<usize>) {
-    let first = items.as_ptr().wrapping_add(range.start).cast::<u8>();
-    for byte in (0..range.len() * size_of::<T>()).step_by(64) {
-        simd::prefetch_nta(first.wrapping_add(byte));
     }
 }
 
@@ -432,7 +399,7 @@ where
         if t + w <= n {
             // A pair's second body is anywhere in a long `q` when the file's order is not
             // spatial.
-            prefetch_ahead::<D, K>(far, input.q, (free, block.slots), t..t + w);
+            prefetch_ahead::<D, K>(far, input.q, free, t..t + w);
             let x = load_consecutive::<L, D, K>(
                 input,
                 image.as_ref(),
